@@ -1,0 +1,1 @@
+"""Learned policies: candidate ranker, SB3 training, evaluation (see the agents issue)."""

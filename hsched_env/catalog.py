@@ -1,0 +1,473 @@
+"""GPU and job (model) catalogs: typed rows loaded from JSON and validated.
+
+The packaged catalogs live in ``hsched_env/data/gpus.json`` and ``hsched_env/data/models.json``
+(provenance of every figure: ``hsched_env/data/CATALOG_SOURCES.md``). Users can load their own
+files in the same format with :func:`load_gpu_catalog` / :func:`load_model_catalog`; the packaged
+files go through exactly the same validation.
+
+Example:
+    >>> from hsched_env.catalog import get_gpu, get_model
+    >>> get_gpu("a100-80gb").fp16_tflops
+    312.0
+    >>> get_model("llama2-70b").kv_heads
+    8
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from hsched_env.errors import ConfigError, UnknownNameError
+
+__all__ = [
+    "GpuType", "ModelSpec", "gpu_catalog", "get_gpu", "model_catalog", "get_model",
+    "load_gpu_catalog", "load_model_catalog",
+]
+
+ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
+         "cdna2", "cdna3")
+FAMILIES = ("cnn", "rnn", "transformer", "rl", "recsys", "gan")
+PRECISIONS = ("fp32", "fp16", "bf16")
+PARALLELISM = ("dp", "tp", "pp")
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """One GPU type (catalog row). Figures are dense per-GPU peaks.
+
+    Attributes:
+        name: Canonical display name, e.g. ``"A100-80GB"``.
+        aliases: Lowercase alternative spellings accepted by :func:`get_gpu`.
+        arch: Architecture, e.g. ``"ampere"``.
+        fp16_tflops: Dense fp16/bf16 tensor-core peak, TFLOP/s (fp32 value where no fast fp16).
+        fp32_tflops: fp32 peak, TFLOP/s.
+        memory_gb: Device memory, vendor GB.
+        memory_bw_gbps: Device memory bandwidth, GB/s.
+        link: Intra-node GPU-to-GPU link, e.g. ``"NVLink3"`` or ``"PCIe4"``.
+        link_bw_gbps: Intra-node GPU-to-GPU bandwidth per GPU, GB/s, both directions summed.
+        price_per_gpu_hour_usd: Indicative on-demand price, USD per GPU-hour.
+        source: Where the figures come from; unverified ones are flagged.
+        notes: Free-form remarks.
+    """
+
+    name: str
+    aliases: tuple[str, ...]
+    arch: str
+    fp16_tflops: float
+    fp32_tflops: float
+    memory_gb: float
+    memory_bw_gbps: float
+    link: str
+    link_bw_gbps: float
+    price_per_gpu_hour_usd: float
+    source: str
+    notes: str = ""
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak TFLOP/s for a training precision.
+
+        Args:
+            precision: ``"fp32"``, ``"fp16"`` or ``"bf16"``.
+
+        Returns:
+            ``fp32_tflops`` for fp32, ``fp16_tflops`` for fp16/bf16.
+
+        Raises:
+            UnknownNameError: ``precision`` is none of the above.
+        """
+        if precision == "fp32":
+            return self.fp32_tflops
+        if precision in ("fp16", "bf16"):
+            return self.fp16_tflops
+        raise UnknownNameError("precision", precision, list(PRECISIONS))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One training job type (catalog row). Work is counted in samples; see ``sample``.
+
+    Attributes:
+        name: CLI key, lowercase (e.g. ``"llama2-7b"``).
+        display: Human-readable name.
+        family: One of ``cnn``, ``rnn``, ``transformer``, ``rl``, ``recsys``, ``gan``.
+        params: Total parameters.
+        layers: Transformer blocks, or weight layers used for pipeline splitting.
+        hidden: Hidden width (for non-transformers: a representative feature width).
+        ffn: FFN width (0 for non-transformers).
+        heads: Attention heads (0 if none).
+        kv_heads: Key/value heads (``heads`` unless GQA).
+        seq_len: Tokens per sample (0 for non-token models).
+        vocab: Vocabulary size (0 if none).
+        swiglu: Gated (SwiGLU) MLP with three matrices.
+        flash_attention: Attention scores are not stored (drops the ``5·a·s/h`` activation term).
+        precision: ``fp32``, ``fp16`` or ``bf16``.
+        global_batch: Samples per iteration.
+        sample: What one sample is.
+        tokens_per_sample: Equals ``seq_len`` (0 for non-token models).
+        fwd_flops_per_sample: Forward FLOPs per sample, or None for transformer-shaped models.
+        act_bytes_per_sample: Training activation bytes per sample, or None for
+            transformer-shaped models.
+        bytes_per_param_states: Weights + gradients + optimizer bytes per parameter, no ZeRO.
+        parallelism: Allowed parallelism kinds, subset of ``("dp", "tp", "pp")``.
+        gavel_job_type: Job-type key in Gavel's ``simulation_throughputs.json``, or None.
+        source: Citation; derived and unverified figures are flagged.
+    """
+
+    name: str
+    display: str
+    family: str
+    params: float
+    layers: int
+    hidden: int
+    ffn: int
+    heads: int
+    kv_heads: int
+    seq_len: int
+    vocab: int
+    swiglu: bool
+    flash_attention: bool
+    precision: str
+    global_batch: int
+    sample: str
+    tokens_per_sample: int
+    fwd_flops_per_sample: float | None
+    act_bytes_per_sample: float | None
+    bytes_per_param_states: float
+    parallelism: tuple[str, ...]
+    gavel_job_type: str | None
+    source: str
+
+    @property
+    def is_transformer_shaped(self) -> bool:
+        """True if the cost model derives FLOPs and activations from the transformer shape."""
+        return self.family == "transformer" and self.fwd_flops_per_sample is None
+
+    def allows(self, kind: str) -> bool:
+        """Whether parallelism ``kind`` (``"dp"``, ``"tp"`` or ``"pp"``) is allowed.
+
+        Raises:
+            UnknownNameError: ``kind`` is not a parallelism kind.
+        """
+        if kind not in PARALLELISM:
+            raise UnknownNameError("parallelism kind", kind, list(PARALLELISM))
+        return kind in self.parallelism
+
+
+# ---------------------------------------------------------------------------------------------
+# Row schemas. Type codes: "str" (non-empty), "text" (may be empty), "bool", "int>0", "int>=0",
+# "num>0", "num>=0", "list[str]"; a trailing "?" allows null.
+
+_GPU_SCHEMA: dict[str, str] = {
+    "name": "str", "aliases": "list[str]", "arch": "str", "fp16_tflops": "num>0",
+    "fp32_tflops": "num>0", "memory_gb": "num>0", "memory_bw_gbps": "num>0", "link": "str",
+    "link_bw_gbps": "num>0", "price_per_gpu_hour_usd": "num>=0", "source": "str", "notes": "text",
+}
+_MODEL_SCHEMA: dict[str, str] = {
+    "name": "str", "display": "str", "family": "str", "params": "num>0", "layers": "int>0",
+    "hidden": "int>0", "ffn": "int>=0", "heads": "int>=0", "kv_heads": "int>=0",
+    "seq_len": "int>=0", "vocab": "int>=0", "swiglu": "bool", "flash_attention": "bool",
+    "precision": "str", "global_batch": "int>0", "sample": "str", "tokens_per_sample": "int>=0",
+    "fwd_flops_per_sample": "num>0?", "act_bytes_per_sample": "num>0?",
+    "bytes_per_param_states": "num>0", "parallelism": "list[str]", "gavel_job_type": "str?",
+    "source": "str",
+}
+
+
+def _norm(name: str) -> str:
+    """Lookup key: lowercase, without spaces, dashes and underscores."""
+    return "".join(ch for ch in name.strip().lower() if ch not in " -_")
+
+
+def _check_value(value: Any, code: str, err: Callable[[str], ConfigError]) -> Any:
+    """Check one JSON value against a type code; return it (numbers as float/int)."""
+    if value is None:
+        if code.endswith("?"):
+            return None
+        raise err("must not be null")
+    code = code.rstrip("?")
+    if code in ("str", "text"):
+        if not isinstance(value, str):
+            raise err(f"expected a string, got {type(value).__name__}")
+        if code == "str" and not value.strip():
+            raise err("must not be empty")
+        return value
+    if code == "bool":
+        if not isinstance(value, bool):
+            raise err(f"expected true or false, got {value!r}")
+        return value
+    if code == "list[str]":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise err(f"expected a list of non-empty strings, got {value!r}")
+        return tuple(value)
+    integer = code.startswith("int")
+    allowed = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, allowed):
+        raise err(f"expected {'an integer' if integer else 'a number'}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise err(f"must be finite, got {value!r}")
+    if code.endswith(">0") and value <= 0:
+        raise err(f"must be > 0, got {value!r}")
+    if code.endswith(">=0") and value < 0:
+        raise err(f"must be >= 0, got {value!r}")
+    if integer:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        raise err(f"out of range, got {value!r}") from None
+
+
+def _check_row(row: Any, schema: dict[str, str], where: str,
+               err: Callable[[str, str], ConfigError]) -> dict[str, Any]:
+    """Check keys and value types of one row; return the converted values."""
+    if not isinstance(row, dict):
+        raise err(where, f"expected an object, got {type(row).__name__}")
+    for key in schema:
+        if key not in row:
+            raise err(f"{where}.{key}", "missing key")
+    for key in row:
+        if key not in schema:
+            raise err(f"{where}.{key}", f"unknown key; valid keys: {', '.join(schema)}")
+    return {key: _check_value(row[key], code, functools.partial(err, f"{where}.{key}"))
+            for key, code in schema.items()}
+
+
+def _read_rows(text: str, source: str, list_key: str) -> list[Any]:
+    """Parse the catalog document and return its row list."""
+    if not text.strip():
+        raise ConfigError("file is empty", source=source)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"expected a JSON object with key '{list_key}'", source=source)
+    extra = [k for k in doc if k != list_key and not k.startswith("_")]
+    if extra:
+        raise ConfigError(f"unknown top-level key (only '{list_key}' and '_'-prefixed comments)",
+                          source=source, field=extra[0])
+    rows = doc.get(list_key)
+    if not isinstance(rows, list) or not rows:
+        raise ConfigError("expected a non-empty list", source=source, field=list_key)
+    return rows
+
+
+def _parse_gpus(text: str, source: str) -> dict[str, GpuType]:
+    def err(field: str, message: str) -> ConfigError:
+        return ConfigError(message, source=source, field=field)
+
+    gpus: dict[str, GpuType] = {}
+    owner: dict[str, str] = {}  # normalized name or alias -> canonical name
+    seen_aliases: set[str] = set()
+    for i, raw in enumerate(_read_rows(text, source, "gpus")):
+        where = f"gpus[{i}]"
+        v = _check_row(raw, _GPU_SCHEMA, where, err)
+        if v["arch"] not in ARCHS:
+            raise err(f"{where}.arch",
+                      f"unknown architecture {v['arch']!r}; valid: {', '.join(ARCHS)}")
+        if v["fp16_tflops"] < v["fp32_tflops"]:
+            raise err(f"{where}.fp16_tflops", "below fp32_tflops (use the fp32 value when the GPU "
+                      "has no fast fp16; columns swapped?)")
+        name = v["name"]
+        if _norm(name) in owner:
+            raise err(f"{where}.name", f"duplicate GPU name {name!r} (clashes with "
+                      f"{owner[_norm(name)]!r})")
+        owner[_norm(name)] = name
+        for j, alias in enumerate(v["aliases"]):
+            field = f"{where}.aliases[{j}]"
+            if alias != alias.strip().lower():
+                raise err(field, f"alias {alias!r} must be lowercase without surrounding spaces")
+            if alias in seen_aliases or owner.get(_norm(alias), name) != name:
+                raise err(field, f"duplicate alias {alias!r} (already names "
+                          f"{owner.get(_norm(alias), name)!r})")
+            seen_aliases.add(alias)
+            owner[_norm(alias)] = name
+        gpus[name] = GpuType(**v)
+    return gpus
+
+
+def _check_model_semantics(m: ModelSpec, fail: Callable[[str, str], None]) -> None:
+    """Cross-field rules of a model row; ``fail(key, message)`` raises."""
+    if m.name != m.name.strip().lower() or " " in m.name:
+        fail("name", f"model name {m.name!r} must be lowercase without spaces")
+    if m.family not in FAMILIES:
+        fail("family", f"unknown family {m.family!r}; valid: {', '.join(FAMILIES)}")
+    if m.precision not in PRECISIONS:
+        fail("precision", f"unknown precision {m.precision!r}; valid: {', '.join(PRECISIONS)}")
+    bad = [k for k in m.parallelism if k not in PARALLELISM]
+    if bad or len(set(m.parallelism)) != len(m.parallelism) or "dp" not in m.parallelism:
+        fail("parallelism", f"must be distinct kinds from {', '.join(PARALLELISM)} including "
+             f"'dp', got {list(m.parallelism)}")
+    if m.kv_heads > m.heads or (m.heads > 0 and (m.kv_heads == 0 or m.heads % m.kv_heads)):
+        fail("kv_heads", f"must divide heads ({m.heads}), got {m.kv_heads}")
+    if m.tokens_per_sample != m.seq_len:
+        fail("tokens_per_sample", f"must equal seq_len ({m.seq_len}), got {m.tokens_per_sample}")
+    if m.is_transformer_shaped:
+        for key in ("heads", "ffn", "seq_len"):
+            if getattr(m, key) == 0:
+                fail(key, "must be > 0 for a transformer-shaped model (fwd_flops_per_sample null)")
+        if m.hidden % m.heads:
+            fail("hidden", f"must be divisible by heads ({m.heads}), got {m.hidden}")
+        if m.act_bytes_per_sample is not None:
+            fail("act_bytes_per_sample", "must be null when fwd_flops_per_sample is null (the cost "
+                 "model derives both from the transformer shape)")
+    else:
+        for key in ("fwd_flops_per_sample", "act_bytes_per_sample"):
+            if getattr(m, key) is None:
+                fail(key, f"required for a {m.family} model without a transformer shape")
+        for key in ("swiglu", "flash_attention"):
+            if getattr(m, key):
+                fail(key, "only meaningful for a transformer-shaped model")
+        if "tp" in m.parallelism:
+            fail("parallelism", "'tp' needs a transformer-shaped model (fwd_flops_per_sample null)")
+    if "pp" in m.parallelism and m.layers < 2:
+        fail("layers", "'pp' needs at least 2 layers")
+
+
+def _parse_models(text: str, source: str) -> dict[str, ModelSpec]:
+    def err(field: str, message: str) -> ConfigError:
+        return ConfigError(message, source=source, field=field)
+
+    models: dict[str, ModelSpec] = {}
+    seen: dict[str, str] = {}
+    for i, raw in enumerate(_read_rows(text, source, "models")):
+        where = f"models[{i}]"
+        model = ModelSpec(**_check_row(raw, _MODEL_SCHEMA, where, err))
+
+        def fail(key: str, message: str, _where: str = where) -> None:
+            raise err(f"{_where}.{key}", message)
+
+        _check_model_semantics(model, fail)
+        if _norm(model.name) in seen:
+            raise err(f"{where}.name", f"duplicate model name {model.name!r} (clashes with "
+                      f"{seen[_norm(model.name)]!r})")
+        seen[_norm(model.name)] = model.name
+        models[model.name] = model
+    return models
+
+
+def _read_file(path: str | os.PathLike[str]) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read catalog file: {exc}", source=os.fspath(path)) from None
+
+
+def _packaged(filename: str) -> tuple[str, str]:
+    text = resources.files("hsched_env").joinpath("data", filename).read_text(encoding="utf-8")
+    return text, f"hsched_env/data/{filename}"
+
+
+def load_gpu_catalog(path: str | os.PathLike[str]) -> dict[str, GpuType]:
+    """Load and validate a GPU catalog file (same format as the packaged ``gpus.json``).
+
+    Args:
+        path: JSON file ``{"gpus": [row, ...]}``; keys starting with ``_`` are comments.
+
+    Returns:
+        Canonical name -> :class:`GpuType`, in file order.
+
+    Raises:
+        ConfigError: The file is unreadable, not JSON, or a row is invalid (missing or unknown
+            key, wrong type, NaN/inf, non-positive figure, duplicate name or alias). The error
+            names the file and the field, e.g. ``gpus[3].memory_gb``.
+    """
+    return _parse_gpus(_read_file(path), os.fspath(path))
+
+
+def load_model_catalog(path: str | os.PathLike[str]) -> dict[str, ModelSpec]:
+    """Load and validate a model catalog file (same format as the packaged ``models.json``).
+
+    Args:
+        path: JSON file ``{"models": [row, ...]}``; keys starting with ``_`` are comments.
+
+    Returns:
+        Model name -> :class:`ModelSpec`, in file order.
+
+    Raises:
+        ConfigError: As :func:`load_gpu_catalog`, with fields like ``models[5].layers``; also
+            cross-field rules (e.g. a CNN without ``fwd_flops_per_sample``).
+    """
+    return _parse_models(_read_file(path), os.fspath(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _packaged_gpus() -> tuple[GpuType, ...]:
+    return tuple(_parse_gpus(*_packaged("gpus.json")).values())
+
+
+@functools.lru_cache(maxsize=None)
+def _packaged_models() -> tuple[ModelSpec, ...]:
+    return tuple(_parse_models(*_packaged("models.json")).values())
+
+
+@functools.lru_cache(maxsize=None)
+def _packaged_gpu_index() -> dict[str, GpuType]:
+    return _gpu_index({g.name: g for g in _packaged_gpus()})
+
+
+def _gpu_index(catalog: Mapping[str, GpuType]) -> dict[str, GpuType]:
+    index: dict[str, GpuType] = {}
+    for gpu in catalog.values():
+        for key in (gpu.name, *gpu.aliases):
+            index[_norm(key)] = gpu
+    return index
+
+
+def gpu_catalog() -> dict[str, GpuType]:
+    """The packaged GPU catalog: canonical name -> :class:`GpuType`, in file order.
+
+    The file is parsed once (cached); each call returns a new dict, so callers may modify it.
+    """
+    return {g.name: g for g in _packaged_gpus()}
+
+
+def model_catalog() -> dict[str, ModelSpec]:
+    """The packaged model catalog: name -> :class:`ModelSpec`, in file order (parsed once)."""
+    return {m.name: m for m in _packaged_models()}
+
+
+def get_gpu(name: str, catalog: Mapping[str, GpuType] | None = None) -> GpuType:
+    """Look up a GPU type by canonical name or alias.
+
+    Matching ignores case, spaces, dashes and underscores (``"A100_80GB"`` = ``"a100-80gb"``).
+
+    Args:
+        name: Canonical name (``"A100-80GB"``) or alias (``"a100-80"``, ``"v100"``, ``"h100"``).
+        catalog: A catalog from :func:`load_gpu_catalog`; default the packaged one.
+
+    Raises:
+        UnknownNameError: No such GPU type; the message lists the canonical names.
+    """
+    index = _packaged_gpu_index() if catalog is None else _gpu_index(catalog)
+    gpu = index.get(_norm(name)) if isinstance(name, str) else None
+    if gpu is None:
+        names = [g.name for g in (_packaged_gpus() if catalog is None else catalog.values())]
+        raise UnknownNameError("GPU type", str(name), names)
+    return gpu
+
+
+def get_model(name: str, catalog: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
+    """Look up a model by its CLI name (ignoring case, spaces, dashes and underscores).
+
+    Args:
+        name: E.g. ``"resnet50"``, ``"ResNet-50"``, ``"llama2_70b"``.
+        catalog: A catalog from :func:`load_model_catalog`; default the packaged one.
+
+    Raises:
+        UnknownNameError: No such model; the message lists the valid names.
+    """
+    models = _packaged_models() if catalog is None else tuple(catalog.values())
+    if isinstance(name, str):
+        for model in models:
+            if _norm(model.name) == _norm(name):
+                return model
+    raise UnknownNameError("model", str(name), [m.name for m in models])

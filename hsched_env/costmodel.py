@@ -1,0 +1,387 @@
+"""Analytic cost model: iteration time and per-GPU memory of a training job under a strategy.
+
+The model follows ``reference/cost_model.md`` (Megatron FLOPs, 1F1B pipeline, ring collectives on
+the slowest link, ZeRO model states, Korthikanti activations) and is written for *arrays* of
+strategies: every function takes numpy arrays with one entry per strategy row, so the planner can
+price hundreds of thousands of strategies in one pass.
+
+A strategy row runs on one or two GPU types (``A`` and optionally ``B``) in one of three layouts:
+
+* ``KIND_HOMO`` — ``dp`` replicas of ``tp × pp`` GPUs, all of type A.
+* ``KIND_DP_SPLIT`` — ``dp_a`` replicas on type A and ``dp_b`` on type B, each replica homogeneous
+  with the same ``tp × pp`` shape; the global batch is split in proportion to replica speed
+  (Metis, Whale), so the iteration time is the same on both sides up to integer rounding.
+* ``KIND_PP_SPLIT`` — ``dp`` replicas, each a pipeline of ``pp_a`` stages on A followed by ``pp_b``
+  stages on B; layers are split in proportion to stage speed (Metis), then moved to the other
+  type when a stage would not fit in memory. The type with more memory takes the first stages,
+  which hold the most in-flight micro-batches under 1F1B.
+
+Tensor parallelism always stays inside one node and one GPU type.
+
+Units: seconds, bytes, FLOP, and bandwidth in GB/s (gigabytes). Names follow the conventions in
+``DESIGN.md``.
+
+Calibration (see ``Calibration``) — which anchors fit which factor, and which are held out:
+
+* ``eta_llm`` (bf16/fp16 kernels on NVLink Ampere/Hopper) is fitted to anchor A2 (LLaMA-1 65B
+  on 2048 A100-80GB, 380 tokens/s/GPU) and is cross-checked against A3/A4 MFU (52–54%).
+  The Llama-2 7B/13B/70B figures (anchor A1) are **held out**: ``tests/test_validation.py``
+  checks them and they were not used to set any factor.
+* ``eta_fp32`` per GPU architecture is fitted (``scripts/calibrate_fp32.py``) to Gavel's
+  single-GPU throughputs (anchor A8) of **ResNet-18, CycleGAN, LM, A3C and Recommendation
+  only**. ResNet-50 and Transformer are **held out**; their V100/K80 and V100/P100 ratios are the
+  validation test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hsched_env.catalog import GpuType, ModelSpec
+
+KIND_HOMO, KIND_DP_SPLIT, KIND_PP_SPLIT = 0, 1, 2
+KIND_NAMES = ("homogeneous", "mixed-dp", "mixed-pp")
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Efficiency factors and fixed costs of the analytic model.
+
+    Attributes:
+        eta_llm: Kernel efficiency (fraction of dense fp16/bf16 peak) of transformer layers on
+            NVLink Ampere/Hopper GPUs. Fitted to anchor A2 (LLaMA-1 65B, 380 tok/s/GPU on 2048
+            A100-80GB); see the module docstring.
+        eta_half_by_arch: Efficiency of fp16/bf16 kernels on other architectures (PCIe parts,
+            pre-Ampere tensor cores). Reference defaults (0.25–0.35, ``cost_model.md`` §5).
+        eta_fp32_by_arch: Efficiency of fp32 kernels, fitted to Gavel's single-GPU throughputs of
+            the calibration jobs (ResNet-18, CycleGAN, LM, A3C, Recommendation).
+        launch_overhead_s: Host-side cost per layer per micro-batch per pass (kernel launches,
+            framework), seconds. Makes very small micro-batches cost something.
+        fp32_iteration_overhead_s: Per-iteration host overhead of the legacy fp32 jobs (Python
+            data loading, optimizer loop), seconds. Fitted with ``eta_fp32_by_arch``.
+        collective_latency_s: Latency per ring step (α), seconds.
+        optimizer_bytes_per_param: Bytes moved per local parameter by the optimizer step (read
+            and write fp32 master, momentum and variance, write half weights); memory bound.
+        fixed_mem_gb_dp_only: Fixed per-GPU memory (CUDA/PyTorch context) for data-parallel jobs.
+        fixed_mem_gb_model_parallel: Fixed per-GPU memory for Megatron/DeepSpeed-style jobs
+            (fused kernels, NCCL buffers; Sailor measures 5.06 GB, FlashFlex uses 1 GB).
+        mem_usable_fraction: A strategy is feasible iff its memory is at most this fraction of
+            the GPU's memory (``cost_model.md`` §1: 0.9).
+    """
+
+    eta_llm: float = 0.55
+    eta_half_by_arch: dict = field(default_factory=lambda: {
+        "hopper": 0.55, "ampere": 0.55, "ada": 0.35, "turing": 0.30, "volta": 0.35,
+        "pascal": 0.30, "kepler": 0.30})
+    eta_fp32_by_arch: dict = field(default_factory=lambda: {
+        "kepler": 0.27, "pascal": 0.47, "volta": 0.50, "turing": 0.50, "ampere": 0.50,
+        "ada": 0.50, "hopper": 0.50})
+    launch_overhead_s: float = 20e-6
+    fp32_iteration_overhead_s: float = 0.010
+    collective_latency_s: float = 20e-6
+    optimizer_bytes_per_param: float = 20.0
+    fixed_mem_gb_dp_only: float = 1.0
+    fixed_mem_gb_model_parallel: float = 3.0
+    mem_usable_fraction: float = 0.9
+
+    def eta(self, gpu: GpuType, model: ModelSpec) -> float:
+        """Kernel efficiency of ``model`` on ``gpu`` (fraction of the matching dense peak)."""
+        if model.precision == "fp32":
+            return self.eta_fp32_by_arch[gpu.arch]
+        nvlink = gpu.link.lower().startswith("nvlink")
+        if gpu.arch in ("ampere", "hopper") and nvlink:
+            return self.eta_llm
+        return self.eta_half_by_arch[gpu.arch]
+
+
+DEFAULT_CALIBRATION = Calibration()
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Per-model constants of the cost model, derived once from a ``ModelSpec``.
+
+    Per-sample quantities refer to one training sample as the catalog defines it.
+    """
+
+    layers: int
+    layer_fwd_flops: float     # forward FLOPs of one layer, one sample
+    logits_fwd_flops: float    # forward FLOPs of the output layer, one sample
+    layer_params: float        # parameters of one layer
+    embed_params: float        # parameters of the input embedding (= output layer, untied)
+    act_base: float            # activation bytes per layer per sample not divided by tp
+    act_tp: float              # activation bytes per layer per sample divided by tp
+    act_rc: float              # bytes kept per layer per sample under full recompute
+    logits_act: float          # activation bytes of the output layer per sample
+    boundary_bytes: float      # pipeline-boundary activation per sample, one direction
+    tp_comm_bytes: float       # TP all-reduce traffic per layer per sample (fwd + bwd)
+    dtype_bytes: int
+    state_w: float             # model-state bytes per parameter: weights,
+    state_g: float             # gradients,
+    state_o: float             # optimizer states (incl. fp32 master copy)
+    fixed_mem_bytes: float
+    host_overhead_s: float     # per-iteration host overhead
+    transformer: bool
+
+
+def model_shape(model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> ModelShape:
+    """Derive the cost-model constants of ``model`` (FLOPs, parameters, activation bytes).
+
+    Transformers use Megatron's FLOP count (per layer forward ``2·s·P_layer + 4·s²·h``; output
+    layer ``2·s·h·V``), which gives the ``6N + 12·L·h·s`` FLOPs per token of anchor A1, and
+    Korthikanti et al.'s activation bytes. Other jobs spread the catalog's forward FLOPs,
+    parameters and activation bytes evenly over their layers.
+    """
+    dtype = 4 if model.precision == "fp32" else 2
+    w = g = float(dtype)
+    o = max(model.bytes_per_param_states - w - g, 0.0)
+    L = model.layers
+    model_parallel = model.allows("tp") or model.allows("pp")
+    fixed = (calib.fixed_mem_gb_model_parallel if model_parallel
+             else calib.fixed_mem_gb_dp_only) * GB
+    host = calib.fp32_iteration_overhead_s if model.precision == "fp32" else 0.0
+    if model.is_transformer_shaped:
+        s, h, V, a = model.seq_len, model.hidden, model.vocab, model.heads
+        kv = model.kv_heads / model.heads
+        layer_params = 2 * h * h + 2 * h * h * kv + (3 if model.swiglu else 2) * h * model.ffn
+        attn_score = 0.0 if model.flash_attention else 5.0 * a * s / h
+        scale = dtype / 2                      # Korthikanti's bytes assume 16-bit activations
+        return ModelShape(
+            layers=L,
+            layer_fwd_flops=2.0 * s * layer_params + 4.0 * s * s * h,
+            logits_fwd_flops=2.0 * s * h * V,
+            layer_params=float(layer_params),
+            embed_params=float(V * h),
+            act_base=s * h * 10 * scale,       # s·b·h·(10 + 24/t + 5as/(ht))
+            act_tp=s * h * (24 + attn_score) * scale,
+            act_rc=2.0 * s * h * scale,        # full recompute keeps each layer's input
+            logits_act=4.0 * s * V,            # fp32 logits for the loss
+            boundary_bytes=float(s * h * dtype),
+            # 2 all-reduces forward + 2 backward of s·h elements; ring moves 2(t-1)/t of each
+            tp_comm_bytes=4.0 * 2.0 * s * h * dtype,
+            dtype_bytes=dtype, state_w=w, state_g=g, state_o=o,
+            fixed_mem_bytes=fixed, host_overhead_s=host, transformer=True)
+    act = float(model.act_bytes_per_sample)
+    return ModelShape(
+        layers=L, layer_fwd_flops=float(model.fwd_flops_per_sample) / L, logits_fwd_flops=0.0,
+        layer_params=model.params / L, embed_params=0.0, act_base=act / L, act_tp=0.0,
+        act_rc=act / L, logits_act=0.0, boundary_bytes=act / L, tp_comm_bytes=0.0,
+        dtype_bytes=dtype, state_w=w, state_g=g, state_o=o, fixed_mem_bytes=fixed,
+        host_overhead_s=host, transformer=False)
+
+
+@dataclass(frozen=True)
+class PoolArrays:
+    """Hardware figures of a cluster's node pools for one model, as aligned arrays.
+
+    Index = pool index. Built by ``pool_arrays``.
+    """
+
+    flops: np.ndarray          # achievable FLOP/s = dense peak at the model's precision × η
+    mem_bytes: np.ndarray      # usable bytes per GPU (capacity × usable fraction)
+    hbm_bw: np.ndarray         # bytes/s
+    intra_bw: np.ndarray       # bytes/s, one direction, GPU to GPU inside a node
+    inter_bw: np.ndarray       # bytes/s per GPU across nodes: NIC per node ÷ GPUs per node
+    gpus_per_node: np.ndarray  # int
+
+
+def pool_arrays(gpus: list[GpuType], intra_bw_gbps, inter_bw_gbps_per_node, gpus_per_node,
+                model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> PoolArrays:
+    """Build ``PoolArrays`` for pools with the given GPU types and links (GB/s figures)."""
+    gpn = np.asarray(gpus_per_node, dtype=np.int64)
+    return PoolArrays(
+        flops=np.array([g.peak_tflops(model.precision) * 1e12 * calib.eta(g, model)
+                        for g in gpus]),
+        mem_bytes=np.array([g.memory_gb * GB * calib.mem_usable_fraction for g in gpus]),
+        hbm_bw=np.array([g.memory_bw_gbps * GB for g in gpus]),
+        intra_bw=np.asarray(intra_bw_gbps, dtype=float) * GB / 2.0,   # bidirectional → one way
+        inter_bw=np.asarray(inter_bw_gbps_per_node, dtype=float) * GB / gpn,
+        gpus_per_node=gpn)
+
+
+def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind, pa, pb,
+                  dpa, dpb, tp, ppa, ppb, m, rc, batch: int, per_replica_batch: bool) -> dict:
+    """Price strategy rows; every keyword but ``batch``/``per_replica_batch`` is a row array.
+
+    Args:
+        shape: Model constants from ``model_shape``.
+        calib: Calibration factors.
+        hw: Pool hardware arrays.
+        kind: ``KIND_*`` per row.
+        pa, pb: Pool index of part A and part B (``pb`` is ignored for homogeneous rows).
+        dpa, dpb: Data-parallel replicas on A and on B (``dpb`` is 0 unless
+            ``KIND_DP_SPLIT``; ``KIND_PP_SPLIT`` rows put their replica count in ``dpa``).
+        tp: Tensor-parallel degree (inside one node and one GPU type).
+        ppa, ppb: Pipeline stages on A and on B (``ppb`` is 0 unless ``KIND_PP_SPLIT``).
+        m: Micro-batches per replica per iteration.
+        rc: Full activation recompute (bool array).
+        batch: The job's batch in samples per iteration — per replica when
+            ``per_replica_batch`` (Gavel's convention for its data-parallel jobs), else global.
+        per_replica_batch: See ``batch``.
+
+    Returns:
+        dict of row arrays: ``step_time_s`` with ZeRO stage 0–2 (identical times),
+        ``zero3_extra_s`` (extra time of ZeRO-3: it moves 1.5× the data-parallel volume),
+        ``samples_per_iter``, ``mem_a``/``mem_b`` (bytes per GPU, shape (R, 4) for ZeRO 0–3),
+        ``layers_a``/``layers_b`` (layers on the largest stage of each part) and
+        ``batch_a``/``batch_b`` (samples per replica on each part).
+    """
+    f8 = np.float64
+    L = shape.layers
+    homo, dpsplit, ppsplit = kind == KIND_HOMO, kind == KIND_DP_SPLIT, kind == KIND_PP_SPLIT
+    pb = np.where(homo, pa, pb)
+    tp = tp.astype(f8)
+    m = m.astype(f8)
+    pp = np.maximum(ppa + ppb, 1).astype(f8)
+    dpa_f = dpa.astype(f8)
+    dpb_f = np.maximum(dpb, 1).astype(f8)
+    d = np.where(dpsplit, dpa + dpb, dpa).astype(f8)          # replicas in total
+    samples = d * batch if per_replica_batch else np.full_like(d, float(batch))
+    rep_batch = np.full_like(d, float(batch)) if per_replica_batch else np.ceil(samples / d)
+
+    # Per-sample time of one layer (compute + TP all-reduces on the intra-node link) and of
+    # the output layer, on each part.
+    mult = np.where(rc, 4.0, 3.0)
+    tp_share = np.where(rc, 1.5, 1.0) * (tp - 1) / tp
+    u_a = mult * shape.layer_fwd_flops / (tp * hw.flops[pa]) + tp_share * shape.tp_comm_bytes / hw.intra_bw[pa]
+    u_b = mult * shape.layer_fwd_flops / (tp * hw.flops[pb]) + tp_share * shape.tp_comm_bytes / hw.intra_bw[pb]
+    g_a = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pa])
+    g_b = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pb])
+    o = 3.0 * calib.launch_overhead_s
+
+    def link(pool, span):
+        """One-way bandwidth of a group of ``span`` GPUs of ``pool`` (intra-node if it fits)."""
+        return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], hw.inter_bw[pool])
+
+    inter_ab = np.minimum(hw.inter_bw[pa], hw.inter_bw[pb])
+    # Rank layout: tp innermost, then pp, then dp. A replica's pipeline stays inside a node
+    # when tp·pp GPUs fit in one; a mixed pipeline always crosses nodes at the type boundary.
+    c_a = np.where(ppsplit, inter_ab, link(pa, tp * pp))
+    c_b = np.where(ppsplit, inter_ab, link(pb, tp * pp))
+    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes / c_a, 0.0)   # per sample, fwd + bwd
+    c_b = np.where(pp > 1, 2.0 * shape.boundary_bytes / c_b, 0.0)
+
+    # ------------------------------------------------------------------ pipeline time
+    # Homogeneous replicas: 1F1B with ceil(L/pp) layers on the largest stage,
+    # T = (m-1)·max_i(T_i + c_i) + Σ_i(T_i + c_i), linear in the micro-batch size b.
+    lmax = np.ceil(L / pp)
+    k_a = ((m - 1) * (lmax * u_a + g_a + c_a) + L * u_a + g_a + (pp - 1) * c_a) / m
+    k_b = ((m - 1) * (lmax * u_b + g_b + c_b) + L * u_b + g_b + (pp - 1) * c_b) / m
+    beta = ((m - 1) * lmax + L) * o                      # launch overhead, per replica
+    t_homo = k_a * rep_batch + beta
+
+    # Data-parallel split: replicas on A take B_a samples, on B take B_b, with
+    # dpa·B_a + dpb·B_b = samples and k_a·B_a ≈ k_b·B_b (speed-proportional); integer B_a.
+    t_bal = (samples + dpa_f * beta / k_a + dpb_f * beta / k_b) / (dpa_f / k_a + dpb_f / k_b)
+    ba_cont = (t_bal - beta) / k_a
+    t_split, ba = np.full_like(d, np.inf), np.ones_like(d)
+    ba_hi = np.maximum(np.floor((samples - dpb_f) / dpa_f), 1.0)
+    for cand in (np.floor(ba_cont), np.ceil(ba_cont)):
+        cand = np.clip(cand, 1.0, ba_hi)
+        bb = np.ceil(np.maximum(samples - dpa_f * cand, 1.0) / dpb_f)
+        t = np.maximum(k_a * cand, k_b * bb) + beta
+        better = t < t_split
+        t_split, ba = np.where(better, t, t_split), np.where(better, cand, ba)
+    bb = np.ceil(np.maximum(samples - dpa_f * ba, 1.0) / dpb_f)
+
+    # Pipeline split: ppa stages of A then ppb of B, layers proportional to speed
+    # (la·u_a = lb·u_b, ppa·la + ppb·lb = L), then capped by memory below.
+    ppa_f, ppb_f = ppa.astype(f8), np.maximum(ppb, 1).astype(f8)
+    la_max = np.maximum(np.floor((L - ppb_f) / np.maximum(ppa_f, 1)), 1)
+    la = np.clip(np.round(L / (ppa_f + ppb_f * u_a / u_b)), 1, la_max)
+    lb = np.ceil((L - ppa_f * la) / ppb_f)
+    b_mb = rep_batch / m
+
+    # ------------------------------------------------------------------ memory per GPU
+    w, g, o_ = shape.state_w, shape.state_g, shape.state_o
+    zero_factors = np.stack([np.full_like(d, w + g + o_), w + g + o_ / d, w + (g + o_) / d,
+                             (w + g + o_) / d], axis=-1)            # bytes/param, ZeRO 0..3
+
+    def stage_mem(layers, tables, micro_b, inflight, logits):
+        """Bytes per GPU of a stage with ``tables`` embedding/output tables, ZeRO 0..3."""
+        params = (layers * shape.layer_params + tables * shape.embed_params) / tp
+        full_layer = micro_b * (shape.act_base + shape.act_tp / tp)
+        act = np.where(rc, micro_b * shape.act_rc * layers * inflight + full_layer,
+                       full_layer * layers * inflight)
+        act = act + np.where(logits, micro_b * shape.logits_act / tp, 0.0)
+        return params[:, None] * zero_factors + (act + shape.fixed_mem_bytes)[:, None]
+
+    def layer_mem(micro_b, inflight):
+        """Bytes one more layer adds to a stage, ZeRO 0..3."""
+        act = np.where(rc, micro_b * shape.act_rc, micro_b * (shape.act_base + shape.act_tp / tp))
+        return (shape.layer_params / tp)[:, None] * zero_factors + (act * inflight)[:, None]
+
+    single = pp == 1
+    one = np.ones_like(m)
+    mb_a = np.ceil(np.where(dpsplit, ba, rep_batch) / m)
+    mb_b = np.ceil(np.where(dpsplit, bb, rep_batch) / m)
+    infl0 = np.minimum(pp, m)                   # 1F1B: stage i holds min(pp - i, m)
+    infl_b = np.where(ppsplit, np.minimum(ppb, m), infl0)
+    tables_first = np.where(single & ~ppsplit, 2.0, 1.0)
+
+    if np.any(ppsplit):
+        # A mixed-pipeline stage that would not fit hands layers to the other type
+        # (judged at ZeRO-2, which costs no extra time).
+        room_a = hw.mem_bytes[pa] - stage_mem(0 * la, one, mb_a, infl0, ~one.astype(bool))[:, 2]
+        room_b = hw.mem_bytes[pb] - stage_mem(0 * lb, one, mb_b, one, one.astype(bool))[:, 2]
+        fit_a = np.floor(room_a / layer_mem(mb_a, infl0)[:, 2])
+        fit_b = np.floor(room_b / layer_mem(mb_b, infl_b)[:, 2])
+        move = ppsplit & (la > fit_a) & (fit_a >= 1)
+        la = np.where(move, fit_a, la)
+        lb = np.where(move, np.ceil((L - ppa_f * la) / ppb_f), lb)
+        move = ppsplit & (lb > fit_b) & (fit_b >= 1)
+        lb = np.where(move, fit_b, lb)
+        la = np.where(move, np.maximum(np.ceil((L - ppb_f * lb) / np.maximum(ppa_f, 1)), 1), la)
+
+    lay_a = np.where(ppsplit, la, lmax)
+    lay_b = np.where(ppsplit, lb, lmax)
+    no = np.zeros(d.shape, dtype=bool)
+    # Part A: first stage (embedding, most in-flight micro-batches); for one-type replicas
+    # also the last stage (output layer and logits, one micro-batch in flight).
+    first_a = stage_mem(lay_a, tables_first, mb_a, infl0, single & ~ppsplit)
+    last_a = stage_mem(lay_a, one, mb_a, one, ~ppsplit)
+    mem_a = np.where(ppsplit[:, None], first_a, np.maximum(first_a, last_a))
+    # Part B: like A for dp-split replicas; for a mixed pipeline, its first stage (index ppa,
+    # min(ppb, m) in flight, no table) and the pipeline's last stage.
+    first_b = stage_mem(lay_b, np.where(ppsplit, 0.0, tables_first), mb_b, infl_b,
+                        single & ~ppsplit)
+    last_b = stage_mem(lay_b, one, mb_b, one, ~no)
+    mem_b = np.maximum(first_b, last_b)
+
+    stage_a = la * (u_a * b_mb + o)
+    stage_b = lb * (u_b * b_mb + o) + g_b * b_mb
+    c_mb = c_a * b_mb
+    t_ppsplit = ((m - 1) * (np.maximum(stage_a, stage_b) + c_mb)
+                 + ppa_f * stage_a + ppb_f * stage_b + (pp - 1) * c_mb)
+    t_pipe = np.select([homo, dpsplit], [t_homo, t_split], t_ppsplit)
+
+    # ------------------------------------------------------------------ gradient sync, optimizer
+    # Ring all-reduce of each stage's gradients over its data-parallel group on the slowest
+    # link: 2(d-1)/d · bytes / BW. The group (tp·d GPUs of one type under the layout) is
+    # inside a node only when it fits; a mixed-dp group always crosses nodes.
+    p_a = (lay_a * shape.layer_params + tables_first * shape.embed_params) / tp
+    p_b = (lay_b * shape.layer_params + tables_first * shape.embed_params) / tp
+    span = tp * pp * d
+    bw_a = np.where(dpsplit, inter_ab, link(pa, span))
+    bw_b = np.where(dpsplit, inter_ab, link(pb, span))
+    ring = np.where(d > 1, 2.0 * (d - 1) / d * shape.state_g, 0.0)
+    t_dp = np.maximum(ring * p_a / bw_a, np.where(homo, 0.0, ring * p_b / bw_b))
+    t_dp = t_dp + np.where(d > 1, calib.collective_latency_s * 2.0 * (d - 1), 0.0)
+    opt = calib.optimizer_bytes_per_param
+    t_opt = np.maximum(opt * p_a / hw.hbm_bw[pa], np.where(homo, 0.0, opt * p_b / hw.hbm_bw[pb]))
+
+    return {
+        "step_time_s": t_pipe + t_dp + t_opt + shape.host_overhead_s,
+        "zero3_extra_s": 0.5 * np.where(d > 1, t_dp, 0.0),
+        "samples_per_iter": samples,
+        "mem_a": mem_a,
+        "mem_b": mem_b,
+        "layers_a": lay_a,
+        "layers_b": lay_b,
+        "batch_a": np.where(dpsplit, ba, rep_batch),
+        "batch_b": np.where(dpsplit, bb, rep_batch),
+    }

@@ -1,0 +1,474 @@
+"""Candidate planner: every (resource set, parallelization strategy) a job could run with.
+
+For one job (a ``ModelSpec``) on a ``Cluster`` the planner
+
+1. enumerates **resource sets** (cached per cluster): for each node pool, powers of two inside a
+   node and whole nodes across nodes (Sia's configurations, so a placement always exists), and
+   mixed sets of two GPU types (pairs of pools of different types, each side a power-of-two
+   number of GPUs or the whole pool);
+2. enumerates **strategies** per set: every dp × tp × pp factorization (tp inside a node, dividing
+   the attention heads; pp at most the layer count), the two mixed layouts (speed-proportional
+   data-parallel split, or one pipeline across both types), micro-batch counts (powers of two),
+   recompute on/off, and ZeRO 0–3 (stages 0–2 cost the same time, so the smallest that fits is
+   taken; stage 3 is tried when none of them fits);
+3. prices them all at once with ``costmodel.strategy_cost`` (or a measured table, see
+   ``throughput``), drops what does not fit in memory, keeps the **fastest strategy per set**,
+   and prunes **dominated sets** (another set uses no more GPUs of any type and is at least as
+   fast);
+4. returns a ``CandidateTable``: one row per candidate, columns as numpy arrays.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from hsched_env.catalog import ModelSpec, get_gpu, get_model
+from hsched_env.cluster import Cluster
+from hsched_env.costmodel import (DEFAULT_CALIBRATION, GB, KIND_DP_SPLIT, KIND_HOMO,
+                                  KIND_NAMES, KIND_PP_SPLIT, Calibration, model_shape,
+                                  pool_arrays, strategy_cost)
+from hsched_env.throughput import ThroughputSource, get_throughput_source
+
+log = logging.getLogger(__name__)
+
+TP_DEGREES = (1, 2, 4, 8, 16)
+MAX_MICROBATCHES = 512
+# A mixed set pairs sides within this factor of each other: a side 8× smaller than the other
+# adds at most a few percent (even an H100 is only ~10× a T4) for the cost of a mixed layout.
+MIXED_MAX_RATIO = 8
+
+
+# ---------------------------------------------------------------------------- resource sets
+@dataclass(frozen=True)
+class ResourceSets:
+    """Target resource sets of a cluster (model independent), one entry per set."""
+
+    pool_a: np.ndarray   # pool of part A
+    pool_b: np.ndarray   # pool of part B, -1 for single-type sets
+    n_a: np.ndarray      # GPUs of part A
+    n_b: np.ndarray      # GPUs of part B (0 for single-type sets)
+    nodes: np.ndarray    # nodes the set occupies
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """Model-independent strategy shapes of every resource set (one entry per shape)."""
+
+    set_id: np.ndarray
+    kind: np.ndarray
+    dpa: np.ndarray
+    dpb: np.ndarray
+    tp: np.ndarray
+    ppa: np.ndarray
+    ppb: np.ndarray
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, k = [], 1
+    while k <= n:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+@lru_cache(maxsize=32)
+def _cluster_sets(pools_key) -> tuple[ResourceSets, Skeleton]:
+    pools = list(pools_key)
+    sets: list[tuple[int, int, int, int, int]] = []
+    for i, p in enumerate(pools):
+        sizes = [(k, 1) for k in _pow2_upto(p.gpus_per_node - 1)]
+        sizes += [(k * p.gpus_per_node, k) for k in range(1, p.num_nodes + 1)]
+        sets += [(i, -1, n, 0, nodes) for n, nodes in sizes]
+
+    def ladder(p):
+        total = p.gpus_per_node * p.num_nodes
+        return sorted(set(_pow2_upto(total)) | {total})
+
+    mem = [get_gpu(p.gpu_type).memory_gb for p in pools]
+    for i, p in enumerate(pools):
+        for j, q in enumerate(pools):
+            if j <= i or p.gpu_type == q.gpu_type:
+                continue
+            # Part A is the pool with more memory per GPU: it takes the first pipeline stages.
+            a, b = (i, j) if mem[i] >= mem[j] else (j, i)
+            pa, pb = pools[a], pools[b]
+            for na in ladder(pa):
+                for nb in ladder(pb):
+                    if max(na, nb) > MIXED_MAX_RATIO * min(na, nb):
+                        continue
+                    nodes = -(-na // pa.gpus_per_node) + -(-nb // pb.gpus_per_node)
+                    sets.append((a, b, na, nb, nodes))
+    arr = np.array(sets, dtype=np.int64)
+    rs = ResourceSets(*(arr[:, k] for k in range(5)))
+
+    rows: list[tuple[int, int, int, int, int, int, int]] = []
+    for s, (a, b, na, nb, _) in enumerate(sets):
+        gpn = pools[a].gpus_per_node if b < 0 else min(pools[a].gpus_per_node,
+                                                       pools[b].gpus_per_node)
+        for tp in TP_DEGREES:
+            if tp > gpn or na % tp or nb % tp:
+                continue
+            if b < 0:
+                for pp in _divisors(na // tp):
+                    rows.append((s, KIND_HOMO, na // (tp * pp), 0, tp, pp, 0))
+                continue
+            for k in _divisors(np.gcd(na // tp, nb // tp)):
+                # k = pp: replicas of tp·pp GPUs on each side (data-parallel split) ...
+                rows.append((s, KIND_DP_SPLIT, na // (tp * k), nb // (tp * k), tp, k, 0))
+                # ... k = dp: k pipelines with stages on both types (pipeline split).
+                rows.append((s, KIND_PP_SPLIT, k, 0, tp, na // (tp * k), nb // (tp * k)))
+    sk = np.array(rows, dtype=np.int64)
+    skeleton = Skeleton(*(sk[:, k] for k in range(7)))
+    return rs, skeleton
+
+
+def resource_sets(cluster: Cluster) -> ResourceSets:
+    """The cluster's target resource sets (cached per cluster layout)."""
+    return _cluster_sets(cluster.pools)[0]
+
+
+# ---------------------------------------------------------------------------- candidate table
+@dataclass
+class CandidateTable:
+    """Candidates of one job: one row per (resource set, best strategy), columns as arrays.
+
+    Attributes:
+        model: The job's model name.
+        gpu_types: Column order of ``gpus`` (the cluster's GPU types).
+        gpus: (R, T) int — GPUs of each type.
+        pool_a, pool_b: Node pools of the two parts (``pool_b`` = -1 for one type).
+        nodes: Nodes the candidate occupies.
+        kind: 0 homogeneous, 1 mixed data-parallel split, 2 mixed pipeline split.
+        dp, tp, pp: Degrees (``dp`` counts replicas of both types, ``pp`` stages of both).
+        dp_a, dp_b, pp_a, pp_b: Per-type replicas (mixed-dp) and stages (mixed-pp).
+        layers_a, layers_b: Layers on the largest stage of each part.
+        batch_a, batch_b: Samples per replica per iteration on each part.
+        microbatches, zero, recompute: The rest of the strategy.
+        step_time_s: Predicted time of one iteration.
+        samples_per_s: Predicted throughput.
+        tokens_per_s_per_gpu: Throughput in tokens per GPU (0 for non-token models).
+        mem_gb_per_gpu: Predicted peak memory per GPU (largest over the parts).
+        measured: True where the throughput comes from a measured table.
+    """
+
+    model: str
+    gpu_types: tuple[str, ...]
+    pool_names: tuple[str, ...]
+    gpus: np.ndarray
+    pool_a: np.ndarray
+    pool_b: np.ndarray
+    nodes: np.ndarray
+    kind: np.ndarray
+    dp: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    dp_a: np.ndarray
+    dp_b: np.ndarray
+    pp_a: np.ndarray
+    pp_b: np.ndarray
+    layers_a: np.ndarray
+    layers_b: np.ndarray
+    batch_a: np.ndarray
+    batch_b: np.ndarray
+    microbatches: np.ndarray
+    zero: np.ndarray
+    recompute: np.ndarray
+    step_time_s: np.ndarray
+    samples_per_s: np.ndarray
+    tokens_per_s_per_gpu: np.ndarray
+    mem_gb_per_gpu: np.ndarray
+    measured: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.samples_per_s.shape[0])
+
+    @property
+    def num_gpus(self) -> np.ndarray:
+        return self.gpus.sum(axis=1)
+
+    def take(self, idx) -> "CandidateTable":
+        """A new table with the rows ``idx`` (index array or boolean mask)."""
+        out = {}
+        for name, value in self.__dict__.items():
+            out[name] = value[idx] if isinstance(value, np.ndarray) else value
+        return CandidateTable(**out)
+
+    def gpus_dict(self, i: int) -> dict[str, int]:
+        return {t: int(n) for t, n in zip(self.gpu_types, self.gpus[i]) if n}
+
+    def to_records(self) -> list[dict]:
+        """One JSON-ready dict per candidate (the ``hsched candidates --json`` schema)."""
+        recs = []
+        for i in range(len(self)):
+            layout = [{"pool": self.pool_names[p], "gpus": int(n)}
+                      for p, n in ((self.pool_a[i], self.gpus[i].sum() - self._n_b(i)),
+                                   (self.pool_b[i], self._n_b(i))) if p >= 0 and n > 0]
+            recs.append({
+                "gpus": self.gpus_dict(i),
+                "nodes": int(self.nodes[i]),
+                "layout": layout,
+                "kind": KIND_NAMES[self.kind[i]],
+                "dp": int(self.dp[i]), "tp": int(self.tp[i]), "pp": int(self.pp[i]),
+                "dp_per_type": self._per_type(i, self.dp_a, self.dp_b, KIND_DP_SPLIT),
+                "pp_per_type": self._per_type(i, self.pp_a, self.pp_b, KIND_PP_SPLIT),
+                "microbatches": int(self.microbatches[i]),
+                "zero": int(self.zero[i]),
+                "recompute": bool(self.recompute[i]),
+                "step_time_s": float(self.step_time_s[i]),
+                "samples_per_s": float(self.samples_per_s[i]),
+                "tokens_per_s_per_gpu": float(self.tokens_per_s_per_gpu[i]),
+                "mem_gb_per_gpu": float(self.mem_gb_per_gpu[i]),
+                "source": "measured" if self.measured[i] else "analytic",
+            })
+        return recs
+
+    def _n_b(self, i: int) -> int:
+        if self.pool_b[i] < 0:
+            return 0
+        tb = self.gpu_types.index(self._pool_type[self.pool_b[i]])
+        return int(self.gpus[i, tb])
+
+    def _per_type(self, i, a, b, kind) -> dict[str, int] | None:
+        if self.kind[i] != kind:
+            return None
+        return {self._pool_type[self.pool_a[i]]: int(a[i]),
+                self._pool_type[self.pool_b[i]]: int(b[i])}
+
+    _pool_type: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------- planning
+@dataclass(frozen=True)
+class PlannerConfig:
+    """Knobs of the planner.
+
+    Attributes:
+        max_candidates: Keep at most this many candidates per job (after dominance pruning),
+            preferring throughput per GPU; the fastest candidate is always kept. ``None``: all.
+        mixed: Enumerate mixed-type resource sets.
+        prune_dominated: Drop sets dominated by another set (no more GPUs of any type, at least
+            the same throughput).
+        max_gpus: Ignore resource sets larger than this (``None``: up to the whole cluster).
+        calibration: Cost-model factors.
+    """
+
+    max_candidates: int | None = None
+    mixed: bool = True
+    prune_dominated: bool = True
+    max_gpus: int | None = None
+    calibration: Calibration = DEFAULT_CALIBRATION
+
+
+def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = PlannerConfig(),
+         throughputs: ThroughputSource | str | None = None) -> CandidateTable:
+    """Candidates of one job on ``cluster``.
+
+    Args:
+        model: A ``ModelSpec`` or a catalog name.
+        cluster: The cluster.
+        config: Planner knobs.
+        throughputs: ``"analytic"`` (default), ``"gavel"`` or a ``ThroughputSource``.
+
+    Returns:
+        The job's ``CandidateTable`` (possibly empty if it fits nowhere).
+    """
+    if isinstance(model, str):
+        model = get_model(model)
+    source = get_throughput_source(throughputs)
+    calib = config.calibration
+    shape = model_shape(model, calib)
+    pools = cluster.pools
+    rs, sk = _cluster_sets(pools)
+    gpus = [get_gpu(p.gpu_type) for p in pools]
+    hw = _pool_hw(pools, model, calib)
+    per_replica = model.parallelism == ("dp",)
+    B = model.global_batch
+
+    # ---- strategy shapes this model admits
+    ok = np.ones(sk.kind.shape, dtype=bool)
+    if not config.mixed:
+        ok &= sk.kind == KIND_HOMO
+    pp_tot = sk.ppa + sk.ppb
+    dp_tot = np.where(sk.kind == KIND_DP_SPLIT, sk.dpa + sk.dpb, sk.dpa)
+    if model.allows("tp"):
+        ok &= (model.heads % sk.tp == 0) & (model.kv_heads % sk.tp == 0)
+    else:
+        ok &= sk.tp == 1
+    ok &= (pp_tot == 1) | (model.allows("pp") & (pp_tot <= model.layers))
+    if not per_replica:
+        ok &= dp_tot <= B                       # every replica gets at least one sample
+    if config.max_gpus is not None:
+        ok &= (rs.n_a + rs.n_b)[sk.set_id] <= config.max_gpus
+    # Lower bound on memory: ZeRO-3 shards all model states over every GPU of the set at best.
+    n_set = (rs.n_a + rs.n_b)[sk.set_id]
+    cap = np.maximum(hw.mem_bytes[rs.pool_a[sk.set_id]],
+                     hw.mem_bytes[np.maximum(rs.pool_b[sk.set_id], rs.pool_a[sk.set_id])])
+    ok &= model.params * model.bytes_per_param_states / n_set + shape.fixed_mem_bytes <= cap
+    idx = np.flatnonzero(ok)
+
+    # ---- cross with micro-batch counts (powers of two up to the replica batch). With pp > 1,
+    # fewer than pp micro-batches is never better: a larger bubble and no less memory (1F1B
+    # keeps min(pp, m) micro-batches of ceil(batch/m) samples in flight).
+    rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
+    mb_opts = np.array(_pow2_upto(MAX_MICROBATCHES))
+    use = ((mb_opts[None, :] <= rep_batch[:, None])
+           & ((mb_opts[None, :] >= pp_tot[idx][:, None]) | (mb_opts[None, :] == mb_opts.max())
+              | (mb_opts[None, :] * 2 > rep_batch[:, None])))
+    r, c = np.nonzero(use)
+    rows, m = idx[r], mb_opts[c]
+    rc = np.zeros(rows.shape, dtype=bool)
+    set_id = sk.set_id[rows]
+    pa = rs.pool_a[set_id]
+    pb = np.where(rs.pool_b[set_id] < 0, pa, rs.pool_b[set_id])
+
+    def price(sel, rc):
+        return strategy_cost(shape, calib, hw, kind=sk.kind[rows[sel]], pa=pa[sel], pb=pb[sel],
+                             dpa=sk.dpa[rows[sel]], dpb=sk.dpb[rows[sel]], tp=sk.tp[rows[sel]],
+                             ppa=sk.ppa[rows[sel]], ppb=sk.ppb[rows[sel]], m=m[sel], rc=rc,
+                             batch=B, per_replica_batch=per_replica)
+
+    cost = price(slice(None), rc)
+    if model.is_transformer_shaped:
+        # Full recompute costs a third more compute: price it only for the shapes that fit in
+        # memory at no micro-batch count without it.
+        fits0 = ((cost["mem_a"][:, 3] <= hw.mem_bytes[pa]) & (cost["mem_b"][:, 3] <= hw.mem_bytes[pb]))
+        shape_fits = np.zeros(sk.kind.size, dtype=bool)
+        shape_fits[rows[fits0]] = True
+        again = np.flatnonzero(~shape_fits[rows])
+        if again.size:
+            cost_rc = price(again, np.ones(again.size, dtype=bool))
+            rows, m, set_id, pa, pb = (np.concatenate([a, a[again]]) for a in (rows, m, set_id, pa, pb))
+            rc = np.concatenate([rc, np.ones(again.size, dtype=bool)])
+            cost = {k: np.concatenate([v, cost_rc[k]]) for k, v in cost.items()}
+
+    # ---- ZeRO: the smallest stage 0-2 that fits both parts, else stage 3 (slower)
+    cap_a, cap_b = hw.mem_bytes[pa][:, None], hw.mem_bytes[pb][:, None]
+    fits = (cost["mem_a"] <= cap_a) & (cost["mem_b"] <= cap_b)
+    fits[:, 1:] &= model.allows("dp")
+    zero = np.argmax(fits, axis=1)
+    feasible = fits.any(axis=1)
+    step = cost["step_time_s"] + np.where(zero == 3, cost["zero3_extra_s"], 0.0)
+    mem = np.maximum(cost["mem_a"], cost["mem_b"])[np.arange(len(zero)), zero]
+    thr = cost["samples_per_iter"] / step
+    measured = np.zeros(thr.shape, dtype=bool)
+
+    # ---- measured table: plain data parallelism on one type
+    plain = ((sk.kind[rows] == KIND_HOMO) & (sk.tp[rows] == 1) & (sk.ppa[rows] == 1)
+             & (m == 1) & ~rc)
+    if type(source) is not ThroughputSource and np.any(plain):
+        for i in np.flatnonzero(plain):
+            p = pools[pa[i]]
+            n = int(rs.n_a[set_id[i]])
+            value = source.measured_samples_per_s(model, p.gpu_type, n, n <= p.gpus_per_node)
+            if value is None:
+                continue
+            measured[i] = True
+            if value <= 0:
+                feasible[i] = False
+            else:
+                feasible[i] = True
+                zero[i], thr[i] = 0, value
+                step[i] = cost["samples_per_iter"][i] / value
+                mem[i] = min(mem[i], float(cap_a[i, 0]))
+        # A measured set is represented by its measurement only.
+        measured_sets = np.unique(set_id[measured])
+        feasible &= measured | ~np.isin(set_id, measured_sets)
+
+    keep = np.flatnonzero(feasible)
+    if keep.size == 0:
+        return _table(model, cluster, gpus, rs, sk, np.empty(0, np.int64), locals())
+
+    # ---- best strategy per set: sort by (set, -throughput), first of each set
+    order = keep[np.lexsort((-thr[keep], set_id[keep]))]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = set_id[order][1:] != set_id[order][:-1]
+    best = order[first]
+
+    if config.prune_dominated and best.size > 1:
+        best = best[_undominated(_gpu_matrix(cluster, rs, set_id[best]), thr[best])]
+    if config.max_candidates is not None and best.size > config.max_candidates:
+        n_g = (rs.n_a + rs.n_b)[set_id[best]]
+        score = thr[best] / n_g
+        pick = list(np.argsort(-score, kind="stable")[:config.max_candidates])
+        fastest = int(np.argmax(thr[best]))
+        if fastest not in pick:
+            pick[-1] = fastest
+        best = best[np.sort(np.array(pick))]
+    # Present the fastest first.
+    best = best[np.argsort(-thr[best], kind="stable")]
+    return _table(model, cluster, gpus, rs, sk, best, locals())
+
+
+def _pool_hw(pools, model, calib):
+    return pool_arrays([get_gpu(p.gpu_type) for p in pools], [p.intra_bw_gbps for p in pools],
+                       [p.inter_bw_gbps for p in pools], [p.gpus_per_node for p in pools],
+                       model, calib)
+
+
+def _gpu_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.ndarray:
+    types = list(cluster.gpu_types)
+    pool_type = np.array([types.index(p.gpu_type) for p in cluster.pools])
+    g = np.zeros((set_ids.size, len(types)), dtype=np.int64)
+    rows = np.arange(set_ids.size)
+    g[rows, pool_type[rs.pool_a[set_ids]]] += rs.n_a[set_ids]
+    has_b = rs.pool_b[set_ids] >= 0
+    g[rows[has_b], pool_type[rs.pool_b[set_ids[has_b]]]] += rs.n_b[set_ids[has_b]]
+    return g
+
+
+def _undominated(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """Mask of the rows no other row dominates.
+
+    Row j dominates row i when it uses no more GPUs of any type and is at least as fast; of
+    identical rows the first is kept. Rows are visited fastest first, so a row only needs
+    checking against the frontier kept so far (dominance is transitive).
+    """
+    order = np.argsort(-thr, kind="stable")
+    keep = np.zeros(thr.size, dtype=bool)
+    frontier = np.empty_like(g)
+    n = 0
+    for i in order:
+        if n and (frontier[:n] <= g[i]).all(axis=1).any():
+            continue
+        keep[i] = True
+        frontier[n] = g[i]
+        n += 1
+    return keep
+
+
+def _table(model, cluster, gpus, rs, sk, best, v) -> CandidateTable:
+    rows = v["rows"][best] if best.size else np.empty(0, np.int64)
+    set_id = sk.set_id[rows]
+    kind = sk.kind[rows]
+    dp = np.where(kind == KIND_DP_SPLIT, sk.dpa[rows] + sk.dpb[rows], sk.dpa[rows])
+    pp = sk.ppa[rows] + sk.ppb[rows]
+    g = _gpu_matrix(cluster, rs, set_id)
+    thr = v["thr"][best] if best.size else np.empty(0)
+    ngpu = g.sum(axis=1)
+    tok = thr * model.tokens_per_sample / np.maximum(ngpu, 1)
+    cost = v.get("cost")
+    pick = (lambda k: cost[k][best]) if best.size else (lambda k: np.empty(0))
+    t = CandidateTable(
+        model=model.name, gpu_types=tuple(cluster.gpu_types),
+        pool_names=tuple(p.name for p in cluster.pools), gpus=g,
+        pool_a=rs.pool_a[set_id], pool_b=rs.pool_b[set_id], nodes=rs.nodes[set_id], kind=kind,
+        dp=dp, tp=sk.tp[rows], pp=pp, dp_a=sk.dpa[rows], dp_b=sk.dpb[rows], pp_a=sk.ppa[rows],
+        pp_b=sk.ppb[rows], layers_a=pick("layers_a").astype(np.int64),
+        layers_b=pick("layers_b").astype(np.int64), batch_a=pick("batch_a"),
+        batch_b=pick("batch_b"), microbatches=v["m"][best] if best.size else np.empty(0, int),
+        zero=v["zero"][best] if best.size else np.empty(0, int),
+        recompute=v["rc"][best] if best.size else np.empty(0, bool),
+        step_time_s=v["step"][best] if best.size else np.empty(0),
+        samples_per_s=thr, tokens_per_s_per_gpu=tok,
+        mem_gb_per_gpu=(v["mem"][best] / GB) if best.size else np.empty(0),
+        measured=v["measured"][best] if best.size else np.empty(0, bool))
+    t._pool_type = tuple(p.gpu_type for p in cluster.pools)
+    return t

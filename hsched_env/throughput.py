@@ -1,0 +1,140 @@
+"""Throughput sources: the analytic cost model, or a measured table with the model as fallback.
+
+Both sit behind one interface, ``ThroughputSource``. The planner always prices every strategy
+with the analytic model (it also gives the memory footprint); a measured source then replaces the
+throughput of the strategies it has an entry for and marks strategies it measured as unable to
+run (Gavel's ``0.0``) as infeasible.
+
+Gavel's ``simulation_throughputs.json`` (MIT, Stanford Future Data Systems; shipped in
+``hsched_env/data/`` with its notice) gives, per worker type (``k80``, ``p100``, ``v100`` and
+``*_unconsolidated``), per ``(job type, scale factor)``, the isolated throughput in steps/s under
+plain data parallelism with ``scale factor`` GPUs. One step processes the job's batch, so
+samples/s = steps/s × batch (ResNet-50 bs64: 4.39 steps/s on one V100, 17.3 on eight: 3.9×).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from hsched_env.catalog import ModelSpec, get_gpu
+from hsched_env.errors import ConfigError, UnknownNameError
+
+# Gavel worker types → catalog GPU names. Gavel's V100s are 16 GB SXM2 parts.
+GAVEL_WORKER_TYPES = {"k80": "K80", "p100": "P100", "v100": "V100-16GB"}
+
+
+class ThroughputSource:
+    """Interface of a throughput source. The base class is the pure analytic model.
+
+    Attributes:
+        name: Short name shown in tables and JSON (``"analytic"``, ``"gavel"``).
+    """
+
+    name = "analytic"
+
+    def measured_samples_per_s(self, model: ModelSpec, gpu_type: str, gpus: int,
+                               consolidated: bool) -> float | None:
+        """Measured throughput of plain data parallelism, or ``None`` when not measured.
+
+        Args:
+            model: The job's model.
+            gpu_type: Canonical GPU type name.
+            gpus: Number of GPUs (data-parallel replicas of one GPU each).
+            consolidated: Whether all GPUs are inside one node.
+
+        Returns:
+            Samples/s, ``0.0`` when measured as unable to run, ``None`` when not in the table.
+        """
+        return None
+
+
+class MeasuredTable(ThroughputSource):
+    """A measured throughput table in Gavel's ``simulation_throughputs.json`` format.
+
+    Args:
+        path: The JSON file; ``None`` loads the copy shipped with the package.
+
+    Raises:
+        ConfigError: The file is missing, not JSON, or not in Gavel's layout.
+    """
+
+    name = "gavel"
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        source = str(path) if path is not None else "hsched_env/data/simulation_throughputs.json"
+        try:
+            if path is None:
+                text = resources.files("hsched_env.data").joinpath(
+                    "simulation_throughputs.json").read_text(encoding="utf-8")
+            else:
+                text = Path(path).read_text(encoding="utf-8")
+            raw = json.loads(text)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read throughput table: {exc}", source=source) from None
+        if not isinstance(raw, dict) or not raw:
+            raise ConfigError("expected an object {worker_type: {...}}", source=source)
+        self._table: dict[tuple[str, bool, str, int], float] = {}
+        for worker, rows in raw.items():
+            base = worker.removesuffix("_unconsolidated")
+            if base not in GAVEL_WORKER_TYPES:
+                raise ConfigError(f"unknown worker type {worker!r}; expected one of "
+                                  f"{sorted(GAVEL_WORKER_TYPES)} (optionally _unconsolidated)",
+                                  source=source, field=worker)
+            consolidated = not worker.endswith("_unconsolidated")
+            if not isinstance(rows, dict):
+                raise ConfigError("expected an object of job rows", source=source, field=worker)
+            for key, entry in rows.items():
+                field = f"{worker}.{key}"
+                try:
+                    job_type, scale = ast.literal_eval(key)
+                    steps = float(entry["null"])
+                except (ValueError, SyntaxError, TypeError, KeyError):
+                    raise ConfigError("expected key \"('<job type>', <scale factor>)\" with a "
+                                      "'null' (isolated) throughput", source=source,
+                                      field=field) from None
+                if not (isinstance(scale, int) and scale > 0 and math.isfinite(steps)
+                        and steps >= 0):
+                    raise ConfigError(f"bad scale factor or throughput ({scale!r}, {steps!r})",
+                                      source=source, field=field)
+                self._table[(GAVEL_WORKER_TYPES[base], consolidated, job_type, scale)] = steps
+
+    def steps_per_s(self, job_type: str, gpu_type: str, gpus: int,
+                    consolidated: bool = True) -> float | None:
+        """Raw table entry (steps/s), or ``None``."""
+        return self._table.get((gpu_type, consolidated, job_type, gpus))
+
+    def measured_samples_per_s(self, model, gpu_type, gpus, consolidated):
+        if model.gavel_job_type is None:
+            return None
+        steps = self.steps_per_s(model.gavel_job_type, gpu_type, gpus, consolidated)
+        if steps is None and gpus == 1:
+            steps = self.steps_per_s(model.gavel_job_type, gpu_type, 1, not consolidated)
+        return None if steps is None else steps * model.global_batch
+
+
+@lru_cache(maxsize=None)
+def _shipped_gavel_table() -> MeasuredTable:
+    return MeasuredTable()
+
+
+def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSource:
+    """Resolve ``"analytic"`` (default), ``"gavel"`` or a path to a table in Gavel's format."""
+    if isinstance(name, ThroughputSource):
+        return name
+    if name in (None, "", "analytic"):
+        return ThroughputSource()
+    if name == "gavel":
+        return _shipped_gavel_table()
+    if Path(name).is_file():
+        return MeasuredTable(name)
+    raise UnknownNameError("throughput source", str(name), ["analytic", "gavel", "<path.json>"])
+
+
+def gavel_gpu_types() -> list[str]:
+    """Catalog names of the GPU types Gavel's table covers."""
+    return [get_gpu(n).name for n in GAVEL_WORKER_TYPES.values()]

@@ -1,0 +1,1 @@
+"""LP co-optimizer and non-learned baselines (see the simulator/LP issue)."""
