@@ -117,6 +117,12 @@ class ModelSpec:
         bytes_per_param_states: Weights + gradients + optimizer bytes per parameter, no ZeRO.
         parallelism: Allowed parallelism kinds, subset of ``("dp", "tp", "pp")``.
         gavel_job_type: Job-type key in Gavel's ``simulation_throughputs.json``, or None.
+        batch_per_replica: ``global_batch`` is per data-parallel replica (Gavel's convention
+            for its jobs: weak scaling); otherwise it is the fixed global batch.
+        kernels_per_iteration: Estimated GPU kernel launches of one training iteration on one
+            GPU (layers × ops per layer, ×3 for the backward pass, + optimizer kernels per
+            parameter tensor); 0 for transformer-shaped models, whose launch cost the cost
+            model counts per layer and micro-batch.
         source: Citation; derived and unverified figures are flagged.
     """
 
@@ -142,6 +148,8 @@ class ModelSpec:
     bytes_per_param_states: float
     parallelism: tuple[str, ...]
     gavel_job_type: str | None
+    batch_per_replica: bool
+    kernels_per_iteration: int
     source: str
 
     @property
@@ -176,7 +184,7 @@ _MODEL_SCHEMA: dict[str, str] = {
     "precision": "str", "global_batch": "int>0", "sample": "str", "tokens_per_sample": "int>=0",
     "fwd_flops_per_sample": "num>0?", "act_bytes_per_sample": "num>0?",
     "bytes_per_param_states": "num>0", "parallelism": "list[str]", "gavel_job_type": "str?",
-    "source": "str",
+    "batch_per_replica": "bool", "kernels_per_iteration": "int>=0", "source": "str",
 }
 
 

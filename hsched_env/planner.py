@@ -29,7 +29,8 @@ import numpy as np
 from hsched_env.catalog import ModelSpec, get_gpu, get_model
 from hsched_env.cluster import Cluster
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, GB, KIND_DP_SPLIT, KIND_HOMO,
-                                  KIND_NAMES, KIND_PP_SPLIT, Calibration, model_shape,
+                                  KIND_NAMES, KIND_PP_SPLIT, Calibration,
+                                  best_microbatch_count, layer_time_per_sample, model_shape,
                                   pool_arrays, strategy_cost)
 from hsched_env.throughput import ThroughputSource, get_throughput_source
 
@@ -289,7 +290,7 @@ def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = Pl
     rs, sk = _cluster_sets(pools)
     gpus = [get_gpu(p.gpu_type) for p in pools]
     hw = _pool_hw(pools, model, calib)
-    per_replica = model.parallelism == ("dp",)
+    per_replica = model.batch_per_replica
     B = model.global_batch
 
     # ---- strategy shapes this model admits
@@ -319,9 +320,14 @@ def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = Pl
     # keeps min(pp, m) micro-batches of ceil(batch/m) samples in flight).
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
     mb_opts = np.array(_pow2_upto(MAX_MICROBATCHES))
-    use = ((mb_opts[None, :] <= rep_batch[:, None])
-           & ((mb_opts[None, :] >= pp_tot[idx][:, None]) | (mb_opts[None, :] == mb_opts.max())
-              | (mb_opts[None, :] * 2 > rep_batch[:, None])))
+    # Pipelines: the time is convex in m with its optimum at m* and memory falls with m, so
+    # counts below m*/2 (rounded down to a power of two) cannot win.
+    u = layer_time_per_sample(shape, calib, hw, rs.pool_a[sk.set_id[idx]], sk.tp[idx], False)
+    m_star = best_microbatch_count(shape, calib, u, pp_tot[idx], rep_batch)
+    m_low = np.where(pp_tot[idx] > 1, np.maximum(m_star / 2, pp_tot[idx]), 1)
+    m_low = np.minimum(m_low, np.minimum(rep_batch, MAX_MICROBATCHES))   # keep at least one
+    m_low = 2.0 ** np.floor(np.log2(np.maximum(m_low, 1)))
+    use = (mb_opts[None, :] <= rep_batch[:, None]) & (mb_opts[None, :] >= m_low[:, None])
     r, c = np.nonzero(use)
     rows, m = idx[r], mb_opts[c]
     rc = np.zeros(rows.shape, dtype=bool)
