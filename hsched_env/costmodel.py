@@ -75,9 +75,8 @@ class Calibration:
         collective_latency_s: Latency per ring step (α), seconds.
         optimizer_bytes_per_param: Bytes moved per local parameter by the optimizer step (read
             and write fp32 master, momentum and variance, write half weights); memory bound.
-        fixed_mem_gb_dp_only: Fixed per-GPU memory (CUDA/PyTorch context) for data-parallel jobs.
-        fixed_mem_gb_model_parallel: Fixed per-GPU memory for Megatron/DeepSpeed-style jobs
-            (fused kernels, NCCL buffers; Sailor measures 5.06 GB, FlashFlex uses 1 GB).
+        fixed_mem_gb: Fixed per-GPU memory: the CUDA/PyTorch context (FlashFlex uses 1 GB;
+            Sailor measures 5.06 GB with Megatron-DeepSpeed's fused kernels and buffers).
         mem_usable_fraction: A strategy is feasible iff its memory is at most this fraction of
             the GPU's memory (``cost_model.md`` §1: 0.9).
     """
@@ -99,8 +98,7 @@ class Calibration:
     mem_traffic_factor: float = 9.36
     collective_latency_s: float = 20e-6
     optimizer_bytes_per_param: float = 20.0
-    fixed_mem_gb_dp_only: float = 1.0
-    fixed_mem_gb_model_parallel: float = 3.0
+    fixed_mem_gb: float = 1.0
     mem_usable_fraction: float = 0.9
 
     def eta(self, gpu: GpuType, model: ModelSpec) -> float:
@@ -129,8 +127,7 @@ class ModelShape:
     layer_params: float        # parameters of one layer
     embed_params: float        # parameters of the input embedding (= output layer, untied)
     traffic_bytes: float       # HBM bytes of memory-bound kernels per layer per sample
-    act_base: float            # activation bytes per layer per sample not divided by tp
-    act_tp: float              # activation bytes per layer per sample divided by tp
+    act_layer: float           # activation bytes per layer per sample (before tp/sp split)
     act_rc: float              # bytes kept per layer per sample under full recompute
     logits_act: float          # activation bytes of the output layer per sample
     boundary_bytes: float      # pipeline-boundary activation per sample, one direction
@@ -156,9 +153,7 @@ def model_shape(model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> M
     w = g = float(dtype)
     o = max(model.bytes_per_param_states - w - g, 0.0)
     L = model.layers
-    model_parallel = model.allows("tp") or model.allows("pp")
-    fixed = (calib.fixed_mem_gb_model_parallel if model_parallel
-             else calib.fixed_mem_gb_dp_only) * GB
+    fixed = calib.fixed_mem_gb * GB
     host = model.kernels_per_iteration * calib.kernel_launch_s
     if model.is_transformer_shaped:
         s, h, V, a = model.seq_len, model.hidden, model.vocab, model.heads
@@ -173,8 +168,7 @@ def model_shape(model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> M
             layer_params=float(layer_params),
             embed_params=float(V * h),
             traffic_bytes=0.0,                 # fused kernels: folded into eta_llm
-            act_base=s * h * 10 * scale,       # s·b·h·(10 + 24/t + 5as/(ht))
-            act_tp=s * h * (24 + attn_score) * scale,
+            act_layer=s * h * (34 + attn_score) * scale,     # s·b·h·(34 + 5as/h)
             act_rc=2.0 * s * h * scale,        # full recompute keeps each layer's input
             logits_act=4.0 * s * V,            # fp32 logits for the loss
             boundary_bytes=float(s * h * dtype),
@@ -186,7 +180,7 @@ def model_shape(model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> M
     return ModelShape(
         layers=L, layer_fwd_flops=float(model.fwd_flops_per_sample) / L, logits_fwd_flops=0.0,
         layer_params=model.params / L, embed_params=0.0,
-        traffic_bytes=calib.mem_traffic_factor * act / L, act_base=act / L, act_tp=0.0,
+        traffic_bytes=calib.mem_traffic_factor * act / L, act_layer=act / L,
         act_rc=act / L, logits_act=0.0, boundary_bytes=act / L, tp_comm_bytes=0.0,
         dtype_bytes=dtype, state_w=w, state_g=g, state_o=o, fixed_mem_bytes=fixed,
         host_time_s=host, transformer=False)
@@ -353,15 +347,17 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     def stage_mem(layers, tables, micro_b, inflight, logits):
         """Bytes per GPU of a stage with ``tables`` embedding/output tables, ZeRO 0..3."""
         params = (layers * shape.layer_params + tables * shape.embed_params) / tp
-        full_layer = micro_b * (shape.act_base + shape.act_tp / tp)
-        act = np.where(rc, micro_b * shape.act_rc * layers * inflight + full_layer,
+        # Tensor parallelism runs with sequence parallelism (Megatron's default): every
+        # activation is split over the tp ranks (Korthikanti et al., "TP + SP" row).
+        full_layer = micro_b * shape.act_layer / tp
+        act = np.where(rc, micro_b * shape.act_rc / tp * layers * inflight + full_layer,
                        full_layer * layers * inflight)
         act = act + np.where(logits, micro_b * shape.logits_act / tp, 0.0)
         return params[:, None] * zero_factors + (act + shape.fixed_mem_bytes)[:, None]
 
     def layer_mem(micro_b, inflight):
         """Bytes one more layer adds to a stage, ZeRO 0..3."""
-        act = np.where(rc, micro_b * shape.act_rc, micro_b * (shape.act_base + shape.act_tp / tp))
+        act = micro_b * np.where(rc, shape.act_rc, shape.act_layer) / tp
         return (shape.layer_params / tp)[:, None] * zero_factors + (act * inflight)[:, None]
 
     single = pp == 1

@@ -28,6 +28,7 @@ import numpy as np
 
 from hsched_env.catalog import ModelSpec, get_gpu, get_model
 from hsched_env.cluster import Cluster
+from hsched_env.errors import ConfigError
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, GB, KIND_DP_SPLIT, KIND_HOMO,
                                   KIND_NAMES, KIND_PP_SPLIT, Calibration,
                                   best_microbatch_count, layer_time_per_sample, model_shape,
@@ -107,9 +108,13 @@ def _cluster_sets(pools_key) -> tuple[ResourceSets, Skeleton]:
                         continue
                     nodes = -(-na // pa.gpus_per_node) + -(-nb // pb.gpus_per_node)
                     sets.append((a, b, na, nb, nodes))
+    return _sets_and_skeleton(pools, sets)
+
+
+def _sets_and_skeleton(pools, sets) -> tuple[ResourceSets, Skeleton]:
+    """Arrays of the given sets and every dp × tp × pp shape of each."""
     arr = np.array(sets, dtype=np.int64)
     rs = ResourceSets(*(arr[:, k] for k in range(5)))
-
     rows: list[tuple[int, int, int, int, int, int, int]] = []
     for s, (a, b, na, nb, _) in enumerate(sets):
         gpn = pools[a].gpus_per_node if b < 0 else min(pools[a].gpus_per_node,
@@ -144,6 +149,7 @@ class CandidateTable:
     Attributes:
         model: The job's model name.
         gpu_types: Column order of ``gpus`` (the cluster's GPU types).
+        pool_names, pool_types: Name and GPU type of each node pool of the cluster.
         gpus: (R, T) int — GPUs of each type.
         pool_a, pool_b: Node pools of the two parts (``pool_b`` = -1 for one type).
         nodes: Nodes the candidate occupies.
@@ -157,12 +163,14 @@ class CandidateTable:
         samples_per_s: Predicted throughput.
         tokens_per_s_per_gpu: Throughput in tokens per GPU (0 for non-token models).
         mem_gb_per_gpu: Predicted peak memory per GPU (largest over the parts).
+        mem_gb_a, mem_gb_b: Predicted peak memory per GPU of each part.
         measured: True where the throughput comes from a measured table.
     """
 
     model: str
     gpu_types: tuple[str, ...]
     pool_names: tuple[str, ...]
+    pool_types: tuple[str, ...]
     gpus: np.ndarray
     pool_a: np.ndarray
     pool_b: np.ndarray
@@ -186,6 +194,8 @@ class CandidateTable:
     samples_per_s: np.ndarray
     tokens_per_s_per_gpu: np.ndarray
     mem_gb_per_gpu: np.ndarray
+    mem_gb_a: np.ndarray
+    mem_gb_b: np.ndarray
     measured: np.ndarray
 
     def __len__(self) -> int:
@@ -227,6 +237,7 @@ class CandidateTable:
                 "samples_per_s": float(self.samples_per_s[i]),
                 "tokens_per_s_per_gpu": float(self.tokens_per_s_per_gpu[i]),
                 "mem_gb_per_gpu": float(self.mem_gb_per_gpu[i]),
+                "mem_gb_by_type": self._per_part(i, self.mem_gb_a, self.mem_gb_b),
                 "source": "measured" if self.measured[i] else "analytic",
             })
         return recs
@@ -234,16 +245,20 @@ class CandidateTable:
     def _n_b(self, i: int) -> int:
         if self.pool_b[i] < 0:
             return 0
-        tb = self.gpu_types.index(self._pool_type[self.pool_b[i]])
+        tb = self.gpu_types.index(self.pool_types[self.pool_b[i]])
         return int(self.gpus[i, tb])
+
+    def _per_part(self, i, a, b) -> dict[str, float]:
+        out = {self.pool_types[self.pool_a[i]]: float(a[i])}
+        if self.pool_b[i] >= 0:
+            out[self.pool_types[self.pool_b[i]]] = float(b[i])
+        return out
 
     def _per_type(self, i, a, b, kind) -> dict[str, int] | None:
         if self.kind[i] != kind:
             return None
-        return {self._pool_type[self.pool_a[i]]: int(a[i]),
-                self._pool_type[self.pool_b[i]]: int(b[i])}
-
-    _pool_type: tuple[str, ...] = ()
+        return {self.pool_types[self.pool_a[i]]: int(a[i]),
+                self.pool_types[self.pool_b[i]]: int(b[i])}
 
 
 # ---------------------------------------------------------------------------- planning
@@ -258,6 +273,8 @@ class PlannerConfig:
         prune_dominated: Drop sets dominated by another set (no more GPUs of any type, at least
             the same throughput).
         max_gpus: Ignore resource sets larger than this (``None``: up to the whole cluster).
+        prune_microbatches: Skip micro-batch counts that cannot be optimal (below
+            ``max(m*/2, pp)``, see ``costmodel.best_microbatch_count``); off prices them all.
         calibration: Cost-model factors.
     """
 
@@ -265,12 +282,13 @@ class PlannerConfig:
     mixed: bool = True
     prune_dominated: bool = True
     max_gpus: int | None = None
+    prune_microbatches: bool = True
     calibration: Calibration = DEFAULT_CALIBRATION
 
 
 def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = PlannerConfig(),
          throughputs: ThroughputSource | str | None = None) -> CandidateTable:
-    """Candidates of one job on ``cluster``.
+    """Candidates of one job on ``cluster``, fastest first.
 
     Args:
         model: A ``ModelSpec`` or a catalog name.
@@ -279,19 +297,137 @@ def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = Pl
         throughputs: ``"analytic"`` (default), ``"gavel"`` or a ``ThroughputSource``.
 
     Returns:
-        The job's ``CandidateTable`` (possibly empty if it fits nowhere).
+        The job's ``CandidateTable`` (empty if the job fits nowhere on this cluster).
     """
-    if isinstance(model, str):
-        model = get_model(model)
-    source = get_throughput_source(throughputs)
+    model = get_model(model) if isinstance(model, str) else model
+    rs, sk = _cluster_sets(cluster.pools)
+    priced = _price(model, cluster, rs, sk, config, get_throughput_source(throughputs))
+    best = priced.best_per_set()
+    if config.prune_dominated and best.size > 1:
+        best = best[_undominated(_gpu_matrix(cluster, rs, priced.set_id[best]), priced.thr[best])]
+    if config.max_candidates is not None and best.size > config.max_candidates:
+        best = _keep_efficient(best, priced.thr, (rs.n_a + rs.n_b)[priced.set_id],
+                               config.max_candidates)
+    best = best[np.argsort(-priced.thr[best], kind="stable")]
+    return priced.table(model, cluster, rs, sk, best)
+
+
+def plan_set(model: ModelSpec | str, cluster: Cluster, gpus: dict[str, int], *,
+             best_only: bool = True, config: PlannerConfig = PlannerConfig(),
+             throughputs: ThroughputSource | str | None = None) -> CandidateTable:
+    """Strategies for one explicit resource set, fastest first.
+
+    Args:
+        model: A ``ModelSpec`` or a catalog name.
+        cluster: The cluster whose pools (the first pool of each named type) supply the GPUs.
+        gpus: GPU type → count, one or two types; counts need not be Sia configurations.
+        best_only: Return only the fastest feasible strategy (0 or 1 row); otherwise every
+            feasible strategy priced (for each shape and micro-batch count, the cheapest ZeRO
+            stage and recompute setting that fit).
+        config: Planner knobs (the set-level pruning knobs are ignored).
+        throughputs: As in ``plan``.
+
+    Raises:
+        ConfigError: More than two types, a type the cluster lacks, or more GPUs than it has.
+    """
+    model = get_model(model) if isinstance(model, str) else model
+    if not 1 <= len(gpus) <= 2:
+        raise ConfigError(f"a resource set has one or two GPU types, got {len(gpus)}",
+                          field="gpus")
+    pools = cluster.pools
+    parts = []
+    for name, n in gpus.items():
+        t = get_gpu(name).name
+        pool = next((i for i, p in enumerate(pools) if p.gpu_type == t), None)
+        if pool is None or not 0 < n <= pools[pool].num_gpus:
+            raise ConfigError(f"{n} GPUs of type {t} not available in cluster {cluster.name}",
+                              field=f"gpus.{name}")
+        parts.append((pool, int(n)))
+    if len(parts) == 2 and get_gpu(pools[parts[1][0]].gpu_type).memory_gb > get_gpu(
+            pools[parts[0][0]].gpu_type).memory_gb:
+        parts.reverse()
+    (pa, na), (pb, nb) = parts[0], (parts[1] if len(parts) == 2 else (-1, 0))
+    nodes = -(-na // pools[pa].gpus_per_node) + (-(-nb // pools[pb].gpus_per_node) if nb else 0)
+    rs, sk = _sets_and_skeleton(pools, [(pa, pb, na, nb, nodes)])
+    priced = _price(model, cluster, rs, sk, config, get_throughput_source(throughputs))
+    rows = priced.best_per_set() if best_only else np.flatnonzero(priced.feasible)
+    rows = rows[np.argsort(-priced.thr[rows], kind="stable")]
+    return priced.table(model, cluster, rs, sk, rows)
+
+
+def _keep_efficient(best: np.ndarray, thr: np.ndarray, n_gpus: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` candidates with the highest throughput per GPU, always with the fastest."""
+    score = thr[best] / n_gpus[best]
+    pick = list(np.argsort(-score, kind="stable")[:k])
+    fastest = int(np.argmax(thr[best]))
+    if fastest not in pick:
+        pick[-1] = fastest
+    return best[np.sort(np.array(pick))]
+
+
+@dataclass
+class _Priced:
+    """Every priced strategy row of one job (internal)."""
+
+    rows: np.ndarray        # skeleton index
+    set_id: np.ndarray
+    m: np.ndarray
+    rc: np.ndarray
+    zero: np.ndarray
+    step: np.ndarray
+    thr: np.ndarray
+    mem: np.ndarray         # bytes per GPU at the chosen ZeRO stage (largest part)
+    mem_a: np.ndarray       # ... on part A
+    mem_b: np.ndarray       # ... on part B (= mem_a for one-type sets)
+    measured: np.ndarray
+    feasible: np.ndarray
+    cost: dict
+
+    def best_per_set(self) -> np.ndarray:
+        """Index of the fastest feasible row of each resource set."""
+        keep = np.flatnonzero(self.feasible)
+        order = keep[np.lexsort((-self.thr[keep], self.set_id[keep]))]
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = self.set_id[order][1:] != self.set_id[order][:-1]
+        return order[first]
+
+    def table(self, model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
+              best: np.ndarray) -> CandidateTable:
+        rows, set_id = self.rows[best], self.set_id[best]
+        kind = sk.kind[rows]
+        g = _gpu_matrix(cluster, rs, set_id)
+        thr = self.thr[best]
+        return CandidateTable(
+            model=model.name, gpu_types=tuple(cluster.gpu_types),
+            pool_names=tuple(p.name for p in cluster.pools),
+            pool_types=tuple(p.gpu_type for p in cluster.pools), gpus=g,
+            pool_a=rs.pool_a[set_id], pool_b=rs.pool_b[set_id], nodes=rs.nodes[set_id],
+            kind=kind, dp=np.where(kind == KIND_DP_SPLIT, sk.dpa[rows] + sk.dpb[rows],
+                                   sk.dpa[rows]),
+            tp=sk.tp[rows], pp=sk.ppa[rows] + sk.ppb[rows], dp_a=sk.dpa[rows],
+            dp_b=sk.dpb[rows], pp_a=sk.ppa[rows], pp_b=sk.ppb[rows],
+            layers_a=self.cost["layers_a"][best].astype(np.int64),
+            layers_b=self.cost["layers_b"][best].astype(np.int64),
+            batch_a=self.cost["batch_a"][best], batch_b=self.cost["batch_b"][best],
+            microbatches=self.m[best], zero=self.zero[best], recompute=self.rc[best],
+            step_time_s=self.step[best], samples_per_s=thr,
+            tokens_per_s_per_gpu=thr * model.tokens_per_sample / np.maximum(g.sum(axis=1), 1),
+            mem_gb_per_gpu=self.mem[best] / GB, mem_gb_a=self.mem_a[best] / GB,
+            mem_gb_b=self.mem_b[best] / GB, measured=self.measured[best])
+
+
+def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
+           config: PlannerConfig, source: ThroughputSource) -> _Priced:
+    """Price every strategy of every resource set the model admits."""
     calib = config.calibration
     shape = model_shape(model, calib)
     pools = cluster.pools
-    rs, sk = _cluster_sets(pools)
-    gpus = [get_gpu(p.gpu_type) for p in pools]
-    hw = _pool_hw(pools, model, calib)
+    hw = pool_arrays([get_gpu(p.gpu_type) for p in pools], [p.intra_bw_gbps for p in pools],
+                     [p.inter_bw_gbps for p in pools], [p.gpus_per_node for p in pools],
+                     model, calib)
     per_replica = model.batch_per_replica
     B = model.global_batch
+    n_set = (rs.n_a + rs.n_b)[sk.set_id]
 
     # ---- strategy shapes this model admits
     ok = np.ones(sk.kind.shape, dtype=bool)
@@ -307,116 +443,87 @@ def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = Pl
     if not per_replica:
         ok &= dp_tot <= B                       # every replica gets at least one sample
     if config.max_gpus is not None:
-        ok &= (rs.n_a + rs.n_b)[sk.set_id] <= config.max_gpus
+        ok &= n_set <= config.max_gpus
     # Lower bound on memory: ZeRO-3 shards all model states over every GPU of the set at best.
-    n_set = (rs.n_a + rs.n_b)[sk.set_id]
-    cap = np.maximum(hw.mem_bytes[rs.pool_a[sk.set_id]],
-                     hw.mem_bytes[np.maximum(rs.pool_b[sk.set_id], rs.pool_a[sk.set_id])])
+    set_pb = np.where(rs.pool_b < 0, rs.pool_a, rs.pool_b)[sk.set_id]
+    cap = np.maximum(hw.mem_bytes[rs.pool_a[sk.set_id]], hw.mem_bytes[set_pb])
     ok &= model.params * model.bytes_per_param_states / n_set + shape.fixed_mem_bytes <= cap
     idx = np.flatnonzero(ok)
 
-    # ---- cross with micro-batch counts (powers of two up to the replica batch). With pp > 1,
-    # fewer than pp micro-batches is never better: a larger bubble and no less memory (1F1B
-    # keeps min(pp, m) micro-batches of ceil(batch/m) samples in flight).
+    # ---- cross with micro-batch counts: powers of two up to the replica batch. A pipeline's
+    # time is convex in m with its optimum at m* and memory only falls as m grows, so counts
+    # below max(m*/2, pp) (rounded down to a power of two) cannot win.
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
     mb_opts = np.array(_pow2_upto(MAX_MICROBATCHES))
-    # Pipelines: the time is convex in m with its optimum at m* and memory falls with m, so
-    # counts below m*/2 (rounded down to a power of two) cannot win.
     u = layer_time_per_sample(shape, calib, hw, rs.pool_a[sk.set_id[idx]], sk.tp[idx], False)
     m_star = best_microbatch_count(shape, calib, u, pp_tot[idx], rep_batch)
     m_low = np.where(pp_tot[idx] > 1, np.maximum(m_star / 2, pp_tot[idx]), 1)
+    if not config.prune_microbatches:
+        m_low = np.ones_like(m_low)
     m_low = np.minimum(m_low, np.minimum(rep_batch, MAX_MICROBATCHES))   # keep at least one
     m_low = 2.0 ** np.floor(np.log2(np.maximum(m_low, 1)))
     use = (mb_opts[None, :] <= rep_batch[:, None]) & (mb_opts[None, :] >= m_low[:, None])
     r, c = np.nonzero(use)
     rows, m = idx[r], mb_opts[c]
     rc = np.zeros(rows.shape, dtype=bool)
-    set_id = sk.set_id[rows]
-    pa = rs.pool_a[set_id]
-    pb = np.where(rs.pool_b[set_id] < 0, pa, rs.pool_b[set_id])
 
-    def price(sel, rc):
-        return strategy_cost(shape, calib, hw, kind=sk.kind[rows[sel]], pa=pa[sel], pb=pb[sel],
-                             dpa=sk.dpa[rows[sel]], dpb=sk.dpb[rows[sel]], tp=sk.tp[rows[sel]],
-                             ppa=sk.ppa[rows[sel]], ppb=sk.ppb[rows[sel]], m=m[sel], rc=rc,
-                             batch=B, per_replica_batch=per_replica)
+    def price(rows, m, rc):
+        set_id = sk.set_id[rows]
+        pa = rs.pool_a[set_id]
+        pb = np.where(rs.pool_b[set_id] < 0, pa, rs.pool_b[set_id])
+        return strategy_cost(shape, calib, hw, kind=sk.kind[rows], pa=pa, pb=pb,
+                             dpa=sk.dpa[rows], dpb=sk.dpb[rows], tp=sk.tp[rows],
+                             ppa=sk.ppa[rows], ppb=sk.ppb[rows], m=m, rc=rc, batch=B,
+                             per_replica_batch=per_replica), pa, pb
 
-    cost = price(slice(None), rc)
+    cost, pa, pb = price(rows, m, rc)
     if model.is_transformer_shaped:
-        # Full recompute costs a third more compute: price it only for the shapes that fit in
-        # memory at no micro-batch count without it.
-        fits0 = ((cost["mem_a"][:, 3] <= hw.mem_bytes[pa]) & (cost["mem_b"][:, 3] <= hw.mem_bytes[pb]))
+        # Full recompute costs a third more compute: price it only for the shapes that fit at
+        # no micro-batch count without it.
+        fits0 = (cost["mem_a"][:, 3] <= hw.mem_bytes[pa]) & (cost["mem_b"][:, 3] <= hw.mem_bytes[pb])
         shape_fits = np.zeros(sk.kind.size, dtype=bool)
         shape_fits[rows[fits0]] = True
         again = np.flatnonzero(~shape_fits[rows])
         if again.size:
-            cost_rc = price(again, np.ones(again.size, dtype=bool))
-            rows, m, set_id, pa, pb = (np.concatenate([a, a[again]]) for a in (rows, m, set_id, pa, pb))
+            cost_rc, pa_rc, pb_rc = price(rows[again], m[again], np.ones(again.size, bool))
+            rows, m = np.concatenate([rows, rows[again]]), np.concatenate([m, m[again]])
+            pa, pb = np.concatenate([pa, pa_rc]), np.concatenate([pb, pb_rc])
             rc = np.concatenate([rc, np.ones(again.size, dtype=bool)])
             cost = {k: np.concatenate([v, cost_rc[k]]) for k, v in cost.items()}
+    set_id = sk.set_id[rows]
 
-    # ---- ZeRO: the smallest stage 0-2 that fits both parts, else stage 3 (slower)
-    cap_a, cap_b = hw.mem_bytes[pa][:, None], hw.mem_bytes[pb][:, None]
-    fits = (cost["mem_a"] <= cap_a) & (cost["mem_b"] <= cap_b)
-    fits[:, 1:] &= model.allows("dp")
+    # ---- ZeRO: the smallest stage 0-2 that fits both parts (same time), else stage 3
+    cap_a = hw.mem_bytes[pa][:, None]
+    fits = (cost["mem_a"] <= cap_a) & (cost["mem_b"] <= hw.mem_bytes[pb][:, None])
     zero = np.argmax(fits, axis=1)
     feasible = fits.any(axis=1)
     step = cost["step_time_s"] + np.where(zero == 3, cost["zero3_extra_s"], 0.0)
-    mem = np.maximum(cost["mem_a"], cost["mem_b"])[np.arange(len(zero)), zero]
+    at_zero = np.arange(zero.size), zero
+    mem_a, mem_b = cost["mem_a"][at_zero], cost["mem_b"][at_zero]
     thr = cost["samples_per_iter"] / step
     measured = np.zeros(thr.shape, dtype=bool)
 
-    # ---- measured table: plain data parallelism on one type
-    plain = ((sk.kind[rows] == KIND_HOMO) & (sk.tp[rows] == 1) & (sk.ppa[rows] == 1)
-             & (m == 1) & ~rc)
-    if type(source) is not ThroughputSource and np.any(plain):
-        for i in np.flatnonzero(plain):
-            p = pools[pa[i]]
-            n = int(rs.n_a[set_id[i]])
-            value = source.measured_samples_per_s(model, p.gpu_type, n, n <= p.gpus_per_node)
-            if value is None:
-                continue
-            measured[i] = True
-            if value <= 0:
-                feasible[i] = False
-            else:
-                feasible[i] = True
-                zero[i], thr[i] = 0, value
-                step[i] = cost["samples_per_iter"][i] / value
-                mem[i] = min(mem[i], float(cap_a[i, 0]))
+    # ---- a measured table replaces plain data parallelism on one type where it has an entry
+    plain = np.flatnonzero((sk.kind[rows] == KIND_HOMO) & (sk.tp[rows] == 1)
+                           & (sk.ppa[rows] == 1) & (m == 1) & ~rc)
+    for i in plain if type(source) is not ThroughputSource else ():
+        p = pools[pa[i]]
+        n = int(rs.n_a[set_id[i]])
+        value = source.measured_samples_per_s(model, p.gpu_type, n, n <= p.gpus_per_node)
+        if value is None:
+            continue
+        measured[i], feasible[i] = True, value > 0
+        if value > 0:
+            zero[i], thr[i] = 0, value
+            step[i] = cost["samples_per_iter"][i] / value
+            # It ran, so it fit: show the analytic estimate capped at the usable memory.
+            mem_a[i] = mem_b[i] = min(cost["mem_a"][i, 0], float(cap_a[i, 0]))
+    if measured.any():
         # A measured set is represented by its measurement only.
-        measured_sets = np.unique(set_id[measured])
-        feasible &= measured | ~np.isin(set_id, measured_sets)
-
-    keep = np.flatnonzero(feasible)
-    if keep.size == 0:
-        return _table(model, cluster, gpus, rs, sk, np.empty(0, np.int64), locals())
-
-    # ---- best strategy per set: sort by (set, -throughput), first of each set
-    order = keep[np.lexsort((-thr[keep], set_id[keep]))]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = set_id[order][1:] != set_id[order][:-1]
-    best = order[first]
-
-    if config.prune_dominated and best.size > 1:
-        best = best[_undominated(_gpu_matrix(cluster, rs, set_id[best]), thr[best])]
-    if config.max_candidates is not None and best.size > config.max_candidates:
-        n_g = (rs.n_a + rs.n_b)[set_id[best]]
-        score = thr[best] / n_g
-        pick = list(np.argsort(-score, kind="stable")[:config.max_candidates])
-        fastest = int(np.argmax(thr[best]))
-        if fastest not in pick:
-            pick[-1] = fastest
-        best = best[np.sort(np.array(pick))]
-    # Present the fastest first.
-    best = best[np.argsort(-thr[best], kind="stable")]
-    return _table(model, cluster, gpus, rs, sk, best, locals())
-
-
-def _pool_hw(pools, model, calib):
-    return pool_arrays([get_gpu(p.gpu_type) for p in pools], [p.intra_bw_gbps for p in pools],
-                       [p.inter_bw_gbps for p in pools], [p.gpus_per_node for p in pools],
-                       model, calib)
+        feasible &= measured | ~np.isin(set_id, np.unique(set_id[measured]))
+    mem_b = np.where(rs.pool_b[set_id] < 0, mem_a, mem_b)
+    return _Priced(rows, set_id, m, rc, zero, step, thr, np.maximum(mem_a, mem_b), mem_a, mem_b,
+                   measured, feasible, cost)
 
 
 def _gpu_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.ndarray:
@@ -448,33 +555,3 @@ def _undominated(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
         frontier[n] = g[i]
         n += 1
     return keep
-
-
-def _table(model, cluster, gpus, rs, sk, best, v) -> CandidateTable:
-    rows = v["rows"][best] if best.size else np.empty(0, np.int64)
-    set_id = sk.set_id[rows]
-    kind = sk.kind[rows]
-    dp = np.where(kind == KIND_DP_SPLIT, sk.dpa[rows] + sk.dpb[rows], sk.dpa[rows])
-    pp = sk.ppa[rows] + sk.ppb[rows]
-    g = _gpu_matrix(cluster, rs, set_id)
-    thr = v["thr"][best] if best.size else np.empty(0)
-    ngpu = g.sum(axis=1)
-    tok = thr * model.tokens_per_sample / np.maximum(ngpu, 1)
-    cost = v.get("cost")
-    pick = (lambda k: cost[k][best]) if best.size else (lambda k: np.empty(0))
-    t = CandidateTable(
-        model=model.name, gpu_types=tuple(cluster.gpu_types),
-        pool_names=tuple(p.name for p in cluster.pools), gpus=g,
-        pool_a=rs.pool_a[set_id], pool_b=rs.pool_b[set_id], nodes=rs.nodes[set_id], kind=kind,
-        dp=dp, tp=sk.tp[rows], pp=pp, dp_a=sk.dpa[rows], dp_b=sk.dpb[rows], pp_a=sk.ppa[rows],
-        pp_b=sk.ppb[rows], layers_a=pick("layers_a").astype(np.int64),
-        layers_b=pick("layers_b").astype(np.int64), batch_a=pick("batch_a"),
-        batch_b=pick("batch_b"), microbatches=v["m"][best] if best.size else np.empty(0, int),
-        zero=v["zero"][best] if best.size else np.empty(0, int),
-        recompute=v["rc"][best] if best.size else np.empty(0, bool),
-        step_time_s=v["step"][best] if best.size else np.empty(0),
-        samples_per_s=thr, tokens_per_s_per_gpu=tok,
-        mem_gb_per_gpu=(v["mem"][best] / GB) if best.size else np.empty(0),
-        measured=v["measured"][best] if best.size else np.empty(0, bool))
-    t._pool_type = tuple(p.gpu_type for p in cluster.pools)
-    return t
