@@ -331,12 +331,23 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         t_split, ba = np.where(better, t, t_split), np.where(better, cand, ba)
     bb = np.ceil(np.maximum(samples - dpa_f * ba, 1.0) / dpb_f)
 
-    # Pipeline split: ppa stages of A then ppb of B, layers proportional to speed
-    # (la·u_a = lb·u_b, ppa·la + ppb·lb = L), then capped by memory below.
-    ppa_f, ppb_f = ppa.astype(f8), np.maximum(ppb, 1).astype(f8)
-    la_max = np.maximum(np.floor((L - ppb_f) / np.maximum(ppa_f, 1)), 1)
-    la = np.clip(np.round(L / (ppa_f + ppb_f * u_a / u_b)), 1, la_max)
-    lb = np.ceil((L - ppa_f * la) / ppb_f)
+    # Pipeline split: ppa stages of A then ppb of B. Each B stage takes lb layers and the A
+    # stages share the other L - ppb·lb (so the largest holds ceil((L - ppb·lb)/ppa)); lb is
+    # the integer next to the speed-proportional split (la·u_a = lb·u_b) with the smaller
+    # bottleneck stage, then moved by memory below.
+    ppa_f, ppb_f = np.maximum(ppa, 1).astype(f8), np.maximum(ppb, 1).astype(f8)
+    lb_hi = np.maximum(np.floor((L - ppa_f) / ppb_f), 1)
+    lb_cont = L / (ppb_f + ppa_f * u_b / u_a)
+
+    def a_layers(lb):
+        return np.ceil((L - ppb_f * lb) / ppa_f)
+
+    lb_lo = np.clip(np.floor(lb_cont), 1, lb_hi)
+    lb_up = np.clip(np.ceil(lb_cont), 1, lb_hi)
+    worse = (np.maximum(a_layers(lb_lo) * u_a, lb_lo * u_b + g_b)
+             > np.maximum(a_layers(lb_up) * u_a, lb_up * u_b + g_b))
+    lb = np.where(worse, lb_up, lb_lo)
+    la = a_layers(lb)
     b_mb = rep_batch / m
 
     # ------------------------------------------------------------------ memory per GPU
@@ -375,12 +386,10 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         room_b = hw.mem_bytes[pb] - stage_mem(0 * lb, one, mb_b, one, one.astype(bool))[:, 2]
         fit_a = np.floor(room_a / layer_mem(mb_a, infl0)[:, 2])
         fit_b = np.floor(room_b / layer_mem(mb_b, infl_b)[:, 2])
-        move = ppsplit & (la > fit_a) & (fit_a >= 1)
-        la = np.where(move, fit_a, la)
-        lb = np.where(move, np.ceil((L - ppa_f * la) / ppb_f), lb)
-        move = ppsplit & (lb > fit_b) & (fit_b >= 1)
-        lb = np.where(move, fit_b, lb)
-        la = np.where(move, np.maximum(np.ceil((L - ppb_f * lb) / np.maximum(ppa_f, 1)), 1), la)
+        lb = np.where(ppsplit & (la > fit_a),
+                      np.minimum(np.ceil((L - ppa_f * np.maximum(fit_a, 0)) / ppb_f), lb_hi), lb)
+        lb = np.where(ppsplit & (lb > fit_b) & (fit_b >= 1), fit_b, lb)
+        la = a_layers(lb)
 
     lay_a = np.where(ppsplit, la, lmax)
     lay_b = np.where(ppsplit, lb, lmax)
@@ -397,11 +406,12 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     last_b = stage_mem(lay_b, one, mb_b, one, ~no)
     mem_b = np.maximum(first_b, last_b)
 
-    stage_a = la * (u_a * b_mb + o)
-    stage_b = lb * (u_b * b_mb + o) + g_b * b_mb
+    stage_a = la * (u_a * b_mb + o)                         # the largest A stage
+    stage_b = lb * (u_b * b_mb + o) + g_b * b_mb            # B stages; the last has the logits
     c_mb = c_a * b_mb
     t_ppsplit = ((m - 1) * (np.maximum(stage_a, stage_b) + c_mb)
-                 + ppa_f * stage_a + ppb_f * stage_b + (pp - 1) * c_mb)
+                 + (L - ppb_f * lb) * (u_a * b_mb + o) + ppb_f * lb * (u_b * b_mb + o)
+                 + g_b * b_mb + (pp - 1) * c_mb)
     t_pipe = np.select([homo, dpsplit], [t_homo, t_split], t_ppsplit)
 
     # ------------------------------------------------------------------ gradient sync, optimizer

@@ -212,6 +212,11 @@ class CandidateTable:
             out[name] = value[idx] if isinstance(value, np.ndarray) else value
         return CandidateTable(**out)
 
+    def rows_with(self, gpus: dict[str, int]) -> np.ndarray:
+        """Boolean mask of the rows using exactly ``gpus`` (type → count)."""
+        want = np.array([gpus.get(t, 0) for t in self.gpu_types])
+        return np.all(self.gpus == want, axis=1)
+
     def gpus_dict(self, i: int) -> dict[str, int]:
         return {t: int(n) for t, n in zip(self.gpu_types, self.gpus[i]) if n}
 

@@ -66,14 +66,10 @@ class MeasuredTable(ThroughputSource):
     name = "gavel"
 
     def __init__(self, path: str | Path | None = None) -> None:
-        source = str(path) if path is not None else "hsched_env/data/simulation_throughputs.json"
+        path = Path(path) if path is not None else self.shipped_path()
+        source = str(path)
         try:
-            if path is None:
-                text = resources.files("hsched_env.data").joinpath(
-                    "simulation_throughputs.json").read_text(encoding="utf-8")
-            else:
-                text = Path(path).read_text(encoding="utf-8")
-            raw = json.loads(text)
+            raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read throughput table: {exc}", source=source) from None
         if not isinstance(raw, dict) or not raw:
@@ -102,6 +98,12 @@ class MeasuredTable(ThroughputSource):
                     raise ConfigError(f"bad scale factor or throughput ({scale!r}, {steps!r})",
                                       source=source, field=field)
                 self._table[(GAVEL_WORKER_TYPES[base], consolidated, job_type, scale)] = steps
+
+    @staticmethod
+    def shipped_path() -> Path:
+        """Path of the copy of Gavel's table shipped with the package."""
+        return Path(str(resources.files("hsched_env.data").joinpath(
+            "simulation_throughputs.json")))
 
     def steps_per_s(self, job_type: str, gpu_type: str, gpus: int,
                     consolidated: bool = True) -> float | None:
