@@ -272,7 +272,8 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         dict of row arrays: ``step_time_s`` with ZeRO stage 0–2 (identical times),
         ``zero3_extra_s`` (extra time of ZeRO-3: it moves 1.5× the data-parallel volume),
         ``samples_per_iter``, ``mem_a``/``mem_b`` (bytes per GPU, shape (R, 4) for ZeRO 0–3),
-        ``layers_a``/``layers_b`` (layers on the largest stage of each part) and
+        ``split_capped`` (memory moved layers away from the speed-proportional split of a mixed
+        pipeline), ``layers_a``/``layers_b`` (layers on the largest stage of each part) and
         ``batch_a``/``batch_b`` (samples per replica on each part).
     """
     f8 = np.float64
@@ -347,6 +348,7 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     worse = (np.maximum(a_layers(lb_lo) * u_a, lb_lo * u_b + g_b)
              > np.maximum(a_layers(lb_up) * u_a, lb_up * u_b + g_b))
     lb = np.where(worse, lb_up, lb_lo)
+    lb_speed = lb
     la = a_layers(lb)
     b_mb = rep_batch / m
 
@@ -438,6 +440,8 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         "samples_per_iter": samples,
         "mem_a": mem_a,
         "mem_b": mem_b,
+        # True where memory moved layers away from the speed-proportional pipeline split.
+        "split_capped": ppsplit & (lb != lb_speed),
         "layers_a": lay_a,
         "layers_b": lay_b,
         "batch_a": np.where(dpsplit, ba, rep_batch),

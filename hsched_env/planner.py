@@ -455,51 +455,84 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     ok &= model.params * model.bytes_per_param_states / n_set + shape.fixed_mem_bytes <= cap
     idx = np.flatnonzero(ok)
 
-    # ---- cross with micro-batch counts: powers of two up to the replica batch. A pipeline's
-    # time is convex in m with its optimum at m* and memory only falls as m grows, so counts
-    # below max(m*/2, pp) (rounded down to a power of two) cannot win.
+    # ---- micro-batch counts: powers of two up to the replica batch, priced in phases.
+    # A replica's time is convex in m with its optimum at m* (for pp = 1 it only grows with m)
+    # and memory only falls as m grows. So: (1) price m in [max(m*/w, pp), w·m*] (w = 2, or 4
+    # for mixed layouts); (2) shapes
+    # that fit at no ZeRO stage 0-2 there, or whose mixed pipeline had to move layers for
+    # memory (less memory per micro-batch can restore the faster split), also get every
+    # larger m; (3) shapes that fit nowhere without recompute are priced again with it.
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
-    mb_opts = np.array(_pow2_upto(MAX_MICROBATCHES))
+    m_cap = np.minimum(rep_batch, MAX_MICROBATCHES)
     u = layer_time_per_sample(shape, calib, hw, rs.pool_a[sk.set_id[idx]], sk.tp[idx], False)
     m_star = best_microbatch_count(shape, calib, u, pp_tot[idx], rep_batch)
-    m_low = np.where(pp_tot[idx] > 1, np.maximum(m_star / 2, pp_tot[idx]), 1)
+    pipe = pp_tot[idx] > 1
+    # m* comes from part A and the mean replica batch: exact for one GPU type, approximate for
+    # mixed layouts, which get a wider window.
+    width = np.where(sk.kind[idx] == KIND_HOMO, 2.0, 4.0)
+    m_low = np.minimum(np.where(pipe, np.maximum(m_star / width, pp_tot[idx]), 1), m_cap)
+    m_high = np.where(pipe, np.maximum(width * m_star, m_low), 1)
     if not config.prune_microbatches:
-        m_low = np.ones_like(m_low)
-    m_low = np.minimum(m_low, np.minimum(rep_batch, MAX_MICROBATCHES))   # keep at least one
+        m_low, m_high = np.ones_like(m_low), m_cap.astype(float)
     m_low = 2.0 ** np.floor(np.log2(np.maximum(m_low, 1)))
-    use = (mb_opts[None, :] <= rep_batch[:, None]) & (mb_opts[None, :] >= m_low[:, None])
-    r, c = np.nonzero(use)
-    rows, m = idx[r], mb_opts[c]
-    rc = np.zeros(rows.shape, dtype=bool)
+    mb_opts = np.array(_pow2_upto(MAX_MICROBATCHES))
 
-    def price(rows, m, rc):
+    def cross(sel, lo, hi):
+        use = ((mb_opts[None, :] >= lo[:, None]) & (mb_opts[None, :] <= hi[:, None])
+               & (mb_opts[None, :] <= m_cap[sel][:, None]))
+        r, c = np.nonzero(use)
+        return sel[r], mb_opts[c]
+
+    def price(pos, m, rc):
+        rows = idx[pos]
         set_id = sk.set_id[rows]
         pa = rs.pool_a[set_id]
         pb = np.where(rs.pool_b[set_id] < 0, pa, rs.pool_b[set_id])
-        return strategy_cost(shape, calib, hw, kind=sk.kind[rows], pa=pa, pb=pb,
+        cost = strategy_cost(shape, calib, hw, kind=sk.kind[rows], pa=pa, pb=pb,
                              dpa=sk.dpa[rows], dpb=sk.dpb[rows], tp=sk.tp[rows],
                              ppa=sk.ppa[rows], ppb=sk.ppb[rows], m=m, rc=rc, batch=B,
-                             per_replica_batch=per_replica), pa, pb
+                             per_replica_batch=per_replica)
+        fits = ((cost["mem_a"] <= hw.mem_bytes[pa][:, None])
+                & (cost["mem_b"] <= hw.mem_bytes[pb][:, None]))
+        return dict(pos=pos, m=m, rc=rc, pa=pa, pb=pb, fits=fits, **cost)
 
-    cost, pa, pb = price(rows, m, rc)
+    def fitting(phases, usable):
+        ok = np.zeros(idx.size, dtype=bool)
+        for ph in phases:
+            ok[ph["pos"][usable(ph)]] = True
+        return ok
+
+    def search(pos, rc: bool) -> list[dict]:
+        """The window around m*, then larger m where memory demands it."""
+        pos_m = cross(pos, m_low[pos], m_high[pos])
+        phases = [price(*pos_m, np.full(pos_m[0].size, rc))] if pos_m[0].size else []
+        ok = fitting(phases, lambda ph: ph["fits"][:, :3].any(axis=1) & ~ph["split_capped"])
+        more = pos[~ok[pos] & (m_high[pos] < m_cap[pos])]
+        if more.size:
+            pos_m = cross(more, np.maximum(np.nextafter(m_high[more], np.inf), m_low[more]),
+                          m_cap[more].astype(float))
+            if pos_m[0].size:
+                phases.append(price(*pos_m, np.full(pos_m[0].size, rc)))
+        return phases
+
+    phases = search(np.arange(idx.size), False)
     if model.is_transformer_shaped:
-        # Full recompute costs a third more compute: price it only for the shapes that fit at
-        # no micro-batch count without it.
-        fits0 = (cost["mem_a"][:, 3] <= hw.mem_bytes[pa]) & (cost["mem_b"][:, 3] <= hw.mem_bytes[pb])
-        shape_fits = np.zeros(sk.kind.size, dtype=bool)
-        shape_fits[rows[fits0]] = True
-        again = np.flatnonzero(~shape_fits[rows])
-        if again.size:
-            cost_rc, pa_rc, pb_rc = price(rows[again], m[again], np.ones(again.size, bool))
-            rows, m = np.concatenate([rows, rows[again]]), np.concatenate([m, m[again]])
-            pa, pb = np.concatenate([pa, pa_rc]), np.concatenate([pb, pb_rc])
-            rc = np.concatenate([rc, np.ones(again.size, dtype=bool)])
-            cost = {k: np.concatenate([v, cost_rc[k]]) for k, v in cost.items()}
+        # Full recompute costs a third more compute: only for shapes that fit nowhere without.
+        need = np.flatnonzero(~fitting(phases, lambda ph: ph["fits"].any(axis=1)))
+        if need.size:
+            phases += search(need, True)
+    if not phases:
+        phases = [price(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))]
+    cat = {k: np.concatenate([ph[k] if np.ndim(ph[k]) else np.full(ph["pos"].size, ph[k])
+                              for ph in phases]) for k in phases[0]}
+    rows, m, rc, pa, pb = idx[cat["pos"]], cat["m"], cat["rc"], cat["pa"], cat["pb"]
+    cost = {k: cat[k] for k in ("step_time_s", "zero3_extra_s", "samples_per_iter", "mem_a",
+                                "mem_b", "layers_a", "layers_b", "batch_a", "batch_b")}
     set_id = sk.set_id[rows]
 
     # ---- ZeRO: the smallest stage 0-2 that fits both parts (same time), else stage 3
     cap_a = hw.mem_bytes[pa][:, None]
-    fits = (cost["mem_a"] <= cap_a) & (cost["mem_b"] <= hw.mem_bytes[pb][:, None])
+    fits = cat["fits"]
     zero = np.argmax(fits, axis=1)
     feasible = fits.any(axis=1)
     step = cost["step_time_s"] + np.where(zero == 3, cost["zero3_extra_s"], 0.0)
@@ -546,17 +579,15 @@ def _undominated(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
     """Mask of the rows no other row dominates.
 
     Row j dominates row i when it uses no more GPUs of any type and is at least as fast; of
-    identical rows the first is kept. Rows are visited fastest first, so a row only needs
-    checking against the frontier kept so far (dominance is transitive).
+    identical rows the first is kept. In the order fastest first (fewer GPUs first among equal
+    throughputs) a row is dominated exactly when an earlier row uses no more of every type.
     """
-    order = np.argsort(-thr, kind="stable")
-    keep = np.zeros(thr.size, dtype=bool)
-    frontier = np.empty_like(g)
-    n = 0
-    for i in order:
-        if n and (frontier[:n] <= g[i]).all(axis=1).any():
-            continue
-        keep[i] = True
-        frontier[n] = g[i]
-        n += 1
+    order = np.lexsort((np.arange(thr.size), g.sum(axis=1), -thr))
+    gs = g[order].astype(np.int32)
+    le = np.ones((thr.size, thr.size), dtype=bool)          # le[j, i]: g_j <= g_i everywhere
+    for t in range(gs.shape[1]):
+        le &= gs[:, None, t] <= gs[None, :, t]
+    dominated = np.triu(le, k=1).any(axis=0)
+    keep = np.empty(thr.size, dtype=bool)
+    keep[order] = ~dominated
     return keep

@@ -1,0 +1,98 @@
+"""``hsched demo``: the end-to-end demo on the embedded default scenario.
+
+For each model of the default mix on the default cluster it plans the candidates, prints a
+summary table and the fastest candidates, and draws the candidates as throughput against GPUs
+(one panel per model, coloured by GPU-type combination) into ``<out>/candidates.png``, with the
+full candidate lists in ``<out>/candidates.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from hsched_env.catalog import get_model
+from hsched_env.cli import candidates_text, format_table
+from hsched_env.cluster import get_cluster
+from hsched_env.planner import plan
+
+
+def run_demo(cluster: str, out: Path, models: tuple[str, ...]) -> int:
+    """Run the demo; returns the process exit status."""
+    c = get_cluster(cluster)
+    out.mkdir(parents=True, exist_ok=True)
+    print(c.describe())
+    print()
+    tables, times = {}, {}
+    for name in tqdm(models, desc="planning candidates", unit="job", leave=False):
+        t0 = time.perf_counter()
+        tables[name] = plan(name, c)
+        times[name] = time.perf_counter() - t0
+
+    rows = []
+    for name, t in tables.items():
+        spec = get_model(name)
+        if len(t) == 0:
+            rows.append([name, "0", "-", "-", "-", "-", f"{times[name] * 1e3:.1f}"])
+            continue
+        best = t.to_records()[0]
+        rows.append([
+            name, str(len(t)), str(int((t.kind > 0).sum())),
+            " + ".join(f"{n}×{g}" for g, n in best["gpus"].items()),
+            f"dp{best['dp']} tp{best['tp']} pp{best['pp']}",
+            f"{best['samples_per_s']:,.1f}" + (f" ({best['tokens_per_s_per_gpu']:,.0f} tok/s/GPU)"
+                                              if spec.tokens_per_sample else ""),
+            f"{times[name] * 1e3:.1f}"])
+    print(format_table(["model", "candidates", "mixed", "fastest set", "strategy",
+                        "samples/s", "plan ms"], rows))
+    for name in ("llama2-7b",):
+        if name in tables and len(tables[name]):
+            print(f"\nTop candidates of {name}:")
+            print(candidates_text(tables[name], limit=6))
+
+    (out / "candidates.json").write_text(json.dumps(
+        {name: t.to_records() for name, t in tables.items()}, indent=1))
+    png = _plot(tables, c.name, out / "candidates.png")
+    print(f"\nWrote {out / 'candidates.json'} and {png}")
+    return 0
+
+
+def _plot(tables: dict, cluster: str, path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n, t in tables.items() if len(t)]
+    cols = min(4, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    combos = sorted({" + ".join(t.gpus_dict(i)) for t in tables.values() for i in range(len(t))})
+    colors = {k: plt.cm.tab10(i % 10) for i, k in enumerate(combos)}
+    for ax, name in zip(axes.flat, names):
+        t = tables[name]
+        for combo in combos:
+            idx = [i for i in range(len(t)) if " + ".join(t.gpus_dict(i)) == combo]
+            if idx:
+                ax.scatter(t.num_gpus[idx], t.samples_per_s[idx], s=18, color=colors[combo],
+                           label=combo, marker="o" if "+" not in combo else "^")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("samples/s")
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    handles = {h.get_label(): h for ax in axes.flat for h in ax.collections}
+    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
+               ncol=min(4, len(handles)), fontsize=8, frameon=False)
+    fig.suptitle(f"Candidates on {cluster}: fastest strategy per resource set after dominance "
+                 f"pruning (triangles: mixed GPU types)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(handles) // 4), 1, 0.95))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,7 @@
+"""``python -m hsched_env`` runs the ``hsched`` command line."""
+
+import sys
+
+from hsched_env.cli import main
+
+sys.exit(main())
