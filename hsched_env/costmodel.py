@@ -233,19 +233,31 @@ def layer_time_per_sample(shape: ModelShape, calib: Calibration, hw: PoolArrays,
             + tp_share * shape.tp_comm_bytes / hw.intra_bw[pool])
 
 
-def best_microbatch_count(shape: ModelShape, calib: Calibration, u, pp, rep_batch) -> np.ndarray:
+def best_microbatch_count(shape: ModelShape, calib: Calibration, *, kind, u_a, u_b, pp, ppa,
+                          ppb, dpa, dpb, rep_batch, samples) -> np.ndarray:
     """Time-optimal micro-batch count of a 1F1B replica, ignoring memory.
 
-    With ``l`` layers on the largest of ``pp`` stages, per-layer per-sample time ``u`` and a
-    launch overhead ``o`` per layer per micro-batch, the replica's time is
-    ``const + (L - l)·u·R/m + m·l·o`` (convex in m), minimal at
-    ``m* = sqrt((L - l)·u·R / (l·o))``. Memory only falls as m grows, so a count well below m*
-    is never the best choice.
+    A replica's time is ``const + (pp - 1)·S·R/m + m·l·o`` (convex in m), where ``S`` is the
+    per-sample time of a (balanced) stage, ``R`` the replica's batch, ``l`` the layers of its
+    largest stage and ``o`` the launch overhead per layer and micro-batch; it is minimal at
+    ``m* = sqrt((pp - 1)·S·R / (l·o))``. Memory only falls as m grows, so a count well below
+    m* is never the best choice. Mixed layouts use their balanced split: speed-proportional
+    batches give every data-parallel replica the work-time ``samples/(dpa/u_a + dpb/u_b)``;
+    a mixed pipeline's balanced stage takes ``L/(ppa/u_a + ppb/u_b)`` per sample.
     """
     L = shape.layers
-    lmax = np.ceil(L / np.maximum(pp, 1))
     o = 3.0 * calib.launch_overhead_s
-    return np.sqrt(np.maximum(L - lmax, 0) * u * rep_batch / (lmax * o))
+    pp = np.maximum(pp, 1)
+    lmax = np.ceil(L / pp)
+    stage = lmax * u_a                                          # homogeneous
+    work = stage * rep_batch
+    work = np.where(kind == KIND_DP_SPLIT,
+                    lmax * samples / (dpa / u_a + np.maximum(dpb, 1) / u_b), work)
+    stage_pp = L / (ppa / u_a + ppb / u_b)
+    work = np.where(kind == KIND_PP_SPLIT, stage_pp * rep_batch, work)
+    layers_pp = np.maximum(np.ceil(stage_pp / u_a), np.ceil(stage_pp / u_b))
+    l_big = np.where(kind == KIND_PP_SPLIT, layers_pp, lmax)
+    return np.sqrt((pp - 1) * work / (l_big * o))
 
 
 def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind, pa, pb,
@@ -357,16 +369,21 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     zero_factors = np.stack([np.full_like(d, w + g + o_), w + g + o_ / d, w + (g + o_) / d,
                              (w + g + o_) / d], axis=-1)            # bytes/param, ZeRO 0..3
 
-    def stage_mem(layers, tables, micro_b, inflight, logits):
-        """Bytes per GPU of a stage with ``tables`` embedding/output tables, ZeRO 0..3."""
-        params = (layers * shape.layer_params + tables * shape.embed_params) / tp
+    def stage_mem(layers, tables, micro_b, inflight, logits, sel=slice(None)):
+        """Bytes per GPU of a stage with ``tables`` embedding/output tables, ZeRO 0..3.
+
+        Array arguments are full rows; ``sel`` restricts the result to some rows."""
+        t = tp[sel]
+        params = (layers[sel] * shape.layer_params + np.broadcast_to(tables, t.shape if
+                  np.ndim(tables) == 0 else tables.shape)[sel] * shape.embed_params) / t
+        mb = micro_b[sel]
         # Tensor parallelism runs with sequence parallelism (Megatron's default): every
         # activation is split over the tp ranks (Korthikanti et al., "TP + SP" row).
-        full_layer = micro_b * shape.act_layer / tp
-        act = np.where(rc, micro_b * shape.act_rc / tp * layers * inflight + full_layer,
-                       full_layer * layers * inflight)
-        act = act + np.where(logits, micro_b * shape.logits_act / tp, 0.0)
-        return params[:, None] * zero_factors + (act + shape.fixed_mem_bytes)[:, None]
+        full_layer = mb * shape.act_layer / t
+        act = np.where(rc[sel], mb * shape.act_rc / t * layers[sel] * inflight[sel] + full_layer,
+                       full_layer * layers[sel] * inflight[sel])
+        act = act + np.where(logits[sel], mb * shape.logits_act / t, 0.0)
+        return params[:, None] * zero_factors[sel] + (act + shape.fixed_mem_bytes)[:, None]
 
     def layer_mem(micro_b, inflight):
         """Bytes one more layer adds to a stage, ZeRO 0..3."""
@@ -381,16 +398,22 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     infl_b = np.where(ppsplit, np.minimum(ppb, m), infl0)
     tables_first = np.where(single & ~ppsplit, 2.0, 1.0)
 
-    if np.any(ppsplit):
-        # A mixed-pipeline stage that would not fit hands layers to the other type
-        # (judged at ZeRO-2, which costs no extra time).
-        room_a = hw.mem_bytes[pa] - stage_mem(0 * la, one, mb_a, infl0, ~one.astype(bool))[:, 2]
-        room_b = hw.mem_bytes[pb] - stage_mem(0 * lb, one, mb_b, one, one.astype(bool))[:, 2]
-        fit_a = np.floor(room_a / layer_mem(mb_a, infl0)[:, 2])
-        fit_b = np.floor(room_b / layer_mem(mb_b, infl_b)[:, 2])
-        lb = np.where(ppsplit & (la > fit_a),
-                      np.minimum(np.ceil((L - ppa_f * np.maximum(fit_a, 0)) / ppb_f), lb_hi), lb)
-        lb = np.where(ppsplit & (lb > fit_b) & (fit_b >= 1), fit_b, lb)
+    ps = np.flatnonzero(ppsplit)
+    if ps.size:
+        # A mixed-pipeline stage that would not fit hands layers to the other type (judged at
+        # ZeRO-2, which costs no extra time). Room = memory left by a stage's fixed part.
+        yes, no_ = np.ones(d.shape, dtype=bool), np.zeros(d.shape, dtype=bool)
+        zero_layers = np.zeros_like(la)
+        room_a = hw.mem_bytes[pa[ps]] - stage_mem(zero_layers, one, mb_a, infl0, no_, ps)[:, 2]
+        room_b = hw.mem_bytes[pb[ps]] - stage_mem(zero_layers, one, mb_b, one, yes, ps)[:, 2]
+        fit_a = np.floor(room_a / layer_mem(mb_a, infl0)[ps, 2])
+        fit_b = np.floor(room_b / layer_mem(mb_b, infl_b)[ps, 2])
+        lb_ps = lb[ps]
+        lb_ps = np.where(la[ps] > fit_a, np.minimum(np.ceil((L - ppa_f[ps] * np.maximum(fit_a, 0))
+                                                           / ppb_f[ps]), lb_hi[ps]), lb_ps)
+        lb_ps = np.where((lb_ps > fit_b) & (fit_b >= 1), fit_b, lb_ps)
+        lb = lb.copy()
+        lb[ps] = lb_ps
         la = a_layers(lb)
 
     lay_a = np.where(ppsplit, la, lmax)
@@ -403,10 +426,13 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     mem_a = np.where(ppsplit[:, None], first_a, np.maximum(first_a, last_a))
     # Part B: like A for dp-split replicas; for a mixed pipeline, its first stage (index ppa,
     # min(ppb, m) in flight, no table) and the pipeline's last stage.
-    first_b = stage_mem(lay_b, np.where(ppsplit, 0.0, tables_first), mb_b, infl_b,
-                        single & ~ppsplit)
-    last_b = stage_mem(lay_b, one, mb_b, one, ~no)
-    mem_b = np.maximum(first_b, last_b)
+    mem_b = mem_a.copy()                     # a one-type replica: part B is part A
+    mix = np.flatnonzero(~homo)
+    if mix.size:
+        mem_b[mix] = np.maximum(
+            stage_mem(lay_b, np.where(ppsplit, 0.0, tables_first), mb_b, infl_b,
+                      single & ~ppsplit, mix),
+            stage_mem(lay_b, one, mb_b, one, ~no, mix))
 
     stage_a = la * (u_a * b_mb + o)                         # the largest A stage
     stage_b = lb * (u_b * b_mb + o) + g_b * b_mb            # B stages; the last has the logits

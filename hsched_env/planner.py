@@ -389,12 +389,19 @@ class _Priced:
     cost: dict
 
     def best_per_set(self) -> np.ndarray:
-        """Index of the fastest feasible row of each resource set."""
+        """Index of the fastest feasible row of each resource set (first one on ties)."""
         keep = np.flatnonzero(self.feasible)
-        order = keep[np.lexsort((-self.thr[keep], self.set_id[keep]))]
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = self.set_id[order][1:] != self.set_id[order][:-1]
-        return order[first]
+        if keep.size == 0:
+            return keep
+        order = keep[np.argsort(self.set_id[keep], kind="stable")]
+        sets = self.set_id[order]
+        starts = np.flatnonzero(np.r_[True, sets[1:] != sets[:-1]])
+        thr = self.thr[order]
+        best = np.maximum.reduceat(thr, starts)
+        at_best = np.flatnonzero(thr == np.repeat(best, np.diff(np.r_[starts, thr.size])))
+        group = np.searchsorted(starts, at_best, side="right") - 1
+        first = np.r_[True, group[1:] != group[:-1]]
+        return order[at_best[first]]
 
     def table(self, model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
               best: np.ndarray) -> CandidateTable:
@@ -457,19 +464,24 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
 
     # ---- micro-batch counts: powers of two up to the replica batch, priced in phases.
     # A replica's time is convex in m with its optimum at m* (for pp = 1 it only grows with m)
-    # and memory only falls as m grows. So: (1) price m in [max(m*/w, pp), w·m*] (w = 2, or 4
-    # for mixed layouts); (2) shapes
+    # and memory only falls as m grows. So: (1) price m in [max(m*/w, pp), w·m*] (w = 2; 3 for
+    # mixed layouts); (2) shapes
     # that fit at no ZeRO stage 0-2 there, or whose mixed pipeline had to move layers for
     # memory (less memory per micro-batch can restore the faster split), also get every
     # larger m; (3) shapes that fit nowhere without recompute are priced again with it.
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
     m_cap = np.minimum(rep_batch, MAX_MICROBATCHES)
-    u = layer_time_per_sample(shape, calib, hw, rs.pool_a[sk.set_id[idx]], sk.tp[idx], False)
-    m_star = best_microbatch_count(shape, calib, u, pp_tot[idx], rep_batch)
+    set_a = rs.pool_a[sk.set_id[idx]]
+    set_b = np.where(rs.pool_b[sk.set_id[idx]] < 0, set_a, rs.pool_b[sk.set_id[idx]])
+    m_star = best_microbatch_count(
+        shape, calib, kind=sk.kind[idx],
+        u_a=layer_time_per_sample(shape, calib, hw, set_a, sk.tp[idx], False),
+        u_b=layer_time_per_sample(shape, calib, hw, set_b, sk.tp[idx], False),
+        pp=pp_tot[idx], ppa=sk.ppa[idx], ppb=sk.ppb[idx], dpa=sk.dpa[idx], dpb=sk.dpb[idx],
+        rep_batch=rep_batch, samples=np.where(per_replica, B * dp_tot[idx], B))
     pipe = pp_tot[idx] > 1
-    # m* comes from part A and the mean replica batch: exact for one GPU type, approximate for
-    # mixed layouts, which get a wider window.
-    width = np.where(sk.kind[idx] == KIND_HOMO, 2.0, 4.0)
+    # m* is exact for one GPU type; mixed layouts round batches and layers, so a wider window.
+    width = np.where(sk.kind[idx] == KIND_HOMO, 2.0, 3.0)
     m_low = np.minimum(np.where(pipe, np.maximum(m_star / width, pp_tot[idx]), 1), m_cap)
     m_high = np.where(pipe, np.maximum(width * m_star, m_low), 1)
     if not config.prune_microbatches:

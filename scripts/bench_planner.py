@@ -1,6 +1,6 @@
 """Benchmark: candidate-generation time per job on every cluster preset.
 
-Usage: python scripts/bench_planner.py [--repeats 15] [--markdown]
+Usage: python scripts/bench_planner.py [--repeats 15] [--markdown] [--cluster NAME ...]
 
 For each preset and each catalog model it times ``plan(model, cluster)`` (warm: the cluster's
 resource sets and strategy shapes are cached after the first job, as in a simulation) and
@@ -35,6 +35,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    ap.add_argument("--cluster", action="append", help="only these presets (repeatable)")
     args = ap.parse_args()
 
     data = np.random.default_rng(0).random(1_000_000)
@@ -42,7 +43,7 @@ def main() -> None:
     print(f"reference: numpy sort of 1M float64, median {ref * 1e3:.1f} ms")
 
     models = list(model_catalog())
-    for name in cluster_presets():
+    for name in args.cluster or cluster_presets():
         cluster = get_cluster(name)
         _cluster_sets.cache_clear()
         t0 = time.perf_counter()
