@@ -261,7 +261,8 @@ def best_microbatch_count(shape: ModelShape, calib: Calibration, *, kind, u_a, u
 
 
 def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind, pa, pb,
-                  dpa, dpb, tp, ppa, ppb, m, rc, batch: int, per_replica_batch: bool) -> dict:
+                  dpa, dpb, tp, ppa, ppb, m, rc, batch: int, per_replica_batch: bool,
+                  zero_stages: tuple[int, ...] = (0, 1, 2, 3)) -> dict:
     """Price strategy rows; every keyword but ``batch``/``per_replica_batch`` is a row array.
 
     Args:
@@ -279,11 +280,15 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         batch: The job's batch in samples per iteration — per replica when
             ``per_replica_batch`` (Gavel's convention for its data-parallel jobs), else global.
         per_replica_batch: See ``batch``.
+        zero_stages: The ZeRO stages to report memory for (columns of ``mem_a``/``mem_b``).
+            Stages 0-2 cost the same time and stage 2 needs the least memory of them, so
+            ``(2, 3)`` decides feasibility and time; the planner asks for all four only for the
+            rows it keeps.
 
     Returns:
         dict of row arrays: ``step_time_s`` with ZeRO stage 0–2 (identical times),
         ``zero3_extra_s`` (extra time of ZeRO-3: it moves 1.5× the data-parallel volume),
-        ``samples_per_iter``, ``mem_a``/``mem_b`` (bytes per GPU, shape (R, 4) for ZeRO 0–3),
+        ``samples_per_iter``, ``mem_a``/``mem_b`` (bytes per GPU, shape (R, len(zero_stages))),
         ``split_capped`` (memory moved layers away from the speed-proportional split of a mixed
         pipeline), ``layers_a``/``layers_b`` (layers on the largest stage of each part) and
         ``batch_a``/``batch_b`` (samples per replica on each part).
@@ -332,17 +337,22 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
 
     # Data-parallel split: replicas on A take B_a samples, on B take B_b, with
     # dpa·B_a + dpb·B_b = samples and k_a·B_a ≈ k_b·B_b (speed-proportional); integer B_a.
-    t_bal = (samples + dpa_f * beta / k_a + dpb_f * beta / k_b) / (dpa_f / k_a + dpb_f / k_b)
-    ba_cont = (t_bal - beta) / k_a
-    t_split, ba = np.full_like(d, np.inf), np.ones_like(d)
-    ba_hi = np.maximum(np.floor((samples - dpb_f) / dpa_f), 1.0)
-    for cand in (np.floor(ba_cont), np.ceil(ba_cont)):
-        cand = np.clip(cand, 1.0, ba_hi)
-        bb = np.ceil(np.maximum(samples - dpa_f * cand, 1.0) / dpb_f)
-        t = np.maximum(k_a * cand, k_b * bb) + beta
-        better = t < t_split
-        t_split, ba = np.where(better, t, t_split), np.where(better, cand, ba)
-    bb = np.ceil(np.maximum(samples - dpa_f * ba, 1.0) / dpb_f)
+    ba, bb = rep_batch.copy(), rep_batch.copy()
+    t_split = t_homo.copy()
+    ds = np.flatnonzero(dpsplit)
+    if ds.size:
+        S, A, Bq, ka, kb, be = samples[ds], dpa_f[ds], dpb_f[ds], k_a[ds], k_b[ds], beta[ds]
+        t_bal = (S + A * be / ka + Bq * be / kb) / (A / ka + Bq / kb)
+        ba_cont = (t_bal - be) / ka
+        best_t, best_a = np.full(ds.size, np.inf), np.ones(ds.size)
+        ba_hi = np.maximum(np.floor((S - Bq) / A), 1.0)
+        for cand in (np.floor(ba_cont), np.ceil(ba_cont)):
+            cand = np.clip(cand, 1.0, ba_hi)
+            t = np.maximum(ka * cand, kb * np.ceil(np.maximum(S - A * cand, 1.0) / Bq)) + be
+            better = t < best_t
+            best_t, best_a = np.where(better, t, best_t), np.where(better, cand, best_a)
+        t_split[ds], ba[ds] = best_t, best_a
+        bb[ds] = np.ceil(np.maximum(S - A * best_a, 1.0) / Bq)
 
     # Pipeline split: ppa stages of A then ppb of B. Each B stage takes lb layers and the A
     # stages share the other L - ppb·lb (so the largest holds ceil((L - ppb·lb)/ppa)); lb is
@@ -350,27 +360,32 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     # bottleneck stage, then moved by memory below.
     ppa_f, ppb_f = np.maximum(ppa, 1).astype(f8), np.maximum(ppb, 1).astype(f8)
     lb_hi = np.maximum(np.floor((L - ppa_f) / ppb_f), 1)
-    lb_cont = L / (ppb_f + ppa_f * u_b / u_a)
 
     def a_layers(lb):
         return np.ceil((L - ppb_f * lb) / ppa_f)
 
-    lb_lo = np.clip(np.floor(lb_cont), 1, lb_hi)
-    lb_up = np.clip(np.ceil(lb_cont), 1, lb_hi)
-    worse = (np.maximum(a_layers(lb_lo) * u_a, lb_lo * u_b + g_b)
-             > np.maximum(a_layers(lb_up) * u_a, lb_up * u_b + g_b))
-    lb = np.where(worse, lb_up, lb_lo)
+    lb = np.ones_like(d)
+    ps = np.flatnonzero(ppsplit)
+    if ps.size:
+        ua, ub, gb, pa_, pb_, hi = u_a[ps], u_b[ps], g_b[ps], ppa_f[ps], ppb_f[ps], lb_hi[ps]
+        lb_cont = L / (pb_ + pa_ * ub / ua)
+        lo_, up_ = np.clip(np.floor(lb_cont), 1, hi), np.clip(np.ceil(lb_cont), 1, hi)
+        worse = (np.maximum(np.ceil((L - pb_ * lo_) / pa_) * ua, lo_ * ub + gb)
+                 > np.maximum(np.ceil((L - pb_ * up_) / pa_) * ua, up_ * ub + gb))
+        lb[ps] = np.where(worse, up_, lo_)
     lb_speed = lb
     la = a_layers(lb)
     b_mb = rep_batch / m
 
     # ------------------------------------------------------------------ memory per GPU
     w, g, o_ = shape.state_w, shape.state_g, shape.state_o
-    zero_factors = np.stack([np.full_like(d, w + g + o_), w + g + o_ / d, w + (g + o_) / d,
-                             (w + g + o_) / d], axis=-1)            # bytes/param, ZeRO 0..3
+    per_stage = {0: lambda: np.full_like(d, w + g + o_), 1: lambda: w + g + o_ / d,
+                 2: lambda: w + (g + o_) / d, 3: lambda: (w + g + o_) / d}
+    zero_factors = np.stack([per_stage[z]() for z in zero_stages], axis=-1)  # bytes/param
+    z2 = zero_stages.index(2)          # memory decisions below are taken at ZeRO-2
 
     def stage_mem(layers, tables, micro_b, inflight, logits, sel=slice(None)):
-        """Bytes per GPU of a stage with ``tables`` embedding/output tables, ZeRO 0..3.
+        """Bytes per GPU of a stage with ``tables`` embedding/output tables, per ZeRO stage.
 
         Array arguments are full rows; ``sel`` restricts the result to some rows."""
         t = tp[sel]
@@ -385,10 +400,11 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         act = act + np.where(logits[sel], mb * shape.logits_act / t, 0.0)
         return params[:, None] * zero_factors[sel] + (act + shape.fixed_mem_bytes)[:, None]
 
-    def layer_mem(micro_b, inflight):
-        """Bytes one more layer adds to a stage, ZeRO 0..3."""
-        act = micro_b * np.where(rc, shape.act_rc, shape.act_layer) / tp
-        return (shape.layer_params / tp)[:, None] * zero_factors + (act * inflight)[:, None]
+    def layer_mem_z2(micro_b, inflight, sel):
+        """Bytes one more layer adds to a stage at ZeRO-2, for the rows ``sel``."""
+        t = tp[sel]
+        act = micro_b[sel] * np.where(rc[sel], shape.act_rc, shape.act_layer) / t
+        return shape.layer_params / t * zero_factors[sel, z2] + act * inflight[sel]
 
     single = pp == 1
     one = np.ones_like(m)
@@ -398,16 +414,15 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     infl_b = np.where(ppsplit, np.minimum(ppb, m), infl0)
     tables_first = np.where(single & ~ppsplit, 2.0, 1.0)
 
-    ps = np.flatnonzero(ppsplit)
     if ps.size:
         # A mixed-pipeline stage that would not fit hands layers to the other type (judged at
         # ZeRO-2, which costs no extra time). Room = memory left by a stage's fixed part.
         yes, no_ = np.ones(d.shape, dtype=bool), np.zeros(d.shape, dtype=bool)
         zero_layers = np.zeros_like(la)
-        room_a = hw.mem_bytes[pa[ps]] - stage_mem(zero_layers, one, mb_a, infl0, no_, ps)[:, 2]
-        room_b = hw.mem_bytes[pb[ps]] - stage_mem(zero_layers, one, mb_b, one, yes, ps)[:, 2]
-        fit_a = np.floor(room_a / layer_mem(mb_a, infl0)[ps, 2])
-        fit_b = np.floor(room_b / layer_mem(mb_b, infl_b)[ps, 2])
+        room_a = hw.mem_bytes[pa[ps]] - stage_mem(zero_layers, one, mb_a, infl0, no_, ps)[:, z2]
+        room_b = hw.mem_bytes[pb[ps]] - stage_mem(zero_layers, one, mb_b, one, yes, ps)[:, z2]
+        fit_a = np.floor(room_a / layer_mem_z2(mb_a, infl0, ps))
+        fit_b = np.floor(room_b / layer_mem_z2(mb_b, infl_b, ps))
         lb_ps = lb[ps]
         lb_ps = np.where(la[ps] > fit_a, np.minimum(np.ceil((L - ppa_f[ps] * np.maximum(fit_a, 0))
                                                            / ppb_f[ps]), lb_hi[ps]), lb_ps)
@@ -440,7 +455,7 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     t_ppsplit = ((m - 1) * (np.maximum(stage_a, stage_b) + c_mb)
                  + (L - ppb_f * lb) * (u_a * b_mb + o) + ppb_f * lb * (u_b * b_mb + o)
                  + g_b * b_mb + (pp - 1) * c_mb)
-    t_pipe = np.select([homo, dpsplit], [t_homo, t_split], t_ppsplit)
+    t_pipe = np.where(ppsplit, t_ppsplit, t_split)       # t_split is t_homo on one-type rows
 
     # ------------------------------------------------------------------ gradient sync, optimizer
     # Ring all-reduce of each stage's gradients over its data-parallel group on the slowest

@@ -378,15 +378,28 @@ class _Priced:
     set_id: np.ndarray
     m: np.ndarray
     rc: np.ndarray
-    zero: np.ndarray
+    zero: np.ndarray        # 2 (standing for 0-2, same time) or 3; 0 for measured rows
     step: np.ndarray
     thr: np.ndarray
-    mem: np.ndarray         # bytes per GPU at the chosen ZeRO stage (largest part)
-    mem_a: np.ndarray       # ... on part A
-    mem_b: np.ndarray       # ... on part B (= mem_a for one-type sets)
     measured: np.ndarray
     feasible: np.ndarray
     cost: dict
+    one_type: np.ndarray
+    memory: object          # rows -> (mem_a, mem_b, usable_a, usable_b) at ZeRO 0..3
+
+    def refine(self, rows: np.ndarray):
+        """ZeRO stage and memory per GPU (part A, part B) of the kept ``rows``: the smallest
+        stage 0-2 that fits (they cost the same time), else 3; measured rows ran as plain
+        data parallelism, so ZeRO 0 with the estimate capped at the usable memory."""
+        mem_a, mem_b, cap_a, cap_b = self.memory(rows)
+        fits = (mem_a <= cap_a[:, None]) & (mem_b <= cap_b[:, None])
+        fits[:, 3] |= ~fits[:, :3].any(axis=1)
+        zero = np.where(self.measured[rows], 0, np.argmax(fits, axis=1))
+        at = np.arange(rows.size), zero
+        a = np.where(self.measured[rows], np.minimum(mem_a[:, 0], cap_a), mem_a[at])
+        b = np.where(self.one_type[rows], a,
+                     np.where(self.measured[rows], np.minimum(mem_b[:, 0], cap_b), mem_b[at]))
+        return zero, a, b
 
     def best_per_set(self) -> np.ndarray:
         """Index of the fastest feasible row of each resource set (first one on ties)."""
@@ -406,6 +419,7 @@ class _Priced:
     def table(self, model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
               best: np.ndarray) -> CandidateTable:
         rows, set_id = self.rows[best], self.set_id[best]
+        zero, mem_a, mem_b = self.refine(best)
         kind = sk.kind[rows]
         g = _gpu_matrix(cluster, rs, set_id)
         thr = self.thr[best]
@@ -421,11 +435,11 @@ class _Priced:
             layers_a=self.cost["layers_a"][best].astype(np.int64),
             layers_b=self.cost["layers_b"][best].astype(np.int64),
             batch_a=self.cost["batch_a"][best], batch_b=self.cost["batch_b"][best],
-            microbatches=self.m[best], zero=self.zero[best], recompute=self.rc[best],
+            microbatches=self.m[best], zero=zero, recompute=self.rc[best],
             step_time_s=self.step[best], samples_per_s=thr,
             tokens_per_s_per_gpu=thr * model.tokens_per_sample / np.maximum(g.sum(axis=1), 1),
-            mem_gb_per_gpu=self.mem[best] / GB, mem_gb_a=self.mem_a[best] / GB,
-            mem_gb_b=self.mem_b[best] / GB, measured=self.measured[best])
+            mem_gb_per_gpu=np.maximum(mem_a, mem_b) / GB, mem_gb_a=mem_a / GB,
+            mem_gb_b=mem_b / GB, measured=self.measured[best])
 
 
 def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
@@ -495,7 +509,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         r, c = np.nonzero(use)
         return sel[r], mb_opts[c]
 
-    def price(pos, m, rc):
+    def price(pos, m, rc, zero_stages=(2, 3)):
         rows = idx[pos]
         set_id = sk.set_id[rows]
         pa = rs.pool_a[set_id]
@@ -503,7 +517,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         cost = strategy_cost(shape, calib, hw, kind=sk.kind[rows], pa=pa, pb=pb,
                              dpa=sk.dpa[rows], dpb=sk.dpb[rows], tp=sk.tp[rows],
                              ppa=sk.ppa[rows], ppb=sk.ppb[rows], m=m, rc=rc, batch=B,
-                             per_replica_batch=per_replica)
+                             per_replica_batch=per_replica, zero_stages=zero_stages)
         fits = ((cost["mem_a"] <= hw.mem_bytes[pa][:, None])
                 & (cost["mem_b"] <= hw.mem_bytes[pb][:, None]))
         return dict(pos=pos, m=m, rc=rc, pa=pa, pb=pb, fits=fits, **cost)
@@ -518,7 +532,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         """The window around m*, then larger m where memory demands it."""
         pos_m = cross(pos, m_low[pos], m_high[pos])
         phases = [price(*pos_m, np.full(pos_m[0].size, rc))] if pos_m[0].size else []
-        ok = fitting(phases, lambda ph: ph["fits"][:, :3].any(axis=1) & ~ph["split_capped"])
+        ok = fitting(phases, lambda ph: ph["fits"][:, 0] & ~ph["split_capped"])   # ZeRO-2 fits
         more = pos[~ok[pos] & (m_high[pos] < m_cap[pos])]
         if more.size:
             pos_m = cross(more, np.maximum(np.nextafter(m_high[more], np.inf), m_low[more]),
@@ -542,14 +556,12 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
                                 "mem_b", "layers_a", "layers_b", "batch_a", "batch_b")}
     set_id = sk.set_id[rows]
 
-    # ---- ZeRO: the smallest stage 0-2 that fits both parts (same time), else stage 3
-    cap_a = hw.mem_bytes[pa][:, None]
+    # ---- ZeRO: stages 0-2 cost the same time (refined to the smallest that fits for the rows
+    # kept, see _Priced.refine); stage 3 only where ZeRO-2 does not fit
     fits = cat["fits"]
-    zero = np.argmax(fits, axis=1)
+    zero = np.where(fits[:, 0], 2, 3)
     feasible = fits.any(axis=1)
     step = cost["step_time_s"] + np.where(zero == 3, cost["zero3_extra_s"], 0.0)
-    at_zero = np.arange(zero.size), zero
-    mem_a, mem_b = cost["mem_a"][at_zero], cost["mem_b"][at_zero]
     thr = cost["samples_per_iter"] / step
     measured = np.zeros(thr.shape, dtype=bool)
 
@@ -566,14 +578,18 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         if value > 0:
             zero[i], thr[i] = 0, value
             step[i] = cost["samples_per_iter"][i] / value
-            # It ran, so it fit: show the analytic estimate capped at the usable memory.
-            mem_a[i] = mem_b[i] = min(cost["mem_a"][i, 0], float(cap_a[i, 0]))
     if measured.any():
         # A measured set is represented by its measurement only.
         feasible &= measured | ~np.isin(set_id, np.unique(set_id[measured]))
-    mem_b = np.where(rs.pool_b[set_id] < 0, mem_a, mem_b)
-    return _Priced(rows, set_id, m, rc, zero, step, thr, np.maximum(mem_a, mem_b), mem_a, mem_b,
-                   measured, feasible, cost)
+
+    def memory(sel):
+        """Memory of rows ``sel`` at every ZeRO stage: (mem_a, mem_b, usable_a, usable_b)."""
+        ph = price(cat["pos"][sel], m[sel], rc[sel], zero_stages=(0, 1, 2, 3))
+        return ph["mem_a"], ph["mem_b"], hw.mem_bytes[pa[sel]], hw.mem_bytes[pb[sel]]
+
+    one_type = rs.pool_b[set_id] < 0
+    return _Priced(rows, set_id, m, rc, zero, step, thr, measured, feasible, cost, one_type,
+                   memory)
 
 
 def _gpu_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.ndarray:

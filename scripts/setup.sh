@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install HeteroSched with everything it needs.
+#   PYTHON      interpreter to build the venv with (default: python3, needs >= 3.10)
+#   TORCH_SPEC  the torch requirement installed first (default: torch==2.13.0, the CPU build
+#               these machines provide; an unpinned torch would pull a multi-GB CUDA build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+pip_install() { .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@"; }
+pip_install "$TORCH_SPEC"
+pip_install -e ".[dev]"

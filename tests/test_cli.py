@@ -1,0 +1,129 @@
+"""The ``hsched`` command line: contract names, JSON schema, errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hsched_env.cli import main
+
+JSON_KEYS = {"gpus", "nodes", "dp", "tp", "pp", "microbatches", "zero", "recompute",
+             "step_time_s", "samples_per_s", "tokens_per_s_per_gpu", "mem_gb_per_gpu"}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_candidates_json_schema(capsys):
+    code, out, _ = run(capsys, "candidates", "--model", "llama2-7b", "--cluster", "sia-64",
+                       "--json")
+    assert code == 0
+    recs = json.loads(out)
+    assert isinstance(recs, list) and len(recs) > 5
+    for r in recs:
+        assert JSON_KEYS <= r.keys()
+        assert all(isinstance(v, int) and v > 0 for v in r["gpus"].values())
+        assert r["dp"] * r["tp"] * r["pp"] == sum(r["gpus"].values())
+        assert r["tokens_per_s_per_gpu"] > 0
+        assert r["zero"] in (0, 1, 2, 3) and isinstance(r["recompute"], bool)
+    speeds = [r["samples_per_s"] for r in recs]
+    assert speeds == sorted(speeds, reverse=True)
+
+
+def test_candidates_json_non_token_model_has_zero_tokens(capsys):
+    code, out, _ = run(capsys, "candidates", "--model", "resnet50", "--cluster", "gavel-108",
+                       "--json", "--throughputs", "gavel")
+    assert code == 0
+    recs = json.loads(out)
+    assert all(r["tokens_per_s_per_gpu"] == 0 for r in recs)
+    assert any(r["source"] == "measured" for r in recs)
+
+
+def test_max_candidates(capsys):
+    code, out, _ = run(capsys, "candidates", "--model", "bert-large", "--cluster", "sia-64",
+                       "--max-candidates", "4", "--json")
+    assert code == 0 and len(json.loads(out)) == 4
+
+
+def test_llama70b_on_sia64_is_an_honest_empty_answer(capsys):
+    code, out, _ = run(capsys, "candidates", "--model", "llama2-70b", "--cluster", "sia-64",
+                       "--json")
+    assert code == 0 and json.loads(out) == []
+    code, out, _ = run(capsys, "candidates", "--model", "llama2-70b", "--cluster", "sia-64")
+    assert code == 0 and "fits on no resource set" in out and "1,104 GB" in out
+
+
+def test_readable_table(capsys):
+    code, out, _ = run(capsys, "candidates", "--model", "llama2-70b", "--cluster", "modern-512")
+    assert code == 0
+    lines = out.splitlines()
+    assert "candidates" in lines[0] and "tok/s/GPU" in lines[1]
+    assert len(lines) > 5
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "llama-9", "--cluster", "sia-64"], "valid: a3c, bert-large"),
+    (["--model", "resnet50", "--cluster", "nope-1"], "valid: gavel-108, large-2048"),
+])
+def test_unknown_names_exit_nonzero_with_valid_names(capsys, argv, needle):
+    code, out, err = run(capsys, "candidates", *argv)
+    assert code == 2 and out == ""
+    assert needle in err
+
+
+def test_bad_cluster_file_names_file_and_field(capsys, tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("nodes:\n  - gpu_type: A100-80GB\n    gpus_per_node: 0\n    count: 2\n")
+    code, _, err = run(capsys, "candidates", "--model", "resnet50", "--cluster", str(path))
+    assert code == 2
+    assert "c.yaml" in err and "gpus_per_node" in err
+
+
+def test_custom_cluster_file(capsys, tmp_path):
+    path = tmp_path / "lab.yaml"
+    path.write_text("nodes:\n  - gpu_type: h100\n    gpus_per_node: 8\n    count: 2\n"
+                    "  - gpu_type: l4\n    gpus_per_node: 4\n    count: 2\n")
+    code, out, _ = run(capsys, "candidates", "--model", "gpt2-xl", "--cluster", str(path),
+                       "--json")
+    recs = json.loads(out)
+    assert code == 0 and recs
+    assert {t for r in recs for t in r["gpus"]} <= {"H100-SXM", "L4"}
+
+
+def test_bad_max_candidates_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["candidates", "--model", "resnet50", "--cluster", "sia-64", "--max-candidates",
+              "0"])
+    assert exc.value.code == 2
+    assert "positive integer" in capsys.readouterr().err
+
+
+def test_listings(capsys):
+    code, out, _ = run(capsys, "models")
+    assert code == 0 and "llama2-70b" in out and "one sample" in out
+    code, out, _ = run(capsys, "clusters")
+    assert code == 0 and "large-2048" in out and "2048" in out
+    code, out, _ = run(capsys, "clusters", "sia-64")
+    assert code == 0 and "A100-40GB" in out
+
+
+def test_console_script_entry_point():
+    out = subprocess.run([sys.executable, "-m", "hsched_env", "candidates", "--model",
+                          "resnet18", "--cluster", "tiny-8", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)
+
+
+def test_demo_writes_plot_and_json(capsys, tmp_path):
+    code, out, _ = run(capsys, "demo", "--out", str(tmp_path))
+    assert code == 0
+    assert (tmp_path / "candidates.png").stat().st_size > 10_000
+    data = json.loads((tmp_path / "candidates.json").read_text())
+    assert "llama2-7b" in data and data["llama2-7b"]
+    assert "fastest set" in out
