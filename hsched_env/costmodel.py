@@ -416,7 +416,9 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
 
     if ps.size:
         # A mixed-pipeline stage that would not fit hands layers to the other type (judged at
-        # ZeRO-2, which costs no extra time). Room = memory left by a stage's fixed part.
+        # ZeRO-2, which costs no extra time). Room = memory left by a stage's fixed part. For
+        # B this is conservative: the fixed part of its last stage (output table, logits) with
+        # the per-layer activations of its first (the most micro-batches in flight).
         yes, no_ = np.ones(d.shape, dtype=bool), np.zeros(d.shape, dtype=bool)
         zero_layers = np.zeros_like(la)
         room_a = hw.mem_bytes[pa[ps]] - stage_mem(zero_layers, one, mb_a, infl0, no_, ps)[:, z2]
@@ -459,8 +461,9 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
 
     # ------------------------------------------------------------------ gradient sync, optimizer
     # Ring all-reduce of each stage's gradients over its data-parallel group on the slowest
-    # link: 2(d-1)/d · bytes / BW. The group (tp·d GPUs of one type under the layout) is
-    # inside a node only when it fits; a mixed-dp group always crosses nodes.
+    # link: 2(d-1)/d · bytes / BW. Under the layout (tp, then pp, then dp) a group's ranks lie
+    # tp·pp apart, so it stays inside a node only when all tp·pp·d GPUs do; a mixed-dp group
+    # always crosses nodes.
     p_a = (lay_a * shape.layer_params + tables_first * shape.embed_params) / tp
     p_b = (lay_b * shape.layer_params + tables_first * shape.embed_params) / tp
     span = tp * pp * d
