@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -461,6 +462,30 @@ def get_gpu(name: str, catalog: Mapping[str, GpuType] | None = None) -> GpuType:
         names = [g.name for g in (_packaged_gpus() if catalog is None else catalog.values())]
         raise UnknownNameError("GPU type", str(name), names)
     return gpu
+
+
+def model_variant(name: str | ModelSpec, batch: int | None = None) -> ModelSpec:
+    """A catalog model, optionally at another batch size (e.g. one of Gavel's job types).
+
+    Args:
+        name: Catalog name or a ``ModelSpec``.
+        batch: Samples per iteration (per replica for ``batch_per_replica`` models); ``None``
+            keeps the catalog's. Gavel's job-type key follows the batch
+            (``"ResNet-50 (batch size 16)"``).
+
+    Raises:
+        ConfigError: ``batch`` is not a positive integer.
+    """
+    spec = name if isinstance(name, ModelSpec) else get_model(name)
+    if batch is None or batch == spec.global_batch:
+        return spec
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
+        raise ConfigError(f"batch must be a positive integer, got {batch!r}", field="batch")
+    job_type = spec.gavel_job_type
+    if job_type and " (batch size " in job_type:
+        job_type = job_type.split(" (batch size ")[0] + f" (batch size {batch})"
+    return dataclasses.replace(spec, global_batch=batch, gavel_job_type=job_type,
+                               name=f"{spec.name}@bs{batch}")
 
 
 def get_model(name: str, catalog: Mapping[str, ModelSpec] | None = None) -> ModelSpec:

@@ -278,6 +278,9 @@ class PlannerConfig:
         prune_dominated: Drop sets dominated by another set (no more GPUs of any type, at least
             the same throughput).
         max_gpus: Ignore resource sets larger than this (``None``: up to the whole cluster).
+        data_parallel_only: Only plain data parallelism (tp = pp = 1, ZeRO and recompute still
+            allowed) on one GPU type: the job as a heterogeneity-agnostic scheduler would run
+            it (Gavel's baselines, the reference throughput of trace jobs).
         prune_microbatches: Skip micro-batch counts that cannot be optimal (below
             ``max(m*/2, pp)``, see ``costmodel.best_microbatch_count``); off prices them all.
         calibration: Cost-model factors.
@@ -287,6 +290,7 @@ class PlannerConfig:
     mixed: bool = True
     prune_dominated: bool = True
     max_gpus: int | None = None
+    data_parallel_only: bool = False
     prune_microbatches: bool = True
     calibration: Calibration = DEFAULT_CALIBRATION
 
@@ -457,8 +461,10 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
 
     # ---- strategy shapes this model admits
     ok = np.ones(sk.kind.shape, dtype=bool)
-    if not config.mixed:
+    if not config.mixed or config.data_parallel_only:
         ok &= sk.kind == KIND_HOMO
+    if config.data_parallel_only:
+        ok &= (sk.tp == 1) & (sk.ppa == 1)
     pp_tot = sk.ppa + sk.ppb
     dp_tot = np.where(sk.kind == KIND_DP_SPLIT, sk.dpa + sk.dpb, sk.dpa)
     if model.allows("tp"):

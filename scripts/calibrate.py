@@ -24,7 +24,7 @@ import dataclasses
 import numpy as np
 from scipy.optimize import least_squares
 
-from hsched_env.catalog import ModelSpec, get_model
+from hsched_env.catalog import ModelSpec, get_model, model_variant
 from hsched_env.cluster import cluster_from_dict
 from hsched_env.costmodel import DEFAULT_CALIBRATION, Calibration
 from hsched_env.planner import PlannerConfig, plan
@@ -59,11 +59,7 @@ def single_gpu_cluster():
 
 def gavel_variant(model: str, batch: int | None) -> ModelSpec:
     """Catalog model at one of Gavel's batch sizes (``None``: the catalog's own)."""
-    spec = get_model(model)
-    if batch is None:
-        return spec
-    job_type = spec.gavel_job_type.split(" (batch size")[0] + f" (batch size {batch})"
-    return dataclasses.replace(spec, global_batch=batch, gavel_job_type=job_type)
+    return model_variant(model, batch)
 
 
 def analytic_single_gpu_steps(model: str | ModelSpec, calib: Calibration) -> dict[str, float]:
