@@ -164,6 +164,8 @@ class CandidateTable:
         tokens_per_s_per_gpu: Throughput in tokens per GPU (0 for non-token models).
         mem_gb_per_gpu: Predicted peak memory per GPU (largest over the parts).
         mem_gb_a, mem_gb_b: Predicted peak memory per GPU of each part.
+        requested: True for the job's "requested GPUs, plain data parallelism" candidates that
+            a simulation appends for the baselines (see ``Simulator.candidates_of``).
         measured: True where the throughput comes from a measured table.
     """
 
@@ -197,6 +199,11 @@ class CandidateTable:
     mem_gb_a: np.ndarray
     mem_gb_b: np.ndarray
     measured: np.ndarray
+    requested: np.ndarray = None   # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.requested is None:
+            self.requested = np.zeros(self.samples_per_s.shape, dtype=bool)
 
     def __len__(self) -> int:
         return int(self.samples_per_s.shape[0])
@@ -210,6 +217,16 @@ class CandidateTable:
         out = {}
         for name, value in self.__dict__.items():
             out[name] = value[idx] if isinstance(value, np.ndarray) else value
+        return CandidateTable(**out)
+
+    @staticmethod
+    def concat(tables: list["CandidateTable"]) -> "CandidateTable":
+        """Rows of several tables of the same model and cluster, in order."""
+        first = tables[0]
+        out = {}
+        for name, value in first.__dict__.items():
+            out[name] = (np.concatenate([getattr(t, name) for t in tables])
+                         if isinstance(value, np.ndarray) else value)
         return CandidateTable(**out)
 
     def rows_with(self, gpus: dict[str, int]) -> np.ndarray:

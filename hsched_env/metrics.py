@@ -1,0 +1,76 @@
+"""Schedule-quality and decision-cost metrics of a simulation.
+
+Job completion time (JCT) = finish − arrival. Finish-time fairness ρ (Themis, as Gavel and Sia
+report it) compares a job's JCT with the time it would take on its fair share: its requested
+GPUs of the reference type when it had a cluster share of at least that many GPUs, stretched by
+the contention it saw otherwise: ``ρ = JCT / (duration × max(1, contention × requested / G))``,
+with ``contention`` the mean number of active jobs over the rounds it was active and ``G`` the
+cluster's GPUs. ρ > 1: the job finished later than on its fair share.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+METRIC_KEYS = ("policy", "jobs_total", "jobs_completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
+               "makespan_s", "avg_queue_s", "gpu_util", "restarts_per_job", "ftf_worst",
+               "ftf_mean", "decision_time_mean_s", "decision_time_p99_s",
+               "decision_time_max_s", "lp_vars_mean", "rounds", "wall_s")
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if values.size else math.nan
+
+
+def compute_metrics(result) -> dict:
+    """Metrics of a ``SimResult`` (over ``measure_jobs`` when set), JSON-ready."""
+    recs = result.jobs
+    cfg = result.config
+    if cfg.measure_jobs is not None:
+        a, b = cfg.measure_jobs
+        recs = recs[a:b]
+    done = [r for r in recs if r.done]
+    jct = np.array([r.jct_s for r in done])
+    started = [r for r in recs if not math.isnan(r.first_start_s)]
+    queue = np.array([r.first_start_s - r.arrival_s for r in started])
+    G = float(result.cluster.num_gpus)
+    rho = []
+    for r in done:
+        contention = r.contention_sum / max(r.rounds_active, 1)
+        fair = r.duration_s * max(1.0, contention * r.requested_gpus / G)
+        rho.append(r.jct_s / fair)
+    rho = np.array(rho)
+    t0 = min(r.arrival_s for r in recs)
+    t_end = max([r.finish_s for r in done] or [result.end_s])
+    makespan = t_end - t0 if done else math.nan
+    caps = np.asarray(result.cluster.capacity_vec, dtype=float)
+    window = max(result.end_s - min(r.arrival_s for r in result.jobs), 1e-9)
+    util = {t: float(result.busy_gpu_s_by_type[i] / (caps[i] * window))
+            for i, t in enumerate(result.cluster.gpu_types)}
+    util_all = float(result.busy_gpu_s_by_type.sum() / (caps.sum() * window))
+    dec = np.array(result.decision_s)
+    out = {
+        "policy": result.policy,
+        "jobs_total": len(recs),
+        "jobs_completed": len(done),
+        "avg_jct_s": float(jct.mean()) if jct.size else math.nan,
+        "p50_jct_s": _pct(jct, 50),
+        "p99_jct_s": _pct(jct, 99),
+        "makespan_s": makespan,
+        "avg_queue_s": float(queue.mean()) if queue.size else math.nan,
+        "gpu_util": util_all,
+        "gpu_util_by_type": util,
+        "restarts_per_job": float(np.mean([r.restarts for r in recs])),
+        "ftf_worst": float(rho.max()) if rho.size else math.nan,
+        "ftf_mean": float(rho.mean()) if rho.size else math.nan,
+        "decision_time_mean_s": float(dec.mean()) if dec.size else 0.0,
+        "decision_time_p99_s": _pct(dec, 99) if dec.size else 0.0,
+        "decision_time_max_s": float(dec.max()) if dec.size else 0.0,
+        "lp_vars_mean": float(np.mean(result.lp_vars)) if result.lp_vars else 0.0,
+        "rounds": result.rounds,
+        "wall_s": result.wall_s,
+    }
+    out.update({k: v for k, v in result.extra.items() if k not in out})
+    return out

@@ -1,0 +1,102 @@
+"""The policy interface: what a scheduling policy sees each round and what it returns.
+
+A policy is asked once per round. It sees a read-only ``SchedulerView`` of the cluster and the
+active jobs (arrived, not finished) with their candidate tables, and returns, for each job it
+wants to run, a candidate row of that job's table — or an ordered list of rows, tried in turn
+if the first cannot be placed on free nodes. Jobs it leaves out wait for the next round.
+
+```python
+class MyPolicy:
+    name = "my-policy"
+    def reset(self, cluster, seed): ...
+    def decide(self, view):                       # -> {job_id: row or [rows...]}
+        return {int(j): 0 for j in view.job_ids}  # everyone's fastest candidate
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence, Union
+
+import numpy as np
+
+from hsched_env.cluster import Cluster
+from hsched_env.planner import CandidateTable
+
+Choice = Union[int, Sequence[int]]
+Assignment = dict[int, Choice]
+
+
+@dataclass(frozen=True)
+class SchedulerView:
+    """Read-only snapshot given to ``Policy.decide`` (arrays are not writeable).
+
+    Attributes:
+        time_s: Simulated time of this decision.
+        round_index: Rounds decided so far.
+        round_s: Round length.
+        cluster: The cluster.
+        capacity: (T,) GPUs per type, aligned with ``cluster.gpu_types``; every active job is
+            re-decided each round, so all of it is available.
+        job_ids: (A,) ids of the active jobs, in arrival order.
+        arrival_s, work_samples, remaining_samples, attained_s: (A,) per active job; attained
+            is the time it has run so far.
+        requested_gpus: (A,) GPUs the job asked for.
+        reference_samples_per_s: (A,) its throughput on its requested reference GPUs (plain
+            data parallelism); ``remaining / reference`` is its remaining time as submitted.
+        current: (A,) candidate row it ran with last round, -1 if it did not run.
+        candidates: Per active job, its ``CandidateTable`` (fastest first).
+        arrived, completed: ids of the jobs that arrived / completed since the last decision.
+    """
+
+    time_s: float
+    round_index: int
+    round_s: float
+    cluster: Cluster
+    capacity: np.ndarray
+    job_ids: np.ndarray
+    arrival_s: np.ndarray
+    work_samples: np.ndarray
+    remaining_samples: np.ndarray
+    attained_s: np.ndarray
+    requested_gpus: np.ndarray
+    reference_samples_per_s: np.ndarray
+    current: np.ndarray
+    candidates: tuple[CandidateTable, ...]
+    models: tuple[str, ...] = ()
+    arrived: tuple[int, ...] = ()
+    completed: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for value in self.__dict__.values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+
+    @property
+    def num_active(self) -> int:
+        return int(self.job_ids.size)
+
+
+class Policy(Protocol):
+    """A scheduling policy (see the module docstring)."""
+
+    name: str
+
+    def reset(self, cluster: Cluster, seed: int | None) -> None:
+        """Called once before a simulation; seed the policy's own randomness here."""
+
+    def decide(self, view: SchedulerView) -> Assignment:
+        """Candidate row(s) per job id for this round; omitted jobs wait."""
+
+
+@dataclass
+class PolicyStats:
+    """What a policy may report about its last decision (``policy.last_stats``)."""
+
+    lp_vars: int = 0
+    lp_cons: int = 0
+    solve_s: float = 0.0
+    build_s: float = 0.0
+    resolved: bool = False
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,415 @@
+"""Round-based cluster simulator.
+
+Every ``round_s`` seconds the policy decides, for each active job (arrived, unfinished), which
+candidate it runs this round (or none). The simulator places the chosen candidates on concrete
+nodes (``placement``), charges a restart (``restart_s`` of no progress, GPUs held) to every job
+whose candidate or nodes changed — a job that keeps its candidate keeps its nodes — and advances
+time event by event inside the round: a job finishes at the exact moment its remaining work is
+done and frees its GPUs; arrivals wait for the next decision. Same inputs and seed ⇒ same result.
+
+```python
+from hsched_env.simulator import Simulator, SimConfig
+result = Simulator(cluster, workload, policy, SimConfig(round_s=300)).run()
+result.metrics()        # avg / p50 / p99 JCT, makespan, utilization, fairness, decision time
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hsched_env.catalog import ModelSpec
+from hsched_env.cluster import Cluster
+from hsched_env.errors import ConfigError
+from hsched_env.placement import Allocation, NodeState, candidate_parts
+from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_set
+from hsched_env.policy import Policy, SchedulerView
+
+log = logging.getLogger(__name__)
+
+QUEUED, RUNNING, DONE, UNRUNNABLE = 0, 1, 2, 3
+DEFAULT_MAX_CANDIDATES = 16
+# Stop when no job has run for this many rounds although jobs are waiting and none will arrive:
+# the policy cannot or will not place them (reported unfinished, with a warning).
+STALL_ROUNDS = 1000
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Simulation settings.
+
+    Attributes:
+        round_s: Round length (Gavel uses 360 s, Sia 60 s; default 300 s).
+        restart_s: Time without progress whenever a job's candidate or nodes change.
+        planner: Candidate-planner knobs; by default each job keeps its
+            ``DEFAULT_MAX_CANDIDATES`` most efficient candidates (and the fastest).
+        throughputs: ``"analytic"`` or ``"gavel"`` (measured table where it has an entry).
+        seed: Seed handed to the policy (``Policy.reset``).
+        max_time_s: Stop at this simulated time even if jobs remain (they are reported
+            unfinished); ``None``: run until every job completes.
+        measure_jobs: ``(a, b)``: stop once jobs ``a..b-1`` have completed and compute the
+            metrics over them only (Gavel's steady-state method); ``None``: all jobs.
+        check_invariants: Verify the simulator's invariants every round (slower).
+        progress: Show a progress bar on stderr.
+    """
+
+    round_s: float = 300.0
+    restart_s: float = 60.0
+    planner: PlannerConfig = PlannerConfig(max_candidates=DEFAULT_MAX_CANDIDATES)
+    throughputs: str | None = None
+    seed: int | None = 0
+    max_time_s: float | None = None
+    measure_jobs: tuple[int, int] | None = None
+    check_invariants: bool = False
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.round_s > 0 and math.isfinite(self.round_s)):
+            raise ConfigError(f"round length must be positive, got {self.round_s!r}",
+                              field="round_s")
+        if not (self.restart_s >= 0 and math.isfinite(self.restart_s)):
+            raise ConfigError(f"restart cost must be >= 0, got {self.restart_s!r}",
+                              field="restart_s")
+        if self.restart_s >= self.round_s:
+            raise ConfigError(f"restart cost ({self.restart_s} s) must be shorter than a round "
+                              f"({self.round_s} s)", field="restart_s")
+        if self.measure_jobs is not None:
+            a, b = self.measure_jobs
+            if not 0 <= a < b:
+                raise ConfigError(f"measure_jobs must be A:B with 0 <= A < B, got {a}:{b}",
+                                  field="measure_jobs")
+
+
+@dataclass
+class JobRecord:
+    """Per-job outcome of a simulation."""
+
+    job_id: int
+    name: str
+    model: str
+    arrival_s: float
+    work_samples: float
+    duration_s: float
+    requested_gpus: int
+    first_start_s: float = math.nan
+    finish_s: float = math.nan
+    restarts: int = 0
+    run_s: float = 0.0                      # time holding GPUs (incl. restarts)
+    gpu_s_by_type: dict = field(default_factory=dict)
+    candidates_used: list = field(default_factory=list)   # distinct (gpus, dp, tp, pp) labels
+    contention_sum: float = 0.0             # Σ active jobs over the rounds it was active
+    rounds_active: int = 0
+
+    @property
+    def done(self) -> bool:
+        return not math.isnan(self.finish_s)
+
+    @property
+    def jct_s(self) -> float:
+        return self.finish_s - self.arrival_s
+
+
+@dataclass
+class SimResult:
+    """Outcome of ``Simulator.run``: per-job records, per-round logs, and settings."""
+
+    policy: str
+    cluster: Cluster
+    config: SimConfig
+    jobs: list[JobRecord]
+    end_s: float
+    decision_s: list[float]
+    lp_vars: list[int]
+    busy_gpu_s_by_type: np.ndarray
+    wall_s: float
+    rounds: int
+    extra: dict = field(default_factory=dict)
+
+    def metrics(self) -> dict:
+        from hsched_env.metrics import compute_metrics
+        return compute_metrics(self)
+
+
+class Simulator:
+    """Simulates ``workload`` on ``cluster`` under ``policy``.
+
+    Args:
+        cluster: The cluster.
+        workload: A ``Workload`` (``hsched_env.workloads``) or a sequence of ``Job``.
+        policy: The scheduling policy.
+        config: ``SimConfig``.
+    """
+
+    def __init__(self, cluster: Cluster, workload, policy: Policy,
+                 config: SimConfig = SimConfig()) -> None:
+        self.cluster = cluster
+        self.jobs = tuple(getattr(workload, "jobs", workload))
+        if not self.jobs:
+            raise ConfigError("the workload has no jobs", field="workload")
+        ids = [j.job_id for j in self.jobs]
+        if ids != list(range(len(ids))):
+            raise ConfigError("job ids must be 0..N-1 in order", field="workload")
+        self.policy = policy
+        self.config = config
+        self._tables: dict[tuple, CandidateTable] = {}
+
+    # ------------------------------------------------------------------ candidates
+    def candidates_of(self, job) -> CandidateTable:
+        """The job's candidate table (cached per model, batch, GPU-type constraint and
+        requested GPUs): the planner's candidates, fastest first, then — flagged
+        ``requested`` — its requested GPU count with plain data parallelism on each GPU type
+        (what Gavel and the FIFO baselines run; where the model does not fit that count, the
+        smallest power-of-two multiple that fits), unless already present."""
+        key = (job.model, job.batch, job.gpu_type, job.requested_gpus)
+        table = self._tables.get(key)
+        if table is not None:
+            return table
+        spec: ModelSpec = job.spec
+        cfg = self.config
+        table = plan(spec, self.cluster, config=cfg.planner, throughputs=cfg.throughputs)
+        extra = []
+        dp_only = dataclasses.replace(cfg.planner, data_parallel_only=True)
+        for t in self.cluster.gpu_types:
+            # The requested count, or the smallest power-of-two multiple of it on which
+            # plain data parallelism fits on this type.
+            n, row = job.requested_gpus, None
+            while n <= self.cluster.capacity[t]:
+                row = plan_set(spec, self.cluster, {t: n}, config=dp_only,
+                               throughputs=cfg.throughputs)
+                if len(row):
+                    break
+                n, row = n * 2, None
+            if row is None:
+                continue
+            same = np.flatnonzero(np.all(table.gpus == row.gpus[0], axis=1)
+                                  & (table.tp == 1) & (table.pp == 1))
+            if same.size:
+                table.requested[same[0]] = True
+            else:
+                row.requested[:] = True
+                extra.append(row)
+        if extra:
+            table = CandidateTable.concat([table] + extra)
+        if job.gpu_type is not None:
+            t = table.gpu_types.index(job.gpu_type) if job.gpu_type in table.gpu_types else -1
+            only = ((table.gpus.sum(axis=1) == table.gpus[:, t]) if t >= 0
+                    else np.zeros(len(table), dtype=bool))
+            table = table.take(np.flatnonzero(only))
+        self._tables[key] = table
+        return table
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> SimResult:
+        cfg, cluster = self.config, self.cluster
+        jobs = self.jobs
+        n = len(jobs)
+        R = cfg.round_s
+        types = cluster.gpu_types
+        t_wall = time.perf_counter()
+        self.policy.reset(cluster, cfg.seed)
+        nodes = NodeState(cluster)
+
+        arrival = np.array([j.arrival_s for j in jobs], dtype=float)
+        work = np.array([j.work_samples for j in jobs], dtype=float)
+        remaining = work.copy()
+        ref_thr = np.array([j.work_samples / j.duration_s for j in jobs], dtype=float)
+        requested = np.array([j.requested_gpus for j in jobs], dtype=np.int64)
+        state = np.full(n, QUEUED)
+        attained = np.zeros(n)
+        current = np.full(n, -1, dtype=np.int64)
+        alloc: list[Allocation | None] = [None] * n
+        tables = [self.candidates_of(j) for j in jobs]
+        records = [JobRecord(j.job_id, j.name, j.spec.name, j.arrival_s, j.work_samples,
+                             j.duration_s, j.requested_gpus,
+                             gpu_s_by_type={t: 0.0 for t in types}) for j in jobs]
+        used_labels: list[set] = [set() for _ in range(n)]
+        for i, tab in enumerate(tables):
+            if len(tab) == 0:
+                state[i] = UNRUNNABLE
+                log.warning("job %d (%s) has no candidate on %s: it can never run and is "
+                            "reported unfinished", i, jobs[i].model, cluster.name)
+        stalled = 0
+
+        measure = cfg.measure_jobs
+        if measure is not None and measure[1] > n:
+            raise ConfigError(f"measure_jobs {measure[0]}:{measure[1]} beyond the {n} jobs",
+                              field="measure_jobs")
+        busy = np.zeros(len(types))
+        decision_s: list[float] = []
+        lp_vars: list[int] = []
+        arrived_since: list[int] = []
+        completed_since: list[int] = []
+        next_arrival = 0                       # index into jobs (sorted by arrival)
+        t = math.floor(arrival.min() / R) * R  # round boundaries are multiples of R
+        rounds = 0
+        bar = _progress(n, cfg.progress)
+
+        while True:
+            while next_arrival < n and arrival[next_arrival] <= t:
+                arrived_since.append(next_arrival)
+                next_arrival += 1
+            active = np.flatnonzero((state <= RUNNING) & (arrival <= t))
+            if measure is not None and np.all(state[measure[0]:measure[1]] >= DONE):
+                break
+            if active.size == 0:
+                if next_arrival >= n:
+                    break
+                t = math.floor(arrival[next_arrival] / R) * R
+                if arrival[next_arrival] > t:
+                    t += R
+                continue
+            if cfg.max_time_s is not None and t >= cfg.max_time_s:
+                break
+
+            view = SchedulerView(
+                time_s=t, round_index=rounds, round_s=R, cluster=cluster,
+                capacity=np.asarray(cluster.capacity_vec, dtype=np.int64).copy(),
+                job_ids=active.copy(), arrival_s=arrival[active], work_samples=work[active],
+                remaining_samples=remaining[active], attained_s=attained[active],
+                requested_gpus=requested[active], reference_samples_per_s=ref_thr[active],
+                current=current[active], candidates=tuple(tables[i] for i in active),
+                models=tuple(records[i].model for i in active),
+                arrived=tuple(arrived_since), completed=tuple(completed_since))
+            arrived_since, completed_since = [], []
+            t0 = time.perf_counter()
+            decision = self.policy.decide(view)
+            decision_s.append(time.perf_counter() - t0)
+            stats = getattr(self.policy, "last_stats", None)
+            lp_vars.append(int(getattr(stats, "lp_vars", 0) or 0) if stats is not None else 0)
+
+            # ---- placement: keepers first (same candidate ⇒ same nodes), then the rest
+            prefs: dict[int, list[int]] = {}
+            for j, choice in decision.items():
+                j = int(j)
+                if j < 0 or j >= n or state[j] >= DONE or arrival[j] > t:
+                    raise ConfigError(f"policy {self.policy.name!r} assigned job {j}, which is "
+                                      f"not active at t={t:.0f}", field="decision")
+                rows = [int(choice)] if np.ndim(choice) == 0 else [int(c) for c in choice]
+                for r in rows:
+                    if not 0 <= r < len(tables[j]):
+                        raise ConfigError(f"policy {self.policy.name!r} chose row {r} for job "
+                                          f"{j}, which has {len(tables[j])} candidates",
+                                          field="decision")
+                if rows:
+                    prefs[j] = rows
+            new_alloc: dict[int, tuple[int, Allocation]] = {}
+            nodes.reset()
+            for j, rows in prefs.items():
+                if rows[0] == current[j] and alloc[j] is not None and nodes.keep(alloc[j]):
+                    new_alloc[j] = (rows[0], alloc[j])
+            order = sorted((j for j in prefs if j not in new_alloc),
+                           key=lambda j: (-int(tables[j].gpus[prefs[j][0]].sum()), j))
+            for j in order:
+                for r in prefs[j]:
+                    got = nodes.place(candidate_parts(tables[j], r), int(tables[j].tp[r]))
+                    if got is not None:
+                        new_alloc[j] = (r, got)
+                        break
+
+            # ---- advance through the round
+            end = t + R
+            changed_state = []
+            for j in active:
+                records[j].contention_sum += active.size
+                records[j].rounds_active += 1
+            for j in active:
+                if j not in new_alloc:
+                    current[j], alloc[j] = -1, None
+                    continue
+                r, a = new_alloc[j]
+                rec = records[j]
+                restart = cfg.restart_s if (current[j] != r or alloc[j] != a) and \
+                    not math.isnan(rec.first_start_s) else 0.0
+                if restart:
+                    rec.restarts += 1
+                if math.isnan(rec.first_start_s):
+                    rec.first_start_s = t
+                current[j], alloc[j] = r, a
+                tab = tables[j]
+                label = _label(tab, r)
+                if label not in used_labels[j]:
+                    used_labels[j].add(label)
+                    rec.candidates_used.append(label)
+                thr = float(tab.samples_per_s[r])
+                finish = t + restart + remaining[j] / thr
+                if finish <= end:
+                    held = finish - t
+                    remaining[j] = 0.0
+                    state[j] = DONE
+                    rec.finish_s = finish
+                    changed_state.append(j)
+                else:
+                    held = R
+                    remaining[j] = max(remaining[j] - thr * (R - restart), 0.0)
+                    state[j] = RUNNING
+                attained[j] += held
+                rec.run_s += held
+                g = tab.gpus[r]
+                for ti, k in enumerate(g):
+                    if k:
+                        rec.gpu_s_by_type[types[ti]] += held * k
+                busy += g * held
+            for j in changed_state:
+                alloc[j] = None
+                current[j] = -1
+                completed_since.append(int(j))
+            if bar is not None and changed_state:
+                bar.update(len(changed_state))
+            stalled = stalled + 1 if not new_alloc and next_arrival >= n else 0
+            if stalled >= STALL_ROUNDS:
+                log.warning("no job ran for %d rounds with %d jobs waiting and no arrivals left: "
+                            "stopping at t=%.0f s (they are reported unfinished)",
+                            stalled, active.size, end)
+                rounds += 1
+                t = end
+                break
+            if cfg.check_invariants:
+                _check(nodes, cluster, new_alloc, tables, remaining, work)
+            rounds += 1
+            t = end
+        if bar is not None:
+            bar.close()
+
+        end_s = max([r.finish_s for r in records if r.done] or [t])
+
+        return SimResult(policy=getattr(self.policy, "name", type(self.policy).__name__),
+                         cluster=cluster, config=cfg, jobs=records, end_s=end_s,
+                         decision_s=decision_s, lp_vars=lp_vars, busy_gpu_s_by_type=busy,
+                         wall_s=time.perf_counter() - t_wall, rounds=rounds,
+                         extra=dict(getattr(self.policy, "summary", lambda: {})()))
+
+
+def _label(table: CandidateTable, r: int) -> str:
+    gpus = "+".join(f"{n}x{t}" for t, n in table.gpus_dict(r).items())
+    return f"{gpus}:dp{int(table.dp[r])}tp{int(table.tp[r])}pp{int(table.pp[r])}"
+
+
+def _check(nodes: NodeState, cluster: Cluster, new_alloc, tables, remaining, work) -> None:
+    """Invariants: no node over-subscribed, type capacity respected, work within bounds."""
+    used = np.zeros_like(nodes.capacity)
+    for j, (r, a) in new_alloc.items():
+        for v, k in a:
+            used[v] += k
+        want = tables[j].gpus[r]
+        got = np.zeros(len(cluster.gpu_types), dtype=np.int64)
+        for v, k in a:
+            got[cluster.node_type[v]] += k
+        if not np.array_equal(got, want):
+            raise AssertionError(f"job {j}: placed {got} GPUs for a candidate needing {want}")
+    if np.any(used > nodes.capacity) or np.any(used != nodes.capacity - nodes.free):
+        raise AssertionError("node over-subscribed or free-count drift")
+    if np.any(remaining < 0) or np.any(remaining > work):
+        raise AssertionError("remaining work out of bounds")
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, desc="jobs completed", unit="job", leave=False)

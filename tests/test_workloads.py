@@ -1,0 +1,501 @@
+"""Tests for hsched_env.workloads: the Gavel generator, the trace loaders and their validation."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hsched_env.cluster import get_cluster
+from hsched_env.errors import ConfigError, TraceError
+from hsched_env.throughput import get_throughput_source
+from hsched_env.workloads import (GAVEL_TEMPLATES, LLM_MIX, POLLUX_GPU_HOURS, Job, Workload,
+                                  gavel_job_type_to_model, load_workload, model_for_gpu_time,
+                                  reference_gpu, reference_throughput, traces_dir,
+                                  workload_kinds)
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="shared traces not present")
+
+GAVEL108 = get_cluster("gavel-108")
+TINY = get_cluster("tiny-8")
+LLMS = {m for m, _ in LLM_MIX}
+
+
+@pytest.fixture(scope="module")
+def big_classic() -> Workload:
+    return load_workload("gavel:rate=4,jobs=4000,seed=7", GAVEL108)
+
+
+@pytest.fixture(scope="module")
+def big_llm() -> Workload:
+    return load_workload("gavel:jobs=2000,seed=3,mix=llm", GAVEL108)
+
+
+def _check_error(exc: BaseException, path: Path, line: int, field: str | None) -> None:
+    msg = str(exc)
+    assert path.name in msg, msg
+    assert f":{line}" in msg or f"line {line}" in msg, msg
+    if field is not None:
+        assert field in msg, msg
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+# ------------------------------------------------------------------------------ API basics
+def test_kinds_and_reference_gpus():
+    assert workload_kinds() == ["gavel", "philly", "gavel-trace", "pollux", "csv"]
+    assert reference_gpu("resnet50") == "V100-16GB"
+    assert reference_gpu("bert-large") == "A100-80GB"
+    assert reference_gpu("llama2-7b") == "A100-80GB"
+
+
+def test_reference_throughput_gavel_table_and_errors():
+    from hsched_env.catalog import model_variant
+    table = get_throughput_source("gavel")
+    spec = model_variant("resnet50", 64)
+    expect = table.steps_per_s("ResNet-50 (batch size 64)", "V100-16GB", 1) * 64
+    assert reference_throughput(spec, 1, "gavel") == pytest.approx(expect)
+    # analytic: more GPUs, more throughput
+    assert reference_throughput(spec, 8) > reference_throughput(spec, 1) > 0
+    with pytest.raises(ConfigError, match="llama2-70b"):
+        reference_throughput("llama2-70b", 8)     # 70B does not fit on 8 A100s with DP
+    with pytest.raises(ConfigError, match="between 1 and 512"):
+        reference_throughput("resnet50", 1024)
+
+
+def test_gavel_job_types_and_buckets():
+    assert gavel_job_type_to_model("ResNet-50 (batch size 64)") == ("resnet50", 64)
+    assert gavel_job_type_to_model("LM (batch size 20)") == ("lm", 20)
+    assert gavel_job_type_to_model("A3C") == ("a3c", None)
+    assert gavel_job_type_to_model("CycleGAN") == ("cyclegan", None)
+    with pytest.raises(ConfigError, match="ResNet-18 \\(batch size N\\)"):
+        gavel_job_type_to_model("VGG-16 (batch size 8)")
+    assert model_for_gpu_time(0.5, "k") in ("resnet18", "recommendation")
+    assert model_for_gpu_time(5, "k") in ("bert-large", "lm")
+    assert model_for_gpu_time(50, "k") == model_for_gpu_time(500, "k") == "resnet50"
+    # deterministic and actually uses both choices
+    picks = {model_for_gpu_time(0.1, f"2017-10-01 00:00:00|{i}") for i in range(40)}
+    assert picks == {"resnet18", "recommendation"}
+
+
+# ------------------------------------------------------------------------------ generator
+def test_generator_deterministic_in_process_and_subprocess():
+    spec = "gavel:rate=3,jobs=60,seed=11,mix=llm"
+    a = load_workload(spec, GAVEL108)
+    b = load_workload(spec, GAVEL108)
+    assert a == b
+    assert load_workload("gavel:rate=3,jobs=60,seed=12,mix=llm", GAVEL108).jobs != a.jobs
+    code = ("from hsched_env.workloads import load_workload; "
+            "from hsched_env.cluster import get_cluster; "
+            f"print(repr(load_workload({spec!r}, get_cluster('gavel-108')).jobs))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout
+    assert out.strip() == repr(a.jobs)
+
+
+def test_generator_statistics(big_classic):
+    jobs = big_classic.jobs
+    assert len(jobs) == 4000 and big_classic.skipped == 0
+    gpus = Counter(j.requested_gpus for j in jobs)
+    for n, p in {1: 0.70, 2: 0.10, 4: 0.15, 8: 0.05}.items():
+        assert abs(gpus[n] / 4000 - p) < 0.025, (n, gpus)
+    assert set(gpus) == {1, 2, 4, 8}
+    arrivals = np.array([j.arrival_s for j in jobs])
+    assert arrivals[0] == 0.0 and np.all(np.diff(arrivals) >= 0)
+    assert np.mean(np.diff(arrivals)) == pytest.approx(3600 / 4, rel=0.05)
+    dur = np.array([j.duration_s for j in jobs])
+    assert dur.min() >= 60 * 10 ** 1.5 and dur.max() <= 60 * 10 ** 4
+    assert np.mean(dur > 60 * 10 ** 3) == pytest.approx(0.2, abs=0.025)
+    assert [j.job_id for j in jobs] == list(range(4000))
+    assert [j.name for j in jobs[:2]] == ["job-0", "job-1"]
+
+
+def test_generator_job_types(big_classic):
+    types = Counter((j.model, j.batch) for j in big_classic.jobs)
+    assert set(types) == set(GAVEL_TEMPLATES)         # all 26 templates, nothing else
+    for j in big_classic.jobs:
+        if j.model in ("a3c", "cyclegan"):
+            assert j.requested_gpus == 1
+        assert j.gpu_type is None
+    # uniform over templates among single-GPU jobs (no redraw there): each ≈ 1/26
+    single = Counter((j.model, j.batch) for j in big_classic.jobs if j.requested_gpus == 1)
+    total = sum(single.values())
+    assert max(single.values()) / total < 2.0 / 26 and min(single.values()) / total > 0.5 / 26
+
+
+def test_generator_work_is_duration_times_reference(big_classic, big_llm):
+    for w in (big_classic, big_llm):
+        for j in w.jobs[:200]:
+            thr = reference_throughput(j.spec, j.requested_gpus)
+            assert j.work_samples == pytest.approx(j.duration_s * thr, rel=1e-12)
+
+
+def test_generator_llm_mix(big_llm):
+    models = Counter(j.model for j in big_llm.jobs)
+    llm_share = sum(models[m] for m in LLMS) / len(big_llm.jobs)
+    assert llm_share == pytest.approx(0.5, abs=0.05)
+    assert LLMS <= set(models)
+    assert models["llama2-70b"] < models["bert-large"]
+    for j in big_llm.jobs:
+        if j.model in ("llama2-70b", "llama2-13b"):   # too big for 1-2 A100s with DP
+            assert j.requested_gpus >= {"llama2-70b": 32, "llama2-13b": 4}[j.model]
+            if j.requested_gpus > 8:   # raised: one power of two less does not work
+                with pytest.raises(ConfigError):
+                    reference_throughput(j.spec, j.requested_gpus // 2)
+    assert any("raised requested GPUs" in n for n in big_llm.notes)
+
+
+def test_generator_fits_small_cluster_and_duration_scale():
+    w = load_workload("gavel:jobs=300,seed=1,mix=llm", TINY)
+    assert max(j.requested_gpus for j in w.jobs) <= 8
+    assert "llama2-70b" not in {j.model for j in w.jobs}
+    assert any("redrew" in n for n in w.notes)
+    a = load_workload("gavel:jobs=20,seed=5", GAVEL108)
+    b = load_workload("gavel:jobs=20,seed=5,duration_scale=0.1", GAVEL108)
+    for ja, jb in zip(a.jobs, b.jobs):
+        assert (ja.model, ja.arrival_s) == (jb.model, jb.arrival_s)
+        assert jb.duration_s == pytest.approx(0.1 * ja.duration_s)
+
+
+# ------------------------------------------------------------------------------ spec errors
+@pytest.mark.parametrize("spec,words", [
+    ("poisson:rate=4", ["unknown workload kind 'poisson'", "gavel, philly"]),
+    ("gavel:rte=4", ["unknown key 'rte'", "rate, jobs, seed"]),
+    ("gavel:rate=fast", ["rate", "must be a number"]),
+    ("gavel:rate=-1", ["rate", "> 0"]),
+    ("gavel:rate=nan", ["rate"]),
+    ("gavel:jobs=2.5", ["jobs", "integer"]),
+    ("gavel:jobs=0", ["jobs"]),
+    ("gavel:mix=huge", ["mix", "classic, llm"]),
+    ("gavel:rate=4,rate=5", ["given twice"]),
+    ("gavel:rate", ["needs a value"]),
+    ("philly:hours=8", ["start", "missing"]),
+    ("philly:start=10/09/2017,hours=8", ["start", "YYYY-MM-DD"]),
+    ("philly:start=2017-10-09,hours=0", ["hours"]),
+    ("csv:max_jobs=3", ["path", "missing"]),
+    ("", ["non-empty"]),
+])
+def test_spec_errors(spec, words):
+    with pytest.raises(ConfigError) as ei:
+        load_workload(spec, GAVEL108)
+    for w in words:
+        assert w in str(ei.value), str(ei.value)
+
+
+# ------------------------------------------------------------------------------ philly
+@functools.lru_cache(maxsize=1)
+def _philly_rows() -> list[tuple[int, str, str]]:
+    with open(TRACES / "philly" / "philly.csv", newline="") as f:
+        return [(i, row["timestamp"], row["cluster"])
+                for i, row in enumerate(csv.DictReader(f), start=2)]
+
+
+def _philly_rows_in(start: datetime, hours: float, vc: str | None = None) -> list[int]:
+    """Line numbers of Philly rows in the window, computed independently of the loader."""
+    lo = start.strftime("%Y-%m-%d %H:%M:%S")
+    hi = (start + timedelta(hours=hours)).strftime("%Y-%m-%d %H:%M:%S")
+    return [i for i, ts, c in _philly_rows() if lo <= ts < hi and (vc is None or c == vc)]
+
+
+@needs_traces
+def test_philly_window():
+    start = datetime(2017, 10, 9, 6)
+    w = load_workload("philly:start=2017-10-09T06:00,hours=8", GAVEL108)
+    lines = _philly_rows_in(start, 8)
+    assert len(w.jobs) == len(lines) > 100
+    assert sorted(int(j.name.split("-")[1]) for j in w.jobs) == lines
+    arr = [j.arrival_s for j in w.jobs]
+    assert arr == sorted(arr) and 0 <= arr[0] and arr[-1] < 8 * 3600
+    # spot check line 67: "2017-10-09 06:00:17,2883.0,1,2883.0,..." (read back from the file)
+    raw = (TRACES / "philly" / "philly.csv").read_text().splitlines()[66].split(",")
+    j = next(j for j in w.jobs if j.name == "philly-67")
+    ts = datetime.strptime(raw[0], "%Y-%m-%d %H:%M:%S")
+    assert j.arrival_s == (ts - start).total_seconds()
+    assert j.duration_s == float(raw[1]) and j.requested_gpus == int(raw[2])
+    for j in w.jobs:   # GPU-time buckets
+        gpu_h = j.duration_s * j.requested_gpus / 3600
+        expect = ({"resnet18", "recommendation"} if gpu_h < 1 else
+                  {"bert-large", "lm"} if gpu_h < 10 else {"resnet50"})
+        assert j.model in expect
+        assert j.work_samples == pytest.approx(
+            j.duration_s * reference_throughput(j.spec, j.requested_gpus))
+    assert len({j.model for j in w.jobs}) >= 4
+
+
+@needs_traces
+def test_philly_vc_and_max_jobs():
+    w = load_workload("philly:start=2017-10-09,hours=24,vc=6214e9,max_jobs=30", GAVEL108)
+    lines = _philly_rows_in(datetime(2017, 10, 9), 24, vc="6214e9")
+    assert len(w.jobs) == 30 < len(lines)
+    assert {int(j.name.split("-")[1]) for j in w.jobs} <= set(lines)
+    with pytest.raises(ConfigError, match="no VC 'abcdef'"):
+        load_workload("philly:start=2017-10-09,hours=24,vc=abcdef", GAVEL108)
+    with pytest.raises(ConfigError, match="no jobs"):
+        load_workload("philly:start=2016-01-01,hours=8", GAVEL108)
+
+
+PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+
+
+@pytest.mark.parametrize("row,field", [
+    ("2017-10-09 06:00:00,100.0,1,100,vc1,extra", None),       # column count
+    ("2017-13-40 06:00:00,100.0,1,100,vc1", "timestamp"),
+    ("yesterday,100.0,1,100,vc1", "timestamp"),
+    ("2017-10-09 06:00:00,,1,100,vc1", "duration"),
+    ("2017-10-09 06:00:00,abc,1,100,vc1", "duration"),
+    ("2017-10-09 06:00:00,nan,1,100,vc1", "duration"),
+    ("2017-10-09 06:00:00,-5,1,100,vc1", "duration"),
+    ("2017-10-09 06:00:00,0,1,100,vc1", "duration"),
+    ("2017-10-09 06:00:00,100,0,100,vc1", "num_gpus"),
+    ("2017-10-09 06:00:00,100,1.5,100,vc1", "num_gpus"),
+    ("2017-10-09 06:00:00,100,16,100,vc1", "num_gpus"),         # tiny-8 has 8 GPUs
+])
+def test_philly_invalid_rows(tmp_path, row, field):
+    good = "2017-10-09 06:10:00,100.0,1,100.0,vc1\n"
+    p = _write(tmp_path, "mini_philly.csv", PHILLY_HEADER + good + row + "\n" + good)
+    spec = f"philly:start=2017-10-09T06:00,hours=1,path={p}"
+    with pytest.raises(TraceError) as ei:
+        load_workload(spec, TINY)
+    _check_error(ei.value, p, 3, field)
+    w = load_workload(spec, TINY, skip_invalid=True)
+    assert w.skipped == 1 and len(w.jobs) == 2
+    assert any("skipped 1" in n for n in w.notes)
+
+
+def test_philly_file_errors(tmp_path, monkeypatch):
+    p = _write(tmp_path, "bad_header.csv", "timestamp,duration,gpus\n2017-10-09 06:00:00,1,1\n")
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"philly:start=2017-10-09,path={p}", TINY, skip_invalid=True)
+    _check_error(ei.value, p, 1, "num_gpus")
+    with pytest.raises(ConfigError, match="no such file"):
+        load_workload(f"philly:start=2017-10-09,path={tmp_path / 'nope.csv'}", TINY)
+    empty = _write(tmp_path, "empty.csv", "")
+    with pytest.raises(ConfigError, match="empty"):
+        load_workload(f"philly:start=2017-10-09,path={empty}", TINY)
+    # HSCHED_TRACES: the default file comes from there
+    (tmp_path / "philly").mkdir()
+    _write(tmp_path / "philly", "philly.csv", PHILLY_HEADER +
+           "2017-10-09 07:00:00,60.0,1,60.0,vc9\n"      # window end: excluded
+           "2017-10-09 06:59:59,60.0,1,60.0,vc9\n"
+           "2017-10-09 05:59:59,60.0,1,60.0,vc9\n"      # before the start: excluded
+           "2017-10-09 06:00:00,60.0,2,120.0,vc9\n")    # window start: included
+    monkeypatch.setenv("HSCHED_TRACES", str(tmp_path))
+    assert traces_dir() == tmp_path
+    w = load_workload("philly:start=2017-10-09T06:00,hours=1", TINY)
+    assert [(j.name, j.arrival_s, j.requested_gpus) for j in w.jobs] == [
+        ("philly-5", 0.0, 2), ("philly-3", 3599.0, 1)]
+    monkeypatch.setenv("HSCHED_TRACES", str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="HSCHED_TRACES"):
+        load_workload("philly:start=2017-10-09T06:00,hours=1", TINY)
+
+
+def test_non_utf8_file(tmp_path):
+    p = tmp_path / "latin1.csv"
+    p.write_bytes(b"job_id,submit_time_s,duration_s,num_gpus\na,0,10,1\nb\xe9,0,10,1\n")
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"csv:path={p}", TINY)
+    _check_error(ei.value, p, 3, None)
+    assert "UTF-8" in str(ei.value)
+
+
+# ------------------------------------------------------------------------------ gavel traces
+@needs_traces
+def test_gavel_trace_first_rows():
+    path = TRACES / "gavel" / "msr_seed0" / "0e4a51.trace"
+    w = load_workload(f"gavel-trace:path={path}", GAVEL108, throughputs="gavel")
+    assert len(w.jobs) == 1181
+    j0, j1 = w.jobs[0], w.jobs[1]
+    # line 1: Transformer (batch size 128) ... 95121 steps, arrival 0, scale factor 1
+    assert (j0.name, j0.model, j0.batch, j0.arrival_s, j0.requested_gpus) == (
+        "job-0", "transformer", 128, 0.0, 1)
+    assert j0.work_samples == 95121 * 128
+    steps = get_throughput_source("gavel").steps_per_s("Transformer (batch size 128)",
+                                                       "V100-16GB", 1)
+    assert j0.duration_s == pytest.approx(95121 / steps)      # Gavel's table gives it back
+    # line 2: Recommendation (batch size 8192), 10000 steps, arrival 6
+    assert (j1.model, j1.batch, j1.arrival_s, j1.work_samples) == (
+        "recommendation", 8192, 6.0, 10000 * 8192)
+    # same file via vc=, analytic reference: same work, other durations
+    w2 = load_workload("gavel-trace:vc=0e4a51", GAVEL108)
+    assert [j.work_samples for j in w2.jobs] == [j.work_samples for j in w.jobs]
+    # big scale factors need the cluster to have them
+    w3 = load_workload("gavel-trace:vc=23dbec", GAVEL108)
+    assert max(j.requested_gpus for j in w3.jobs) == 8
+    assert {j.model for j in w3.jobs} >= {"cyclegan"}
+
+
+@needs_traces
+def test_gavel_trace_job_bigger_than_cluster():
+    path = TRACES / "gavel" / "msr_seed0" / "2869ce.trace"
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"gavel-trace:path={path}", TINY)
+    first_big = next(i for i, line in enumerate(path.read_text().splitlines(), 1)
+                     if int(line.split("\t")[6]) > 8)
+    _check_error(ei.value, path, first_big, "scale_factor")
+    assert "cluster 'tiny-8' has 8" in str(ei.value)
+    big = sum(int(line.split("\t")[6]) > 8 for line in path.read_text().splitlines())
+    w = load_workload(f"gavel-trace:path={path}", TINY, skip_invalid=True)
+    assert w.skipped == big == 72 and len(w.jobs) == 533 - 72
+    assert len(load_workload("gavel-trace:vc=2869ce", get_cluster("sia-64")).jobs) == 533
+
+
+GAVEL_LINE = ("ResNet-50 (batch size 64)\tcd %s && python3 main.py\t--num_minibatches\t1\t"
+              "1000\t{arrival}\t{sf}")
+
+
+@pytest.mark.parametrize("line,field", [
+    ("VGG-16 (batch size 64)\tcmd\t-n\t1\t100\t0\t1", "job_type"),
+    ("LM (batch size 20)\tcmd\t-n\t1\t100\t0", None),                 # 6 columns
+    ("LM (batch size 20)\tcmd\t-n\t1\tmany\t0\t1", "total_steps"),
+    ("LM (batch size 20)\tcmd\t-n\t1\t0\t0\t1", "total_steps"),
+    ("LM (batch size 20)\tcmd\t-n\t1\t100\t-3\t1", "arrival_time"),
+    ("LM (batch size 20)\tcmd\t-n\t1\t100\tinf\t1", "arrival_time"),
+    ("LM (batch size 20)\tcmd\t-n\t1\t100\t0\t0", "scale_factor"),
+    ("LM (batch size 20)\tcmd\t-n\t1\t100\t0\t16", "scale_factor"),  # > tiny-8
+    ("LM (batch size 20)\tcmd\t-n\t2\t100\t0\t1", "needs_data_dir"),
+    ("LM (batch size 20)\t\t-n\t1\t100\t0\t1", "command"),
+])
+def test_gavel_trace_invalid_rows(tmp_path, line, field):
+    good = GAVEL_LINE.format(arrival=0, sf=1)
+    p = _write(tmp_path, "mini.trace", "\n".join([good, line, GAVEL_LINE.format(
+        arrival=5.5, sf=4)]) + "\n")
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"gavel-trace:path={p}", TINY)
+    _check_error(ei.value, p, 2, field)
+    w = load_workload(f"gavel-trace:path={p}", TINY, skip_invalid=True)
+    assert w.skipped == 1
+    assert [(j.name, j.arrival_s, j.requested_gpus) for j in w.jobs] == [
+        ("job-0", 0.0, 1), ("job-2", 5.5, 4)]
+
+
+# ------------------------------------------------------------------------------ pollux
+@needs_traces
+def test_pollux_workload():
+    w = load_workload("pollux:workload=1", GAVEL108)
+    assert len(w.jobs) == 160
+    j = w.jobs[0]
+    assert (j.name, j.model, j.arrival_s, j.requested_gpus) == ("cifar10-0", "resnet18",
+                                                                107.0, 6)
+    assert j.duration_s == pytest.approx(math.sqrt(1 / 60) * 3600 / 6)
+    models = {j.name.rsplit("-", 1)[0]: j.model for j in w.jobs}
+    assert models["deepspeech2"] == "lm" and models["ncf"] == "recommendation"
+    gpu_h = {j.name.rsplit("-", 1)[0]: j.duration_s * j.requested_gpus / 3600 for j in w.jobs}
+    for app, h in gpu_h.items():
+        assert h == pytest.approx(POLLUX_GPU_HOURS[app])
+    assert any("no durations" in n for n in w.notes)
+    path = TRACES / "pollux" / "workloads" / "workload-1.csv"
+    assert load_workload(f"pollux:path={path}", GAVEL108).jobs == w.jobs
+
+
+@pytest.mark.parametrize("row,field", [
+    ("j2,100,resnet,1,64", "application"),
+    ("j2,100,bert,zero,64", "num_replicas"),
+    ("j2,100,bert,0,64", "num_replicas"),
+    ("j2,-1,bert,1,64", "time"),
+    ("j2,100,bert,1,", "batch_size"),
+    ("j1,100,bert,1,64", "name"),                                  # duplicate name
+    ("j2,100,bert,1", None),
+])
+def test_pollux_invalid_rows(tmp_path, row, field):
+    p = _write(tmp_path, "wl.csv", "name,time,application,num_replicas,batch_size\n"
+               f"j1,0,cifar10,2,128\n{row}\nj3,50,imagenet,8,256\n")
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"pollux:path={p}", TINY)
+    _check_error(ei.value, p, 3, field)
+    w = load_workload(f"pollux:path={p}", TINY, skip_invalid=True)
+    assert w.skipped == 1 and [j.name for j in w.jobs] == ["j1", "j3"]
+
+
+# ------------------------------------------------------------------------------ generic csv
+CSV_HEADER = "job_id,submit_time_s,duration_s,num_gpus,model,gpu_type,batch\n"
+
+
+def test_csv_loader(tmp_path):
+    p = _write(tmp_path, "jobs.csv", CSV_HEADER +
+               "a,10,3600,2,ResNet-50,v100,32\n"
+               "b,0,600,1,,,\n"
+               "# a comment line\n"
+               "c,10,100,8,llama2_70b,,\n"
+               "d,5,7200,1,LM (batch size 40),p100,\n")
+    w = load_workload(f"csv:path={p}", GAVEL108)
+    assert [j.name for j in w.jobs] == ["b", "d", "a", "c"]      # ties: file order
+    a = w.jobs[2]
+    assert (a.model, a.batch, a.gpu_type, a.requested_gpus) == ("resnet50", 32, "V100-16GB", 2)
+    assert a.work_samples == pytest.approx(3600 * reference_throughput(a.spec, 2))
+    assert w.jobs[0].model in ("resnet18", "recommendation")      # 1/6 GPU-h bucket
+    d = w.jobs[1]
+    assert (d.model, d.batch, d.gpu_type) == ("lm", 40, "P100")
+    c = w.jobs[3]
+    assert c.model == "llama2-70b" and c.requested_gpus in (16, 32, 64)   # raised from 8
+    assert c.work_samples == pytest.approx(100 * reference_throughput(c.spec, c.requested_gpus))
+    assert any("raised requested GPUs of 1 jobs" in n for n in w.notes)
+    # only required columns, max_jobs
+    p2 = _write(tmp_path, "min.csv", "job_id,submit_time_s,duration_s,num_gpus\n"
+                "x,0,60,1\ny,1,60,1\nz,2,60,1\n")
+    w2 = load_workload(f"csv:path={p2},max_jobs=2", TINY)
+    assert [j.name for j in w2.jobs] == ["x", "y"]
+
+
+@pytest.mark.parametrize("row,field", [
+    ("b,5,100,1,nosuchmodel,,", "model"),
+    ("b,5,100,1,resnet50,Z100,", "gpu_type"),
+    ("b,5,100,8,resnet50,T4,", "num_gpus"),          # tiny-8 has 4 T4s
+    ("b,5,100,2,resnet50,A100,", "num_gpus"),        # tiny-8 has no A100s
+    ("b,5,100,16,resnet50,,", "num_gpus"),           # more than the cluster
+    ("b,5,100,8,llama2-70b,,", "num_gpus"),          # raised to > 8
+    ("a,5,100,1,resnet50,,", "job_id"),              # duplicate
+    ("b,-5,100,1,resnet50,,", "submit_time_s"),
+    ("b,5,0,1,resnet50,,", "duration_s"),
+    ("b,5,inf,1,resnet50,,", "duration_s"),
+    ("b,5,100,-1,resnet50,,", "num_gpus"),
+    ("b,5,100,1,resnet50,,0", "batch"),
+    ("b,5,100,1,,,32", "batch"),
+    (",5,100,1,resnet50,,", "job_id"),
+    ("b,5,100,1,resnet50", None),
+])
+def test_csv_invalid_rows(tmp_path, row, field):
+    p = _write(tmp_path, "bad.csv", CSV_HEADER + "a,0,100,1,resnet18,,\n" + row +
+               "\nc,9,100,2,bert-large,V100,\n")
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"csv:path={p}", TINY)
+    _check_error(ei.value, p, 3, field)
+    w = load_workload(f"csv:path={p}", TINY, skip_invalid=True)
+    assert w.skipped == 1 and [j.name for j in w.jobs] == ["a", "c"]
+
+
+def test_csv_header_errors(tmp_path):
+    p = _write(tmp_path, "h1.csv", "job_id,submit_time_s,duration_s\na,0,1\n")
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"csv:path={p}", TINY, skip_invalid=True)   # not a row error
+    _check_error(ei.value, p, 1, "num_gpus")
+    p = _write(tmp_path, "h2.csv", "job_id,submit_time_s,duration_s,num_gpus,modle\na,0,1,1,x\n")
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"csv:path={p}", TINY, skip_invalid=True)
+    _check_error(ei.value, p, 1, "modle")
+    p = _write(tmp_path, "h3.csv", "job_id,submit_time_s,duration_s,num_gpus\n")
+    with pytest.raises(ConfigError, match="no jobs"):
+        load_workload(f"csv:path={p}", TINY)
+    p = _write(tmp_path, "h4.csv", "job_id,submit_time_s,duration_s,num_gpus\na,0,1,99\n")
+    with pytest.raises(ConfigError, match="no jobs.*1 invalid rows skipped"):
+        load_workload(f"csv:path={p}", TINY, skip_invalid=True)
+
+
+def test_job_is_frozen_and_spec():
+    j = Job(job_id=0, name="x", model="resnet50", batch=16, arrival_s=0.0, requested_gpus=1,
+            duration_s=1.0, work_samples=2.0)
+    assert j.spec.global_batch == 16 and j.spec.gavel_job_type == "ResNet-50 (batch size 16)"
+    with pytest.raises(AttributeError):
+        j.model = "lm"  # type: ignore[misc]
