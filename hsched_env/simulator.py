@@ -101,6 +101,7 @@ class JobRecord:
     finish_s: float = math.nan
     restarts: int = 0
     run_s: float = 0.0                      # time holding GPUs (incl. restarts)
+    samples_done: float = 0.0               # Σ throughput × productive time
     gpu_s_by_type: dict = field(default_factory=dict)
     candidates_used: list = field(default_factory=list)   # distinct (gpus, dp, tp, pp) labels
     contention_sum: float = 0.0             # Σ active jobs over the rounds it was active
@@ -235,6 +236,7 @@ class Simulator:
                 log.warning("job %d (%s) has no candidate on %s: it can never run and is "
                             "reported unfinished", i, jobs[i].model, cluster.name)
         stalled = 0
+        prev_remaining = remaining.copy()
 
         measure = cfg.measure_jobs
         if measure is not None and measure[1] > n:
@@ -340,12 +342,14 @@ class Simulator:
                 finish = t + restart + remaining[j] / thr
                 if finish <= end:
                     held = finish - t
+                    rec.samples_done += remaining[j]
                     remaining[j] = 0.0
                     state[j] = DONE
                     rec.finish_s = finish
                     changed_state.append(j)
                 else:
                     held = R
+                    rec.samples_done += thr * (R - restart)
                     remaining[j] = max(remaining[j] - thr * (R - restart), 0.0)
                     state[j] = RUNNING
                 attained[j] += held
@@ -371,6 +375,9 @@ class Simulator:
                 break
             if cfg.check_invariants:
                 _check(nodes, cluster, new_alloc, tables, remaining, work)
+                if np.any(remaining > prev_remaining):
+                    raise AssertionError("remaining work grew")
+                prev_remaining = remaining.copy()
             rounds += 1
             t = end
         if bar is not None:

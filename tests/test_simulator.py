@@ -1,0 +1,154 @@
+"""Simulator invariants, accounting, determinism and placement."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hsched_env.cluster import cluster_from_dict, get_cluster
+from hsched_env.errors import ConfigError
+from hsched_env.placement import NodeState
+from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.workloads import load_workload
+from lp_baseline.baselines import BASELINES
+
+TINY = get_cluster("tiny-8")
+SIA = get_cluster("sia-64")
+
+
+def run(cluster, spec, policy="greedy", **cfg):
+    workload = load_workload(spec, cluster)
+    result = Simulator(cluster, workload, BASELINES[policy](),
+                       SimConfig(check_invariants=True, **cfg)).run()
+    return workload, result
+
+
+@pytest.mark.parametrize("policy", sorted(BASELINES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_invariants_and_conservation_on_random_scenarios(policy, seed):
+    spec = f"gavel:rate=30,jobs=40,seed={seed},mix=llm,duration_scale=0.05"
+    workload, result = run(SIA, spec, policy)
+    assert len(result.jobs) == 40
+    for job, rec in zip(workload.jobs, result.jobs):
+        assert rec.job_id == job.job_id
+        if rec.done:
+            # completes exactly when its work is done, never before it arrives or starts
+            assert rec.samples_done == pytest.approx(job.work_samples, rel=1e-9)
+            assert rec.arrival_s <= rec.first_start_s < rec.finish_s
+            # the GPU time it held is at least its work at its best throughput
+            assert rec.run_s > 0
+        else:
+            assert rec.samples_done < job.work_samples
+    m = result.metrics()
+    assert m["jobs_completed"] == sum(r.done for r in result.jobs)
+    assert 0 < m["gpu_util"] <= 1
+    for t, u in m["gpu_util_by_type"].items():
+        assert 0 <= u <= 1, t
+
+
+def test_every_job_completes_without_a_time_limit():
+    _, result = run(SIA, "gavel:rate=20,jobs=60,seed=3,duration_scale=0.05", "fifo-fastest")
+    assert all(r.done for r in result.jobs)
+
+
+def test_max_time_reports_unfinished_jobs():
+    _, result = run(SIA, "gavel:rate=20,jobs=60,seed=3", "fifo", max_time_s=3600)
+    m = result.metrics()
+    assert m["jobs_total"] == 60 and 0 <= m["jobs_completed"] < 60
+
+
+def test_single_job_jct_matches_its_throughput():
+    """One job alone: JCT = wait until the next round + work / throughput of its candidate."""
+    spec = "gavel:rate=1,jobs=1,seed=0,mix=classic"
+    workload, result = run(TINY, spec, "greedy", restart_s=0)
+    rec, job = result.jobs[0], workload.jobs[0]
+    sim = Simulator(TINY, workload, BASELINES["greedy"]())
+    table = sim.candidates_of(job)
+    fastest = table.samples_per_s.max()
+    start = math.ceil(job.arrival_s / 300) * 300
+    assert rec.first_start_s == pytest.approx(start)
+    assert rec.finish_s == pytest.approx(start + job.work_samples / fastest, rel=1e-9)
+    assert rec.restarts == 0
+
+
+def test_restart_cost_is_charged_on_change():
+    spec = "gavel:rate=30,jobs=30,seed=2,mix=llm,duration_scale=0.1"
+    _, r0 = run(SIA, spec, "random", restart_s=0)
+    _, r1 = run(SIA, spec, "random", restart_s=120)
+    assert sum(r.restarts for r in r1.jobs) > 0
+    assert r1.metrics()["avg_jct_s"] > r0.metrics()["avg_jct_s"]
+
+
+def test_same_seed_same_result_across_processes():
+    spec = "gavel:rate=30,jobs=30,seed=5,mix=llm,duration_scale=0.1"
+    _, result = run(SIA, spec, "random")
+    here = [(r.finish_s, r.restarts, r.candidates_used) for r in result.jobs]
+    code = (
+        "import json,sys\n"
+        "from hsched_env.cluster import get_cluster\n"
+        "from hsched_env.workloads import load_workload\n"
+        "from hsched_env.simulator import Simulator, SimConfig\n"
+        "from lp_baseline.baselines import BASELINES\n"
+        f"c=get_cluster('sia-64'); w=load_workload({spec!r}, c)\n"
+        "r=Simulator(c,w,BASELINES['random'](),SimConfig(check_invariants=True)).run()\n"
+        "print(json.dumps([(x.finish_s,x.restarts,x.candidates_used) for x in r.jobs]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    there = [tuple(x) for x in json.loads(out)]
+    assert [(a, b, list(c)) for a, b, c in here] == [(a, b, list(c)) for a, b, c in there]
+
+
+def test_measure_jobs_window():
+    spec = "gavel:rate=30,jobs=60,seed=4,duration_scale=0.05"
+    _, result = run(SIA, spec, "greedy", measure_jobs=(10, 30))
+    m = result.metrics()
+    assert m["jobs_total"] == 20 and m["jobs_completed"] == 20
+    assert all(result.jobs[i].done for i in range(10, 30))
+
+
+def test_bad_config_is_rejected():
+    with pytest.raises(ConfigError, match="round"):
+        SimConfig(round_s=0)
+    with pytest.raises(ConfigError, match="restart"):
+        SimConfig(round_s=60, restart_s=60)
+    with pytest.raises(ConfigError, match="measure_jobs"):
+        SimConfig(measure_jobs=(5, 5))
+
+
+def test_policy_choosing_an_inactive_job_is_an_error():
+    class Bad:
+        name = "bad"
+        def reset(self, cluster, seed): ...
+        def decide(self, view):
+            return {10_000: 0}
+    workload = load_workload("gavel:rate=4,jobs=3,seed=0", TINY)
+    with pytest.raises(ConfigError, match="not active"):
+        Simulator(TINY, workload, Bad()).run()
+
+
+def test_placement_best_fit_and_tensor_groups():
+    c = cluster_from_dict({"name": "p", "nodes": [
+        {"gpu_type": "A100-80GB", "gpus_per_node": 8, "count": 2},
+        {"gpu_type": "T4", "gpus_per_node": 4, "count": 2}]})
+    ns = NodeState(c)
+    a = ns.place([(0, 2)], tp=2)
+    b = ns.place([(0, 4)], tp=4)
+    assert {v for v, _ in a} == {v for v, _ in b} == {0}      # best fit packs node 0
+    full = ns.place([(0, 8)], tp=8)
+    assert full == ((1, 8),)
+    assert ns.place([(0, 4)], tp=4) is None                   # only 2 free, on node 0
+    mixed = ns.place([(0, 2), (1, 4)], tp=2)
+    assert mixed is not None and ns.free.sum() == 4
+    ns.release(full)
+    assert ns.free[1] == 8
+    assert np.all(ns.free <= ns.capacity)
+    # a tensor group of 4 cannot straddle nodes of 6 GPUs
+    c6 = cluster_from_dict({"name": "six", "nodes": [
+        {"gpu_type": "V100-16GB", "gpus_per_node": 6, "count": 2}]})
+    assert NodeState(c6).place([(0, 8)], tp=4) is None
+    assert NodeState(c6).place([(0, 8)], tp=2) is not None
