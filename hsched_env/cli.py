@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
-from hsched_env.errors import HSchedError
+from hsched_env.errors import ConfigError, HSchedError
 from hsched_env.planner import CandidateTable, PlannerConfig, plan
 
 DEMO_CLUSTER = "sia-64"
@@ -138,6 +138,117 @@ def cmd_clusters(args) -> int:
     return 0
 
 
+def _simulation_args(args):
+    from hsched_env.simulator import SimConfig
+    from hsched_env.workloads import load_workload
+    cluster = get_cluster(args.cluster)
+    workload = load_workload(args.workload, cluster, skip_invalid=args.skip_invalid,
+                             throughputs=args.throughputs)
+    if workload.skipped:
+        print(f"hsched: skipped {workload.skipped} invalid trace rows (--skip-invalid)",
+              file=sys.stderr)
+    for note in workload.notes:
+        logging.getLogger("hsched").info("%s", note)
+    measure = _measure(args.measure_jobs) if args.measure_jobs else None
+    config = SimConfig(round_s=args.round_s, restart_s=args.restart_s,
+                       planner=PlannerConfig(max_candidates=args.max_candidates),
+                       throughputs=args.throughputs, seed=args.seed,
+                       max_time_s=args.max_time_s, measure_jobs=measure,
+                       check_invariants=args.check_invariants,
+                       progress=not args.no_progress and sys.stderr.isatty())
+    return cluster, workload, config
+
+
+def _measure(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise ConfigError(f"expected A:B (job ids A..B-1), got {text!r}",
+                          field="--measure-jobs") from None
+    return a, b
+
+
+def _run_policy(name, cluster, workload, config, args):
+    from hsched_env.simulator import Simulator
+    from lp_baseline.policy import make_policy
+    policy = make_policy(name, objective=args.objective, backend=args.backend, topk=args.topk,
+                         time_limit_s=args.lp_time_limit_s)
+    return Simulator(cluster, workload, policy, config).run()
+
+
+def _metrics_rows(all_metrics: list[dict]) -> str:
+    ref = all_metrics[0]
+    rows = []
+    for m in all_metrics:
+        ratio = m["avg_jct_s"] / ref["avg_jct_s"] if ref["avg_jct_s"] else float("nan")
+        rows.append([m["policy"], f"{m['jobs_completed']}/{m['jobs_total']}",
+                     f"{m['avg_jct_s'] / 3600:.2f}", f"{ratio:.2f}",
+                     f"{m['p50_jct_s'] / 3600:.2f}", f"{m['p99_jct_s'] / 3600:.2f}",
+                     f"{m['makespan_s'] / 3600:.1f}", f"{m['avg_queue_s'] / 3600:.2f}",
+                     f"{m['gpu_util']:.0%}", f"{m['restarts_per_job']:.2f}",
+                     f"{m['ftf_worst']:.2f}", f"{m['decision_time_mean_s'] * 1e3:.1f}",
+                     f"{m['decision_time_p99_s'] * 1e3:.1f}", f"{m['lp_vars_mean']:.0f}",
+                     f"{m['wall_s']:.1f}"])
+    return format_table(["policy", "done", "avg JCT h", "× first", "p50 h", "p99 h",
+                         "makespan h", "queue h", "util", "restarts", "FTF worst",
+                         "decide ms", "p99 ms", "LP vars", "wall s"], rows)
+
+
+def _write_jobs(path: str, result) -> None:
+    import csv
+    types = list(result.cluster.gpu_types)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["job_id", "name", "model", "arrival_s", "first_start_s", "finish_s",
+                    "jct_s", "restarts"] + [f"gpu_s_{t}" for t in types] + ["candidates_used"])
+        for r in result.jobs:
+            w.writerow([r.job_id, r.name, r.model, f"{r.arrival_s:.3f}",
+                        f"{r.first_start_s:.3f}", f"{r.finish_s:.3f}",
+                        f"{r.jct_s:.3f}" if r.done else "", r.restarts]
+                       + [f"{r.gpu_s_by_type[t]:.1f}" for t in types]
+                       + [";".join(r.candidates_used)])
+
+
+def cmd_simulate(args) -> int:
+    cluster, workload, config = _simulation_args(args)
+    result = _run_policy(args.policy, cluster, workload, config, args)
+    metrics = result.metrics()
+    if args.jobs_out:
+        _write_jobs(args.jobs_out, result)
+    if args.json:
+        json.dump(_jsonable(metrics), sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
+              f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
+        print(_metrics_rows([metrics]))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    cluster, workload, config = _simulation_args(args)
+    names = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if not names:
+        raise ConfigError("no policy named", field="--policies")
+    results = []
+    for name in names:
+        results.append(_run_policy(name, cluster, workload, config, args).metrics())
+    if args.json:
+        json.dump([_jsonable(m) for m in results], sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
+              f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
+        print(_metrics_rows(results))
+    return 0
+
+
+def _jsonable(metrics: dict) -> dict:
+    import math
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in metrics.items()}
+
+
 def cmd_demo(args) -> int:
     from agents.demo import run_demo        # plotting lives with the agents (matplotlib)
     return run_demo(cluster=args.cluster, out=Path(args.out), models=DEMO_MODELS)
@@ -169,6 +280,48 @@ def build_parser() -> argparse.ArgumentParser:
     cl = sub.add_parser("clusters", help="list cluster presets, or describe one")
     cl.add_argument("name", nargs="?", help="preset name or cluster file")
     cl.set_defaults(func=cmd_clusters)
+
+    for cmd, helptext in (("simulate", "simulate a workload under one policy"),
+                          ("compare", "simulate a workload under several policies")):
+        sp = sub.add_parser(cmd, help=helptext)
+        sp.add_argument("--cluster", required=True, help="preset or cluster file")
+        sp.add_argument("--workload", required=True, help=(
+            "gavel:rate=R,jobs=N,seed=S,mix=classic|llm | philly:start=DATE,hours=H[,vc=V] | "
+            "gavel-trace:path=F | pollux:path=F | csv:path=F"))
+        if cmd == "simulate":
+            sp.add_argument("--policy", default="heterosched-lp",
+                            help="heterosched-lp (default), gavel, agnostic-lp, topk, "
+                                 "lp-on-change, pop-K, fifo, fifo-fastest, srf, greedy, random")
+        else:
+            sp.add_argument("--policies", required=True, help="comma-separated policy names")
+        sp.add_argument("--objective", default="max-min",
+                        help="LP objective: max-min (default), max-throughput, min-makespan, ftf")
+        sp.add_argument("--throughputs", default="analytic", help="'analytic' or 'gavel'")
+        sp.add_argument("--round-s", type=float, default=300.0, help="round length (300)")
+        sp.add_argument("--restart-s", type=float, default=60.0, help="restart cost (60)")
+        sp.add_argument("--max-candidates", type=_positive_int, default=16, metavar="N",
+                        help="candidates kept per job (16)")
+        sp.add_argument("--topk", type=_positive_int, default=4, help="k of the topk policy (4)")
+        sp.add_argument("--backend", default="highs", choices=["highs", "pulp"],
+                        help="LP backend: direct sparse HiGHS (default) or PuLP + HiGHS")
+        sp.add_argument("--lp-time-limit-s", type=float, default=None,
+                        help="per-solve LP time limit")
+        sp.add_argument("--seed", type=int, default=0, help="policy seed (0)")
+        sp.add_argument("--max-time-s", type=float, default=None,
+                        help="stop the simulation at this time")
+        sp.add_argument("--measure-jobs", metavar="A:B", default=None,
+                        help="metrics over job ids A..B-1, stop when they are done")
+        sp.add_argument("--skip-invalid", action="store_true",
+                        help="skip invalid trace rows (their count is reported)")
+        sp.add_argument("--check-invariants", action="store_true",
+                        help="verify the simulator's invariants every round (slower)")
+        sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+        sp.add_argument("--json", action="store_true", help="JSON on stdout")
+        if cmd == "simulate":
+            sp.add_argument("--jobs-out", metavar="FILE.csv", help="one row per job")
+            sp.set_defaults(func=cmd_simulate)
+        else:
+            sp.set_defaults(func=cmd_compare)
 
     d = sub.add_parser("demo", help="end-to-end demo on the default scenario")
     d.add_argument("--cluster", default=DEMO_CLUSTER, help=f"default {DEMO_CLUSTER}")

@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import csv
 import io
 import logging
@@ -677,6 +678,13 @@ def _job_type(rng: np.random.Generator, mix: str, scale: int) -> tuple[str, int 
             return model, batch
 
 
+@functools.lru_cache(maxsize=256)
+def _runs_on(model: ModelSpec, cluster: Cluster) -> bool:
+    """Whether the model has at least one candidate on the cluster (any set, any strategy)."""
+    from hsched_env.planner import PlannerConfig, plan
+    return len(plan(model, cluster, config=PlannerConfig(max_candidates=1))) > 0
+
+
 def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) -> Workload:
     rate = params.number("rate", 4.0)
     n_jobs = params.integer("jobs", 100)
@@ -700,7 +708,7 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
                 n, thr = _fit_reference(spec_i, sf, throughputs)
             except ConfigError:
                 n, thr = 0, 0.0
-            if 0 < n <= cluster.num_gpus:
+            if 0 < n <= cluster.num_gpus and _runs_on(spec_i, cluster):
                 break
             redrawn += 1
         else:
@@ -713,7 +721,8 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
              f"mix={mix}, seed={seed}" + (f", durations ×{scale:g}" if scale != 1 else "")]
     if redrawn:
         notes.append(f"redrew {redrawn} draws whose model needs more GPUs than cluster "
-                     f"{cluster.name!r} has ({cluster.num_gpus})")
+                     f"{cluster.name!r} has ({cluster.num_gpus}) or fits on none of its "
+                     f"resource sets")
     return _assemble(rows, spec, notes, None, "the generated workload")
 
 

@@ -37,7 +37,8 @@ def big_classic() -> Workload:
 
 @pytest.fixture(scope="module")
 def big_llm() -> Workload:
-    return load_workload("gavel:jobs=2000,seed=3,mix=llm", GAVEL108)
+    # modern-512: every LLM of the mix has candidates there (none is redrawn for fitting nowhere)
+    return load_workload("gavel:jobs=2000,seed=3,mix=llm", get_cluster("modern-512"))
 
 
 def _check_error(exc: BaseException, path: Path, line: int, field: str | None) -> None:
@@ -141,6 +142,12 @@ def test_generator_work_is_duration_times_reference(big_classic, big_llm):
         for j in w.jobs[:200]:
             thr = reference_throughput(j.spec, j.requested_gpus)
             assert j.work_samples == pytest.approx(j.duration_s * thr, rel=1e-12)
+
+
+def test_generator_redraws_models_that_fit_nowhere_on_the_cluster():
+    w = load_workload("gavel:jobs=300,seed=3,mix=llm", GAVEL108)
+    assert "llama2-70b" not in {j.model for j in w.jobs}     # 1.1 TB of states: no V100 set
+    assert any("fits on none of its resource sets" in n for n in w.notes)
 
 
 def test_generator_llm_mix(big_llm):

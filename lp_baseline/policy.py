@@ -1,0 +1,318 @@
+"""The HeteroSched LP as a scheduling policy, with its decision-overhead heuristics.
+
+Each round (or only when jobs arrive or finish, see ``resolve``) the policy solves the
+allocation LP over job × candidate (``lp_baseline.solver``): X[j, c] is the share of time job j
+should run with candidate c. The fractional X is turned into this round's integral assignment
+the way Gavel does it, at the level of jobs: a job's priority is its LP share (Σ_c X[j, c])
+÷ the share of time it has received since the last solve — jobs that have received nothing come
+first — with its accumulated deficit (share × elapsed − received) as tie-breaker; jobs are
+admitted in priority order while their GPUs fit the free capacity of every type. Which of its
+candidates a job runs: its current one if the LP still gives it a share (``sticky``: a switch
+costs a restart), else the one most under-served (X minus the share received); the others with
+X > 0 follow as placement fallbacks. Then (``fill``) GPUs still free go to waiting jobs that fit,
+so the schedule is work-conserving. (Rounding per (job, candidate) pair, as Gavel rounds per
+(job, type), time-shares a job between its own candidates and pays a restart at each switch.)
+
+Heuristics that cut decision time (``LPPolicy`` arguments):
+
+* ``topk``: keep each job's k candidates with the highest normalized throughput per GPU;
+* ``dominance``: drop candidates dominated within the job (no more GPUs of any type, at least as
+  fast) — the planner already prunes its own; this also covers the appended requested ones;
+* ``resolve="on-change"``: re-solve only when jobs arrive or complete, reusing X otherwise;
+* ``pop``: POP-style k-way random partition of the jobs (and ⌊capacity/k⌋ per part), one LP
+  per part — the baseline to beat. The reported decision time is the sequential wall time; the
+  parallel-solve time POP reports (max over parts) is in ``last_stats.extra``.
+
+Policies built on it (``make_policy``): ``heterosched-lp`` (all candidates), ``gavel``
+(heterogeneity-aware max-min, only each job's requested GPU count with plain data parallelism
+on each type: no strategy co-optimization), ``agnostic-lp`` (the same, with every type's
+throughput taken as equal), ``topk``, ``pop-K`` and ``lp-on-change``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hsched_env.errors import UnknownNameError
+from hsched_env.planner import _undominated
+from hsched_env.policy import Assignment, PolicyStats, SchedulerView
+from lp_baseline.solver import OBJECTIVES, AllocationProblem, solve_allocation
+
+TINY = 1e-6
+
+
+class LPPolicy:
+    """The allocation LP plus Gavel-style rounding (see the module docstring).
+
+    Args:
+        name: Name shown in results.
+        objective: ``max-min``, ``max-throughput``, ``min-makespan`` or ``ftf``.
+        candidates: ``"all"`` or ``"requested"`` (only the requested-GPU data-parallel ones).
+        agnostic: Solve as if every GPU type were equally fast (Gavel's agnostic baseline).
+        topk: Keep each job's k best candidates by normalized throughput per GPU.
+        dominance: Drop candidates dominated within the job.
+        resolve: ``"every-round"`` or ``"on-change"``.
+        pop: Number of POP partitions (1 = the whole problem).
+        backend: ``"highs"`` (direct sparse matrix, default) or ``"pulp"``.
+        time_limit_s: Per-solve time limit.
+        sticky: A job whose current candidate still has X > 0 keeps it instead of switching to
+            another of its candidates (each switch costs a restart).
+        fill: After the priority pass, give GPUs still free to waiting jobs (their candidates
+            with X > 0 first, in priority order, then any candidate that fits), so no GPU idles
+            while a job that fits waits.
+    """
+
+    def __init__(self, name: str = "heterosched-lp", *, objective: str = "max-min",
+                 candidates: str = "all", agnostic: bool = False, topk: int | None = None,
+                 dominance: bool = False, resolve: str = "every-round", pop: int = 1,
+                 backend: str = "highs", time_limit_s: float | None = None,
+                 sticky: bool = True, fill: bool = True) -> None:
+        if objective not in OBJECTIVES:
+            raise UnknownNameError("objective", objective, list(OBJECTIVES))
+        if candidates not in ("all", "requested"):
+            raise UnknownNameError("candidate set", candidates, ["all", "requested"])
+        if resolve not in ("every-round", "on-change"):
+            raise UnknownNameError("resolve mode", resolve, ["every-round", "on-change"])
+        self.name, self.objective, self.candidates = name, objective, candidates
+        self.agnostic, self.topk, self.dominance = agnostic, topk, dominance
+        self.resolve, self.pop, self.backend = resolve, max(int(pop), 1), backend
+        self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
+        self.last_stats = PolicyStats()
+        self.reset(None, 0)
+
+    # ------------------------------------------------------------------ state
+    def reset(self, cluster, seed) -> None:
+        self.rng = np.random.default_rng(seed)
+        self._x: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # job -> (rows, x)
+        self._received: dict[int, dict[int, float]] = {}
+        self._deficit: dict[int, dict[int, float]] = {}
+        self._elapsed = 0.0
+        self._last_t: float | None = None
+        self._solves = 0
+        self._fallbacks = 0
+
+    def summary(self) -> dict:
+        return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks}
+
+    # ------------------------------------------------------------------ candidates
+    def _rows(self, view: SchedulerView, k: int, norm: float) -> np.ndarray:
+        table = view.candidates[k]
+        rows = (np.flatnonzero(table.requested) if self.candidates == "requested"
+                else np.arange(len(table)))
+        if self.dominance and rows.size > 1:
+            rows = rows[_undominated(table.gpus[rows], table.samples_per_s[rows])]
+        if self.topk is not None and rows.size > self.topk:
+            score = table.samples_per_s[rows] / norm / table.gpus[rows].sum(axis=1)
+            rows = np.sort(rows[np.argsort(-score, kind="stable")[:self.topk]])
+        return rows
+
+    @staticmethod
+    def _norm(view: SchedulerView, k: int) -> float:
+        """Equal-share throughput: the requested configuration's throughput on each type,
+        weighted by the type's share of the cluster (Gavel's X_equal)."""
+        table = view.candidates[k]
+        share = view.capacity / max(view.capacity.sum(), 1)
+        req = np.flatnonzero(table.requested)
+        value = 0.0
+        for r in req:
+            t = int(np.flatnonzero(table.gpus[r])[0])
+            value += share[t] * float(table.samples_per_s[r])
+        return value if value > 0 else float(view.reference_samples_per_s[k])
+
+    # ------------------------------------------------------------------ decide
+    def decide(self, view: SchedulerView) -> Assignment:
+        t0 = time.perf_counter()
+        if self._last_t is not None:
+            step = view.time_s - self._last_t
+            self._elapsed += step
+            for k, j in enumerate(view.job_ids):
+                cur = int(view.current[k])
+                if cur >= 0:
+                    rec = self._received.setdefault(int(j), {})
+                    rec[cur] = rec.get(cur, 0.0) + step
+        self._last_t = view.time_s
+        active = {int(j) for j in view.job_ids}
+        changed = bool(view.arrived or view.completed) or not self._x \
+            or set(self._x) != active
+        stats = PolicyStats()
+        if self.resolve == "every-round" or changed:
+            self._solve(view, stats)
+        assignment = self._round(view)
+        stats.extra["decide_s"] = time.perf_counter() - t0
+        self.last_stats = stats
+        return assignment
+
+    def _solve(self, view: SchedulerView, stats: PolicyStats) -> None:
+        # New allocation: move what each pair received into its deficit, restart the shares.
+        for j, (rows, x) in self._x.items():
+            rec = self._received.get(j, {})
+            d = self._deficit.setdefault(j, {})
+            for r, xv in zip(rows, x):
+                d[int(r)] = d.get(int(r), 0.0) + xv * self._elapsed - rec.get(int(r), 0.0)
+        self._received = {}
+        self._elapsed = 0.0
+        A = view.num_active
+        norms = np.array([self._norm(view, k) for k in range(A)])
+        rows = [self._rows(view, k, norms[k]) for k in range(A)]
+        parts = (self.rng.permutation(A) % self.pop if self.pop > 1
+                 else np.zeros(A, dtype=np.int64))
+        cap = view.capacity.astype(float)
+        self._x = {}
+        part_times = []
+        for p in range(self.pop):
+            members = np.flatnonzero(parts == p)
+            if members.size == 0:
+                continue
+            t1 = time.perf_counter()
+            x = self._solve_part(view, members, rows, norms,
+                                 np.floor(cap / self.pop) if self.pop > 1 else cap, stats)
+            part_times.append(time.perf_counter() - t1)
+            for k, xr in zip(members, x):
+                self._x[int(view.job_ids[k])] = (rows[k], xr)
+        stats.resolved = True
+        stats.extra["pop_parallel_s"] = max(part_times) if part_times else 0.0
+        self._solves += 1
+
+    def _solve_part(self, view, members, rows, norms, cap, stats) -> list[np.ndarray]:
+        tabs = view.candidates
+        sizes = np.array([rows[k].size for k in members])
+        job_of = np.repeat(np.arange(members.size), sizes)
+        gpus = np.concatenate([tabs[k].gpus[rows[k]] for k in members]) if sizes.sum() else \
+            np.zeros((0, cap.size), dtype=np.int64)
+        thr = np.concatenate([tabs[k].samples_per_s[rows[k]] for k in members]) if sizes.sum() \
+            else np.zeros(0)
+        norm = norms[members]
+        if self.agnostic:
+            # Every type as fast as the job's mean requested throughput.
+            thr = np.concatenate([np.full(rows[k].size, norms[k]) for k in members])
+        keep = sizes > 0
+        out = [np.zeros(s) for s in sizes]
+        if not np.any(keep) or thr.size == 0:
+            return out
+        idx = np.flatnonzero(keep)
+        remap = -np.ones(members.size, dtype=np.int64)
+        remap[idx] = np.arange(idx.size)
+        problem = AllocationProblem(
+            job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
+            remaining=view.remaining_samples[members[idx]],
+            age_s=view.time_s - view.arrival_s[members[idx]],
+            ftf_denominator_s=self._ftf_denominator(view, members[idx]))
+        res = solve_allocation(problem, self.objective, backend=self.backend,
+                               time_limit_s=self.time_limit_s)
+        stats.lp_vars += res.n_vars
+        stats.lp_cons += res.n_cons
+        stats.solve_s += res.solve_s
+        stats.build_s += res.build_s
+        x = res.x
+        if res.status not in ("optimal", "time_limit") or x is None or x.size != thr.size:
+            # Documented fallback: every job's fastest candidate, greedily by the rounding.
+            self._fallbacks += 1
+            x = np.zeros(thr.size)
+            start = np.r_[0, np.cumsum(sizes[keep])[:-1]]
+            for s0, s in zip(start, sizes[keep]):
+                x[s0 + int(np.argmax(thr[s0:s0 + s]))] = 1.0
+        start = np.r_[0, np.cumsum(sizes)[:-1]]
+        return [np.clip(x[s0:s0 + s], 0.0, 1.0) for s0, s in zip(start, sizes)]
+
+    @staticmethod
+    def _ftf_denominator(view, ks) -> np.ndarray:
+        """Finish-time-fairness reference: time on the job's fair share (requested reference
+        GPUs, stretched by contention), from arrival."""
+        total = view.work_samples[ks] / view.reference_samples_per_s[ks]
+        contention = max(view.num_active * float(np.mean(view.requested_gpus))
+                         / max(view.capacity.sum(), 1), 1.0)
+        return total * contention
+
+    # ------------------------------------------------------------------ rounding
+    def _round(self, view: SchedulerView) -> Assignment:
+        """Gavel-style rounding at the job level (see the module docstring)."""
+        el = max(self._elapsed, 1e-9)
+        jobs = []
+        for k, j in enumerate(view.job_ids):
+            j = int(j)
+            if j not in self._x:
+                continue
+            rows, x = self._x[j]
+            support = x > TINY
+            if not support.any():
+                continue
+            rec = self._received.get(j, {})
+            share = float(x[support].sum())
+            got = sum(rec.values())
+            prio = share * 1e9 if got <= 0 else share / (got / el)
+            deficit = sum(self._deficit.get(j, {}).values())
+            # Which candidate: the current one if the LP still gives it a share (a switch costs
+            # a restart), else the most under-served one (share X minus time received).
+            rs, xs = rows[support], x[support]
+            cur = int(view.current[k])
+            under = xs - np.array([rec.get(int(r), 0.0) / el for r in rs])
+            order = [int(r) for r in rs[np.lexsort((-xs, -under))]]
+            if self.sticky and cur in order:
+                order.remove(cur)
+                order.insert(0, cur)
+            jobs.append((-prio, -deficit, -share, j, k, order))
+        jobs.sort(key=lambda e: e[:4])
+        free = view.capacity.astype(np.int64).copy()
+        out: Assignment = {}
+        for _, _, _, j, k, order in jobs:
+            gpus = view.candidates[k].gpus
+            fits = [r for r in order if np.all(gpus[r] <= free)]
+            if not fits:
+                continue
+            out[j] = fits
+            free -= gpus[fits[0]]
+        if self.fill:
+            self._fill(view, jobs, out, free)
+        return out
+
+    def _fill(self, view, jobs, out, free) -> None:
+        """Work-conserving pass: waiting jobs, in priority order (then the rest), take a
+        candidate that still fits (preferring the LP's support)."""
+        order = [(j, k, rows) for _, _, _, j, k, rows in jobs if j not in out]
+        listed = {j for j, _, _ in order} | set(out)
+        order += [(int(j), k, []) for k, j in enumerate(view.job_ids) if int(j) not in listed]
+        for j, k, support in order:
+            table = view.candidates[k]
+            rest = [int(c) for c in np.argsort(-table.samples_per_s, kind="stable")
+                    if int(c) not in support]
+            fits = [c for c in list(support) + rest if np.all(table.gpus[c] <= free)]
+            if fits:
+                out[j] = fits
+                free -= table.gpus[fits[0]]
+
+
+POLICY_NAMES = ("heterosched-lp", "lp-on-change", "topk", "topk-dominance", "gavel",
+                "agnostic-lp", "pop-2", "pop-4", "pop-8", "fifo", "fifo-fastest", "srf",
+                "greedy", "random")
+
+
+def make_policy(name: str, *, objective: str = "max-min", backend: str = "highs",
+                topk: int = 4, time_limit_s: float | None = None):
+    """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2."""
+    from lp_baseline.baselines import BASELINES
+    if name in BASELINES:
+        return BASELINES[name]()
+    common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s)
+    if name == "heterosched-lp":
+        return LPPolicy(name, **common)
+    if name == "lp-on-change":
+        return LPPolicy(name, resolve="on-change", **common)
+    if name == "topk":
+        return LPPolicy(name, topk=topk, **common)
+    if name == "topk-dominance":
+        return LPPolicy(name, topk=topk, dominance=True, **common)
+    if name == "gavel":
+        return LPPolicy(name, candidates="requested", **dict(common, objective="max-min"))
+    if name == "agnostic-lp":
+        return LPPolicy(name, candidates="requested", agnostic=True,
+                        **dict(common, objective="max-min"))
+    if name.startswith("pop-"):
+        try:
+            k = int(name[4:])
+        except ValueError:
+            k = 0
+        if k >= 2:
+            return LPPolicy(name, pop=k, **common)
+    raise UnknownNameError("policy", name, list(POLICY_NAMES))
