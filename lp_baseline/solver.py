@@ -34,8 +34,11 @@ same ``x`` bit for bit.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -46,6 +49,25 @@ import scipy.sparse as sp
 from hsched_env.errors import ConfigError
 
 log = logging.getLogger(__name__)
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Send file descriptor 1 to stderr for a moment: HiGHS writes its banner straight to the
+    process's stdout (not through Python), which would corrupt JSON on stdout."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):            # no real fd 1 (e.g. captured in tests)
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
 
 OBJECTIVES = ("max-min", "max-throughput", "min-makespan", "ftf")
 BACKENDS = ("highs", "pulp")
@@ -406,7 +428,8 @@ class _HighsDriver:
     """Direct path: one ``passModel`` of CSC arrays into ``highspy.Highs``; warm re-solves."""
 
     def __init__(self, spec: _Spec, options: dict) -> None:
-        self.h = highspy.Highs()
+        with _stdout_to_stderr():        # HiGHS prints a banner on fd 1 once per process
+            self.h = highspy.Highs()
         _configure(self.h, options)
         a = spec.a.tocsc()   # sums duplicates (there are none) and sorts: deterministic
         lp = highspy.HighsLp()
@@ -502,7 +525,8 @@ class _PulpDriver:
         solver = self.pulp.HiGHS(msg=False, mip=False, threads=1,
                                  timeLimit=None if budget_s is None else max(budget_s, 1e-3),
                                  random_seed=HIGHS_SEED, **self.options)
-        self.prob.solve(solver)
+        with _stdout_to_stderr():          # PuLP's own Highs object prints the banner too
+            self.prob.solve(solver)
         h = self.prob.solverModel
         return _collect(h, 0.0)
 
@@ -629,9 +653,13 @@ def _solve_lexicographic(spec: _Spec, driver, budget, secondary: bool):
     run_s = first.run_s + second.run_s
     if second.status == "optimal":
         return "optimal", second.values, 2, run_s
-    # the fill solve did not finish: the primary optimum stands, but the result is incomplete
-    values = second.values if second.values is not None else first.values
-    return ("time_limit" if second.status == "time_limit" else second.status), values, 2, run_s
+    if second.status == "time_limit":
+        # the fill solve did not finish: the primary optimum stands, the fill is incomplete
+        values = second.values if second.values is not None else first.values
+        return "time_limit", values, 2, run_s
+    # a numerical failure of the fill solve does not void the primary optimum
+    log.warning("allocation LP: fill solve ended %s; returning the primary solution", second.status)
+    return "optimal", first.values, 2, run_s
 
 
 def _best_candidate(p: AllocationProblem, fit: np.ndarray) -> np.ndarray:

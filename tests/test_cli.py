@@ -127,3 +127,67 @@ def test_demo_writes_plot_and_json(capsys, tmp_path):
     data = json.loads((tmp_path / "candidates.json").read_text())
     assert "llama2-7b" in data and data["llama2-7b"]
     assert "fastest set" in out
+
+
+SIM_KEYS = {"policy", "jobs_total", "jobs_completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
+            "makespan_s", "avg_queue_s", "gpu_util", "restarts_per_job", "ftf_worst",
+            "decision_time_mean_s", "decision_time_p99_s", "lp_vars_mean", "wall_s"}
+SMALL = "gavel:rate=10,jobs=12,seed=0,mix=llm,duration_scale=0.05"
+
+
+def hsched(*argv):
+    """Run the real console entry in a subprocess: stdout must be pure (HiGHS prints on fd 1)."""
+    return subprocess.run([sys.executable, "-m", "hsched_env", *argv], capture_output=True,
+                          text=True)
+
+
+def test_simulate_json_is_pure_and_complete():
+    for backend in ("highs", "pulp"):
+        out = hsched("simulate", "--cluster", "sia-64", "--workload", SMALL, "--policy",
+                     "heterosched-lp", "--backend", backend, "--json")
+        assert out.returncode == 0, out.stderr
+        m = json.loads(out.stdout)
+        assert SIM_KEYS <= m.keys()
+        assert m["policy"] == "heterosched-lp" and m["jobs_completed"] == m["jobs_total"] == 12
+        assert m["lp_vars_mean"] > 0 and m["avg_jct_s"] > 0
+
+
+def test_compare_json_one_object_per_policy():
+    out = hsched("compare", "--cluster", "sia-64", "--workload", SMALL, "--policies",
+                 "heterosched-lp,gavel,fifo,greedy", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["policy"] for r in rows] == ["heterosched-lp", "gavel", "fifo", "greedy"]
+    assert all(SIM_KEYS <= r.keys() for r in rows)
+    table = hsched("compare", "--cluster", "sia-64", "--workload", SMALL, "--policies",
+                   "gavel,fifo")
+    assert "avg JCT h" in table.stdout and "fifo" in table.stdout
+
+
+def test_jobs_out_and_measure_jobs(tmp_path):
+    path = tmp_path / "jobs.csv"
+    out = hsched("simulate", "--cluster", "sia-64", "--workload", SMALL, "--policy", "greedy",
+                 "--jobs-out", str(path), "--measure-jobs", "2:8", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["jobs_total"] == 6
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("job_id,name,model,arrival_s,first_start_s,finish_s,jct_s,"
+                               "restarts,gpu_s_T4")
+    assert len(lines) == 13 and lines[-1].split(",")[-1]      # candidates used
+
+
+def test_simulate_errors(tmp_path):
+    out = hsched("simulate", "--cluster", "sia-64", "--workload", "gavel:rate=x",
+                 "--policy", "gavel")
+    assert out.returncode == 2 and "rate" in out.stderr
+    out = hsched("simulate", "--cluster", "sia-64", "--workload", SMALL, "--policy", "nope")
+    assert out.returncode == 2 and "valid:" in out.stderr and "heterosched-lp" in out.stderr
+    bad = tmp_path / "t.csv"
+    bad.write_text("job_id,submit_time_s,duration_s,num_gpus\n1,0,100,1\n2,5,-3,1\n")
+    out = hsched("simulate", "--cluster", "sia-64", "--workload", f"csv:path={bad}",
+                 "--policy", "fifo")
+    assert out.returncode == 2 and "t.csv" in out.stderr and "3" in out.stderr
+    out = hsched("simulate", "--cluster", "sia-64", "--workload", f"csv:path={bad}",
+                 "--policy", "fifo", "--skip-invalid", "--json")
+    assert out.returncode == 0 and "skipped 1" in out.stderr
+    assert json.loads(out.stdout)["jobs_total"] == 1
