@@ -103,7 +103,7 @@ POLLUX_GPU_HOURS = {
 }
 
 _SPEC_KEYS: dict[str, tuple[str, ...]] = {
-    "gavel": ("rate", "jobs", "seed", "mix", "duration_scale"),
+    "gavel": ("rate", "jobs", "seed", "mix", "duration_scale", "multi_gpu"),
     "philly": ("start", "hours", "vc", "max_jobs", "path"),
     "gavel-trace": ("path", "vc", "max_jobs"),
     "pollux": ("path", "workload", "max_jobs"),
@@ -690,6 +690,9 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
     n_jobs = params.integer("jobs", 100)
     seed = params.integer("seed", 0, lo=0)
     scale = params.number("duration_scale", 1.0)
+    multi_gpu = params.integer("multi_gpu", 1, lo=0)
+    if multi_gpu not in (0, 1):
+        raise params.error("multi_gpu", f"multi_gpu must be 0 or 1, got {multi_gpu}")
     mix = (params.text("mix", "classic") or "").lower()
     if mix not in _MIXES:
         raise params.error("mix", f"unknown mix {mix!r}; valid: {', '.join(_MIXES)}")
@@ -701,7 +704,7 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
         if i:
             t += float(rng.exponential(mean_gap))
         for _attempt in range(1000):
-            sf = _scale_factor(rng)
+            sf = _scale_factor(rng) if multi_gpu else 1
             model, batch = _job_type(rng, mix, sf)
             spec_i = _variant(model, batch)
             try:
@@ -718,7 +721,8 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
         rows.jobs.append(_Pending(i, f"job-{i}", model, batch, t, n, duration, duration * thr,
                                   None, sf))
     notes = [f"Gavel generator: Poisson arrivals at {rate:g} jobs/h (first job at t=0), "
-             f"mix={mix}, seed={seed}" + (f", durations ×{scale:g}" if scale != 1 else "")]
+             f"mix={mix}, seed={seed}" + (f", durations ×{scale:g}" if scale != 1 else "")
+             + ("" if multi_gpu else ", single-GPU jobs only")]
     if redrawn:
         notes.append(f"redrew {redrawn} draws whose model needs more GPUs than cluster "
                      f"{cluster.name!r} has ({cluster.num_gpus}) or fits on none of its "

@@ -506,3 +506,11 @@ def test_job_is_frozen_and_spec():
     assert j.spec.global_batch == 16 and j.spec.gavel_job_type == "ResNet-50 (batch size 16)"
     with pytest.raises(AttributeError):
         j.model = "lm"  # type: ignore[misc]
+
+
+def test_generator_single_gpu_jobs():
+    w = load_workload("gavel:jobs=200,seed=1,multi_gpu=0", GAVEL108)
+    assert {j.requested_gpus for j in w.jobs} == {1}
+    assert any("single-GPU" in n for n in w.notes)
+    with pytest.raises(ConfigError, match="multi_gpu"):
+        load_workload("gavel:jobs=2,multi_gpu=2", GAVEL108)
