@@ -127,6 +127,7 @@ class SimResult:
     end_s: float
     decision_s: list[float]
     lp_vars: list[int]
+    active_jobs: list[int]
     busy_gpu_s_by_type: np.ndarray
     wall_s: float
     rounds: int
@@ -245,6 +246,7 @@ class Simulator:
         busy = np.zeros(len(types))
         decision_s: list[float] = []
         lp_vars: list[int] = []
+        active_log: list[int] = []
         arrived_since: list[int] = []
         completed_since: list[int] = []
         next_arrival = 0                       # index into jobs (sorted by arrival)
@@ -282,6 +284,7 @@ class Simulator:
             t0 = time.perf_counter()
             decision = self.policy.decide(view)
             decision_s.append(time.perf_counter() - t0)
+            active_log.append(int(active.size))
             stats = getattr(self.policy, "last_stats", None)
             lp_vars.append(int(getattr(stats, "lp_vars", 0) or 0) if stats is not None else 0)
 
@@ -387,7 +390,8 @@ class Simulator:
 
         return SimResult(policy=getattr(self.policy, "name", type(self.policy).__name__),
                          cluster=cluster, config=cfg, jobs=records, end_s=end_s,
-                         decision_s=decision_s, lp_vars=lp_vars, busy_gpu_s_by_type=busy,
+                         decision_s=decision_s, lp_vars=lp_vars, active_jobs=active_log,
+                         busy_gpu_s_by_type=busy,
                          wall_s=time.perf_counter() - t_wall, rounds=rounds,
                          extra=dict(getattr(self.policy, "summary", lambda: {})()))
 

@@ -1,0 +1,157 @@
+"""Scheduling benchmarks of the simulator and policies (the figures in BENCHMARKS.md).
+
+Usage:
+    python scripts/bench_sim.py hetero      # gavel-108, Gavel's table: aware vs agnostic LP
+    python scripts/bench_sim.py llm         # sia-64 / modern-512, mix=llm: heterosched-lp vs gavel
+    python scripts/bench_sim.py decision    # decision time vs active jobs on large-2048
+    python scripts/bench_sim.py speed       # a 2000-job workload on large-2048, non-LP policies
+    python scripts/bench_sim.py all
+
+Each prints a Markdown table; every run is a deterministic simulation (fixed seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from hsched_env.cluster import get_cluster
+from hsched_env.planner import PlannerConfig
+from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.workloads import load_workload
+from lp_baseline.policy import make_policy
+
+
+def simulate(cluster, spec, policy, **cfg):
+    c = get_cluster(cluster)
+    w = load_workload(spec, c, throughputs=cfg.get("throughputs"))
+    return Simulator(c, w, make_policy(policy), SimConfig(**cfg)).run()
+
+
+def hetero(seeds=(0,)) -> None:
+    """Gavel's headline: heterogeneity-aware vs agnostic max-min LP, single-GPU jobs."""
+    print("\n### gavel-108, Gavel's measured throughputs, single-GPU jobs: avg JCT (h), jobs "
+          "200-399 of 400\n")
+    print("| rate (jobs/h) | gavel (aware LP) | agnostic-lp | agnostic ÷ aware | "
+          "heterosched-lp | wall s |\n|---:|---:|---:|---:|---:|---:|")
+    for rate in (1.0, 2.0, 3.0, 4.0, 5.0, 5.6, 6.0):
+        row = {}
+        t0 = time.perf_counter()
+        for policy in ("gavel", "agnostic-lp", "heterosched-lp"):
+            jcts = []
+            for seed in seeds:
+                r = simulate("gavel-108", f"gavel:rate={rate},jobs=400,seed={seed},multi_gpu=0",
+                             policy, throughputs="gavel", measure_jobs=(200, 400))
+                jcts.append(r.metrics()["avg_jct_s"] / 3600)
+            row[policy] = statistics.mean(jcts)
+        print(f"| {rate:g} | {row['gavel']:.2f} | {row['agnostic-lp']:.2f} | "
+              f"{row['agnostic-lp'] / row['gavel']:.2f}× | {row['heterosched-lp']:.2f} | "
+              f"{time.perf_counter() - t0:.0f} |")
+        sys.stdout.flush()
+
+
+def llm() -> None:
+    """Strategy co-optimization: heterosched-lp vs gavel on an LLM-heavy mix."""
+    cases = [("sia-64", "gavel:rate=3,jobs=100,seed={s},mix=llm"),
+             ("modern-512", "gavel:rate=20,jobs=300,seed={s},mix=llm")]
+    print("\n### mix=llm: avg JCT (h) and heterosched-lp's reduction against gavel\n")
+    print("| cluster | workload | seed | heterosched-lp | gavel | reduction | greedy | fifo |"
+          "\n|---|---|---:|---:|---:|---:|---:|---:|")
+    for cluster, spec in cases:
+        for seed in (0, 1, 2):
+            s = spec.format(s=seed)
+            m = {p: simulate(cluster, s, p).metrics()["avg_jct_s"] / 3600
+                 for p in ("heterosched-lp", "gavel", "greedy", "fifo")}
+            print(f"| {cluster} | `{s}` | {seed} | {m['heterosched-lp']:.2f} | {m['gavel']:.2f} "
+                  f"| {1 - m['heterosched-lp'] / m['gavel']:.0%} | {m['greedy']:.2f} | "
+                  f"{m['fifo']:.2f} |")
+            sys.stdout.flush()
+
+
+def _timed_run(cluster, spec, policy, **cfg):
+    """Simulate; also collect the POP parallel-solve time of every decision."""
+    c = get_cluster(cluster)
+    pol = make_policy(policy)
+    parallel = []
+    inner = pol.decide
+
+    def decide(view):
+        out = inner(view)
+        parallel.append(pol.last_stats.extra.get("pop_parallel_s", 0.0))
+        return out
+
+    pol.decide = decide
+    return Simulator(c, load_workload(spec, c), pol, SimConfig(**cfg)).run(), parallel
+
+
+def decision(sizes=(100, 500, 1000, 2000), rounds=5) -> None:
+    """Decision time vs active jobs on large-2048: pure LP, heuristics, POP-k."""
+    policies = ("heterosched-lp", "lp-on-change", "topk", "topk-dominance", "pop-2", "pop-4",
+                "pop-8")
+    print(f"\n### large-2048, mix=llm, all jobs arriving in the first round\n\nDecision time: "
+          f"the rounds among the first {rounds} with at least 90% of a burst of N jobs "
+          f"active (durations ×0.5). Avg JCT: a complete run of the same burst with durations ×0.02.\n")
+    print("| N | policy | active (min) | LP vars (mean) | decision median s | max s | "
+          "÷ pure LP | POP parallel s | avg JCT ÷ pure LP |"
+          "\n|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        rate = n * 12 * 1000
+        ref = None
+        for policy in policies:
+            r, par = _timed_run("large-2048",
+                                f"gavel:rate={rate},jobs={n},seed=0,mix=llm,duration_scale=0.5",
+                                policy, max_time_s=rounds * 300.0)
+            busy = [i for i, a in enumerate(r.active_jobs) if a >= 0.9 * n]
+            dec = np.array([r.decision_s[i] for i in busy])
+            par = [par[i] for i in busy]
+            full, _ = _timed_run("large-2048",
+                                 f"gavel:rate={rate},jobs={n},seed=0,mix=llm,duration_scale=0.02",
+                                 policy)
+            jct = full.metrics()["avg_jct_s"]
+            med = float(np.median(dec))
+            if ref is None:
+                ref = (med, jct)
+            pop = f"{np.median(par):.3f}" if policy.startswith("pop") else "–"
+            print(f"| {n} | {policy} | {min(r.active_jobs[i] for i in busy)} | "
+                  f"{np.mean([r.lp_vars[i] for i in busy]):.0f} | "
+                  f"{med:.3f} | {dec.max():.3f} | {med / ref[0]:.2f} | {pop} | "
+                  f"{jct / ref[1]:.3f} |")
+            sys.stdout.flush()
+
+
+def speed() -> None:
+    """A 2000-job workload on large-2048 under non-LP policies (target: under 60 s)."""
+    spec = "gavel:rate=60,jobs=2000,seed=0,mix=llm"
+    print(f"\n### Simulator speed: `{spec}` on large-2048\n")
+    print("| policy | rounds | jobs done | simulated h | wall s (incl. planning) |"
+          "\n|---|---:|---:|---:|---:|")
+    for policy in ("fifo", "greedy", "srf"):
+        t0 = time.perf_counter()
+        r = simulate("large-2048", spec, policy)
+        wall = time.perf_counter() - t0
+        m = r.metrics()
+        print(f"| {policy} | {m['rounds']} | {m['jobs_completed']}/{m['jobs_total']} | "
+              f"{m['makespan_s'] / 3600:.0f} | {wall:.1f} |")
+        sys.stdout.flush()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("what", choices=["hetero", "llm", "decision", "speed", "all"])
+    ap.add_argument("--sizes", default="100,500,1000,2000",
+                    help="active-job counts of the decision benchmark")
+    args = ap.parse_args()
+    todo = ["hetero", "llm", "decision", "speed"] if args.what == "all" else [args.what]
+    for what in todo:
+        if what == "decision":
+            decision(tuple(int(v) for v in args.sizes.split(",")))
+        else:
+            globals()[what]()
+
+
+if __name__ == "__main__":
+    main()
