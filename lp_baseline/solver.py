@@ -457,6 +457,10 @@ class _HighsDriver:
     def set_row_lower(self, rows: np.ndarray, lo: np.ndarray) -> None:
         self.h.changeRowsBounds(rows.size, rows.astype(np.int32), lo, np.full(rows.size, _INF))
 
+    def clear_solver(self) -> None:
+        """Drop the warm-start state (basis, factorization); the model is kept."""
+        self.h.clearSolver()
+
     def run(self, budget_s: float | None) -> _Run:
         # HiGHS 1.x compares time_limit with the run time accumulated over all run() calls of
         # this object (ERGO-Code/HiGHS#1477), so the limit is re-based before each re-solve.
@@ -651,6 +655,12 @@ def _solve_lexicographic(spec: _Spec, driver, budget, secondary: bool):
     driver.set_cost(spec.fill)
     second = driver.run(left)
     run_s = first.run_s + second.run_s
+    if second.status == "error" and hasattr(driver, "clear_solver"):
+        # HiGHS sometimes ends a warm-started re-solve in status "unknown"; a cold solve of the
+        # same (modified) model then succeeds.
+        driver.clear_solver()
+        second = driver.run(budget())
+        run_s += second.run_s
     if second.status == "optimal":
         return "optimal", second.values, 2, run_s
     if second.status == "time_limit":

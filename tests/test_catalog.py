@@ -28,7 +28,8 @@ GAVEL_JOBS = {  # catalog name -> (Gavel job type, batch size Gavel's table was 
     "a3c": ("A3C", None),
     "cyclegan": ("CycleGAN", 1),
 }
-GAVEL_THROUGHPUTS = Path("/work/shared/traces/gavel/simulation_throughputs.json")
+GAVEL_THROUGHPUTS = (Path(__file__).resolve().parents[2] / "shared" / "traces" / "gavel"
+                     / "simulation_throughputs.json")
 GB = 1e9
 
 

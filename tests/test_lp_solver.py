@@ -443,3 +443,20 @@ def test_highs_options_are_passed_and_checked():
         solve_allocation(p, highs_options={"no_such_option": 1})
     with pytest.raises(ValueError, match="threads"):
         solve_allocation(p, highs_options={"threads": 4})
+
+
+def test_fill_solve_recovers_from_a_warm_start_failure():
+    """A real round (65 jobs, top-4 candidates, modern-512) on which HiGHS ended the
+    warm-started fill solve in status 'unknown': the solver retries it cold."""
+    from pathlib import Path
+    data = np.load(Path(__file__).parent / "data" / "lp_fill_warm_unknown.npz")
+    p = AllocationProblem(**{k: data[k] for k in data.files})
+    res = solve_allocation(p, "max-min")
+    assert res.status == "optimal" and res.iterations == 2
+    primary = solve_allocation(p, "max-min", secondary=False)
+    assert res.objective == pytest.approx(primary.objective, rel=1e-6)
+    # the fill solve used leftover capacity: mean normalized throughput at least the primary's
+    def mean_norm(x):
+        thr = np.bincount(p.job_of, weights=p.thr * x, minlength=p.norm.size)
+        return float(np.mean(thr / p.norm))
+    assert mean_norm(res.x) >= mean_norm(primary.x) - 1e-9
