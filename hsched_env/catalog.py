@@ -26,6 +26,7 @@ from importlib import resources
 from typing import Any
 
 from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.files import read_text_file
 
 __all__ = [
     "GpuType", "ModelSpec", "gpu_catalog", "get_gpu", "model_catalog", "get_model",
@@ -363,11 +364,7 @@ def _parse_models(text: str, source: str) -> dict[str, ModelSpec]:
 
 
 def _read_file(path: str | os.PathLike[str]) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read catalog file: {exc}", source=os.fspath(path)) from None
+    return read_text_file(path)
 
 
 def _packaged(filename: str) -> tuple[str, str]:

@@ -61,6 +61,7 @@ from typing import Any, Mapping, Union
 import numpy as np
 
 from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.files import read_text_file
 
 __all__ = [
     "DEFAULT_INTER_NODE_BW_GBPS",
@@ -652,21 +653,7 @@ def load_cluster(path: PathLike) -> Cluster:
     if suffix not in _FILE_SUFFIXES:
         raise ConfigError(f"unsupported cluster file extension {p.suffix!r}; use one of "
                           f"{', '.join(_FILE_SUFFIXES)}", source=source)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError("no such file", source=source) from None
-    except OSError as e:
-        raise ConfigError(f"cannot read file: {e.strerror or e}", source=source) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise ConfigError(f"file is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset "
-                          f"{e.start}); save it as UTF-8", source=source, line=line) from None
-    if not text.strip():
-        raise ConfigError("file is empty; expected a mapping with a 'nodes' list",
-                          source=source)
+    text = read_text_file(p, empty_hint="expected a mapping with a 'nodes' list")
     data, lines = _parse_text(text, source, is_json=suffix == ".json")
     if data is None:
         raise ConfigError("file contains no data (only comments?); expected a mapping with a "

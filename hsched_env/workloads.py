@@ -51,6 +51,7 @@ import numpy as np
 from hsched_env.catalog import ModelSpec, get_gpu, get_model, model_catalog, model_variant
 from hsched_env.cluster import Cluster, cluster_from_dict, get_cluster
 from hsched_env.errors import ConfigError, TraceError, UnknownNameError
+from hsched_env.files import read_text_file
 
 __all__ = [
     "Job", "Workload", "load_workload", "reference_throughput", "reference_gpu",
@@ -428,25 +429,7 @@ def _trace_file(params: _Params, default: str | None) -> Path:
 
 def _read_text(path: Path) -> str:
     """File contents as UTF-8 (BOM allowed); clear errors for missing/unreadable/empty."""
-    source = str(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError("no such file", source=source, field="path") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=source,
-                          field="path") from None
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise TraceError(f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
-                         f"{exc.start}); save it as UTF-8", source=source, line=line) from None
-    if not text.strip():
-        raise ConfigError("file is empty", source=source)
-    return text
+    return read_text_file(path, field="path", decode_error=TraceError)
 
 
 # ---------------------------------------------------------------------------------- rows
@@ -735,18 +718,25 @@ _START_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?$")
 _TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}$")
 
 
+def _datetime(text: str, pattern: re.Pattern) -> datetime | None:
+    """``text`` as a datetime if it matches ``pattern`` and is a real date, else ``None``."""
+    if not pattern.match(text):
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
 def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                  skip_invalid: bool) -> Workload:
     start_text = params.text("start")
     if start_text is None:
         raise params.error("start", "missing required key 'start' (start=YYYY-MM-DD[THH:MM])")
-    try:
-        if not _START_RE.match(start_text):
-            raise ValueError
-        start = datetime.fromisoformat(start_text)
-    except ValueError:
+    start = _datetime(start_text, _START_RE)
+    if start is None:
         raise params.error("start", f"start must be YYYY-MM-DD or YYYY-MM-DDTHH:MM, got "
-                           f"{start_text!r}") from None
+                           f"{start_text!r}")
     hours = params.number("hours", 8.0)
     vc = params.text("vc")
     max_jobs = params.integer("max_jobs")
@@ -768,13 +758,10 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
             ts_text = f[i_ts].strip()
             if not ts_text:
                 raise rows.error("timestamp", "empty value")
-            try:
-                if not _TS_RE.match(ts_text):
-                    raise ValueError
-                ts = datetime.fromisoformat(ts_text)
-            except ValueError:
+            ts = _datetime(ts_text, _TS_RE)
+            if ts is None:
                 raise rows.error("timestamp", f"unparsable timestamp {ts_text!r} (expected "
-                                 f"YYYY-MM-DD HH:MM:SS)") from None
+                                 f"YYYY-MM-DD HH:MM:SS)")
             first = ts if first is None or ts < first else first
             last = ts if last is None or ts > last else last
             row_vc = f[i_vc].strip() if i_vc is not None else ""

@@ -21,16 +21,8 @@ import time
 
 import numpy as np
 
+from bench_planner import median_time  # noqa: E402  (scripts/ is on sys.path)
 from lp_baseline.solver import (_build_spec, random_problem, solve_allocation)
-
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def pulp_affine_build_s(p, objective: str) -> float:

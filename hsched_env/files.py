@@ -1,0 +1,43 @@
+"""Reading users' text files (clusters, catalogs, traces) with errors that name the file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hsched_env.errors import ConfigError
+
+
+def read_text_file(path: str | os.PathLike[str], *, field: str | None = None,
+                   empty_hint: str = "", decode_error: type[ConfigError] = ConfigError) -> str:
+    """A file's text as UTF-8 (a byte-order mark is allowed).
+
+    Args:
+        path: The file.
+        field: Field named in the errors about the file itself (e.g. ``"path"``).
+        empty_hint: Appended to the "file is empty" message (what was expected).
+        decode_error: Error type for non-UTF-8 bytes (``TraceError`` for traces).
+
+    Raises:
+        ConfigError: Missing or unreadable file, or an empty one; ``decode_error`` for bytes
+            that are not UTF-8 (with the line they are on).
+    """
+    p = Path(path)
+    source = str(p)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("no such file", source=source, field=field) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=source,
+                          field=field) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise decode_error(f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+                           f"{exc.start}); save it as UTF-8", source=source, line=line) from None
+    if not text.strip():
+        raise ConfigError("file is empty" + (f"; {empty_hint}" if empty_hint else ""),
+                          source=source)
+    return text
