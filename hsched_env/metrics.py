@@ -46,7 +46,10 @@ def compute_metrics(result) -> dict:
     t_end = max([r.finish_s for r in done] or [result.end_s])
     makespan = t_end - t0 if done else math.nan
     caps = np.asarray(result.cluster.capacity_vec, dtype=float)
-    window = max(result.end_s - min(r.arrival_s for r in result.jobs), 1e-9)
+    # Utilization over the time GPU use was accounted for (to the last completion, or to the
+    # end of the last round when the run stopped with jobs still holding GPUs).
+    window = max(max(result.end_s, result.busy_until_s)
+                 - min(r.arrival_s for r in result.jobs), 1e-9)
     util = {t: float(result.busy_gpu_s_by_type[i] / (caps[i] * window))
             for i, t in enumerate(result.cluster.gpu_types)}
     util_all = float(result.busy_gpu_s_by_type.sum() / (caps.sum() * window))

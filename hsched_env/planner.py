@@ -116,11 +116,17 @@ def _sets_and_skeleton(pools, sets) -> tuple[ResourceSets, Skeleton]:
     arr = np.array(sets, dtype=np.int64)
     rs = ResourceSets(*(arr[:, k] for k in range(5)))
     rows: list[tuple[int, int, int, int, int, int, int]] = []
+    def tp_fits(n: int, gpn: int, tp: int) -> bool:
+        """Tensor groups of ``tp`` stay inside nodes: a part within one node, or whole nodes
+        (and a remainder) that are each a multiple of ``tp`` (see ``placement``)."""
+        return n % tp == 0 and (n <= gpn or (gpn % tp == 0 and (n % gpn) % tp == 0))
+
     for s, (a, b, na, nb, _) in enumerate(sets):
         gpn = pools[a].gpus_per_node if b < 0 else min(pools[a].gpus_per_node,
                                                        pools[b].gpus_per_node)
         for tp in TP_DEGREES:
-            if tp > gpn or na % tp or nb % tp:
+            if tp > gpn or not tp_fits(na, pools[a].gpus_per_node, tp) or (
+                    b >= 0 and not tp_fits(nb, pools[b].gpus_per_node, tp)):
                 continue
             if b < 0:
                 for pp in _divisors(na // tp):

@@ -129,6 +129,7 @@ class SimResult:
     lp_vars: list[int]
     active_jobs: list[int]
     busy_gpu_s_by_type: np.ndarray
+    busy_until_s: float                      # GPU time is accounted up to here
     wall_s: float
     rounds: int
     extra: dict = field(default_factory=dict)
@@ -157,6 +158,10 @@ class Simulator:
         ids = [j.job_id for j in self.jobs]
         if ids != list(range(len(ids))):
             raise ConfigError("job ids must be 0..N-1 in order", field="workload")
+        arrivals = [j.arrival_s for j in self.jobs]
+        if any(b < a for a, b in zip(arrivals, arrivals[1:])):
+            raise ConfigError("jobs must be sorted by arrival time (as load_workload returns "
+                              "them)", field="workload")
         self.policy = policy
         self.config = config
         self._tables: dict[tuple, CandidateTable] = {}
@@ -179,9 +184,10 @@ class Simulator:
         dp_only = dataclasses.replace(cfg.planner, data_parallel_only=True)
         for t in self.cluster.gpu_types:
             # The requested count, or the smallest power-of-two multiple of it on which
-            # plain data parallelism fits on this type.
+            # plain data parallelism fits on this type (in its first node pool, as plan_set).
+            pool_gpus = next(p.num_gpus for p in self.cluster.pools if p.gpu_type == t)
             n, row = job.requested_gpus, None
-            while n <= self.cluster.capacity[t]:
+            while n <= pool_gpus:
                 row = plan_set(spec, self.cluster, {t: n}, config=dp_only,
                                throughputs=cfg.throughputs)
                 if len(row):
@@ -244,6 +250,7 @@ class Simulator:
             raise ConfigError(f"measure_jobs {measure[0]}:{measure[1]} beyond the {n} jobs",
                               field="measure_jobs")
         busy = np.zeros(len(types))
+        busy_until = 0.0
         decision_s: list[float] = []
         lp_vars: list[int] = []
         active_log: list[int] = []
@@ -362,6 +369,7 @@ class Simulator:
                     if k:
                         rec.gpu_s_by_type[types[ti]] += held * k
                 busy += g * held
+                busy_until = max(busy_until, t + held)
             for j in changed_state:
                 alloc[j] = None
                 current[j] = -1
@@ -391,7 +399,7 @@ class Simulator:
         return SimResult(policy=getattr(self.policy, "name", type(self.policy).__name__),
                          cluster=cluster, config=cfg, jobs=records, end_s=end_s,
                          decision_s=decision_s, lp_vars=lp_vars, active_jobs=active_log,
-                         busy_gpu_s_by_type=busy,
+                         busy_gpu_s_by_type=busy, busy_until_s=busy_until,
                          wall_s=time.perf_counter() - t_wall, rounds=rounds,
                          extra=dict(getattr(self.policy, "summary", lambda: {})()))
 

@@ -31,6 +31,7 @@ throughput taken as equal), ``topk``, ``pop-K`` and ``lp-on-change``.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -41,6 +42,7 @@ from hsched_env.policy import Assignment, PolicyStats, SchedulerView
 from lp_baseline.solver import OBJECTIVES, AllocationProblem, solve_allocation
 
 TINY = 1e-6
+log = logging.getLogger(__name__)
 
 
 class LPPolicy:
@@ -92,6 +94,7 @@ class LPPolicy:
         self._last_t: float | None = None
         self._solves = 0
         self._fallbacks = 0
+        self._warned_pop = False
 
     def summary(self) -> dict:
         return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks}
@@ -159,6 +162,10 @@ class LPPolicy:
         parts = (self.rng.permutation(A) % self.pop if self.pop > 1
                  else np.zeros(A, dtype=np.int64))
         cap = view.capacity.astype(float)
+        if self.pop > 1 and not self._warned_pop and np.any((cap > 0) & (cap < self.pop)):
+            log.warning("%s: a GPU type has fewer GPUs than the %d POP parts; those parts get "
+                        "none of it (floor(capacity / k))", self.name, self.pop)
+            self._warned_pop = True
         self._x = {}
         part_times = []
         for p in range(self.pop):
@@ -275,8 +282,14 @@ class LPPolicy:
         order += [(int(j), k, []) for k, j in enumerate(view.job_ids) if int(j) not in listed]
         for j, k, support in order:
             table = view.candidates[k]
-            rest = [int(c) for c in np.argsort(-table.samples_per_s, kind="stable")
-                    if int(c) not in support]
+            if self.candidates == "requested":
+                pool = np.flatnonzero(table.requested)
+                # the agnostic policy does not know which type is faster
+                pool = (pool[self.rng.permutation(pool.size)] if self.agnostic
+                        else pool[np.argsort(-table.samples_per_s[pool], kind="stable")])
+            else:
+                pool = np.argsort(-table.samples_per_s, kind="stable")
+            rest = [int(c) for c in pool if int(c) not in support]
             fits = [c for c in list(support) + rest if np.all(table.gpus[c] <= free)]
             if fits:
                 out[j] = fits

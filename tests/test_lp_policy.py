@@ -60,14 +60,17 @@ def test_lp_policies_complete_and_respect_capacity(name):
     assert m["lp_vars_mean"] > 0
 
 
-def test_gavel_uses_only_requested_data_parallel_candidates():
-    rec, _ = simulate(make_policy("gavel"))
+@pytest.mark.parametrize("name", ["gavel", "agnostic-lp"])
+def test_gavel_baselines_run_only_requested_configurations(name):
+    """No strategy co-optimization may leak into Gavel's baselines, not even through the
+    work-conserving fill."""
+    rec, result = simulate(make_policy(name))
     for view, out in zip(rec.views, rec.decisions):
         index = {int(j): k for k, j in enumerate(view.job_ids)}
         for j, rows in out.items():
             table = view.candidates[index[j]]
-            if table.requested[rows[0]]:
-                assert table.tp[rows[0]] == 1 and table.pp[rows[0]] == 1
+            assert all(table.requested[r] for r in rows)
+            assert all(table.tp[r] == 1 and table.pp[r] == 1 for r in rows)
 
 
 def test_objectives_all_run():

@@ -152,3 +152,53 @@ def test_placement_best_fit_and_tensor_groups():
         {"gpu_type": "V100-16GB", "gpus_per_node": 6, "count": 2}]})
     assert NodeState(c6).place([(0, 8)], tp=4) is None
     assert NodeState(c6).place([(0, 8)], tp=2) is not None
+
+
+# ---------------------------------------------------------------- regressions (code review)
+def test_utilization_stays_below_one_when_the_run_stops_early():
+    _, result = run(TINY, "gavel:rate=30,jobs=40,seed=0,mix=llm,duration_scale=0.05", "greedy",
+                    max_time_s=3000)
+    m = result.metrics()
+    assert 0 < m["gpu_util"] <= 1
+    assert all(0 <= u <= 1 for u in m["gpu_util_by_type"].values())
+
+
+SIX = cluster_from_dict({"name": "six-gpu-nodes", "nodes": [
+    {"gpu_type": "A100-40GB", "gpus_per_node": 6, "count": 4},
+    {"gpu_type": "V100-16GB", "gpus_per_node": 6, "count": 2}]})
+
+
+def test_every_candidate_is_placeable_on_nodes_of_six():
+    from hsched_env.placement import candidate_parts
+    workload = load_workload("gavel:rate=6,jobs=60,seed=0,mix=llm,duration_scale=0.2", SIX)
+    sim = Simulator(SIX, workload, BASELINES["greedy"]())
+    for job in workload.jobs:
+        table = sim.candidates_of(job)
+        for r in range(len(table)):
+            assert NodeState(SIX).place(candidate_parts(table, r), int(table.tp[r])), \
+                (job.model, table.take([r]).to_records()[0])
+
+
+def test_lp_completes_every_job_on_nodes_of_six():
+    from lp_baseline.policy import make_policy
+    workload = load_workload("gavel:rate=6,jobs=60,seed=0,mix=llm,duration_scale=0.2", SIX)
+    result = Simulator(SIX, workload, make_policy("heterosched-lp"),
+                       SimConfig(check_invariants=True)).run()
+    assert all(r.done for r in result.jobs)
+
+
+def test_two_pools_of_one_gpu_type():
+    two = cluster_from_dict({"name": "two-t4-pools", "nodes": [
+        {"gpu_type": "T4", "gpus_per_node": 4, "count": 1},
+        {"gpu_type": "T4", "gpus_per_node": 8, "count": 2}]})
+    _, result = run(two, "gavel:rate=10,jobs=20,seed=0,duration_scale=0.05", "fifo")
+    assert all(r.done for r in result.jobs)
+
+
+def test_unsorted_arrivals_are_rejected():
+    import dataclasses
+    workload = load_workload("gavel:rate=4,jobs=3,seed=0", TINY)
+    jobs = list(workload.jobs)
+    jobs[1] = dataclasses.replace(jobs[1], arrival_s=jobs[2].arrival_s + 1000)
+    with pytest.raises(ConfigError, match="sorted by arrival"):
+        Simulator(TINY, jobs, BASELINES["fifo"]())
