@@ -65,16 +65,17 @@ def candidates_text(table: CandidateTable, limit: int | None = None) -> str:
     for i, r in enumerate(recs):
         layout = r["kind"]
         if r["dp_per_type"]:
-            layout += " dp " + "+".join(str(v) for v in r["dp_per_type"].values())
+            layout += " dp " + " + ".join(f"{v} {t}" for t, v in r["dp_per_type"].items())
         if r["pp_per_type"]:
-            layout += " pp " + "+".join(str(v) for v in r["pp_per_type"].values())
+            layout += " pp " + " + ".join(f"{v} {t}" for t, v in r["pp_per_type"].items())
         row = [str(i + 1), _gpus_text(r["gpus"]), str(r["nodes"]), layout, str(r["dp"]),
                str(r["tp"]), str(r["pp"]), str(r["microbatches"]), str(r["zero"]),
                "yes" if r["recompute"] else "no", _num(r["step_time_s"]),
                _num(r["samples_per_s"]) + ("*" if r["source"] == "measured" else "")]
         if token_model:
             row.append(_num(r["tokens_per_s_per_gpu"]))
-        row.append(" / ".join(f"{v:.1f}" for v in r["mem_gb_by_type"].values()))
+        row.append(" / ".join(f"{v:.1f}" + (f" {t}" if len(r["mem_gb_by_type"]) > 1 else "")
+                              for t, v in r["mem_gb_by_type"].items()))
         rows.append(row)
     return format_table(headers, rows)
 
@@ -136,6 +137,34 @@ def cmd_clusters(args) -> int:
     print(format_table(["preset", "GPUs", "nodes", "GPUs by type"], rows))
     print("\nGPU types: " + ", ".join(gpu_catalog()))
     return 0
+
+
+def _check_simulation_args(args, policies: list[str]) -> None:
+    """Reject bad values before any simulation runs (each names its flag)."""
+    import math
+    from hsched_env.throughput import get_throughput_source
+    from lp_baseline.policy import make_policy
+    get_throughput_source(args.throughputs)
+    for name in policies:
+        make_policy(name, objective=args.objective)
+    if args.lp_time_limit_s is not None and not (args.lp_time_limit_s > 0
+                                                 and math.isfinite(args.lp_time_limit_s)):
+        raise ConfigError(f"must be a positive number of seconds, got {args.lp_time_limit_s}",
+                          field="--lp-time-limit-s")
+    if args.max_time_s is not None and not (args.max_time_s > 0
+                                            and math.isfinite(args.max_time_s)):
+        raise ConfigError(f"must be a positive number of seconds, got {args.max_time_s}",
+                          field="--max-time-s")
+    if args.seed < 0:
+        raise ConfigError(f"must be >= 0, got {args.seed}", field="--seed")
+    jobs_out = getattr(args, "jobs_out", None)
+    if jobs_out:
+        try:
+            with open(jobs_out, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"cannot write {jobs_out}: {exc.strerror or exc}",
+                              field="--jobs-out") from None
 
 
 def _simulation_args(args):
@@ -210,6 +239,7 @@ def _write_jobs(path: str, result) -> None:
 
 
 def cmd_simulate(args) -> int:
+    _check_simulation_args(args, [args.policy])
     cluster, workload, config = _simulation_args(args)
     result = _run_policy(args.policy, cluster, workload, config, args)
     metrics = result.metrics()
@@ -226,10 +256,11 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    cluster, workload, config = _simulation_args(args)
     names = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not names:
         raise ConfigError("no policy named", field="--policies")
+    _check_simulation_args(args, names)
+    cluster, workload, config = _simulation_args(args)
     results = []
     for name in names:
         results.append(_run_policy(name, cluster, workload, config, args).metrics())

@@ -338,6 +338,7 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     # Data-parallel split: replicas on A take B_a samples, on B take B_b, with
     # dpa·B_a + dpb·B_b = samples and k_a·B_a ≈ k_b·B_b (speed-proportional); integer B_a.
     ba, bb = rep_batch.copy(), rep_batch.copy()
+    m_side_a, m_side_b = m.copy(), m.copy()          # micro-batches per side (mixed dp)
     t_split = t_homo.copy()
     ds = np.flatnonzero(dpsplit)
     if ds.size:
@@ -351,8 +352,20 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
             t = np.maximum(ka * cand, kb * np.ceil(np.maximum(S - A * cand, 1.0) / Bq)) + be
             better = t < best_t
             best_t, best_a = np.where(better, t, best_t), np.where(better, cand, best_a)
-        t_split[ds], ba[ds] = best_t, best_a
-        bb[ds] = np.ceil(np.maximum(S - A * best_a, 1.0) / Bq)
+        best_b = np.ceil(np.maximum(S - A * best_a, 1.0) / Bq)
+        # A side with fewer samples than micro-batches runs one-sample micro-batches, as many
+        # as it has samples (per-type micro-batch counts, as Metis does): price each side with
+        # its own count m_x = min(m, batch_x).
+        def side(u, g, c, batch):
+            mx = np.minimum(m[ds], batch)
+            lm, P = lmax[ds], pp[ds]
+            k = ((mx - 1) * (lm * u + g + c) + L * u + g + (P - 1) * c) / mx
+            return k * batch + ((mx - 1) * lm + L) * o, mx
+        ta, ma_ = side(u_a[ds], g_a[ds], c_a[ds], best_a)
+        tb, mb_ = side(u_b[ds], g_b[ds], c_b[ds], best_b)
+        t_split[ds] = np.maximum(ta, tb)
+        ba[ds], bb[ds] = best_a, best_b
+        m_side_a[ds], m_side_b[ds] = ma_, mb_
 
     # Pipeline split: ppa stages of A then ppb of B. Each B stage takes lb layers and the A
     # stages share the other L - ppb·lb (so the largest holds ceil((L - ppb·lb)/ppa)); lb is
@@ -408,10 +421,10 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
 
     single = pp == 1
     one = np.ones_like(m)
-    mb_a = np.ceil(np.where(dpsplit, ba, rep_batch) / m)
-    mb_b = np.ceil(np.where(dpsplit, bb, rep_batch) / m)
-    infl0 = np.minimum(pp, m)                   # 1F1B: stage i holds min(pp - i, m)
-    infl_b = np.where(ppsplit, np.minimum(ppb, m), infl0)
+    mb_a = np.ceil(np.where(dpsplit, ba, rep_batch) / m_side_a)
+    mb_b = np.ceil(np.where(dpsplit, bb, rep_batch) / m_side_b)
+    infl0 = np.minimum(pp, m_side_a)            # 1F1B: stage i holds min(pp - i, m)
+    infl_b = np.where(ppsplit, np.minimum(ppb, m), np.minimum(pp, m_side_b))
     tables_first = np.where(single & ~ppsplit, 2.0, 1.0)
 
     if ps.size:
@@ -466,9 +479,11 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     # always crosses nodes.
     p_a = (lay_a * shape.layer_params + tables_first * shape.embed_params) / tp
     p_b = (lay_b * shape.layer_params + tables_first * shape.embed_params) / tp
-    span = tp * pp * d
-    bw_a = np.where(dpsplit, inter_ab, link(pa, span))
-    bw_b = np.where(dpsplit, inter_ab, link(pb, span))
+    # In a mixed pipeline each side's groups only span that side's tp·pp_x·d GPUs.
+    span_a = np.where(ppsplit, tp * ppa_f * d, tp * pp * d)
+    span_b = np.where(ppsplit, tp * ppb_f * d, tp * pp * d)
+    bw_a = np.where(dpsplit, inter_ab, link(pa, span_a))
+    bw_b = np.where(dpsplit, inter_ab, link(pb, span_b))
     ring = np.where(d > 1, 2.0 * (d - 1) / d * shape.state_g, 0.0)
     t_dp = np.maximum(ring * p_a / bw_a, np.where(homo, 0.0, ring * p_b / bw_b))
     t_dp = t_dp + np.where(d > 1, calib.collective_latency_s * 2.0 * (d - 1), 0.0)

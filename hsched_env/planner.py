@@ -317,6 +317,14 @@ class PlannerConfig:
     prune_microbatches: bool = True
     calibration: Calibration = DEFAULT_CALIBRATION
 
+    def __post_init__(self) -> None:
+        for name in ("max_candidates", "max_gpus"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ConfigError(f"{name} must be a positive integer or None, got {value!r}",
+                                  field=name)
+
 
 def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = PlannerConfig(),
          throughputs: ThroughputSource | str | None = None) -> CandidateTable:
@@ -368,6 +376,8 @@ def plan_set(model: ModelSpec | str, cluster: Cluster, gpus: dict[str, int], *,
                           field="gpus")
     pools = cluster.pools
     parts = []
+    if len({get_gpu(name).name for name in gpus}) != len(gpus):
+        raise ConfigError(f"a GPU type is named twice in {gpus}", field="gpus")
     for name, n in gpus.items():
         t = get_gpu(name).name
         pool = next((i for i, p in enumerate(pools) if p.gpu_type == t), None)
@@ -516,12 +526,12 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     m_cap = np.minimum(rep_batch, MAX_MICROBATCHES)
     set_a = rs.pool_a[sk.set_id[idx]]
     set_b = np.where(rs.pool_b[sk.set_id[idx]] < 0, set_a, rs.pool_b[sk.set_id[idx]])
+    u_a = layer_time_per_sample(shape, calib, hw, set_a, sk.tp[idx], False)
+    u_b = layer_time_per_sample(shape, calib, hw, set_b, sk.tp[idx], False)
+    samples = np.where(per_replica, B * dp_tot[idx], B)
     m_star = best_microbatch_count(
-        shape, calib, kind=sk.kind[idx],
-        u_a=layer_time_per_sample(shape, calib, hw, set_a, sk.tp[idx], False),
-        u_b=layer_time_per_sample(shape, calib, hw, set_b, sk.tp[idx], False),
-        pp=pp_tot[idx], ppa=sk.ppa[idx], ppb=sk.ppb[idx], dpa=sk.dpa[idx], dpb=sk.dpb[idx],
-        rep_batch=rep_batch, samples=np.where(per_replica, B * dp_tot[idx], B))
+        shape, calib, kind=sk.kind[idx], u_a=u_a, u_b=u_b, pp=pp_tot[idx], ppa=sk.ppa[idx],
+        ppb=sk.ppb[idx], dpa=sk.dpa[idx], dpb=sk.dpb[idx], rep_batch=rep_batch, samples=samples)
     pipe = pp_tot[idx] > 1
     # m* is exact for one GPU type; mixed layouts round batches and layers, so a wider window.
     width = np.where(sk.kind[idx] == KIND_HOMO, 2.0, 3.0)

@@ -191,3 +191,22 @@ def test_simulate_errors(tmp_path):
                  "--policy", "fifo", "--skip-invalid", "--json")
     assert out.returncode == 0 and "skipped 1" in out.stderr
     assert json.loads(out.stdout)["jobs_total"] == 1
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--lp-time-limit-s", "0"], "--lp-time-limit-s"),
+    (["--seed", "-1"], "--seed"),
+    (["--max-time-s", "-1"], "--max-time-s"),
+    (["--throughputs", "nonsense"], "throughput source"),
+    (["--jobs-out", "/nonexistent-dir/x.csv"], "--jobs-out"),
+])
+def test_bad_simulation_flags_fail_before_simulating(capsys, extra, needle):
+    code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
+                         "gavel:rate=4,jobs=3", *extra)
+    assert code == 2 and needle in err and out == ""
+
+
+def test_compare_checks_every_policy_name_first(capsys):
+    code, out, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
+                         "gavel:rate=4,jobs=3", "--policies", "fifo,nope")
+    assert code == 2 and "unknown policy 'nope'" in err and out == ""
