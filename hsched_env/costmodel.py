@@ -451,9 +451,13 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
     no = np.zeros(d.shape, dtype=bool)
     # Part A: first stage (embedding, most in-flight micro-batches); for one-type replicas
     # also the last stage (output layer and logits, one micro-batch in flight).
-    first_a = stage_mem(lay_a, tables_first, mb_a, infl0, single & ~ppsplit)
-    last_a = stage_mem(lay_a, one, mb_a, one, ~ppsplit)
-    mem_a = np.where(ppsplit[:, None], first_a, np.maximum(first_a, last_a))
+    mem_a = stage_mem(lay_a, tables_first, mb_a, infl0, single & ~ppsplit)
+    # The last stage differs from the first only in one-type pipelines (pp > 1): a single
+    # stage is both, and a mixed pipeline's last stage is on part B.
+    deep = np.flatnonzero(~single & ~ppsplit)
+    if deep.size:
+        mem_a[deep] = np.maximum(mem_a[deep],
+                                 stage_mem(lay_a, one, mb_a, one, ~ppsplit, deep))
     # Part B: like A for dp-split replicas; for a mixed pipeline, its first stage (index ppa,
     # min(ppb, m) in flight, no table) and the pipeline's last stage.
     mem_b = mem_a.copy()                     # a one-type replica: part B is part A
