@@ -483,7 +483,7 @@ class _Rows:
             raise self.error(field, "empty value")
         return text
 
-    def number(self, text: str, field: str, *, positive: bool = False) -> float:
+    def _finite(self, text: str, field: str) -> tuple[str, float]:
         text = self._value(text, field)
         try:
             value = float(text)
@@ -491,6 +491,10 @@ class _Rows:
             raise self.error(field, f"not a number: {text!r}") from None
         if not math.isfinite(value):
             raise self.error(field, f"must be finite, got {text!r}")
+        return text, value
+
+    def number(self, text: str, field: str, *, positive: bool = False) -> float:
+        text, value = self._finite(text, field)
         if positive and value <= 0:
             raise self.error(field, f"must be > 0, got {text!r}")
         if value < 0:
@@ -498,13 +502,7 @@ class _Rows:
         return value
 
     def integer(self, text: str, field: str, *, lo: int = 1) -> int:
-        text = self._value(text, field)
-        try:
-            value = float(text)
-        except ValueError:
-            raise self.error(field, f"not a number: {text!r}") from None
-        if not math.isfinite(value):
-            raise self.error(field, f"must be finite, got {text!r}")
+        text, value = self._finite(text, field)
         if not value.is_integer():
             raise self.error(field, f"must be a whole number, got {text!r}")
         if value < lo:
