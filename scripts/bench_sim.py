@@ -20,7 +20,6 @@ import time
 import numpy as np
 
 from hsched_env.cluster import get_cluster
-from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.workloads import load_workload
 from lp_baseline.policy import make_policy

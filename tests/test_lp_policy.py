@@ -91,7 +91,6 @@ def test_heuristics_shrink_the_lp():
 def test_pop_partitions_the_jobs():
     policy = LPPolicy("pop-4", pop=4)
     rec, result = simulate(policy)
-    stats = [r for r in rec.decisions]
     assert result.metrics()["jobs_completed"] == 40
     assert policy.last_stats.extra["pop_parallel_s"] <= policy.last_stats.extra["decide_s"]
 
