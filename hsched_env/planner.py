@@ -415,7 +415,6 @@ class _Priced:
     set_id: np.ndarray
     m: np.ndarray
     rc: np.ndarray
-    zero: np.ndarray        # 2 (standing for 0-2, same time) or 3; 0 for measured rows
     step: np.ndarray
     thr: np.ndarray
     measured: np.ndarray
@@ -595,12 +594,11 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
                                 "mem_b", "layers_a", "layers_b", "batch_a", "batch_b")}
     set_id = sk.set_id[rows]
 
-    # ---- ZeRO: stages 0-2 cost the same time (refined to the smallest that fits for the rows
-    # kept, see _Priced.refine); stage 3 only where ZeRO-2 does not fit
+    # ---- ZeRO: stages 0-2 cost the same time (the smallest that fits is settled for the rows
+    # kept, see _Priced.refine); stage 3, slower, only where ZeRO-2 does not fit
     fits = cat["fits"]
-    zero = np.where(fits[:, 0], 2, 3)
     feasible = fits.any(axis=1)
-    step = cost["step_time_s"] + np.where(zero == 3, cost["zero3_extra_s"], 0.0)
+    step = cost["step_time_s"] + np.where(fits[:, 0], 0.0, cost["zero3_extra_s"])
     thr = cost["samples_per_iter"] / step
     measured = np.zeros(thr.shape, dtype=bool)
 
@@ -615,7 +613,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
             continue
         measured[i], feasible[i] = True, value > 0
         if value > 0:
-            zero[i], thr[i] = 0, value
+            thr[i] = value
             step[i] = cost["samples_per_iter"][i] / value
     if measured.any():
         # A measured set is represented by its measurement only.
@@ -627,8 +625,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         return ph["mem_a"], ph["mem_b"], hw.mem_bytes[pa[sel]], hw.mem_bytes[pb[sel]]
 
     one_type = rs.pool_b[set_id] < 0
-    return _Priced(rows, set_id, m, rc, zero, step, thr, measured, feasible, cost, one_type,
-                   memory)
+    return _Priced(rows, set_id, m, rc, step, thr, measured, feasible, cost, one_type, memory)
 
 
 def _gpu_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.ndarray:

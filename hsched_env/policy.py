@@ -47,6 +47,7 @@ class SchedulerView:
             data parallelism); ``remaining / reference`` is its remaining time as submitted.
         current: (A,) candidate row it ran with last round, -1 if it did not run.
         candidates: Per active job, its ``CandidateTable`` (fastest first).
+        models: Per active job, its model name (with the batch, e.g. ``resnet50@bs16``).
         arrived, completed: ids of the jobs that arrived / completed since the last decision.
     """
 
