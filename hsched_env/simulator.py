@@ -10,6 +10,8 @@ done and frees its GPUs; arrivals wait for the next decision. Same inputs and se
 ```python
 from hsched_env.simulator import Simulator, SimConfig
 result = Simulator(cluster, workload, policy, SimConfig(round_s=300)).run()
+# or step by step (what the Gymnasium environments do):
+#   sim.reset(); view = sim.next_view(); sim.place(j, row) ...; sim.advance(); sim.result()
 result.metrics()        # avg / p50 / p99 JCT, makespan, utilization, fairness, decision time
 ```
 """
@@ -29,7 +31,7 @@ from hsched_env.cluster import Cluster
 from hsched_env.errors import ConfigError
 from hsched_env.placement import Allocation, NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_set
-from hsched_env.policy import Policy, SchedulerView
+from hsched_env.policy import Assignment, Policy, SchedulerView
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +167,7 @@ class Simulator:
         self.policy = policy
         self.config = config
         self._tables: dict[tuple, CandidateTable] = {}
+        self._s: _RunState | None = None
 
     # ------------------------------------------------------------------ candidates
     def candidates_of(self, job) -> CandidateTable:
@@ -212,196 +215,327 @@ class Simulator:
         self._tables[key] = table
         return table
 
-    # ------------------------------------------------------------------ main loop
-    def run(self) -> SimResult:
-        cfg, cluster = self.config, self.cluster
-        jobs = self.jobs
+    # ------------------------------------------------------------------ engine
+    # ``run`` drives the steps below with ``self.policy``; the Gymnasium environments drive
+    # them one placement at a time. Per-run state lives in ``self._s`` (``_RunState``), so a
+    # simulation can be copied mid-round (``copy.deepcopy(sim._s)``) and continued.
+    def reset(self) -> None:
+        """Start a new run: no job has arrived, the clock is at the first arrival's round."""
+        cfg, jobs = self.config, self.jobs
         n = len(jobs)
-        R = cfg.round_s
-        types = cluster.gpu_types
-        t_wall = time.perf_counter()
-        self.policy.reset(cluster, cfg.seed)
-        nodes = NodeState(cluster)
-
-        arrival = np.array([j.arrival_s for j in jobs], dtype=float)
-        work = np.array([j.work_samples for j in jobs], dtype=float)
-        remaining = work.copy()
-        ref_thr = np.array([j.work_samples / j.duration_s for j in jobs], dtype=float)
-        requested = np.array([j.requested_gpus for j in jobs], dtype=np.int64)
-        state = np.full(n, QUEUED)
-        attained = np.zeros(n)
-        current = np.full(n, -1, dtype=np.int64)
-        alloc: list[Allocation | None] = [None] * n
-        tables = [self.candidates_of(j) for j in jobs]
-        records = [JobRecord(j.job_id, j.name, j.spec.name, j.arrival_s, j.work_samples,
-                             j.duration_s, j.requested_gpus,
-                             gpu_s_by_type={t: 0.0 for t in types}) for j in jobs]
-        used_labels: list[set] = [set() for _ in range(n)]
-        for i, tab in enumerate(tables):
-            if len(tab) == 0:
-                state[i] = UNRUNNABLE
-                log.warning("job %d (%s) has no candidate on %s: it can never run and is "
-                            "reported unfinished", i, jobs[i].model, cluster.name)
-        stalled = 0
-        prev_remaining = remaining.copy()
-
         measure = cfg.measure_jobs
         if measure is not None and measure[1] > n:
             raise ConfigError(f"measure_jobs {measure[0]}:{measure[1]} beyond the {n} jobs",
                               field="measure_jobs")
-        busy = np.zeros(len(types))
-        busy_until = 0.0
-        decision_s: list[float] = []
-        lp_vars: list[int] = []
-        active_log: list[int] = []
-        arrived_since: list[int] = []
-        completed_since: list[int] = []
-        next_arrival = 0                       # index into jobs (sorted by arrival)
-        t = math.floor(arrival.min() / R) * R  # round boundaries are multiples of R
-        rounds = 0
-        bar = _progress(n, cfg.progress)
+        types = self.cluster.gpu_types
+        s = _RunState()
+        s.wall0 = time.perf_counter()
+        s.nodes = NodeState(self.cluster)
+        s.arrival = np.array([j.arrival_s for j in jobs], dtype=float)
+        s.work = np.array([j.work_samples for j in jobs], dtype=float)
+        s.remaining = s.work.copy()
+        s.ref_thr = np.array([j.work_samples / j.duration_s for j in jobs], dtype=float)
+        s.requested = np.array([j.requested_gpus for j in jobs], dtype=np.int64)
+        s.state = np.full(n, QUEUED)
+        s.attained = np.zeros(n)
+        s.finish = np.full(n, np.inf)
+        s.current = np.full(n, -1, dtype=np.int64)
+        s.alloc = [None] * n
+        s.tables = [self.candidates_of(j) for j in jobs]
+        s.records = [JobRecord(j.job_id, j.name, j.spec.name, j.arrival_s, j.work_samples,
+                               j.duration_s, j.requested_gpus,
+                               gpu_s_by_type={t: 0.0 for t in types}) for j in jobs]
+        s.used_labels = [set() for _ in range(n)]
+        for i, tab in enumerate(s.tables):
+            if len(tab) == 0:
+                s.state[i] = UNRUNNABLE
+                log.warning("job %d (%s) has no candidate on %s: it can never run and is "
+                            "reported unfinished", i, jobs[i].model, self.cluster.name)
+        s.prev_remaining = s.remaining.copy()
+        s.busy = np.zeros(len(types))
+        s.t = math.floor(s.arrival.min() / self.config.round_s) * self.config.round_s
+        s.bar = _progress(n, cfg.progress)
+        self._s = s
 
+    @property
+    def time_s(self) -> float:
+        """Simulated time (the start of the round being decided, between rounds its end)."""
+        return self._s.t
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run has ended (``end_reason`` says why)."""
+        return self._s.end_reason is not None
+
+    @property
+    def end_reason(self) -> str | None:
+        """``"completed"`` (every job, or the measured ones, done), ``"time_limit"``
+        (``max_time_s``), ``"stalled"`` (waiting jobs nobody runs, no arrivals left) or
+        ``None`` while running."""
+        return self._s.end_reason
+
+    def _end(self, reason: str) -> None:
+        s = self._s
+        s.end_reason = reason
+        if s.bar is not None:
+            s.bar.close()
+            s.bar = None
+
+    def next_view(self) -> SchedulerView | None:
+        """Advance to the next decision point and open its round: the view of the active
+        jobs, or ``None`` when the run has ended. Place jobs with ``place`` /
+        ``place_decision``, then ``advance``."""
+        s, cfg, R = self._s, self.config, self.config.round_s
+        if s.end_reason is not None:
+            return None
+        if s.in_round:
+            raise RuntimeError("next_view() called twice without advance()")
+        n = len(self.jobs)
+        arrival, state = s.arrival, s.state
         while True:
-            while next_arrival < n and arrival[next_arrival] <= t:
-                arrived_since.append(next_arrival)
-                next_arrival += 1
-            active = np.flatnonzero((state <= RUNNING) & (arrival <= t))
+            while s.next_arrival < n and arrival[s.next_arrival] <= s.t:
+                s.arrived_since.append(s.next_arrival)
+                s.next_arrival += 1
+            measure = cfg.measure_jobs
             if measure is not None and np.all(state[measure[0]:measure[1]] >= DONE):
+                self._end("completed")
+                return None
+            active = np.flatnonzero((state <= RUNNING) & (arrival <= s.t))
+            if active.size:
                 break
-            if active.size == 0:
-                if next_arrival >= n:
-                    break
-                t = math.floor(arrival[next_arrival] / R) * R
-                if arrival[next_arrival] > t:
-                    t += R
-                continue
-            if cfg.max_time_s is not None and t >= cfg.max_time_s:
-                break
+            if s.next_arrival >= n:
+                self._end("completed")          # what is left can never run
+                return None
+            s.t = math.floor(arrival[s.next_arrival] / R) * R
+            if arrival[s.next_arrival] > s.t:
+                s.t += R
+        if cfg.max_time_s is not None and s.t >= cfg.max_time_s:
+            self._end("time_limit")
+            return None
+        tables = s.tables
+        view = SchedulerView(
+            time_s=s.t, round_index=s.rounds, round_s=R, cluster=self.cluster,
+            capacity=np.asarray(self.cluster.capacity_vec, dtype=np.int64).copy(),
+            job_ids=active.copy(), arrival_s=arrival[active], work_samples=s.work[active],
+            remaining_samples=s.remaining[active], attained_s=s.attained[active],
+            requested_gpus=s.requested[active], reference_samples_per_s=s.ref_thr[active],
+            current=s.current[active], candidates=tuple(tables[i] for i in active),
+            models=tuple(s.records[i].model for i in active),
+            arrived=tuple(s.arrived_since), completed=tuple(s.completed_since))
+        s.arrived_since, s.completed_since = [], []
+        s.active = active
+        s.active_log.append(int(active.size))
+        s.nodes.reset()
+        s.new_alloc = {}
+        s.in_round = True
+        return view
 
-            view = SchedulerView(
-                time_s=t, round_index=rounds, round_s=R, cluster=cluster,
-                capacity=np.asarray(cluster.capacity_vec, dtype=np.int64).copy(),
-                job_ids=active.copy(), arrival_s=arrival[active], work_samples=work[active],
-                remaining_samples=remaining[active], attained_s=attained[active],
-                requested_gpus=requested[active], reference_samples_per_s=ref_thr[active],
-                current=current[active], candidates=tuple(tables[i] for i in active),
-                models=tuple(records[i].model for i in active),
-                arrived=tuple(arrived_since), completed=tuple(completed_since))
-            arrived_since, completed_since = [], []
+    def record_decision(self, seconds: float, lp_vars: int = 0) -> None:
+        """Log the decision time (and LP size) of the open round."""
+        self._s.decision_s.append(float(seconds))
+        self._s.lp_vars.append(int(lp_vars))
+
+    def can_keep(self, j: int, r: int) -> bool:
+        """Whether running row ``r`` keeps job ``j`` on the nodes it holds (no restart)."""
+        s = self._s
+        return r == s.current[j] and s.alloc[j] is not None
+
+    def place(self, j: int, r: int) -> bool:
+        """Run job ``j`` with candidate row ``r`` this round, if it fits on the free nodes: on
+        its current nodes when ``r`` is its current candidate and they are free (no restart),
+        else on nodes picked by ``NodeState.place``. Returns whether it was placed."""
+        s = self._s
+        if j in s.new_alloc:
+            return False
+        if self.can_keep(j, r) and s.nodes.keep(s.alloc[j]):
+            s.new_alloc[j] = (r, s.alloc[j])
+            return True
+        table = s.tables[j]
+        got = s.nodes.place(candidate_parts(table, r), int(table.tp[r]))
+        if got is None:
+            return False
+        s.new_alloc[j] = (r, got)
+        return True
+
+    def place_decision(self, decision: Assignment, who: str = "policy") -> list[tuple[int, int]]:
+        """Place a policy's decision the simulator's way: jobs keeping their candidate first
+        (same candidate ⇒ same nodes), then the rest by GPUs (largest first, then job id),
+        each trying its rows in order. Returns the placements made, in order."""
+        s = self._s
+        n, t = len(self.jobs), s.t
+        prefs: dict[int, list[int]] = {}
+        for j, choice in decision.items():
+            j = int(j)
+            if j < 0 or j >= n or s.state[j] >= DONE or s.arrival[j] > t:
+                raise ConfigError(f"{who} assigned job {j}, which is not active at t={t:.0f}",
+                                  field="decision")
+            rows = [int(choice)] if np.ndim(choice) == 0 else [int(c) for c in choice]
+            for r in rows:
+                if not 0 <= r < len(s.tables[j]):
+                    raise ConfigError(f"{who} chose row {r} for job {j}, which has "
+                                      f"{len(s.tables[j])} candidates", field="decision")
+            if rows:
+                prefs[j] = rows
+        placed = []
+        for j, rows in prefs.items():
+            if self.can_keep(j, rows[0]) and self.place(j, rows[0]):
+                placed.append((j, rows[0]))
+        order = sorted((j for j in prefs if j not in s.new_alloc),
+                       key=lambda j: (-int(s.tables[j].gpus[prefs[j][0]].sum()), j))
+        for j in order:
+            for r in prefs[j]:
+                if self.place(j, r):
+                    placed.append((j, r))
+                    break
+        return placed
+
+    def job_time_s(self) -> float:
+        """Σ over jobs of their time in the system (arrival to finish) up to ``time_s``: at
+        the end of a completed run, Σ JCT."""
+        s = self._s
+        t = s.t
+        arrived = s.arrival <= t
+        return float(np.sum(np.minimum(s.finish[arrived], t) - s.arrival[arrived]))
+
+    def advance(self) -> None:
+        """Run the open round with the placements made: restarts, progress, exact completions
+        inside the round; then the clock moves to the round's end."""
+        s, cfg, R = self._s, self.config, self.config.round_s
+        if not s.in_round:
+            raise RuntimeError("advance() called without an open round (next_view())")
+        types = self.cluster.gpu_types
+        t, active, new_alloc = s.t, s.active, s.new_alloc
+        remaining, records, current, alloc = s.remaining, s.records, s.current, s.alloc
+        end = t + R
+        changed_state = []
+        for j in active:
+            records[j].contention_sum += active.size
+            records[j].rounds_active += 1
+        for j in active:
+            if j not in new_alloc:
+                current[j], alloc[j] = -1, None
+                continue
+            r, a = new_alloc[j]
+            rec = records[j]
+            restart = cfg.restart_s if (current[j] != r or alloc[j] != a) and \
+                not math.isnan(rec.first_start_s) else 0.0
+            if restart:
+                rec.restarts += 1
+            if math.isnan(rec.first_start_s):
+                rec.first_start_s = t
+            current[j], alloc[j] = r, a
+            tab = s.tables[j]
+            label = _label(tab, r)
+            if label not in s.used_labels[j]:
+                s.used_labels[j].add(label)
+                rec.candidates_used.append(label)
+            thr = float(tab.samples_per_s[r])
+            finish = t + restart + remaining[j] / thr
+            if finish <= end:
+                held = finish - t
+                rec.samples_done += remaining[j]
+                remaining[j] = 0.0
+                s.state[j] = DONE
+                rec.finish_s = finish
+                s.finish[j] = finish
+                changed_state.append(j)
+            else:
+                held = R
+                rec.samples_done += thr * (R - restart)
+                remaining[j] = max(remaining[j] - thr * (R - restart), 0.0)
+                s.state[j] = RUNNING
+            s.attained[j] += held
+            rec.run_s += held
+            g = tab.gpus[r]
+            for ti, k in enumerate(g):
+                if k:
+                    rec.gpu_s_by_type[types[ti]] += held * k
+            s.busy += g * held
+            s.busy_until = max(s.busy_until, t + held)
+        for j in changed_state:
+            alloc[j] = None
+            current[j] = -1
+            s.completed_since.append(int(j))
+        if s.bar is not None and changed_state:
+            s.bar.update(len(changed_state))
+        if cfg.check_invariants:
+            _check(s.nodes, self.cluster, new_alloc, s.tables, remaining, s.work)
+            if np.any(remaining > s.prev_remaining):
+                raise AssertionError("remaining work grew")
+            s.prev_remaining = remaining.copy()
+        s.in_round = False
+        s.rounds += 1
+        s.t = end
+        s.stalled = s.stalled + 1 if not new_alloc and s.next_arrival >= len(self.jobs) else 0
+        if s.stalled >= STALL_ROUNDS:
+            log.warning("no job ran for %d rounds with %d jobs waiting and no arrivals left: "
+                        "stopping at t=%.0f s (they are reported unfinished)",
+                        s.stalled, active.size, end)
+            self._end("stalled")
+
+    def result(self) -> SimResult:
+        """The outcome so far (complete once ``finished``)."""
+        s = self._s
+        end_s = max([r.finish_s for r in s.records if r.done] or [s.t])
+        return SimResult(policy=getattr(self.policy, "name", type(self.policy).__name__),
+                         cluster=self.cluster, config=self.config, jobs=s.records, end_s=end_s,
+                         decision_s=s.decision_s, lp_vars=s.lp_vars, active_jobs=s.active_log,
+                         busy_gpu_s_by_type=s.busy, busy_until_s=s.busy_until,
+                         wall_s=time.perf_counter() - s.wall0, rounds=s.rounds,
+                         extra=dict(getattr(self.policy, "summary", lambda: {})()))
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> SimResult:
+        """Simulate the whole workload under ``self.policy``."""
+        self.policy.reset(self.cluster, self.config.seed)
+        self.reset()
+        while (view := self.next_view()) is not None:
             t0 = time.perf_counter()
             decision = self.policy.decide(view)
-            decision_s.append(time.perf_counter() - t0)
-            active_log.append(int(active.size))
+            elapsed = time.perf_counter() - t0
             stats = getattr(self.policy, "last_stats", None)
-            lp_vars.append(int(getattr(stats, "lp_vars", 0) or 0) if stats is not None else 0)
+            self.record_decision(elapsed, getattr(stats, "lp_vars", 0) or 0)
+            self.place_decision(decision, who=f"policy {self.policy.name!r}")
+            self.advance()
+        return self.result()
 
-            # ---- placement: keepers first (same candidate ⇒ same nodes), then the rest
-            prefs: dict[int, list[int]] = {}
-            for j, choice in decision.items():
-                j = int(j)
-                if j < 0 or j >= n or state[j] >= DONE or arrival[j] > t:
-                    raise ConfigError(f"policy {self.policy.name!r} assigned job {j}, which is "
-                                      f"not active at t={t:.0f}", field="decision")
-                rows = [int(choice)] if np.ndim(choice) == 0 else [int(c) for c in choice]
-                for r in rows:
-                    if not 0 <= r < len(tables[j]):
-                        raise ConfigError(f"policy {self.policy.name!r} chose row {r} for job "
-                                          f"{j}, which has {len(tables[j])} candidates",
-                                          field="decision")
-                if rows:
-                    prefs[j] = rows
-            new_alloc: dict[int, tuple[int, Allocation]] = {}
-            nodes.reset()
-            for j, rows in prefs.items():
-                if rows[0] == current[j] and alloc[j] is not None and nodes.keep(alloc[j]):
-                    new_alloc[j] = (rows[0], alloc[j])
-            order = sorted((j for j in prefs if j not in new_alloc),
-                           key=lambda j: (-int(tables[j].gpus[prefs[j][0]].sum()), j))
-            for j in order:
-                for r in prefs[j]:
-                    got = nodes.place(candidate_parts(tables[j], r), int(tables[j].tp[r]))
-                    if got is not None:
-                        new_alloc[j] = (r, got)
-                        break
 
-            # ---- advance through the round
-            end = t + R
-            changed_state = []
-            for j in active:
-                records[j].contention_sum += active.size
-                records[j].rounds_active += 1
-            for j in active:
-                if j not in new_alloc:
-                    current[j], alloc[j] = -1, None
-                    continue
-                r, a = new_alloc[j]
-                rec = records[j]
-                restart = cfg.restart_s if (current[j] != r or alloc[j] != a) and \
-                    not math.isnan(rec.first_start_s) else 0.0
-                if restart:
-                    rec.restarts += 1
-                if math.isnan(rec.first_start_s):
-                    rec.first_start_s = t
-                current[j], alloc[j] = r, a
-                tab = tables[j]
-                label = _label(tab, r)
-                if label not in used_labels[j]:
-                    used_labels[j].add(label)
-                    rec.candidates_used.append(label)
-                thr = float(tab.samples_per_s[r])
-                finish = t + restart + remaining[j] / thr
-                if finish <= end:
-                    held = finish - t
-                    rec.samples_done += remaining[j]
-                    remaining[j] = 0.0
-                    state[j] = DONE
-                    rec.finish_s = finish
-                    changed_state.append(j)
-                else:
-                    held = R
-                    rec.samples_done += thr * (R - restart)
-                    remaining[j] = max(remaining[j] - thr * (R - restart), 0.0)
-                    state[j] = RUNNING
-                attained[j] += held
-                rec.run_s += held
-                g = tab.gpus[r]
-                for ti, k in enumerate(g):
-                    if k:
-                        rec.gpu_s_by_type[types[ti]] += held * k
-                busy += g * held
-                busy_until = max(busy_until, t + held)
-            for j in changed_state:
-                alloc[j] = None
-                current[j] = -1
-                completed_since.append(int(j))
-            if bar is not None and changed_state:
-                bar.update(len(changed_state))
-            stalled = stalled + 1 if not new_alloc and next_arrival >= n else 0
-            if stalled >= STALL_ROUNDS:
-                log.warning("no job ran for %d rounds with %d jobs waiting and no arrivals left: "
-                            "stopping at t=%.0f s (they are reported unfinished)",
-                            stalled, active.size, end)
-                rounds += 1
-                t = end
-                break
-            if cfg.check_invariants:
-                _check(nodes, cluster, new_alloc, tables, remaining, work)
-                if np.any(remaining > prev_remaining):
-                    raise AssertionError("remaining work grew")
-                prev_remaining = remaining.copy()
-            rounds += 1
-            t = end
-        if bar is not None:
-            bar.close()
+@dataclass
+class _RunState:
+    """Mutable state of one run (arrays indexed by job id)."""
 
-        end_s = max([r.finish_s for r in records if r.done] or [t])
-
-        return SimResult(policy=getattr(self.policy, "name", type(self.policy).__name__),
-                         cluster=cluster, config=cfg, jobs=records, end_s=end_s,
-                         decision_s=decision_s, lp_vars=lp_vars, active_jobs=active_log,
-                         busy_gpu_s_by_type=busy, busy_until_s=busy_until,
-                         wall_s=time.perf_counter() - t_wall, rounds=rounds,
-                         extra=dict(getattr(self.policy, "summary", lambda: {})()))
+    wall0: float = 0.0
+    nodes: NodeState | None = None
+    arrival: np.ndarray = None
+    work: np.ndarray = None
+    remaining: np.ndarray = None
+    ref_thr: np.ndarray = None
+    requested: np.ndarray = None
+    state: np.ndarray = None
+    attained: np.ndarray = None
+    finish: np.ndarray = None                 # finish time, inf until done
+    current: np.ndarray = None                # candidate row run last round, -1 if none
+    alloc: list = None                        # its nodes ((node, gpus), ...) or None
+    tables: list = None
+    records: list = None
+    used_labels: list = None
+    prev_remaining: np.ndarray = None
+    busy: np.ndarray = None
+    busy_until: float = 0.0
+    decision_s: list = field(default_factory=list)
+    lp_vars: list = field(default_factory=list)
+    active_log: list = field(default_factory=list)
+    arrived_since: list = field(default_factory=list)
+    completed_since: list = field(default_factory=list)
+    next_arrival: int = 0
+    t: float = 0.0
+    rounds: int = 0
+    stalled: int = 0
+    active: np.ndarray = None
+    new_alloc: dict = field(default_factory=dict)
+    in_round: bool = False
+    end_reason: str | None = None
+    bar: object = None
 
 
 def _label(table: CandidateTable, r: int) -> str:
