@@ -43,7 +43,11 @@ class NodeState:
     def _part(self, pool: int, n: int, tp: int, taken: dict[int, int]) -> list[tuple[int, int]] | None:
         nodes = self._pool_nodes[pool]
         gpn = self._gpn[pool]
-        free = self.free[nodes] - np.array([taken.get(int(v), 0) for v in nodes])
+        free = self.free[nodes]
+        if taken:
+            free = free - np.array([taken.get(int(v), 0) for v in nodes])
+        else:
+            free = free.copy()
         if n < gpn or n % gpn:
             whole, rest = divmod(n, gpn) if n >= gpn else (0, n)
         else:
@@ -98,6 +102,72 @@ class NodeState:
             self.free[v] += k
         if np.any(self.free > self.capacity):
             raise AssertionError("released more GPUs than a node has")
+
+
+class FitIndex:
+    """Vectorized "would ``NodeState.place`` succeed?" for many candidates at once.
+
+    ``NodeState._part`` puts a part of ``n`` GPUs of a pool with ``g`` GPUs per node on
+    ``whole = n // g`` completely free nodes plus, for ``rest = n % g`` GPUs, one more node with
+    at least ``rest`` free. So a part fits iff the pool has ``≥ whole`` free nodes and
+    ``≥ whole + 1`` nodes with ``≥ rest`` free GPUs (every free node counts for both), and its
+    tensor-parallel groups do not straddle nodes. A candidate's parts lie in different pools,
+    so it fits iff every part does. ``fits`` evaluates this for arrays of parts from the
+    per-pool counts of a ``NodeState`` — exactly ``place``'s answer, without trying it.
+
+    Args:
+        cluster: The cluster.
+        pool_a, n_a, pool_b, n_b, tp: (M,) parts of M candidates (``pool_b = -1``: one part).
+    """
+
+    def __init__(self, cluster: Cluster, pool_a, n_a, pool_b, n_b, tp) -> None:
+        gpn = np.array([p.gpus_per_node for p in cluster.pools], dtype=np.int64)
+        node_pool = np.asarray(cluster.node_pool)
+        self._gpn_node = gpn[node_pool]
+        self._levels = np.arange(int(gpn.max()) + 1)
+        self._onehot = (np.arange(len(cluster.pools))[:, None] == node_pool[None, :]
+                        ).astype(np.float64)                                # (P, N)
+        tp = np.asarray(tp, dtype=np.int64)
+        L = self._levels.size
+        ok = np.ones(len(tp), dtype=bool)
+        pools, wholes, flat, need = [], [], [], []
+        for pool, n in ((np.asarray(pool_a), np.asarray(n_a)), (np.asarray(pool_b),
+                                                                 np.asarray(n_b))):
+            present = pool >= 0
+            p = np.where(present, pool, 0)
+            g = gpn[p]
+            whole, rest = np.divmod(n, g)
+            ok &= ~present | ~(((rest > 0) & (rest % tp != 0)) | ((whole > 0) & (g % tp != 0)))
+            # absent part or no remainder: both tests pass trivially (≥ 0)
+            whole = np.where(present, whole, 0)
+            has_rest = present & (rest > 0)
+            pools.append(p)
+            wholes.append(whole)
+            flat.append(np.where(has_rest, p * L + rest, 0))
+            need.append(np.where(has_rest, whole + 1, 0))
+        self.static_ok = ok
+        self._pool = np.concatenate(pools)      # (2M,): part A of every candidate, then B
+        self._whole = np.concatenate(wholes)
+        self._flat = np.concatenate(flat)
+        self._need = np.concatenate(need)
+
+    def take(self, idx: np.ndarray) -> "FitIndex":
+        """The index restricted to candidates ``idx`` (in that order)."""
+        out = object.__new__(FitIndex)
+        out._gpn_node, out._levels, out._onehot = self._gpn_node, self._levels, self._onehot
+        out.static_ok = self.static_ok[idx]
+        both = np.concatenate([idx, idx + self.static_ok.size])
+        out._pool, out._whole = self._pool[both], self._whole[both]
+        out._flat, out._need = self._flat[both], self._need[both]
+        return out
+
+    def fits(self, free: np.ndarray) -> np.ndarray:
+        """(M,) bool: which candidates ``NodeState.place`` could place with ``free`` GPUs per
+        node (``NodeState.free``)."""
+        count = self._onehot @ (free[:, None] >= self._levels[None, :]).astype(np.float64)
+        full = self._onehot @ (free == self._gpn_node).astype(np.float64)  # (P,), (P, L)
+        part_ok = (full[self._pool] >= self._whole) & (count.ravel()[self._flat] >= self._need)
+        return self.static_ok & part_ok.reshape(2, -1).all(axis=0)
 
 
 def candidate_parts(table, row: int) -> list[tuple[int, int]]:

@@ -168,6 +168,7 @@ class Simulator:
         self.config = config
         self._tables: dict[tuple, CandidateTable] = {}
         self._s: _RunState | None = None
+        self._labels: dict[tuple[int, int], str] = {}     # (id(table), row) -> label
 
     # ------------------------------------------------------------------ candidates
     def candidates_of(self, job) -> CandidateTable:
@@ -425,7 +426,9 @@ class Simulator:
                 rec.first_start_s = t
             current[j], alloc[j] = r, a
             tab = s.tables[j]
-            label = _label(tab, r)
+            label = self._labels.get((id(tab), r))
+            if label is None:
+                label = self._labels[(id(tab), r)] = _label(tab, r)
             if label not in s.used_labels[j]:
                 s.used_labels[j].add(label)
                 rec.candidates_used.append(label)

@@ -95,15 +95,23 @@ class LPPolicy:
         self._solves = 0
         self._fallbacks = 0
         self._warned_pop = False
+        self._allowed_key = None
+
+    @property
+    def allocation(self) -> dict:
+        """The current LP allocation: ``{job id: (candidate rows, X)}`` (read-only use)."""
+        return self._x
 
     def summary(self) -> dict:
         return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks}
 
     # ------------------------------------------------------------------ candidates
-    def _rows(self, view: SchedulerView, k: int, norm: float) -> np.ndarray:
+    def _rows(self, view: SchedulerView, k: int, norm: float, allowed=None) -> np.ndarray:
         table = view.candidates[k]
         rows = (np.flatnonzero(table.requested) if self.candidates == "requested"
                 else np.arange(len(table)))
+        if allowed is not None:
+            rows = np.intersect1d(rows, np.asarray(allowed[k], dtype=np.int64))
         if self.dominance and rows.size > 1:
             rows = rows[_undominated(table.gpus[rows], table.samples_per_s[rows])]
         if self.topk is not None and rows.size > self.topk:
@@ -125,7 +133,15 @@ class LPPolicy:
         return value if value > 0 else float(view.reference_samples_per_s[k])
 
     # ------------------------------------------------------------------ decide
-    def decide(self, view: SchedulerView) -> Assignment:
+    def decide(self, view: SchedulerView, allowed=None) -> Assignment:
+        """This round's assignment.
+
+        Args:
+            view: The scheduler view.
+            allowed: Optional, per active job (aligned with ``view.job_ids``), the candidate
+                rows the LP may use (e.g. the ones a ranker kept); the rounding and the fill
+                pass use only these too. ``None``: every candidate.
+        """
         t0 = time.perf_counter()
         if self._last_t is not None:
             step = view.time_s - self._last_t
@@ -137,17 +153,20 @@ class LPPolicy:
                     rec[cur] = rec.get(cur, 0.0) + step
         self._last_t = view.time_s
         active = {int(j) for j in view.job_ids}
+        key = None if allowed is None else tuple(np.asarray(a, dtype=np.int64).tobytes()
+                                                 for a in allowed)
         changed = bool(view.arrived or view.completed) or not self._x \
-            or set(self._x) != active
+            or set(self._x) != active or key != self._allowed_key
+        self._allowed_key = key
         stats = PolicyStats()
         if self.resolve == "every-round" or changed:
-            self._solve(view, stats)
-        assignment = self._round(view)
+            self._solve(view, stats, allowed)
+        assignment = self._round(view, allowed)
         stats.extra["decide_s"] = time.perf_counter() - t0
         self.last_stats = stats
         return assignment
 
-    def _solve(self, view: SchedulerView, stats: PolicyStats) -> None:
+    def _solve(self, view: SchedulerView, stats: PolicyStats, allowed=None) -> None:
         # New allocation: move what each pair received into its deficit, restart the shares.
         for j, (rows, x) in self._x.items():
             rec = self._received.get(j, {})
@@ -156,9 +175,21 @@ class LPPolicy:
                 d[int(r)] = d.get(int(r), 0.0) + xv * self._elapsed - rec.get(int(r), 0.0)
         self._received = {}
         self._elapsed = 0.0
+        self._x = self._allocate(view, stats, allowed)
+        stats.resolved = True
+        self._solves += 1
+
+    def shares(self, view: SchedulerView, allowed=None) -> tuple[dict, PolicyStats]:
+        """Solve the LP for ``view`` without touching the rounding state: ``({job id: (rows,
+        X)}, stats)`` — X is the share of time the job should run with each of those
+        candidate rows; ``stats.extra["objective"]`` is the LP's primary objective."""
+        stats = PolicyStats()
+        return self._allocate(view, stats, allowed), stats
+
+    def _allocate(self, view: SchedulerView, stats: PolicyStats, allowed=None) -> dict:
         A = view.num_active
         norms = np.array([self._norm(view, k) for k in range(A)])
-        rows = [self._rows(view, k, norms[k]) for k in range(A)]
+        rows = [self._rows(view, k, norms[k], allowed) for k in range(A)]
         parts = (self.rng.permutation(A) % self.pop if self.pop > 1
                  else np.zeros(A, dtype=np.int64))
         cap = view.capacity.astype(float)
@@ -166,7 +197,7 @@ class LPPolicy:
             log.warning("%s: a GPU type has fewer GPUs than the %d POP parts; those parts get "
                         "none of it (floor(capacity / k))", self.name, self.pop)
             self._warned_pop = True
-        self._x = {}
+        out = {}
         part_times = []
         for p in range(self.pop):
             members = np.flatnonzero(parts == p)
@@ -177,10 +208,9 @@ class LPPolicy:
                                  np.floor(cap / self.pop) if self.pop > 1 else cap, stats)
             part_times.append(time.perf_counter() - t1)
             for k, xr in zip(members, x):
-                self._x[int(view.job_ids[k])] = (rows[k], xr)
-        stats.resolved = True
+                out[int(view.job_ids[k])] = (rows[k], xr)
         stats.extra["pop_parallel_s"] = max(part_times) if part_times else 0.0
-        self._solves += 1
+        return out
 
     def _solve_part(self, view, members, rows, norms, cap, stats) -> list[np.ndarray]:
         tabs = view.candidates
@@ -208,6 +238,8 @@ class LPPolicy:
             ftf_denominator_s=self._ftf_denominator(view, members[idx]))
         res = solve_allocation(problem, self.objective, backend=self.backend,
                                time_limit_s=self.time_limit_s)
+        stats.extra.setdefault("objective_parts", []).append(float(res.objective))
+        stats.extra["objective"] = float(res.objective)
         stats.lp_vars += res.n_vars
         stats.lp_cons += res.n_cons
         stats.solve_s += res.solve_s
@@ -233,7 +265,7 @@ class LPPolicy:
         return total * contention
 
     # ------------------------------------------------------------------ rounding
-    def _round(self, view: SchedulerView) -> Assignment:
+    def _round(self, view: SchedulerView, allowed=None) -> Assignment:
         """Gavel-style rounding at the job level (see the module docstring)."""
         el = max(self._elapsed, 1e-9)
         jobs = []
@@ -271,10 +303,10 @@ class LPPolicy:
             out[j] = fits
             free -= gpus[fits[0]]
         if self.fill:
-            self._fill(view, jobs, out, free)
+            self._fill(view, jobs, out, free, allowed)
         return out
 
-    def _fill(self, view, jobs, out, free) -> None:
+    def _fill(self, view, jobs, out, free, allowed=None) -> None:
         """Work-conserving pass: waiting jobs, in priority order (then the rest), take a
         candidate that still fits (preferring the LP's support)."""
         order = [(j, k, rows) for _, _, _, j, k, rows in jobs if j not in out]
@@ -289,6 +321,8 @@ class LPPolicy:
                         else pool[np.argsort(-table.samples_per_s[pool], kind="stable")])
             else:
                 pool = np.argsort(-table.samples_per_s, kind="stable")
+            if allowed is not None:
+                pool = pool[np.isin(pool, np.asarray(allowed[k], dtype=np.int64))]
             rest = [int(c) for c in pool if int(c) not in support]
             fits = [c for c in list(support) + rest if np.all(table.gpus[c] <= free)]
             if fits:

@@ -1,0 +1,519 @@
+"""What both HeteroSched environments share: the scenario, the simulator engine, candidate slots
+and their features, rewards, episode records, state copies and rendering.
+
+The environments drive ``hsched_env.simulator.Simulator`` step by step (``next_view`` →
+placements → ``advance``), so an episode is the same simulation ``hsched simulate`` runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from hsched_env.cluster import Cluster, get_cluster
+from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.placement import FitIndex
+from hsched_env.planner import PlannerConfig
+from hsched_env.policy import SchedulerView
+from hsched_env.simulator import DEFAULT_MAX_CANDIDATES, SimConfig, Simulator
+
+#: Clip bound of the log-scaled features: log1p(hours) ≤ 10 covers 2.5 years.
+LOG_CAP = 10.0
+#: Names of the per-slot job/candidate features; ``gpus:<type>`` columns come after ``JOB_FEATURES``.
+JOB_FEATURES = (
+    "remaining_frac",       # remaining work ÷ total work, [0, 1]
+    "remaining_ref_h",      # log1p(remaining hours on its requested GPUs)
+    "age_h",                # log1p(hours since arrival)
+    "wait_h",               # log1p(hours since arrival not running)
+    "requested_gpus",       # log2(1 + requested GPUs) ÷ log2(1 + cluster GPUs), [0, 1]
+    "job_running",          # 1 if the job ran last round
+)
+CANDIDATE_FEATURES = (
+    "is_current",           # 1 if this is the candidate the job ran last round
+    "restart",              # 1 if running it costs a restart (started job, other candidate)
+    "gpus_total",           # GPUs ÷ cluster GPUs, [0, 1]
+    "throughput_norm",      # samples/s ÷ the job's fastest candidate, [0, 1]
+    "throughput_per_gpu",   # (samples/s per GPU) ÷ the job's best per-GPU figure, [0, 1]
+    "speedup_ref",          # log1p(samples/s ÷ the job's requested-GPU reference throughput)
+    "finish_h",             # log1p(hours to finish the remaining work on this candidate)
+    "mem_frac",             # memory per GPU ÷ memory of the smallest GPU it uses, [0, 1]
+    "tp_log",               # log2(tp) ÷ 4, clipped to [0, 1]
+    "pp_log",               # log2(pp) ÷ 5, clipped to [0, 1]
+    "lp_share",             # the LP's share X for this candidate, [0, 1] (0 without the LP)
+    "lp_assigned",          # 1 if the LP's rounded assignment runs it this round
+)
+CLUSTER_FEATURES = (
+    "capacity_frac",        # GPUs of the type ÷ cluster GPUs
+    "free_frac",            # GPUs of the type still free this round ÷ its GPUs
+    "free_nodes_frac",      # completely free nodes of the type ÷ its nodes
+    "speed_rel",            # the type's dense fp16 peak ÷ the fastest type's
+)
+GLOBAL_FEATURES = (
+    "active_jobs",          # log1p(active jobs) ÷ log1p(K)
+    "placed_frac",          # jobs placed this round ÷ active jobs
+    "visible_frac",         # candidates in the slots ÷ candidates of the round
+    "arrived",              # log1p(jobs arrived since the last round)
+    "completed",            # log1p(jobs completed since the last round)
+    "time_h",               # log1p(simulated hours since the first arrival)
+    "jobs_left_frac",       # jobs not yet completed ÷ jobs of the episode
+)
+REWARDS = ("job-time", "completions")
+
+
+def _log_hours(seconds: np.ndarray) -> np.ndarray:
+    return np.clip(np.log1p(np.maximum(seconds, 0.0) / 3600.0), 0.0, LOG_CAP)
+
+
+@dataclass
+class RoundSlots:
+    """The candidates of the open round that the observation shows, K slots (padded).
+
+    ``k`` is the index of the slot's job in ``view.job_ids``; rows index its candidate table.
+    """
+
+    view: SchedulerView
+    k: np.ndarray                 # (M,) job index in the view, M ≤ K
+    job: np.ndarray               # (M,) job id
+    row: np.ndarray               # (M,) candidate row
+    features: np.ndarray          # (K, F) float32, zero rows beyond M
+    fit: FitIndex
+    total: int                    # candidates of the round (before the K-slot cut)
+    lp_share: np.ndarray          # (M,)
+    decision: dict | None = None  # the LP's assignment of this round (when it ran)
+
+
+class _Static:
+    """Per active-job set: concatenated candidate arrays and static feature columns."""
+
+
+class HSchedEnvBase(gym.Env):
+    """Shared machinery of ``ScheduleEnv`` and ``RankEnv`` (see their docstrings)."""
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    _mode = "base"
+
+    def __init__(self, cluster: str | Cluster = "sia-64",
+                 workload: str = "gavel:rate=4,jobs=100", *, max_candidates: int = 32,
+                 job_candidates: int = DEFAULT_MAX_CANDIDATES, round_s: float = 300.0,
+                 restart_s: float = 60.0, throughputs: str | None = None,
+                 reward: str = "job-time", reward_scale: float = 3600.0,
+                 lp=None, lp_policy: str = "heterosched-lp", lp_objective: str = "max-min",
+                 max_time_s: float | None = None, render_mode: str | None = None) -> None:
+        if not (isinstance(max_candidates, (int, np.integer)) and max_candidates >= 1):
+            raise ConfigError(f"max_candidates (K slots) must be a positive integer, got "
+                              f"{max_candidates!r}", field="max_candidates")
+        if reward not in REWARDS:
+            raise UnknownNameError("reward", reward, list(REWARDS))
+        if not (reward_scale > 0 and math.isfinite(reward_scale)):
+            raise ConfigError(f"reward_scale must be a positive number, got {reward_scale!r}",
+                              field="reward_scale")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
+        self.cluster = get_cluster(cluster)
+        self.workload_spec = str(workload)
+        self.K = int(max_candidates)
+        self.reward_kind, self.reward_scale = reward, float(reward_scale)
+        self.render_mode = render_mode
+        self.sim_config = SimConfig(round_s=round_s, restart_s=restart_s,
+                                    planner=PlannerConfig(max_candidates=job_candidates),
+                                    throughputs=throughputs, max_time_s=max_time_s)
+        self.lp_policy_name, self.lp_objective = lp_policy, lp_objective
+        self._lp_given = lp
+        self._lp = None
+        self._workloads: dict[str, object] = {}
+        self._tables: dict = {}
+        self._static_cache: dict[bytes, _Static] = {}
+        self._global_round = self._global_cache = None
+        self._sim: Simulator | None = None
+        self._slots: RoundSlots | None = None
+        self._episode_seed: int | None = None
+        self._actions: list = []
+        self._job_time = 0.0
+        types = self.cluster.gpu_types
+        self.T = len(types)
+        self.feature_names = (JOB_FEATURES + tuple(f"gpus:{t}" for t in types)
+                              + CANDIDATE_FEATURES)
+        F = len(self.feature_names)
+        self.observation_space = spaces.Dict({
+            "candidates": spaces.Box(0.0, LOG_CAP, (self.K, F), np.float32),
+            "valid": spaces.Box(0.0, 1.0, (self.K,), np.float32),
+            "cluster": spaces.Box(0.0, 1.0, (self.T, len(CLUSTER_FEATURES)), np.float32),
+            "global": spaces.Box(0.0, LOG_CAP, (len(GLOBAL_FEATURES),), np.float32),
+        })
+        from hsched_env.catalog import get_gpu
+        peak = np.array([get_gpu(t).fp16_tflops for t in types])
+        nodes = np.bincount(self.cluster.node_type, minlength=self.T)
+        self._type_obs = np.zeros((self.T, len(CLUSTER_FEATURES)), dtype=np.float32)
+        self._type_obs[:, 0] = self.cluster.capacity_vec / self.cluster.num_gpus
+        self._type_obs[:, 3] = peak / peak.max()
+        self._type_onehot = (np.arange(self.T)[:, None] == self.cluster.node_type[None, :]
+                             ).astype(np.float64)                          # (T, N)
+        self._type_cap = np.maximum(self.cluster.capacity_vec, 1).astype(np.float64)
+        self._type_nodes_safe = np.maximum(nodes, 1).astype(np.float64)
+        self._t0 = 0.0
+        self._gpu_mem = np.array([_gpu_mem(t) for t in types])
+        # validate the scenario now, not at the first reset
+        self._workload(0)
+
+    # ------------------------------------------------------------------ scenario
+    @property
+    def lp(self):
+        """The LP policy (the injected one, else ``lp_baseline.policy.make_policy(lp_policy)``
+        imported on first use)."""
+        if self._lp is None:
+            if self._lp_given is not None:
+                self._lp = self._lp_given
+            else:
+                from lp_baseline.policy import make_policy
+                self._lp = make_policy(self.lp_policy_name, objective=self.lp_objective)
+        return self._lp
+
+    def _workload_spec(self, seed: int) -> str:
+        """The spec of this episode: generated workloads without an explicit ``seed=`` take
+        the episode seed; traces and seeded specs are the same every episode."""
+        spec = self.workload_spec
+        if spec.split(":", 1)[0].strip() == "gavel" and not re.search(r"(^|[:,])\s*seed\s*=",
+                                                                       spec):
+            spec = f"{spec}{',' if ':' in spec else ':'}seed={seed}"
+        return spec
+
+    def _workload(self, seed: int):
+        from hsched_env.workloads import load_workload
+        spec = self._workload_spec(seed)
+        w = self._workloads.get(spec)
+        if w is None:
+            w = load_workload(spec, self.cluster, throughputs=self.sim_config.throughputs)
+            if len(self._workloads) > 64:
+                self._workloads.clear()
+            self._workloads[spec] = w
+        return w
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        episode_seed = int(seed) if seed is not None else int(
+            self.np_random.integers(0, 2**31 - 1))
+        self._episode_seed = episode_seed
+        workload = self._workload(episode_seed)
+        self._sim = Simulator(self.cluster, workload, _NoPolicy(),
+                              SimConfig(**{**self.sim_config.__dict__, "seed": episode_seed}))
+        self._sim._tables = self._tables                 # plan each model once per env
+        self._static_cache.clear()                       # keyed by job ids of this workload
+        self._sim.reset()
+        self._t0 = float(self._sim._s.arrival.min())
+        if self._uses_lp():
+            self.lp.reset(self.cluster, episode_seed)
+        self._actions = []
+        self._job_time = 0.0
+        self._returns = 0.0
+        self._open_round()
+        return self._observation(), self._info(reset=True)
+
+    def close(self) -> None:
+        self._sim = None
+        self._slots = None
+
+    # ------------------------------------------------------------------ rounds
+    def _uses_lp(self) -> bool:
+        return True
+
+    def _open_round(self) -> None:
+        """Advance to the next decision point with candidates to show (None at the end)."""
+        view = self._sim.next_view()
+        self._slots = None if view is None else self._build_slots(view)
+
+    def _time_reward(self) -> float:
+        """Reward for the simulated time since the last call (see ``reward``)."""
+        jt = self._sim.job_time_s()
+        delta = jt - self._job_time
+        self._job_time = jt
+        if self.reward_kind == "job-time":
+            return -delta / self.reward_scale
+        return float(len(self._sim._s.completed_since))
+
+    def _round_static(self, view: SchedulerView) -> "_Static":
+        """What the slots need that only depends on which jobs are active (cached)."""
+        key = view.job_ids.tobytes()
+        st = self._static_cache.get(key)
+        if st is not None:
+            return st
+        tabs = view.candidates
+        st = _Static()
+        sizes = np.fromiter((len(t) for t in tabs), dtype=np.int64, count=len(tabs))
+        st.sizes, st.total = sizes, int(sizes.sum())
+        st.starts = np.cumsum(sizes) - sizes
+        st.k_of = np.repeat(np.arange(len(tabs)), sizes)
+        st.row_of = np.arange(st.total) - np.repeat(st.starts, sizes)
+
+        def cat(name, dtype=np.float64, shape=()):
+            return (np.concatenate([getattr(t, name) for t in tabs]) if st.total
+                    else np.zeros((0,) + shape, dtype=dtype))
+        st.thr = cat("samples_per_s")
+        st.gpus = cat("gpus", np.int64, (self.T,))
+        st.ngpu = st.gpus.sum(axis=1)
+        st.tp, st.pp = cat("tp", np.int64), cat("pp", np.int64)
+        pa, pb = cat("pool_a", np.int64), cat("pool_b", np.int64)
+        na, nb = _part_sizes(st.gpus, pa, pb, self.cluster)
+        st.fit = FitIndex(self.cluster, pa, na, pb, nb, st.tp)
+        st.per_gpu = st.thr / np.maximum(st.ngpu, 1)
+        st.score = st.per_gpu / view.reference_samples_per_s[st.k_of]
+        best = np.zeros(len(tabs))
+        best_pg = np.zeros(len(tabs))
+        np.maximum.at(best, st.k_of, st.thr)
+        np.maximum.at(best_pg, st.k_of, st.per_gpu)
+        G = self.cluster.num_gpus
+        min_mem = np.where(st.gpus > 0, self._gpu_mem[None, :], np.inf).min(axis=1) \
+            if st.total else np.zeros(0)
+        mem = cat("mem_gb_per_gpu")
+        ref = view.reference_samples_per_s[st.k_of]
+        # static feature columns, in feature order (the dynamic ones are filled per round)
+        F = len(self.feature_names)
+        cols = np.zeros((st.total, F), dtype=np.float32)
+        J, T = len(JOB_FEATURES), self.T
+        cols[:, 4] = np.log2(1 + view.requested_gpus[st.k_of]) / math.log2(1 + G)
+        cols[:, J:J + T] = st.gpus / np.maximum(self.cluster.capacity_vec, 1)
+        c = J + T
+        cols[:, c + 2] = st.ngpu / G
+        cols[:, c + 3] = st.thr / best[st.k_of]
+        cols[:, c + 4] = st.per_gpu / best_pg[st.k_of]
+        cols[:, c + 5] = np.clip(np.log1p(st.thr / ref), 0, LOG_CAP)
+        cols[:, c + 7] = np.clip(mem / min_mem, 0, 1)
+        cols[:, c + 8] = np.clip(np.log2(st.tp) / 4, 0, 1)
+        cols[:, c + 9] = np.clip(np.log2(st.pp) / 5, 0, 1)
+        st.cols = cols
+        if len(self._static_cache) > 256:
+            self._static_cache.clear()
+        self._static_cache[key] = st
+        return st
+
+    def _build_slots(self, view: SchedulerView, shares=None, decision=None,
+                     first: list | None = None) -> RoundSlots:
+        """All candidates of the round, ordered: ``first`` pairs (the LP's assignment), then
+        other candidates with an LP share, then round-robin over jobs by score (each job's
+        best candidate, then each job's second best, ...); cut to K slots."""
+        st = self._round_static(view)
+        total, k_of, row_of, starts = st.total, st.k_of, st.row_of, st.starts
+        share = np.zeros(total)
+        if shares:
+            for k, j in enumerate(view.job_ids):
+                got = shares.get(int(j))
+                if got is not None and got[0].size:
+                    share[starts[k] + got[0]] = got[1]
+        cur_row = view.current[k_of]
+        is_current = row_of == cur_row
+        # rank within the job by score (current candidate first), then round-robin
+        order_in_job = np.lexsort((-st.score, ~is_current, k_of))
+        rank = np.empty(total, dtype=np.int64)
+        rank[order_in_job] = np.arange(total) - np.repeat(starts, st.sizes)
+        tier = np.where(share > 1e-6, 1, 2)
+        prio = np.zeros(total)
+        if first:
+            pos = starts[[k for k, _ in first]] + np.array([r for _, r in first])
+            tier[pos] = 0
+            prio[pos] = -np.arange(len(first))
+        order = np.lexsort((k_of, -st.score, rank, -share, -prio, tier))[:self.K]
+        k, row = k_of[order], row_of[order]
+        M = order.size
+        feats = np.zeros((self.K, len(self.feature_names)), dtype=np.float32)
+        if M:
+            c = len(JOB_FEATURES) + self.T
+            f = st.cols[order]
+            rem = view.remaining_samples[k]
+            age = view.time_s - view.arrival_s[k]
+            running = view.current[k] >= 0
+            started = (view.attained_s[k] > 0) | running
+            cur = is_current[order]
+            f[:, 0] = rem / view.work_samples[k]
+            f[:, 1] = _log_hours(rem / view.reference_samples_per_s[k])
+            f[:, 2] = _log_hours(age)
+            f[:, 3] = _log_hours(age - view.attained_s[k])
+            f[:, 5] = running
+            f[:, c] = cur
+            f[:, c + 1] = started & ~cur
+            f[:, c + 6] = _log_hours(rem / st.thr[order])
+            f[:, c + 10] = np.clip(share[order], 0, 1)
+            f[:, c + 11] = tier[order] == 0
+            feats[:M] = np.clip(f, 0.0, LOG_CAP)
+        return RoundSlots(view=view, k=k, job=view.job_ids[k], row=row, features=feats,
+                          fit=st.fit.take(order), total=total, lp_share=share[order],
+                          decision=decision)
+
+    def _cluster_obs(self) -> np.ndarray:
+        nodes = self._sim._s.nodes
+        free = nodes.free
+        out = self._type_obs.copy()
+        out[:, 1] = (self._type_onehot @ free) / self._type_cap
+        out[:, 2] = (self._type_onehot @ (free == nodes.capacity)) / self._type_nodes_safe
+        return out
+
+    def _global_obs(self) -> np.ndarray:
+        sl = self._slots
+        if self._global_round is not sl:            # once per round, then only placed_frac
+            s = self._sim._s
+            out = np.zeros(len(GLOBAL_FEATURES), dtype=np.float32)
+            if sl is not None:
+                A = sl.view.num_active
+                out[:5] = [math.log1p(A) / math.log1p(self.K), 0.0,
+                           sl.k.size / max(sl.total, 1), math.log1p(len(sl.view.arrived)),
+                           math.log1p(len(sl.view.completed))]
+            hours = max(s.t - self._t0, 0.0) / 3600.0
+            out[5] = min(math.log1p(hours), LOG_CAP)
+            out[6] = np.count_nonzero(s.state < 2) / s.state.size
+            self._global_cache = np.clip(out, 0.0, LOG_CAP)
+            self._global_round = sl
+        out = self._global_cache.copy()
+        if sl is not None:
+            out[1] = len(self._sim._s.new_alloc) / max(sl.view.num_active, 1)
+        return out
+
+    def _valid(self) -> np.ndarray:
+        raise RuntimeError("subclasses define the validity of slots")
+
+    def _observation(self) -> dict:
+        sl = self._slots
+        if sl is None:
+            cand = np.zeros(self.observation_space["candidates"].shape, dtype=np.float32)
+        else:
+            cand = sl.features.copy()
+        return {"candidates": cand, "valid": self._valid().astype(np.float32),
+                "cluster": self._cluster_obs(), "global": self._global_obs()}
+
+    def _info(self, reset: bool = False) -> dict:
+        s = self._sim._s
+        info = {"time_s": float(s.t), "round": int(s.rounds),
+                "active_jobs": 0 if self._slots is None else int(self._slots.view.num_active),
+                "candidates_total": 0 if self._slots is None else int(self._slots.total),
+                "episode_seed": int(self._episode_seed)}
+        if self._sim.finished:
+            info["end_reason"] = self._sim.end_reason
+            info["metrics"] = self.metrics()
+        return info
+
+    def _done_flags(self) -> tuple[bool, bool]:
+        if not self._sim.finished:
+            return False, False
+        return self._sim.end_reason == "completed", self._sim.end_reason != "completed"
+
+    # ------------------------------------------------------------------ public helpers
+    def metrics(self) -> dict:
+        """The simulation's metrics so far (``hsched simulate``'s keys), with the policy name
+        ``env:<mode>``."""
+        res = self._sim.result()
+        res.policy = f"env:{self._mode}"
+        m = res.metrics()
+        if self._uses_lp() and self._lp is not None:
+            m.update(getattr(self._lp, "summary", lambda: {})())
+        return m
+
+    @property
+    def simulator(self) -> Simulator:
+        """The simulator engine of the current episode (read it, do not drive it)."""
+        return self._sim
+
+    def episode_record(self) -> dict:
+        """What replays this episode: environment id, arguments, episode seed and actions
+        (JSON-ready). ``hsched_env.envs.replay(record)`` re-runs it."""
+        acts = [a.tolist() if isinstance(a, np.ndarray) else int(a) for a in self._actions]
+        return {"env_id": self.spec.id if self.spec is not None else None,
+                "class": type(self).__name__, "kwargs": self._kwargs_record(),
+                "seed": self._episode_seed, "actions": acts}
+
+    def _kwargs_record(self) -> dict:
+        cfg = self.sim_config
+        return {"cluster": self.cluster.name if self.cluster.name in _presets() else
+                self.cluster.to_dict(), "workload": self.workload_spec,
+                "max_candidates": self.K, "job_candidates": cfg.planner.max_candidates,
+                "round_s": cfg.round_s, "restart_s": cfg.restart_s,
+                "throughputs": cfg.throughputs, "reward": self.reward_kind,
+                "reward_scale": self.reward_scale, "lp_policy": self.lp_policy_name,
+                "lp_objective": self.lp_objective, "max_time_s": cfg.max_time_s}
+
+    def get_state(self):
+        """A snapshot of the episode (simulator, LP state, open round, RNG) to branch from:
+        ``set_state(snapshot)`` returns to it, any number of times."""
+        return self._copy_state(self._state_dict())
+
+    def set_state(self, snapshot) -> None:
+        """Return to a ``get_state()`` snapshot (of this environment)."""
+        state = self._copy_state(snapshot)
+        for key, value in state.items():
+            if key == "sim_state":
+                self._sim = copy.copy(self._sim)
+                self._sim._s = value
+            elif key == "np_random":
+                self._np_random = value
+            else:
+                setattr(self, key, value)
+
+    def _state_dict(self) -> dict:
+        return {"sim_state": self._sim._s, "_lp": self._lp, "_slots": self._slots,
+                "np_random": self._np_random, "_episode_seed": self._episode_seed,
+                "_actions": self._actions, "_job_time": self._job_time,
+                "_returns": self._returns, **self._extra_state()}
+
+    def _extra_state(self) -> dict:
+        return {}
+
+    def _copy_state(self, state: dict) -> dict:
+        memo = {id(self.cluster): self.cluster}
+        for t in self._tables.values():
+            memo[id(t)] = t
+        return copy.deepcopy(state, memo)
+
+    # ------------------------------------------------------------------ rendering
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() without render_mode: pass render_mode='ansi' or "
+                            "'rgb_array' to the constructor")
+            return None
+        from hsched_env.envs import render
+        if self.render_mode == "ansi":
+            return render.text(self)
+        return render.picture(self)
+
+
+class _NoPolicy:
+    """The environments drive the simulator themselves."""
+
+    name = "env"
+
+    def reset(self, cluster, seed) -> None:
+        pass
+
+    def decide(self, view):
+        raise RuntimeError("the environment places jobs itself")
+
+
+def _gpu_mem(name: str) -> float:
+    from hsched_env.catalog import get_gpu
+    return get_gpu(name).memory_gb
+
+
+def _presets() -> tuple[str, ...]:
+    from hsched_env.cluster import cluster_presets
+    return tuple(cluster_presets())
+
+
+def _part_sizes(gpus, pa, pb, cluster):
+    """GPUs of each slot's first and second part (pool order as ``candidate_parts``)."""
+    types = cluster.gpu_types
+    pool_type_idx = np.array([types.index(p.gpu_type) for p in cluster.pools], dtype=np.int64)
+    idx = np.arange(len(pa))
+    na = gpus[idx, pool_type_idx[pa]] if len(pa) else np.zeros(0, dtype=np.int64)
+    nb = (np.where(pb >= 0, gpus[idx, pool_type_idx[np.maximum(pb, 0)]], 0) if len(pa)
+          else np.zeros(0, dtype=np.int64))
+    return na, nb
+
+
+def timed(fn, *args, **kwargs):
+    """``(result, seconds)`` of one call."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0

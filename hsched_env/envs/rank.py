@@ -1,0 +1,182 @@
+"""``hsched/Rank-v0``: rank mode — the agent keeps candidates, the LP solves over them."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+from gymnasium import spaces
+
+from hsched_env.envs.base import HSchedEnvBase, timed
+from hsched_env.errors import ConfigError
+
+
+class RankEnv(HSchedEnvBase):
+    """
+    ## Description
+
+    The same cluster and jobs as ``hsched/Schedule-v0``, one step per scheduling round: the
+    observation shows every candidate (job-strategy pair) of the round in K slots, the agent
+    says which to **keep**, and the HeteroSched LP (``lp_policy``) solves the allocation over
+    the kept candidates only, then rounds it to the round's assignment (Gavel-style) and the
+    round runs. Fewer kept candidates make a smaller LP — a faster decision — at the risk of
+    a worse schedule: the agent learns to prune the LP without hurting job completion times.
+    Jobs with no kept candidate wait this round.
+
+    ## Action Space
+
+    ``MultiBinary(K)``: keep bit per slot. Why keep bits rather than ``Box`` scores with a
+    top-k rule: the LP's own decision *is* a set (its support), so imitation has an exact
+    target; the agent chooses its budget per round (the penalty below prices it) instead of
+    a fixed k; and a permutation-equivariant policy emits one independent Bernoulli logit
+    per candidate, which PPO and MaskablePPO support natively. Bits on empty slots are ignored
+    (counted in ``info["ignored_keeps"]``). ``action_masks()`` returns the sb3-contrib
+    MultiBinary mask of shape (2K,): per slot [drop allowed, keep allowed].
+
+    ## Observation Space
+
+    As ``hsched/Schedule-v0`` (``candidates`` (K, F), ``valid`` (K,), ``cluster`` (T, 4),
+    ``global`` (7,)); ``valid`` marks the slots that hold a candidate; the LP features
+    (``lp_share``, ``lp_assigned``) are 0 — the LP has not run yet when the agent decides.
+    Slots are ordered round-robin over jobs (each job's best candidate by throughput per GPU
+    relative to its requested GPUs, then each job's second, ...); when a round has more
+    candidates than K, the lowest in that order are cut (``info["overflow"]``).
+
+    ## Rewards
+
+    ``-(job-time accrued in the round) / reward_scale - keep_cost × kept / total``:
+    the job-time term as in select mode (an episode's sum is −Σ JCT ÷ scale), plus a
+    deterministic proxy for decision cost (kept ÷ all candidates of the round), so episodes
+    stay reproducible. The measured cost is in ``info``: ``decision_time_s`` (wall-clock LP
+    time of the round; 0.0 with ``measure_time=False``), ``lp_vars``, ``kept``, ``total``;
+    with ``compare_full=True`` also ``full_objective`` and ``kept_objective`` (the full LP's
+    and the kept LP's objective for the same round) and ``full_lp_vars``.
+
+    ## Starting State
+
+    As ``hsched/Schedule-v0``.
+
+    ## Episode End
+
+    As ``hsched/Schedule-v0``; each step is one round.
+
+    ## Arguments
+
+    Those of ``hsched/Schedule-v0`` (but ``max_candidates`` defaults to 256 and there is no
+    ``candidate_filter``), and:
+
+    | Argument | Default | Meaning |
+    |---|---|---|
+    | ``keep_cost`` | 0.05 | λ, the reward's price of keeping every candidate |
+    | ``compare_full`` | ``False`` | also solve the full LP each round and report its objective |
+    | ``measure_time`` | ``True`` | wall-clock ``decision_time_s`` in ``info``; ``False`` puts 0.0 there, so ``info`` is deterministic (what Gymnasium's step-determinism check compares) |
+
+    ``reference_action()`` keeps exactly the LP's support: the candidates the full LP gives a
+    share plus those its rounded assignment lists this round.
+
+    ## Version History
+
+    * v0: Initial version.
+    """
+
+    _mode = "rank"
+
+    def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
+                 max_candidates: int = 256, keep_cost: float = 0.05,
+                 compare_full: bool = False, measure_time: bool = True, **kwargs) -> None:
+        if not (keep_cost >= 0 and math.isfinite(keep_cost)):
+            raise ConfigError(f"keep_cost must be >= 0, got {keep_cost!r}", field="keep_cost")
+        self.keep_cost = float(keep_cost)
+        self.compare_full = bool(compare_full)
+        self.measure_time = bool(measure_time)
+        super().__init__(cluster, workload, max_candidates=max_candidates, **kwargs)
+        self.action_space = spaces.MultiBinary(self.K)
+
+    def _kwargs_record(self) -> dict:
+        return {**super()._kwargs_record(), "keep_cost": self.keep_cost,
+                "compare_full": self.compare_full, "measure_time": self.measure_time}
+
+    def _valid(self) -> np.ndarray:
+        v = np.zeros(self.K, dtype=bool)
+        if self._slots is not None:
+            v[:self._slots.k.size] = True
+        return v
+
+    def action_masks(self) -> np.ndarray:
+        """(2K,) bool for sb3-contrib MultiBinary masking: per slot [drop, keep]; keeping
+        an empty slot is masked."""
+        v = self._valid()
+        return np.stack([np.ones(self.K, dtype=bool), v], axis=1).reshape(-1)
+
+    def _allowed(self, keep: np.ndarray) -> list[np.ndarray]:
+        sl = self._slots
+        A = sl.view.num_active
+        kk, rr = sl.k[keep], sl.row[keep]
+        order = np.argsort(kk, kind="stable")
+        kk, rr = kk[order], rr[order]
+        bounds = np.searchsorted(kk, np.arange(A + 1))
+        return [np.sort(rr[bounds[i]:bounds[i + 1]]) for i in range(A)]
+
+    def step(self, action):
+        if self._sim is None:
+            raise RuntimeError("call reset() before step()")
+        if self._sim.finished:
+            raise RuntimeError("the episode has ended; call reset()")
+        a = np.asarray(action)
+        if a.shape != (self.K,):
+            raise ConfigError(f"a Rank-v0 action is {self.K} keep bits, got shape {a.shape}",
+                              field="action")
+        a = a.astype(bool)
+        self._actions.append(a.astype(np.int8))
+        sl = self._slots
+        M = sl.k.size
+        keep = a[:M]
+        ignored = int(a[M:].sum())
+        view = sl.view
+        lp = self.lp
+        allowed = self._allowed(keep)
+        decision, dt = timed(lp.decide, view, allowed=allowed)
+        stats = lp.last_stats
+        self._sim.record_decision(dt, getattr(stats, "lp_vars", 0) or 0)
+        extra = {}
+        if self.compare_full:
+            _, full = lp.shares(view)
+            extra = {"full_objective": float(full.extra.get("objective", math.nan)),
+                     "kept_objective": float(stats.extra.get("objective", math.nan)),
+                     "full_lp_vars": int(full.lp_vars)}
+        kept = int(keep.sum())
+        self._sim.place_decision(decision, who=f"LP {self.lp_policy_name!r}")
+        self._sim.advance()
+        self._open_round()
+        reward = self._time_reward() - self.keep_cost * kept / max(sl.total, 1)
+        terminated, truncated = self._done_flags()
+        info = self._info()
+        info.update(decision_time_s=float(dt) if self.measure_time else 0.0,
+                    lp_vars=int(getattr(stats, "lp_vars", 0) or 0), kept=kept,
+                    total=int(sl.total), overflow=int(sl.total - M), ignored_keeps=ignored,
+                    **extra)
+        return self._observation(), float(reward), terminated, truncated, info
+
+    def reference_action(self) -> np.ndarray:
+        """Keep bits of the LP's support this round: candidates with a share in the full LP
+        plus those its rounded assignment lists (computed on a copy of the LP's state)."""
+        sl = self._slots
+        if sl is None:
+            return np.zeros(self.K, dtype=np.int8)
+        lp = copy.deepcopy(self.lp)
+        decision = lp.decide(sl.view)
+        use = set()
+        for j, (rows, x) in lp.allocation.items():
+            use.update((int(j), int(r)) for r, xv in zip(rows, x) if xv > 1e-6)
+        for j, choice in decision.items():
+            rows = [choice] if np.ndim(choice) == 0 else choice
+            use.update((int(j), int(r)) for r in rows)
+        out = np.zeros(self.K, dtype=np.int8)
+        for i, (j, r) in enumerate(zip(sl.job, sl.row)):
+            if (int(j), int(r)) in use:
+                out[i] = 1
+        return out
+
+
+__all__ = ["RankEnv"]

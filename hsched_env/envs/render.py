@@ -1,0 +1,78 @@
+"""Text and picture views of an environment's cluster (``render_mode="ansi"`` / ``"rgb_array"``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+CELL = 10          # pixels per GPU cell
+GAP = 2
+
+
+def _holders(env) -> list[list[int]]:
+    """Per node, the job id holding each GPU (-1 free): this round's placements while a round
+    is open, else last round's."""
+    s = env.simulator._s
+    nodes = [[-1] * int(g) for g in env.cluster.node_gpus]
+    allocs = ([(j, a) for j, (_, a) in s.new_alloc.items()] if s.in_round or s.new_alloc
+              else [(j, a) for j, a in enumerate(s.alloc) if a is not None])
+    for j, alloc in allocs:
+        for v, k in alloc:
+            row = nodes[v]
+            for _ in range(k):
+                row[row.index(-1)] = int(j)
+    return nodes
+
+
+def text(env) -> str:
+    """Queue and nodes as text."""
+    sim = env.simulator
+    s = sim._s
+    lines = [f"t={s.t / 3600:.2f} h  round {s.rounds}  "
+             f"{int(np.sum(s.state >= 2))}/{len(sim.jobs)} jobs done"]
+    sl = env._slots
+    if sl is not None:
+        v = sl.view
+        lines.append(f"queue ({v.num_active} active):")
+        for k, j in enumerate(v.job_ids[:20]):
+            j = int(j)
+            state = "placed" if j in s.new_alloc else ("ran" if v.current[k] >= 0 else "wait")
+            lines.append(f"  job {j:4d} {v.models[k]:<22s} {state:<6s} "
+                         f"remaining {v.remaining_samples[k] / v.work_samples[k]:5.1%}")
+        if v.num_active > 20:
+            lines.append(f"  ... {v.num_active - 20} more")
+    lines.append("nodes:")
+    holders = _holders(env)
+    for p, pool in enumerate(env.cluster.pools):
+        a, b = env.cluster.pool_first_node[p], env.cluster.pool_first_node[p + 1]
+        cells = [" ".join("." if h < 0 else str(h % 100).rjust(2) for h in holders[v])
+                 for v in range(a, b)]
+        lines.append(f"  {pool.gpu_type:<10s} " + " | ".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def _color(job: int) -> np.ndarray:
+    rng = np.random.default_rng(job + 1)
+    return (60 + rng.integers(0, 196, 3)).astype(np.uint8)
+
+
+def picture(env) -> np.ndarray:
+    """(H, W, 3) uint8: one row of cells per node, a GPU type's colour band on the left;
+    grey = free, a colour per job."""
+    holders = _holders(env)
+    width = max(len(h) for h in holders)
+    types = env.cluster.gpu_types
+    H = len(holders) * (CELL + GAP) + GAP
+    W = (width + 1) * (CELL + GAP) + GAP
+    img = np.full((H, W, 3), 255, dtype=np.uint8)
+    palette = np.array([[31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40],
+                        [148, 103, 189], [140, 86, 75], [227, 119, 194], [127, 127, 127]],
+                       dtype=np.uint8)
+    for v, row in enumerate(holders):
+        y = GAP + v * (CELL + GAP)
+        t = int(env.cluster.node_type[v])
+        img[y:y + CELL, GAP:GAP + CELL] = palette[t % len(palette)]
+        for g, job in enumerate(row):
+            x = GAP + (g + 1) * (CELL + GAP)
+            img[y:y + CELL, x:x + CELL] = (200 if job < 0 else _color(job))
+    _ = types
+    return img

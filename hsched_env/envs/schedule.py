@@ -1,0 +1,260 @@
+"""``hsched/Schedule-v0``: select mode — the agent places job-strategy pairs one at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from hsched_env.envs.base import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
+                                  JOB_FEATURES, HSchedEnvBase, timed)
+from hsched_env.errors import UnknownNameError
+
+FILTERS = ("lp", "score")
+
+
+class ScheduleEnv(HSchedEnvBase):
+    """
+    ## Description
+
+    A heterogeneous GPU cluster (``cluster``) receives deep-learning training jobs
+    (``workload``). Every ``round_s`` seconds of simulated time the scheduler decides which
+    jobs run, each with one *candidate*: a resource set (GPUs per type, node layout) and a
+    parallelization strategy (data/tensor/pipeline degrees, micro-batches, ZeRO, recompute)
+    with the planner's predicted throughput. In this environment the agent is that scheduler:
+    at each step it places one job-strategy pair on the free GPUs of the round, or commits
+    the round, which runs it (restarts, progress, completions) and opens the next one.
+
+    A round usually has more candidates than the K observation slots. With
+    ``candidate_filter="lp"`` (default) the HeteroSched LP (``lp_policy``) is solved for the
+    round and decides which appear: the pairs its rounded assignment runs, then its other
+    candidates with a positive share, then the rest round-robin over jobs by throughput per
+    GPU relative to the job's requested GPUs. With ``"score"`` only the last rule is used (no
+    LP: faster, and no reference policy).
+
+    ## Action Space
+
+    ``Discrete(K + 1)``. Action ``i < K`` places the candidate in slot ``i``; action ``K``
+    commits the round. ``action_masks()`` returns the (K + 1,) bool mask of valid actions,
+    as sb3-contrib's ``MaskablePPO`` expects: a slot is valid when it holds a candidate, its
+    job has not been placed this round and its GPUs fit on the free nodes (exactly: the mask
+    evaluates the placement rule); commit is always valid. A masked action is a no-op
+    flagged ``info["invalid_action"] = True`` (reward 0), never an exception.
+
+    ## Observation Space
+
+    A ``Dict`` of float32 ``Box``es (K slots, F = 18 + T features, T GPU types):
+
+    | Key | Shape | Content |
+    |---|---|---|
+    | ``candidates`` | (K, F) | per slot, the job's and the candidate's features (below); zero rows for empty slots |
+    | ``valid`` | (K,) | 1 where the slot's action is valid (``action_masks()[:K]``) |
+    | ``cluster`` | (T, 4) | per GPU type: share of the cluster's GPUs, free fraction this round, completely free nodes fraction, relative fp16 peak |
+    | ``global`` | (7,) | log1p(active jobs)/log1p(K), jobs placed this round ÷ active, visible ÷ all candidates, log1p(arrivals) and log1p(completions) since the last round, log1p(simulated hours), fraction of jobs not completed |
+
+    Candidate features (``env.feature_names``), all in [0, 10]; "log h" is log1p(hours):
+
+    | Num | Feature | Min | Max |
+    |---|---|---|---|
+    | 0 | remaining work ÷ total work | 0 | 1 |
+    | 1 | remaining time on its requested GPUs, log h | 0 | 10 |
+    | 2 | age (time since arrival), log h | 0 | 10 |
+    | 3 | wait (age minus time run), log h | 0 | 10 |
+    | 4 | requested GPUs, log2(1 + n) ÷ log2(1 + cluster GPUs) | 0 | 1 |
+    | 5 | the job ran last round | 0 | 1 |
+    | 6 … 5+T | the candidate's GPUs of each type ÷ that type's GPUs | 0 | 1 |
+    | 6+T | this is the job's current candidate | 0 | 1 |
+    | 7+T | running it costs a restart | 0 | 1 |
+    | 8+T | its GPUs ÷ cluster GPUs | 0 | 1 |
+    | 9+T | throughput ÷ the job's fastest candidate | 0 | 1 |
+    | 10+T | throughput per GPU ÷ the job's best per-GPU | 0 | 1 |
+    | 11+T | log1p(throughput ÷ the job's requested-GPU throughput) | 0 | 10 |
+    | 12+T | time to finish on it, log h | 0 | 10 |
+    | 13+T | memory per GPU ÷ the smallest memory of its GPUs | 0 | 1 |
+    | 14+T | log2(tensor degree) ÷ 4 | 0 | 1 |
+    | 15+T | log2(pipeline degree) ÷ 5 | 0 | 1 |
+    | 16+T | the LP's time share X for it (0 with ``"score"``) | 0 | 1 |
+    | 17+T | the LP's rounded assignment runs it this round | 0 | 1 |
+
+    ## Rewards
+
+    ``reward="job-time"`` (default): minus the job-time in the system accrued since the
+    last step (Σ over arrived, unfinished jobs of the simulated time that passed) ÷
+    ``reward_scale`` (3600: job-hours). Placements do not move time (reward 0); a commit
+    does. An episode that completes returns −Σ JCT ÷ scale ≡ −avg JCT × jobs ÷ scale.
+    ``reward="completions"``: +1 per job completed (sparse).
+
+    ## Starting State
+
+    ``reset(seed=s)`` loads the workload — a generated spec without ``seed=`` is drawn with
+    seed ``s``, so each seed is a different job sequence; traces and seeded specs are the
+    same every episode — and opens the first round at the first arrival. Without a seed,
+    the episode seed is drawn from the environment's RNG (``info["episode_seed"]``).
+
+    ## Episode End
+
+    Terminated when every job has completed (jobs that fit nowhere are never admitted by the
+    generators). Truncated at ``max_time_s`` of simulated time, or when jobs wait with no
+    arrivals left and nothing ran for 1000 rounds (an agent that only commits). Wrap it in
+    ``TimeLimit`` (``gymnasium.make(..., max_episode_steps=N)``) for a step budget. The last
+    step's ``info["metrics"]`` holds ``hsched simulate``'s metrics of the episode.
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    import hsched_env
+    env = gym.make("hsched/Schedule-v0", cluster="sia-64", workload="gavel:rate=4,jobs=100")
+    ```
+
+    | Argument | Default | Meaning |
+    |---|---|---|
+    | ``cluster`` | ``"sia-64"`` | preset name, cluster file, or ``Cluster`` |
+    | ``workload`` | ``"gavel:rate=4,jobs=100"`` | any ``hsched simulate --workload`` spec |
+    | ``max_candidates`` | 64 | K, the candidate slots |
+    | ``job_candidates`` | 16 | the planner's candidates per job |
+    | ``round_s`` / ``restart_s`` | 300 / 60 | round length, restart cost (s) |
+    | ``throughputs`` | ``None`` | ``"analytic"``, ``"gavel"`` or a table path |
+    | ``candidate_filter`` | ``"lp"`` | ``"lp"`` or ``"score"`` (see Description) |
+    | ``lp_policy`` / ``lp_objective`` | ``"heterosched-lp"`` / ``"max-min"`` | the LP (any LP of ``hsched simulate --policy``) |
+    | ``lp`` | ``None`` | inject an LP policy object instead |
+    | ``reward`` / ``reward_scale`` | ``"job-time"`` / 3600 | see Rewards |
+    | ``max_time_s`` | ``None`` | truncate at this simulated time |
+    | ``render_mode`` | ``None`` | ``"ansi"`` (queue and nodes) or ``"rgb_array"`` (GPU occupancy) |
+
+    ``reference_action()`` is the LP reference policy's next action: its rounded assignment
+    of the round as placements in the simulator's order, then commit — an episode of it
+    reproduces ``hsched simulate --policy <lp_policy>`` (K must cover the jobs it runs in a
+    round). ``get_state()``/``set_state()`` branch rollouts; ``episode_record()`` replays.
+
+    ## Version History
+
+    * v0: Initial version.
+    """
+
+    _mode = "select"
+
+    def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
+                 max_candidates: int = 64, candidate_filter: str = "lp", **kwargs) -> None:
+        if candidate_filter not in FILTERS:
+            raise UnknownNameError("candidate filter", candidate_filter, list(FILTERS))
+        self.candidate_filter = candidate_filter
+        super().__init__(cluster, workload, max_candidates=max_candidates, **kwargs)
+        self.action_space = spaces.Discrete(self.K + 1)
+        self._mask = np.zeros(self.K + 1, dtype=bool)
+        self._ref: list[int] = []
+        self._job_placed = np.zeros(0, dtype=bool)
+
+    def _uses_lp(self) -> bool:
+        return self.candidate_filter == "lp"
+
+    def _kwargs_record(self) -> dict:
+        return {**super()._kwargs_record(), "candidate_filter": self.candidate_filter}
+
+    def _extra_state(self) -> dict:
+        return {"_mask": self._mask, "_ref": self._ref, "_job_placed": self._job_placed}
+
+    # ------------------------------------------------------------------ rounds
+    def _open_round(self) -> None:
+        sim = self._sim
+        view = sim.next_view()
+        self._ref = []
+        if view is None:
+            self._slots = None
+            self._mask = np.zeros(self.K + 1, dtype=bool)
+            return
+        if self.candidate_filter == "lp":
+            lp = self.lp
+            decision, dt = timed(lp.decide, view)
+            sim.record_decision(dt, getattr(lp.last_stats, "lp_vars", 0) or 0)
+            placed = self._lp_order(decision)
+            k_of = {int(j): k for k, j in enumerate(view.job_ids)}
+            first = [(k_of[j], r) for j, r in placed]
+            slots = self._build_slots(view, shares=getattr(lp, "allocation", None),
+                                      decision=decision, first=first)
+            pos = {(int(j), int(r)): i for i, (j, r) in enumerate(zip(slots.job, slots.row))}
+            missing = [p for p in placed if p not in pos]
+            if missing:
+                from gymnasium import logger
+                logger.warn(f"the LP runs {len(placed)} jobs this round but only "
+                            f"{len(placed) - len(missing)} of them fit in the K={self.K} slots; "
+                            f"reference_action() cannot reproduce the LP (raise max_candidates)")
+            self._ref = [pos[p] for p in placed if p in pos]
+        else:
+            slots, dt = timed(self._build_slots, view)
+            sim.record_decision(dt, 0)
+        self._slots = slots
+        self._job_placed = np.zeros(slots.k.size, dtype=bool)
+        self._refresh_mask()
+
+    def _lp_order(self, decision) -> list[tuple[int, int]]:
+        """The (job, row) placements ``Simulator.place_decision`` would make, in order, without
+        making them."""
+        s = self._sim._s
+        free = s.nodes.free.copy()
+        placed = self._sim.place_decision(decision, who=f"LP {self.lp_policy_name!r}")
+        s.nodes.free[:] = free
+        s.new_alloc = {}
+        return placed
+
+    def _refresh_mask(self) -> None:
+        sl = self._slots
+        mask = np.zeros(self.K + 1, dtype=bool)
+        M = sl.k.size
+        if M:
+            mask[:M] = ~self._job_placed & sl.fit.fits(self._sim._s.nodes.free)
+        mask[self.K] = True
+        self._mask = mask
+
+    def _valid(self) -> np.ndarray:
+        return self._mask[:self.K]
+
+    # ------------------------------------------------------------------ API
+    def action_masks(self) -> np.ndarray:
+        """(K + 1,) bool: the valid actions (sb3-contrib ``MaskablePPO``)."""
+        return self._mask.copy()
+
+    def step(self, action):
+        if self._sim is None:
+            raise RuntimeError("call reset() before step()")
+        if self._sim.finished:
+            raise RuntimeError("the episode has ended; call reset()")
+        try:
+            a = int(action)
+        except (TypeError, ValueError):
+            a = -1
+        self._actions.append(a)
+        reward, invalid, committed = 0.0, False, False
+        if a == self.K:
+            committed = True
+            self._sim.advance()
+            self._open_round()
+            reward = self._time_reward()
+        elif 0 <= a < self.K and self._mask[a]:
+            sl = self._slots
+            j = int(sl.job[a])
+            if not self._sim.place(j, int(sl.row[a])):
+                raise AssertionError(f"slot {a} was valid but could not be placed "
+                                     f"(placement mask out of sync)")
+            self._job_placed |= sl.job == j
+            if self._ref and self._ref[0] == a:
+                self._ref.pop(0)
+            self._refresh_mask()
+        else:
+            invalid = True
+        terminated, truncated = self._done_flags()
+        info = self._info()
+        info.update(invalid_action=invalid, committed=committed,
+                    placed=0 if self._slots is None else len(self._sim._s.new_alloc))
+        return self._observation(), float(reward), terminated, truncated, info
+
+    def reference_action(self) -> int:
+        """The LP reference policy's next action (needs ``candidate_filter="lp"``)."""
+        if self.candidate_filter != "lp":
+            raise RuntimeError("the LP reference needs candidate_filter='lp'")
+        while self._ref and not self._mask[self._ref[0]]:
+            self._ref.pop(0)          # the agent deviated: skip what no longer fits
+        return self._ref[0] if self._ref else self.K
+
+
+__all__ = ["ScheduleEnv", "JOB_FEATURES", "CANDIDATE_FEATURES", "CLUSTER_FEATURES",
+           "GLOBAL_FEATURES"]
