@@ -42,6 +42,7 @@ from hsched_env.policy import Assignment, PolicyStats, SchedulerView
 from lp_baseline.solver import OBJECTIVES, AllocationProblem, solve_allocation
 
 TINY = 1e-6
+SHARE_QUANTUM = 1e-4    # shares closer than this are ties in the rounding's priorities
 log = logging.getLogger(__name__)
 
 
@@ -278,15 +279,19 @@ class LPPolicy:
             if not support.any():
                 continue
             rec = self._received.get(j, {})
-            share = float(x[support].sum())
+            # Rounded to SHARE_QUANTUM: the LP's solution is exact to ~1e-6, and another
+            # optimal vertex (same problem, other candidates) must not reorder the jobs.
+            share = round(float(x[support].sum()) / SHARE_QUANTUM) * SHARE_QUANTUM
             got = sum(rec.values())
             prio = share * 1e9 if got <= 0 else share / (got / el)
-            deficit = sum(self._deficit.get(j, {}).values())
+            deficit = round(sum(self._deficit.get(j, {}).values()), 1)     # seconds
             # Which candidate: the current one if the LP still gives it a share (a switch costs
             # a restart), else the most under-served one (share X minus time received).
             rs, xs = rows[support], x[support]
             cur = int(view.current[k])
-            under = xs - np.array([rec.get(int(r), 0.0) / el for r in rs])
+            under = np.round((xs - np.array([rec.get(int(r), 0.0) / el for r in rs]))
+                             / SHARE_QUANTUM) * SHARE_QUANTUM
+            xs = np.round(xs / SHARE_QUANTUM) * SHARE_QUANTUM
             order = [int(r) for r in rs[np.lexsort((-xs, -under))]]
             if self.sticky and cur in order:
                 order.remove(cur)

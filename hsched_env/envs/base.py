@@ -141,10 +141,13 @@ class HSchedEnvBase(gym.Env):
         self.feature_names = (JOB_FEATURES + tuple(f"gpus:{t}" for t in types)
                               + CANDIDATE_FEATURES)
         F = len(self.feature_names)
+        #: ``obs["candidates"].reshape(candidate_shape)`` is the (K, F) slot-feature matrix
+        self.candidate_shape = (self.K, F)
         self.observation_space = spaces.Dict({
-            "candidates": spaces.Box(0.0, LOG_CAP, (self.K, F), np.float32),
+            # (K, F) and (T, C) flattened row-major: SB3 expects 1-D vectors (or images)
+            "candidates": spaces.Box(0.0, LOG_CAP, (self.K * F,), np.float32),
             "valid": spaces.Box(0.0, 1.0, (self.K,), np.float32),
-            "cluster": spaces.Box(0.0, 1.0, (self.T, len(CLUSTER_FEATURES)), np.float32),
+            "cluster": spaces.Box(0.0, 1.0, (self.T * len(CLUSTER_FEATURES),), np.float32),
             "global": spaces.Box(0.0, LOG_CAP, (len(GLOBAL_FEATURES),), np.float32),
         })
         from hsched_env.catalog import get_gpu
@@ -381,9 +384,10 @@ class HSchedEnvBase(gym.Env):
         if sl is None:
             cand = np.zeros(self.observation_space["candidates"].shape, dtype=np.float32)
         else:
-            cand = sl.features.copy()
+            cand = sl.features.reshape(-1)          # a copy: features is (K, F) contiguous
+            cand = cand.copy()
         return {"candidates": cand, "valid": self._valid().astype(np.float32),
-                "cluster": self._cluster_obs(), "global": self._global_obs()}
+                "cluster": self._cluster_obs().reshape(-1), "global": self._global_obs()}
 
     def _info(self, reset: bool = False) -> dict:
         s = self._sim._s

@@ -63,7 +63,7 @@ class RankEnv(HSchedEnvBase):
 
     ## Arguments
 
-    Those of ``hsched/Schedule-v0`` (but ``max_candidates`` defaults to 256 and there is no
+    Those of ``hsched/Schedule-v0`` (but ``max_candidates`` defaults to 1024 and there is no
     ``candidate_filter``), and:
 
     | Argument | Default | Meaning |
@@ -83,7 +83,7 @@ class RankEnv(HSchedEnvBase):
     _mode = "rank"
 
     def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
-                 max_candidates: int = 256, keep_cost: float = 0.05,
+                 max_candidates: int = 1024, keep_cost: float = 0.05,
                  compare_full: bool = False, measure_time: bool = True, **kwargs) -> None:
         if not (keep_cost >= 0 and math.isfinite(keep_cost)):
             raise ConfigError(f"keep_cost must be >= 0, got {keep_cost!r}", field="keep_cost")
