@@ -125,8 +125,10 @@ class FitIndex:
         node_pool = np.asarray(cluster.node_pool)
         self._gpn_node = gpn[node_pool]
         self._levels = np.arange(int(gpn.max()) + 1)
-        self._onehot = (np.arange(len(cluster.pools))[:, None] == node_pool[None, :]
-                        ).astype(np.float64)                                # (P, N)
+        L = int(gpn.max()) + 1
+        self._P, self._L = len(cluster.pools), L
+        self._node_base = node_pool * L                  # histogram cell of free = 0
+        self._full_cell = np.arange(self._P) * L + gpn   # (P,) cell "free ≥ GPUs per node"
         tp = np.asarray(tp, dtype=np.int64)
         L = self._levels.size
         ok = np.ones(len(tp), dtype=bool)
@@ -154,7 +156,9 @@ class FitIndex:
     def take(self, idx: np.ndarray) -> "FitIndex":
         """The index restricted to candidates ``idx`` (in that order)."""
         out = object.__new__(FitIndex)
-        out._gpn_node, out._levels, out._onehot = self._gpn_node, self._levels, self._onehot
+        out._gpn_node, out._levels = self._gpn_node, self._levels
+        out._P, out._L = self._P, self._L
+        out._node_base, out._full_cell = self._node_base, self._full_cell
         out.static_ok = self.static_ok[idx]
         both = np.concatenate([idx, idx + self.static_ok.size])
         out._pool, out._whole = self._pool[both], self._whole[both]
@@ -164,9 +168,11 @@ class FitIndex:
     def fits(self, free: np.ndarray) -> np.ndarray:
         """(M,) bool: which candidates ``NodeState.place`` could place with ``free`` GPUs per
         node (``NodeState.free``)."""
-        count = self._onehot @ (free[:, None] >= self._levels[None, :]).astype(np.float64)
-        full = self._onehot @ (free == self._gpn_node).astype(np.float64)  # (P,), (P, L)
-        part_ok = (full[self._pool] >= self._whole) & (count.ravel()[self._flat] >= self._need)
+        # count[p, r]: nodes of pool p with ≥ r free GPUs (reverse cumulative histogram)
+        hist = np.bincount(self._node_base + free, minlength=self._P * self._L)
+        count = hist.reshape(self._P, self._L)[:, ::-1].cumsum(axis=1)[:, ::-1].ravel()
+        full = count[self._full_cell]
+        part_ok = (full[self._pool] >= self._whole) & (count[self._flat] >= self._need)
         return self.static_ok & part_ok.reshape(2, -1).all(axis=0)
 
 

@@ -162,8 +162,10 @@ class HSchedEnvBase(gym.Env):
         self._type_nodes_safe = np.maximum(nodes, 1).astype(np.float64)
         self._t0 = 0.0
         self._gpu_mem = np.array([_gpu_mem(t) for t in types])
-        # validate the scenario now, not at the first reset
+        # validate the scenario (and the LP's name and objective) now, not at the first reset
         self._workload(0)
+        if self._uses_lp():
+            _ = self.lp
 
     # ------------------------------------------------------------------ scenario
     @property
@@ -267,6 +269,9 @@ class HSchedEnvBase(gym.Env):
         st.fit = FitIndex(self.cluster, pa, na, pb, nb, st.tp)
         st.per_gpu = st.thr / np.maximum(st.ngpu, 1)
         st.score = st.per_gpu / view.reference_samples_per_s[st.k_of]
+        by_score = np.lexsort((-st.score, st.k_of))        # within each job, best first
+        st.rank = np.empty(st.total, dtype=np.int64)
+        st.rank[by_score] = np.arange(st.total) - np.repeat(st.starts, sizes)
         best = np.zeros(len(tabs))
         best_pg = np.zeros(len(tabs))
         np.maximum.at(best, st.k_of, st.thr)
@@ -311,17 +316,27 @@ class HSchedEnvBase(gym.Env):
                     share[starts[k] + got[0]] = got[1]
         cur_row = view.current[k_of]
         is_current = row_of == cur_row
-        # rank within the job by score (current candidate first), then round-robin
-        order_in_job = np.lexsort((-st.score, ~is_current, k_of))
-        rank = np.empty(total, dtype=np.int64)
-        rank[order_in_job] = np.arange(total) - np.repeat(starts, st.sizes)
+        # rank within the job by score, its current candidate first; then round-robin
+        rank = st.rank
+        running = view.current >= 0
+        if running.any():
+            cur_rank = np.full(view.num_active, -1, dtype=np.int64)
+            idx = np.flatnonzero(running)
+            cur_rank[idx] = st.rank[starts[idx] + view.current[idx]]
+            cr = cur_rank[k_of]
+            rank = np.where(is_current, 0, rank + ((cr >= 0) & (rank < cr)))
         tier = np.where(share > 1e-6, 1, 2)
-        prio = np.zeros(total)
         if first:
+            prio = np.zeros(total)
             pos = starts[[k for k, _ in first]] + np.array([r for _, r in first])
             tier[pos] = 0
             prio[pos] = -np.arange(len(first))
-        order = np.lexsort((k_of, -st.score, rank, -share, -prio, tier))[:self.K]
+            order = np.lexsort((k_of, -st.score, rank, -share, -prio, tier))
+        elif shares:
+            order = np.lexsort((k_of, -st.score, rank, -share, tier))
+        else:
+            order = np.lexsort((k_of, -st.score, rank))
+        order = order[:self.K]
         k, row = k_of[order], row_of[order]
         M = order.size
         feats = np.zeros((self.K, len(self.feature_names)), dtype=np.float32)

@@ -9,11 +9,12 @@ GAP = 2
 
 
 def _holders(env) -> list[list[int]]:
-    """Per node, the job id holding each GPU (-1 free): this round's placements while a round
-    is open, else last round's."""
+    """Per node, the job id holding each GPU (-1 free): this round's placements while a
+    select-mode round is open, else last round's (rank mode never places inside a round)."""
     s = env.simulator._s
     nodes = [[-1] * int(g) for g in env.cluster.node_gpus]
-    allocs = ([(j, a) for j, (_, a) in s.new_alloc.items()] if s.in_round or s.new_alloc
+    this_round = s.new_alloc or (s.in_round and env._mode != "rank")
+    allocs = ([(j, a) for j, (_, a) in s.new_alloc.items()] if this_round
               else [(j, a) for j, a in enumerate(s.alloc) if a is not None])
     for j, alloc in allocs:
         for v, k in alloc:

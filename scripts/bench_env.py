@@ -1,0 +1,150 @@
+"""Environment speed: steps/s of hsched/Schedule-v0 and hsched/Rank-v0 with random actions,
+against Gymnasium's CartPole-v1 measured in the same process (the ratio is what to compare
+across machines).
+
+    python scripts/bench_env.py [--seconds 5] [--repeats 5] [--markdown]
+
+Select mode takes a uniformly random *valid* action each step (commit included), as an agent
+with a mask does; rank mode keeps each candidate with probability 1/2. Every measurement
+includes the environment's resets and the random-action sampling (CartPole's too). The LP's
+share of the time (the select mode's candidate filter, the rank mode's solve) is taken from
+the simulator's per-round decision log and reported separately from the environment's own
+time. Medians over ``--repeats`` runs of ``--seconds`` each, the configurations interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+
+import hsched_env  # noqa: F401  (registers the environments)
+
+WORKLOAD = "gavel:rate=4,jobs=100"
+CLUSTER = "sia-64"
+
+
+def run_cartpole(seconds: float, seed: int) -> dict:
+    env = gym.make("CartPole-v1")
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    steps, t0 = 0, time.perf_counter()
+    while True:
+        for _ in range(1000):
+            _, _, term, trunc, _ = env.step(env.action_space.sample())
+            steps += 1
+            if term or trunc:
+                env.reset()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return {"steps": steps, "seconds": elapsed, "lp_seconds": 0.0}
+
+
+def run_select(seconds: float, seed: int, **kwargs) -> dict:
+    env = gym.make("hsched/Schedule-v0", cluster=CLUSTER, workload=WORKLOAD, **kwargs)
+    unwrapped = env.unwrapped
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    env.step(unwrapped.K)                      # warm the planner cache before timing
+    env.reset(seed=seed)
+    lp_filter = kwargs.get("candidate_filter", "lp") == "lp"
+    steps, lp_s, t0 = 0, 0.0, time.perf_counter()
+    while True:
+        for _ in range(200):
+            valid = np.flatnonzero(unwrapped.action_masks())
+            _, _, term, trunc, _ = env.step(int(valid[rng.integers(valid.size)]))
+            steps += 1
+            if term or trunc:
+                lp_s += sum(unwrapped.simulator.result().decision_s) if lp_filter else 0.0
+                env.reset()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            if lp_filter:
+                lp_s += sum(unwrapped.simulator.result().decision_s)
+            return {"steps": steps, "seconds": elapsed, "lp_seconds": lp_s}
+
+
+def run_rank(seconds: float, seed: int, keep: float = 0.5, **kwargs) -> dict:
+    env = gym.make("hsched/Rank-v0", cluster=CLUSTER, workload=WORKLOAD, **kwargs)
+    unwrapped = env.unwrapped
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    steps, lp_s, t0 = 0, 0.0, time.perf_counter()
+    while True:
+        for _ in range(20):
+            action = (rng.random(unwrapped.K) < keep).astype(np.int8)
+            _, _, term, trunc, info = env.step(action)
+            lp_s += info["decision_time_s"]
+            steps += 1
+            if term or trunc:
+                env.reset()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return {"steps": steps, "seconds": elapsed, "lp_seconds": lp_s}
+
+
+CONFIGS = {
+    "CartPole-v1": (run_cartpole, {}),
+    "Schedule-v0 filter=score": (run_select, {"candidate_filter": "score"}),
+    "Schedule-v0 filter=lp (heterosched-lp)": (run_select, {"candidate_filter": "lp"}),
+    "Schedule-v0 filter=lp (lp-on-change)": (run_select, {"candidate_filter": "lp",
+                                                          "lp_policy": "lp-on-change"}),
+    "Rank-v0 keep 1/2": (run_rank, {"keep": 0.5}),
+    "Rank-v0 keep all": (run_rank, {"keep": 1.01}),
+}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--only", default=None, help="comma-separated subset of configurations")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    names = list(CONFIGS) if not args.only else [n for n in CONFIGS
+                                                 if any(o in n for o in args.only.split(","))]
+    if "CartPole-v1" not in names:
+        names.insert(0, "CartPole-v1")
+    runs: dict[str, list[dict]] = {n: [] for n in names}
+    for rep in range(args.repeats):
+        for name in names:
+            fn, kw = CONFIGS[name]
+            runs[name].append(fn(args.seconds, seed=rep, **kw))
+            r = runs[name][-1]
+            print(f"[{rep + 1}/{args.repeats}] {name}: {r['steps'] / r['seconds']:,.0f} steps/s",
+                  file=sys.stderr)
+    cart = statistics.median(r["steps"] / r["seconds"] for r in runs["CartPole-v1"])
+    rows = []
+    for name in names:
+        sps = statistics.median(r["steps"] / r["seconds"] for r in runs[name])
+        own = statistics.median(r["steps"] / max(r["seconds"] - r["lp_seconds"], 1e-9)
+                                for r in runs[name])
+        lp_share = statistics.median(r["lp_seconds"] / r["seconds"] for r in runs[name])
+        rows.append({"config": name, "steps_per_s": sps, "ratio_to_cartpole": sps / cart,
+                     "lp_time_share": lp_share, "env_only_steps_per_s": own})
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        print()
+    elif args.markdown:
+        print("| configuration | steps/s (median) | × CartPole | LP share of time | "
+              "steps/s without LP time |")
+        print("|---|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['config']} | {r['steps_per_s']:,.0f} | {r['ratio_to_cartpole']:.3f} | "
+                  f"{r['lp_time_share']:.0%} | {r['env_only_steps_per_s']:,.0f} |")
+    else:
+        for r in rows:
+            print(f"{r['config']:<42s} {r['steps_per_s']:>10,.0f} steps/s  "
+                  f"x{r['ratio_to_cartpole']:.3f} CartPole  LP {r['lp_time_share']:.0%}  "
+                  f"without LP {r['env_only_steps_per_s']:,.0f}/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
