@@ -136,6 +136,7 @@ class HSchedEnvBase(gym.Env):
         self._episode_seed: int | None = None
         self._actions: list = []
         self._job_time = 0.0
+        self._completed = 0
         types = self.cluster.gpu_types
         self.T = len(types)
         self.feature_names = (JOB_FEATURES + tuple(f"gpus:{t}" for t in types)
@@ -217,6 +218,7 @@ class HSchedEnvBase(gym.Env):
             self.lp.reset(self.cluster, episode_seed)
         self._actions = []
         self._job_time = 0.0
+        self._completed = 0
         self._returns = 0.0
         self._open_round()
         return self._observation(), self._info(reset=True)
@@ -241,7 +243,10 @@ class HSchedEnvBase(gym.Env):
         self._job_time = jt
         if self.reward_kind == "job-time":
             return -delta / self.reward_scale
-        return float(len(self._sim._s.completed_since))
+        # counted from finish times: next_view() has already cleared ``completed_since``
+        done = int(np.count_nonzero(np.isfinite(self._sim._s.finish)))
+        new, self._completed = done - self._completed, done
+        return float(new)
 
     def _round_static(self, view: SchedulerView) -> "_Static":
         """What the slots need that only depends on which jobs are active (cached)."""
@@ -475,7 +480,7 @@ class HSchedEnvBase(gym.Env):
         return {"sim_state": self._sim._s, "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
                 "_actions": self._actions, "_job_time": self._job_time,
-                "_returns": self._returns, **self._extra_state()}
+                "_completed": self._completed, "_returns": self._returns, **self._extra_state()}
 
     def _extra_state(self) -> dict:
         return {}

@@ -1,0 +1,894 @@
+"""The Gymnasium environments ``hsched/Schedule-v0`` (select mode) and ``hsched/Rank-v0``
+(rank mode): registration, API conformance (Gymnasium's and SB3's checkers), vector envs and
+MaskablePPO, determinism, action semantics, rewards, reproduction of the LP policy, rendering,
+replay and state copies, and errors on bad input."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import hsched_env
+from hsched_env.envs import RankEnv, ScheduleEnv, replay
+from hsched_env.errors import ConfigError, HSchedError, UnknownNameError
+
+CLUSTER = "sia-64"
+SMALL = "gavel:rate=4,jobs=20"        # ~220 rounds, a reference episode takes < 1 s
+REF = "gavel:rate=4,jobs=30"          # the reference-reproduction scenario
+SCHEDULE, RANK = "hsched/Schedule-v0", "hsched/Rank-v0"
+# Rank-v0's info["decision_time_s"] is wall clock unless measure_time=False
+DET_KWARGS = {SCHEDULE: {}, RANK: {"measure_time": False}}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------------------------- helpers
+def deterministic_metrics(m: dict) -> dict:
+    """The metrics without wall-clock fields."""
+    return {k: v for k, v in m.items() if not (k.startswith("decision_time") or k == "wall_s")}
+
+
+def clean_info(info: dict) -> dict:
+    out = dict(info)
+    if "metrics" in out:
+        out["metrics"] = deterministic_metrics(out["metrics"])
+    return out
+
+
+def assert_same(a, b, path="value"):
+    """Exact equality of nested dicts / arrays / numbers (NaN equals NaN)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), f"{path}: keys differ"
+        for k in a:
+            assert_same(a[k], b[k], f"{path}[{k!r}]")
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype, f"{path}: type differs"
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f"{path}: arrays differ"
+    elif isinstance(a, (float, np.floating)) and math.isnan(a):
+        assert isinstance(b, (float, np.floating)) and math.isnan(b), f"{path}: {a} != {b}"
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), f"{path}: lengths differ"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def random_action(env, rng: np.random.Generator, p_commit: float = 0.2):
+    """A valid random action: select mode places a random valid slot (or commits with
+    probability ``p_commit``); rank mode keeps random bits."""
+    env = env.unwrapped
+    if isinstance(env, ScheduleEnv):
+        valid = np.flatnonzero(env.action_masks()[:env.K])
+        if valid.size == 0 or rng.random() < p_commit:
+            return env.K
+        return int(rng.choice(valid))
+    return rng.integers(0, 2, env.K).astype(np.int8)
+
+
+def rollout(env, seed: int, steps: int, rng_seed: int = 0, actions=None) -> list:
+    """reset(seed) then ``steps`` steps of ``random_action`` (or the given actions):
+    [(obs, reward, terminated, truncated, info without wall-clock fields, action), ...]."""
+    obs, info = env.reset(seed=seed)
+    out = [(obs, None, False, False, clean_info(info), None)]
+    rng = np.random.default_rng(rng_seed)
+    for i in range(steps if actions is None else len(actions)):
+        a = random_action(env, rng) if actions is None else actions[i]
+        obs, r, term, trunc, info = env.step(a)
+        out.append((obs, r, term, trunc, clean_info(info), a))
+        if term or trunc:
+            break
+    return out
+
+
+def continue_with(env, actions) -> list:
+    out = []
+    for a in actions:
+        obs, r, term, trunc, info = env.step(a)
+        out.append((obs, r, term, trunc, clean_info(info)))
+    return out
+
+
+def run_reference(env, seed: int = 0):
+    """An episode following ``reference_action()``: (rewards, infos)."""
+    env.reset(seed=seed)
+    rewards, infos = [], []
+    while True:
+        _, r, term, trunc, info = env.step(env.reference_action())
+        rewards.append(r)
+        infos.append(info)
+        if term or trunc:
+            return rewards, infos
+
+
+def make_select(**kw) -> ScheduleEnv:
+    return ScheduleEnv(CLUSTER, kw.pop("workload", SMALL), **kw)
+
+
+def make_rank(**kw) -> RankEnv:
+    kw.setdefault("measure_time", False)
+    return RankEnv(CLUSTER, kw.pop("workload", SMALL), **kw)
+
+
+def run_python(code: str, **env_vars) -> str:
+    """Run ``code`` in a fresh interpreter (repository root as cwd); its stdout."""
+    env = {**os.environ, **env_vars}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+# ---------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def select_reference():
+    """A Schedule-v0 episode of the LP reference on REF, seed 0."""
+    env = make_select(workload=REF)
+    rewards, infos = run_reference(env, seed=0)
+    return env, rewards, infos
+
+
+@pytest.fixture(scope="module")
+def rank_reference():
+    """A Rank-v0 episode of the reference keep bits on REF, seed 0."""
+    env = make_rank(workload=REF)
+    rewards, infos = run_reference(env, seed=0)
+    return env, rewards, infos
+
+
+@pytest.fixture(scope="module")
+def simulator_reference():
+    """``hsched simulate --policy heterosched-lp`` on REF, seed 0."""
+    from hsched_env.cluster import get_cluster
+    from hsched_env.simulator import SimConfig, Simulator
+    from hsched_env.workloads import load_workload
+    from lp_baseline.policy import make_policy
+    cluster = get_cluster(CLUSTER)
+    workload = load_workload(f"{REF},seed=0", cluster)
+    return Simulator(cluster, workload, make_policy("heterosched-lp"),
+                     SimConfig(seed=0)).run()
+
+
+# ---------------------------------------------------------------------------------- 1. make
+@pytest.mark.parametrize("env_id,cls,space", [(SCHEDULE, ScheduleEnv, gym.spaces.Discrete),
+                                              (RANK, RankEnv, gym.spaces.MultiBinary)])
+def test_make_after_import(env_id, cls, space):
+    assert env_id in hsched_env.envs.ENV_IDS and env_id in gym.registry
+    env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, max_candidates=24)
+    assert env.spec.id == env_id
+    assert type(env.unwrapped) is cls
+    assert isinstance(env.action_space, space)
+    assert env.action_space.n == (25 if cls is ScheduleEnv else 24)
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    assert obs["valid"].shape == (24,)
+    assert info["episode_seed"] == 0
+    env.close()
+
+
+@pytest.mark.parametrize("env_id,cls,n", [(SCHEDULE, "ScheduleEnv", 17), (RANK, "RankEnv", 16)])
+def test_make_with_module_prefix_in_fresh_process(env_id, cls, n):
+    out = run_python(f"""
+        import json, sys
+        import gymnasium as gym
+        assert "hsched_env" not in sys.modules
+        env = gym.make("hsched_env:{env_id}", workload="{SMALL}", max_candidates=16)
+        obs, info = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        obs, r, term, trunc, info = env.step(env.action_space.sample())
+        print(json.dumps({{"cls": type(env.unwrapped).__name__, "id": env.spec.id,
+                          "n": int(env.action_space.n), "reward": r}}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["cls"] == cls and got["id"] == env_id and got["n"] == n
+    assert math.isfinite(got["reward"])
+
+
+# ---------------------------------------------------------------------------------- 2. checkers
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_gymnasium_env_checker(env_id):
+    from gymnasium.utils.env_checker import check_env
+    env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, **DET_KWARGS[env_id])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_sb3_env_checker(env_id):
+    from stable_baselines3.common.env_checker import check_env
+    env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, **DET_KWARGS[env_id])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env)
+
+
+def test_rank_decision_time_is_wall_clock_by_default():
+    env = RankEnv(CLUSTER, SMALL)
+    env.reset(seed=0)
+    times = [env.step(np.ones(env.K, dtype=np.int8))[4]["decision_time_s"] for _ in range(3)]
+    assert all(t > 0 for t in times)
+    env = make_rank()
+    env.reset(seed=0)
+    assert env.step(np.ones(env.K, dtype=np.int8))[4]["decision_time_s"] == 0.0
+
+
+# ---------------------------------------------------------------------------------- 3. vector
+def _vector_actions(env_id, K, n_envs=2):
+    if env_id == SCHEDULE:
+        return np.full(n_envs, K, dtype=np.int64)          # commit
+    return np.ones((n_envs, K), dtype=np.int8)             # keep everything
+
+
+@pytest.mark.parametrize("vector", ["sync", "async"])
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_gymnasium_vector_envs(vector, env_id):
+    K = 16
+    fns = [functools.partial(gym.make, f"hsched_env:{env_id}", cluster=CLUSTER, workload=SMALL,
+                             max_candidates=K, **DET_KWARGS[env_id])] * 2
+    venv = (gym.vector.SyncVectorEnv(fns) if vector == "sync"
+            else gym.vector.AsyncVectorEnv(fns, context="spawn"))
+    try:
+        obs, infos = venv.reset(seed=10)
+        assert obs["valid"].shape == (2, K)
+        assert list(infos["episode_seed"]) == [10, 11]
+        t0 = np.asarray(infos["time_s"])
+        for step in range(1, 4):
+            obs, rewards, term, trunc, infos = venv.step(_vector_actions(env_id, K))
+            assert obs["candidates"].shape[0] == 2 and rewards.shape == (2,)
+            assert np.all(np.isfinite(rewards)) and np.all(rewards <= 0)
+            assert not term.any() and not trunc.any()
+            assert np.all(np.asarray(infos["time_s"]) >= t0 + step * 300.0)
+            assert venv.single_observation_space.contains({k: v[0] for k, v in obs.items()})
+    finally:
+        venv.close()
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_sb3_subproc_vec_env(env_id):
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+    K = 16
+    fn = functools.partial(gym.make, f"hsched_env:{env_id}", cluster=CLUSTER, workload=SMALL,
+                           max_candidates=K, **DET_KWARGS[env_id])
+    venv = SubprocVecEnv([fn, fn])
+    try:
+        venv.seed(3)
+        obs = venv.reset()
+        assert obs["valid"].shape == (2, K)
+        assert [i["episode_seed"] for i in venv.reset_infos] == [3, 4]
+        masks = np.stack(venv.env_method("action_masks"))
+        assert masks.shape == ((2, K + 1) if env_id == SCHEDULE else (2, 2 * K))
+        for _ in range(3):
+            obs, rewards, dones, infos = venv.step(_vector_actions(env_id, K))
+            assert rewards.shape == (2,) and np.all(np.isfinite(rewards))
+            assert not dones.any()
+            assert all(i["round"] >= 1 for i in infos)
+    finally:
+        venv.close()
+
+
+class _CountInvalid(gym.Wrapper):
+    """Counts steps flagged ``invalid_action``."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.invalid = self.steps = 0
+
+    def step(self, action):
+        out = self.env.step(action)
+        self.steps += 1
+        self.invalid += bool(out[4].get("invalid_action"))
+        return out
+
+
+def test_maskable_ppo_learns_with_masks():
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.vec_env import DummyVecEnv
+    K = 16
+    wrapped = _CountInvalid(gym.make(SCHEDULE, cluster=CLUSTER, workload=SMALL,
+                                     max_candidates=K))
+    venv = DummyVecEnv([lambda: wrapped])
+    model = MaskablePPO("MultiInputPolicy", venv, n_steps=128, batch_size=64, n_epochs=1,
+                        seed=0, device="cpu", verbose=0)
+    model.learn(total_timesteps=256)
+    assert model.num_timesteps >= 256 and wrapped.steps >= 256
+    assert wrapped.invalid == 0, "MaskablePPO took masked actions"
+    obs = venv.reset()
+    masks = get_action_masks(venv)
+    assert masks.shape == (1, K + 1) and masks.dtype == bool and masks[0, K]
+    np.testing.assert_array_equal(masks[0], wrapped.unwrapped.action_masks())
+    np.testing.assert_array_equal(masks[0, :K], obs["valid"][0].astype(bool))
+    action, _ = model.predict(obs, action_masks=masks, deterministic=True)
+    assert masks[0, int(action[0])]
+
+
+# ---------------------------------------------------------------------------------- 4. determinism
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_same_seed_same_trajectory(env_id):
+    env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, max_candidates=32,
+                   **DET_KWARGS[env_id])
+    steps = 300 if env_id == SCHEDULE else 40
+    a = rollout(env, seed=7, steps=steps)
+    # the same env after a different episode, and a fresh env
+    rollout(env, seed=8, steps=10)
+    b = rollout(env, seed=7, steps=steps)
+    env2 = gym.make(env_id, cluster=CLUSTER, workload=SMALL, max_candidates=32,
+                    **DET_KWARGS[env_id])
+    c = rollout(env2, seed=7, steps=steps)
+    assert len(a) == steps + 1
+    for other in (b, c):
+        assert len(other) == len(a)
+        for x, y in zip(a, other):
+            assert_same(x, y)
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_different_seeds_different_workloads(env_id):
+    env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, **DET_KWARGS[env_id])
+    episodes = {}
+    for seed in (0, 1, 2):
+        obs, info = env.reset(seed=seed)
+        assert info["episode_seed"] == seed
+        jobs = env.unwrapped.simulator.jobs
+        episodes[seed] = (tuple(j.arrival_s for j in jobs), tuple(j.model for j in jobs),
+                          obs["candidates"].copy())
+    for s, t in ((0, 1), (0, 2), (1, 2)):
+        assert episodes[s][0] != episodes[t][0]
+        assert episodes[s][1] != episodes[t][1]
+    # a seeded workload spec is the same whatever the episode seed
+    env = make_select(workload=SMALL + ",seed=5", candidate_filter="score")
+    arrivals = []
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        arrivals.append(tuple(j.arrival_s for j in env.simulator.jobs))
+    assert arrivals[0] == arrivals[1]
+
+
+def test_unseeded_reset_draws_episode_seed_from_env_rng():
+    env = make_select(candidate_filter="score")
+    seeds = []
+    for _ in range(2):
+        env.reset(seed=123)
+        seeds.append([env.reset()[1]["episode_seed"] for _ in range(3)])
+    assert seeds[0] == seeds[1]
+    assert len(set(seeds[0])) == 3
+
+
+_CROSS_PROCESS = """
+    import hashlib
+    import numpy as np
+    import gymnasium as gym
+    import hsched_env
+    env = gym.make("{env_id}", workload="{workload}", max_candidates=32, **{kwargs!r})
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=11)
+    h = hashlib.sha256()
+    for _ in range({steps}):
+        for k in sorted(obs):
+            h.update(obs[k].tobytes())
+        u = env.unwrapped
+        if u._mode == "select":
+            valid = np.flatnonzero(u.action_masks()[:u.K])
+            a = u.K if valid.size == 0 or rng.random() < 0.2 else int(rng.choice(valid))
+        else:
+            a = rng.integers(0, 2, u.K).astype(np.int8)
+        obs, r, term, trunc, info = env.step(a)
+        h.update(repr((float(r), term, trunc, info["time_s"])).encode())
+        if term or trunc:
+            break
+    print(h.hexdigest())
+"""
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_same_seed_same_trajectory_across_processes(env_id):
+    steps = 200 if env_id == SCHEDULE else 30
+    code = textwrap.dedent(_CROSS_PROCESS.format(env_id=env_id, workload=SMALL, steps=steps,
+                                                 kwargs=DET_KWARGS[env_id]))
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)})
+             for seed in (1, 2)]
+    digests = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        digests.append(out.strip().splitlines()[-1])
+    assert len(digests[0]) == 64 and digests[0] == digests[1]
+
+
+# ---------------------------------------------------------------------------------- 5. select mode
+def test_invalid_and_out_of_range_actions_are_noops():
+    env = make_select(max_candidates=32)
+    obs, info = env.reset(seed=0)
+    mask = env.action_masks()
+    invalid_slots = np.flatnonzero(~mask)
+    assert invalid_slots.size, "the first round should leave empty slots"
+    actions = [int(invalid_slots[0]), int(invalid_slots[-1]), -1, env.K + 1, 10**9,
+               np.int64(-5), "not an action", None]
+    for a in actions:
+        obs2, r, term, trunc, info2 = env.step(a)
+        assert info2["invalid_action"] is True and info2["committed"] is False
+        assert r == 0.0 and type(r) is float
+        assert term is False and trunc is False
+        assert info2["time_s"] == info["time_s"] and info2["placed"] == 0
+        for k in obs:
+            assert np.array_equal(obs[k], obs2[k]), k
+        np.testing.assert_array_equal(env.action_masks(), mask)
+
+
+def test_valid_slot_places_exactly_that_job():
+    env = make_select(max_candidates=64)
+    env.reset(seed=0)
+    # go to a round with several active jobs
+    while env._slots.view.num_active < 3:
+        env.step(env.K)
+    sl = env._slots
+    placed_before = 0
+    for _ in range(3):
+        mask = env.action_masks()
+        valid = np.flatnonzero(mask[:env.K])
+        if valid.size == 0:
+            break
+        a = int(valid[-1])                      # not necessarily the LP's first choice
+        j, row = int(sl.job[a]), int(sl.row[a])
+        assert j not in env.simulator._s.new_alloc
+        obs, r, _, _, info = env.step(a)
+        assert info["invalid_action"] is False and info["committed"] is False and r == 0.0
+        new_alloc = env.simulator._s.new_alloc
+        assert new_alloc[j][0] == row
+        assert info["placed"] == len(new_alloc) == placed_before + 1
+        placed_before += 1
+        same_job = np.flatnonzero(sl.job == j)
+        assert not env.action_masks()[same_job].any()
+        assert not obs["valid"][same_job].any()
+        np.testing.assert_array_equal(obs["valid"].astype(bool), env.action_masks()[:env.K])
+        assert obs["global"][1] == pytest.approx(placed_before / sl.view.num_active)
+        # the chosen GPUs are taken
+        held = sum(k for _, k in new_alloc[j][1])
+        assert held == int(env.simulator._s.tables[j].gpus[row].sum())
+    assert placed_before >= 1
+
+
+def test_commit_advances_one_round():
+    env = make_select()
+    _, info = env.reset(seed=0)
+    active = info["active_jobs"]
+    assert active >= 1
+    _, r, _, _, info2 = env.step(env.K)                 # commit with nothing placed
+    assert info2["committed"] is True and info2["invalid_action"] is False
+    assert info2["time_s"] == info["time_s"] + 300.0
+    assert info2["round"] == info["round"] + 1
+    # every job active before the commit waited the whole round (and later arrivals some)
+    assert r <= -active * 300.0 / 3600.0 + 1e-12
+    # the commit action is always valid and the mask has one bit per action
+    assert env.action_masks().shape == (env.K + 1,) and env.action_masks()[env.K]
+
+
+def _would_place(sim, j: int, r: int) -> bool:
+    """``Simulator.place(j, r)`` tried on a copy of the open round's node state."""
+    trial = copy.copy(sim)
+    trial._s = copy.copy(sim._s)
+    trial._s.nodes = copy.deepcopy(sim._s.nodes)
+    trial._s.new_alloc = dict(sim._s.new_alloc)
+    return trial.place(j, r)
+
+
+@pytest.mark.parametrize("candidate_filter", ["lp", "score"])
+def test_mask_is_exact_over_random_rollout(candidate_filter):
+    env = make_select(max_candidates=32, candidate_filter=candidate_filter)
+    rng = np.random.default_rng(1)
+    seed = 0
+    obs, _ = env.reset(seed=seed)
+    placements = episodes = 0
+    for step in range(2000):
+        mask = env.action_masks()
+        assert mask.dtype == bool and mask.shape == (env.K + 1,) and mask[env.K]
+        np.testing.assert_array_equal(obs["valid"].astype(bool), mask[:env.K])
+        sl = env._slots
+        if step % 7 == 0 and sl is not None:
+            M = sl.k.size
+            assert not mask[M:env.K].any()
+            sim = env.simulator
+            for i in range(M):
+                assert mask[i] == _would_place(sim, int(sl.job[i]), int(sl.row[i])), \
+                    f"step {step}: slot {i} mask {mask[i]} disagrees with Simulator.place"
+        a = random_action(env, rng, p_commit=0.15)
+        before = len(env.simulator._s.new_alloc)
+        obs, _, term, trunc, info = env.step(a)   # raises AssertionError on a mask mismatch
+        assert not info["invalid_action"]
+        if a != env.K:
+            placements += 1
+            assert info["placed"] == before + 1
+        if step % 50 == 0:
+            assert env.observation_space.contains(obs)
+        if term or trunc:
+            episodes += 1
+            seed += 1
+            obs, _ = env.reset(seed=seed)
+    assert placements > 300
+
+
+def test_reference_action_needs_lp_filter():
+    env = make_select(candidate_filter="score")
+    env.reset(seed=0)
+    with pytest.raises(RuntimeError, match="candidate_filter"):
+        env.reference_action()
+
+
+def test_time_limit_truncates():
+    env = make_select(candidate_filter="score", max_time_s=3000.0)
+    env.reset(seed=0)
+    for _ in range(100):
+        _, _, term, trunc, info = env.step(env.K)
+        if term or trunc:
+            break
+    assert trunc is True and term is False
+    assert info["end_reason"] == "time_limit" and info["metrics"]["jobs_completed"] == 0
+    with pytest.raises(RuntimeError):
+        env.step(env.K)
+
+
+# ---------------------------------------------------------------------------------- 6. reward
+def test_select_episode_return_is_minus_total_jct(select_reference):
+    env, rewards, infos = select_reference
+    m = infos[-1]["metrics"]
+    assert m["jobs_completed"] == m["jobs_total"] == 30
+    total_jct = sum(r.jct_s for r in env.simulator.result().jobs)
+    assert total_jct == pytest.approx(m["avg_jct_s"] * m["jobs_completed"], rel=1e-12)
+    assert sum(rewards) == pytest.approx(-total_jct / 3600.0, rel=1e-6)
+    assert all(r <= 0 for r in rewards)
+    # placements are free; only commits cost job-time
+    assert all(r == 0.0 for r, i in zip(rewards, infos) if not i["committed"])
+
+
+def test_rank_episode_return_decomposes(rank_reference):
+    env, rewards, infos = rank_reference
+    m = infos[-1]["metrics"]
+    assert m["jobs_completed"] == m["jobs_total"]
+    keep_term = sum(env.keep_cost * i["kept"] / i["total"] for i in infos)
+    assert keep_term > 0
+    assert sum(rewards) == pytest.approx(
+        -m["avg_jct_s"] * m["jobs_completed"] / 3600.0 - keep_term, rel=1e-6)
+
+
+def test_reward_scale_and_completions_reward():
+    base = make_select(candidate_filter="lp", reward_scale=60.0)
+    rewards, infos = run_reference(base, seed=1)
+    m = infos[-1]["metrics"]
+    assert sum(rewards) == pytest.approx(-m["avg_jct_s"] * m["jobs_completed"] / 60.0,
+                                         rel=1e-6)
+    env = make_select(reward="completions")
+    rewards, infos = run_reference(env, seed=1)
+    assert sum(rewards) == infos[-1]["metrics"]["jobs_completed"] == 20
+    assert all(r >= 0 and float(r).is_integer() for r in rewards)
+    assert sum(r > 0 for r in rewards) > 1          # paid when jobs complete, not at the end
+    env = make_rank(reward="completions", keep_cost=0.0)
+    rewards, infos = run_reference(env, seed=1)
+    assert sum(rewards) == infos[-1]["metrics"]["jobs_completed"] == 20
+
+
+# ---------------------------------------------------------------------------------- 7. reference
+EXACT_KEYS = ("avg_jct_s", "makespan_s", "p99_jct_s", "jobs_completed", "rounds",
+              "restarts_per_job", "ftf_worst")
+
+
+def test_select_reference_reproduces_lp_policy(select_reference, simulator_reference):
+    _, _, infos = select_reference
+    got, want = infos[-1]["metrics"], simulator_reference.metrics()
+    assert want["jobs_completed"] == 30
+    for key in EXACT_KEYS + ("p50_jct_s", "gpu_util", "lp_vars_mean"):
+        assert got[key] == want[key], key
+    assert got["policy"] == "env:select"
+
+
+def test_rank_reference_close_to_lp_policy(rank_reference, simulator_reference):
+    _, _, infos = rank_reference
+    got, want = infos[-1]["metrics"], simulator_reference.metrics()
+    assert got["jobs_completed"] == got["jobs_total"] == 30
+    assert got["avg_jct_s"] == pytest.approx(want["avg_jct_s"], rel=0.03)
+    assert got["makespan_s"] == pytest.approx(want["makespan_s"], rel=0.05)
+    # the kept LP is smaller than the full one
+    assert got["lp_vars_mean"] < want["lp_vars_mean"]
+    assert all(i["kept"] <= i["total"] and i["overflow"] == 0 for i in infos)
+
+
+# ---------------------------------------------------------------------------------- 8. rank mode
+def test_rank_keep_nothing_runs_nobody():
+    env = make_rank()
+    env.reset(seed=0)
+    for _ in range(5):                                   # let some jobs run first
+        env.step(np.ones(env.K, dtype=np.int8))
+    sim = env.simulator
+    attained = sim._s.attained.copy()
+    remaining = sim._s.remaining.copy()
+    jt = sim.job_time_s()
+    _, r, _, _, info = env.step(np.zeros(env.K, dtype=np.int8))
+    assert info["kept"] == 0 and info["total"] > 0
+    np.testing.assert_array_equal(sim._s.attained, attained)
+    np.testing.assert_array_equal(sim._s.remaining, remaining)
+    assert all(a is None for a in sim._s.alloc)
+    assert r == pytest.approx(-(sim.job_time_s() - jt) / 3600.0, rel=1e-12)
+    assert r < 0
+
+
+def test_rank_compare_full_objectives():
+    env = make_rank(compare_full=True, max_candidates=256)
+    env.reset(seed=0)
+    while env._slots.view.num_active < 3:
+        env.step(np.ones(env.K, dtype=np.int8))
+    checked = 0
+    for _ in range(6):
+        sl = env._slots
+        M, A = sl.k.size, sl.view.num_active
+        assert sl.total == M                              # K covers the round
+        snap = env.get_state()
+        # keeping every candidate: the kept LP is the full LP
+        _, _, _, _, info = env.step(np.ones(env.K, dtype=np.int8))
+        assert {"full_objective", "kept_objective", "full_lp_vars"} <= info.keys()
+        assert info["kept_objective"] == pytest.approx(info["full_objective"], rel=1e-6)
+        assert info["full_lp_vars"] == info["lp_vars"]
+        env.set_state(snap)
+        # keeping each job's best candidate only (a subset that leaves no job out): the
+        # max-min objective (maximized) can only drop, and the LP is smaller
+        keep = np.zeros(env.K, dtype=np.int8)
+        keep[[int(np.flatnonzero(sl.k == k)[0]) for k in range(A)]] = 1
+        _, _, term, trunc, info = env.step(keep)
+        assert info["kept"] == A
+        assert info["kept_objective"] <= info["full_objective"] + 1e-6
+        assert info["lp_vars"] < info["full_lp_vars"]
+        checked += 1
+        if term or trunc:
+            break
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("shape", [(0,), (5,), (17,), (2, 16), ()])
+def test_rank_wrong_action_shape_raises(shape):
+    env = make_rank(max_candidates=16)
+    env.reset(seed=0)
+    with pytest.raises(ConfigError) as e:
+        env.step(np.ones(shape, dtype=np.int8))
+    assert e.value.field == "action" and isinstance(e.value, HSchedError)
+    # the env is untouched and still steps
+    assert env.episode_record()["actions"] == []
+    _, _, _, _, info = env.step(np.ones(16, dtype=np.int8))
+    assert info["round"] == 1
+
+
+def test_rank_kept_ignored_and_overflow_counts():
+    K = 8
+    env = make_rank(max_candidates=K)
+    obs, info = env.reset(seed=0)
+    sl = env._slots
+    assert sl.total == info["candidates_total"] > K    # the first job alone has more
+    assert obs["valid"].sum() == K
+    keep = np.zeros(K, dtype=np.int8)
+    keep[[0, 3]] = 1
+    _, _, _, _, info = env.step(keep)
+    assert info["kept"] == 2 and info["ignored_keeps"] == 0
+    assert info["total"] == sl.total and info["overflow"] == sl.total - K
+    # a wide K: bits on empty slots are ignored, not kept
+    env = make_rank(max_candidates=64)
+    obs, info = env.reset(seed=0)
+    M = int(obs["valid"].sum())
+    assert M == info["candidates_total"] < 64
+    masks = env.action_masks().reshape(64, 2)
+    assert masks[:, 0].all() and masks[:M, 1].all() and not masks[M:, 1].any()
+    _, _, _, _, info = env.step(np.ones(64, dtype=np.int8))
+    assert info["kept"] == M and info["ignored_keeps"] == 64 - M and info["overflow"] == 0
+
+
+def test_rank_reference_action_keeps_lp_support():
+    env = make_rank(max_candidates=128)
+    env.reset(seed=0)
+    for _ in range(10):
+        a = env.reference_action()
+        assert a.shape == (env.K,) and a.dtype == np.int8
+        valid = env.action_masks().reshape(env.K, 2)[:, 1]
+        assert a.sum() >= 1 and not a[~valid].any()
+        # asking twice does not move the LP's state
+        np.testing.assert_array_equal(a, env.reference_action())
+        env.step(a)
+
+
+# ---------------------------------------------------------------------------------- 9. render
+def _picture_colors(img: np.ndarray) -> set:
+    return {tuple(c) for c in np.unique(img.reshape(-1, 3), axis=0)}
+
+
+_PALETTE = {(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+            (140, 86, 75), (227, 119, 194), (127, 127, 127), (255, 255, 255), (200, 200, 200)}
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_render_ansi(env_id):
+    env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, render_mode="ansi",
+                   **DET_KWARGS[env_id])
+    env.reset(seed=0)
+    text = env.render()
+    assert isinstance(text, str)
+    for t in env.unwrapped.cluster.gpu_types:
+        assert t in text
+    assert "job" in text and "round 0" in text
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_render_rgb_array_shows_placements(env_id):
+    env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, render_mode="rgb_array",
+                   **DET_KWARGS[env_id])
+    env.reset(seed=0)
+    u = env.unwrapped
+    img = env.render()
+    assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+    assert img.shape[0] > len(u.cluster.node_gpus)
+    assert _picture_colors(img) <= _PALETTE                 # nothing placed yet
+    if env_id == SCHEDULE:
+        while not u.action_masks()[:u.K].any():
+            env.step(u.K)
+        env.step(int(np.flatnonzero(u.action_masks()[:u.K])[0]))
+    else:
+        # rank mode shows what runs between decisions: step until a job holds GPUs
+        for _ in range(50):
+            env.step(np.ones(u.K, dtype=np.int8))
+            if any(a is not None for a in u.simulator._s.alloc):
+                break
+        assert any(a is not None for a in u.simulator._s.alloc)
+    img2 = env.render()
+    assert img2.shape == img.shape
+    job_colors = _picture_colors(img2) - _PALETTE
+    assert job_colors, "no GPU shows as occupied after placing a job"
+
+
+def test_render_without_mode_warns():
+    env = make_select(candidate_filter="score")
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert env.render() is None
+
+
+# ---------------------------------------------------------------------------------- 10. replay
+def test_replay_full_select_episode(select_reference):
+    env, rewards, infos = select_reference
+    record = json.loads(json.dumps(env.episode_record()))
+    assert record["class"] == "ScheduleEnv" and record["seed"] == 0
+    assert len(record["actions"]) == len(rewards)
+    metrics, total = replay(record)
+    assert_same(deterministic_metrics(metrics), deterministic_metrics(infos[-1]["metrics"]))
+    assert total == sum(rewards)
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_replay_partial_episode_through_make(env_id):
+    env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, max_candidates=24,
+                   reward_scale=100.0)
+    traj = rollout(env, seed=4, steps=150 if env_id == SCHEDULE else 25, rng_seed=3)
+    record = env.unwrapped.episode_record()
+    text = json.dumps(record)
+    record = json.loads(text)
+    assert record["env_id"] == env_id and record["kwargs"]["reward_scale"] == 100.0
+    metrics, total = replay(record)
+    assert_same(deterministic_metrics(metrics),
+                deterministic_metrics(env.unwrapped.metrics()))
+    assert total == sum(t[1] for t in traj[1:])
+
+
+# ---------------------------------------------------------------------------------- 11. copies
+def test_select_get_set_state_branches_identically():
+    env = make_select(max_candidates=32)
+    rollout(env, seed=5, steps=60, rng_seed=2)
+    # stop mid-round, after a placement
+    while not env.action_masks()[:env.K].any():
+        env.step(env.K)
+    env.step(int(np.flatnonzero(env.action_masks()[:env.K])[0]))
+    assert env.simulator._s.new_alloc
+    obs_at = env._observation()
+    snap = env.get_state()
+    rng = np.random.default_rng(9)
+    first, actions = [], []
+    for _ in range(120):
+        a = random_action(env, rng)
+        actions.append(a)
+        first.append(continue_with(env, [a])[0])
+    assert sum(a == env.K for a in actions) >= 3, "the branch must run LP decisions"
+    for _ in range(2):                                 # restoring twice works
+        env.set_state(snap)
+        assert env._lp is not snap["_lp"]
+        for k, v in env._observation().items():
+            assert np.array_equal(v, obs_at[k])
+        again = continue_with(env, actions)
+        for x, y in zip(first, again):
+            assert_same(x, y)
+    _check_deepcopy_continues(env, snap, actions, first)
+
+
+def _check_deepcopy_continues(env, snap, actions, first):
+    """A deep copy of the whole environment (simulator, LP state) taken at ``snap`` goes on
+    exactly like the original, and stepping it leaves the original untouched."""
+    env.set_state(snap)
+    clone = copy.deepcopy(env)
+    for x, y in zip(first, continue_with(clone, actions)):
+        assert_same(x, y)
+    for x, y in zip(first, continue_with(env, actions)):
+        assert_same(x, y)
+
+
+def test_rank_get_set_state_branches_identically():
+    env = make_rank(max_candidates=64)
+    rollout(env, seed=2, steps=8, rng_seed=4)
+    snap = env.get_state()
+    rng = np.random.default_rng(5)
+    actions = [rng.integers(0, 2, env.K).astype(np.int8) for _ in range(10)]
+    first = continue_with(env, actions)
+    for _ in range(2):
+        env.set_state(snap)
+        for x, y in zip(first, continue_with(env, actions)):
+            assert_same(x, y)
+    # the episode record is part of the snapshot
+    env.set_state(snap)
+    assert len(env.episode_record()["actions"]) == 8
+    _check_deepcopy_continues(env, snap, actions, first)
+
+
+# ---------------------------------------------------------------------------------- 12. errors
+@pytest.mark.parametrize("cls", [ScheduleEnv, RankEnv])
+@pytest.mark.parametrize("kwargs,error,field", [
+    ({"cluster": "no-such-cluster"}, UnknownNameError, "cluster"),
+    ({"workload": "nonsense:x=1"}, ConfigError, "kind"),
+    ({"workload": "gavel:rate=-1,jobs=5"}, ConfigError, "rate"),
+    ({"workload": "gavel:jobs=0"}, ConfigError, "jobs"),
+    ({"max_candidates": 0}, ConfigError, "max_candidates"),
+    ({"max_candidates": -4}, ConfigError, "max_candidates"),
+    ({"max_candidates": 2.5}, ConfigError, "max_candidates"),
+    ({"reward": "speed"}, UnknownNameError, "reward"),
+    ({"reward_scale": 0.0}, ConfigError, "reward_scale"),
+    ({"round_s": -1.0}, ConfigError, "round_s"),
+    ({"render_mode": "human"}, UnknownNameError, "render mode"),
+    ({"lp_policy": "no-such-lp"}, UnknownNameError, "policy"),
+    ({"lp_objective": "fastest"}, UnknownNameError, "objective"),
+])
+def test_bad_arguments_raise_named_errors(cls, kwargs, error, field):
+    with pytest.raises(error) as e:
+        cls(**kwargs)
+    err = e.value
+    assert isinstance(err, HSchedError)
+    if isinstance(err, UnknownNameError):
+        assert err.kind == field and str(err.name) in str(err) and err.valid
+    else:
+        assert err.field == field and field in str(err)
+
+
+def test_bad_select_and_rank_only_arguments():
+    with pytest.raises(UnknownNameError) as e:
+        ScheduleEnv(CLUSTER, SMALL, candidate_filter="oracle")
+    assert e.value.kind == "candidate filter" and "oracle" in str(e.value)
+    assert set(e.value.valid) == {"lp", "score"}
+    with pytest.raises(ConfigError) as e:
+        RankEnv(CLUSTER, SMALL, keep_cost=-0.1)
+    assert e.value.field == "keep_cost"
+    # the same errors through gymnasium.make
+    with pytest.raises(UnknownNameError):
+        gym.make(SCHEDULE, cluster="no-such-cluster")
+    with pytest.raises(ConfigError) as e:
+        gym.make(RANK, workload="gavel:rate=4,jobs=20", max_candidates=0)
+    assert e.value.field == "max_candidates"
+
+
+@pytest.mark.parametrize("cls,action", [(ScheduleEnv, 0), (RankEnv, None)])
+def test_step_before_reset_raises(cls, action):
+    env = cls(CLUSTER, SMALL)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(action if action is not None else np.ones(env.K, dtype=np.int8))
+    env.close()
+    env.close()                                        # closing twice is fine
