@@ -39,7 +39,8 @@ import numpy as np
 from hsched_env.errors import UnknownNameError
 from hsched_env.planner import _undominated
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
-from lp_baseline.solver import OBJECTIVES, AllocationProblem, solve_allocation
+from lp_baseline.solver import (OBJECTIVES, AllocationProblem, evaluate_objective,
+                                 solve_allocation)
 
 TINY = 1e-6
 SHARE_QUANTUM = 1e-4    # shares closer than this are ties in the rounding's priorities
@@ -186,6 +187,32 @@ class LPPolicy:
         candidate rows; ``stats.extra["objective"]`` is the LP's primary objective."""
         stats = PolicyStats()
         return self._allocate(view, stats, allowed), stats
+
+    def evaluate(self, view: SchedulerView, allocation: dict) -> float:
+        """The LP's primary objective of ``allocation`` (``{job id: (rows, X)}``, e.g.
+        ``allocation`` or ``shares(view)[0]``) over the round's whole problem: every active
+        job with all its candidates. A job the allocation leaves out counts with X = 0, so a
+        pruned LP is scored on the same problem as the full one."""
+        A = view.num_active
+        tabs = view.candidates
+        sizes = np.array([len(t) for t in tabs], dtype=np.int64)
+        if A == 0 or sizes.sum() == 0:
+            return 0.0
+        starts = np.cumsum(sizes) - sizes
+        x = np.zeros(int(sizes.sum()))
+        for k, j in enumerate(view.job_ids):
+            got = allocation.get(int(j))
+            if got is not None and len(got[0]):
+                x[starts[k] + np.asarray(got[0], dtype=np.int64)] = got[1]
+        norms = np.array([self._norm(view, k) for k in range(A)])
+        ks = np.arange(A)
+        problem = AllocationProblem(
+            job_of=np.repeat(ks, sizes), gpus=np.concatenate([t.gpus for t in tabs]),
+            thr=np.concatenate([t.samples_per_s for t in tabs]),
+            capacity=view.capacity.astype(float), norm=norms,
+            remaining=view.remaining_samples, age_s=view.time_s - view.arrival_s,
+            ftf_denominator_s=self._ftf_denominator(view, ks))
+        return float(evaluate_objective(problem, x, self.objective))
 
     def _allocate(self, view: SchedulerView, stats: PolicyStats, allowed=None) -> dict:
         A = view.num_active

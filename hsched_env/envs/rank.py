@@ -50,8 +50,10 @@ class RankEnv(HSchedEnvBase):
     deterministic proxy for decision cost (kept ÷ all candidates of the round), so episodes
     stay reproducible. The measured cost is in ``info``: ``decision_time_s`` (wall-clock LP
     time of the round; 0.0 with ``measure_time=False``), ``lp_vars``, ``kept``, ``total``;
-    with ``compare_full=True`` also ``full_objective`` and ``kept_objective`` (the full LP's
-    and the kept LP's objective for the same round) and ``full_lp_vars``.
+    with ``compare_full=True`` also ``full_objective`` and ``kept_objective`` — the full LP's
+    and the kept LP's allocations scored by the LP objective on the round's whole problem
+    (a job with no kept candidate counts with no share), so kept ≤ full for a maximized
+    objective — and ``full_lp_vars``.
 
     ## Starting State
 
@@ -92,6 +94,11 @@ class RankEnv(HSchedEnvBase):
         self.measure_time = bool(measure_time)
         super().__init__(cluster, workload, max_candidates=max_candidates, **kwargs)
         self.action_space = spaces.MultiBinary(self.K)
+        lp = self.lp
+        if not all(callable(getattr(lp, m, None)) for m in ("decide", "shares", "evaluate")):
+            raise ConfigError(f"rank mode needs an LP policy (decide(view, allowed=...), "
+                              f"shares, evaluate); {self.lp_policy_name!r} is not one",
+                              field="lp_policy")
 
     def _kwargs_record(self) -> dict:
         return {**super()._kwargs_record(), "keep_cost": self.keep_cost,
@@ -141,9 +148,9 @@ class RankEnv(HSchedEnvBase):
         self._sim.record_decision(dt, getattr(stats, "lp_vars", 0) or 0)
         extra = {}
         if self.compare_full:
-            _, full = lp.shares(view)
-            extra = {"full_objective": float(full.extra.get("objective", math.nan)),
-                     "kept_objective": float(stats.extra.get("objective", math.nan)),
+            full_alloc, full = lp.shares(view)
+            extra = {"full_objective": lp.evaluate(view, full_alloc),
+                     "kept_objective": lp.evaluate(view, lp.allocation),
                      "full_lp_vars": int(full.lp_vars)}
         kept = int(keep.sum())
         self._sim.place_decision(decision, who=f"LP {self.lp_policy_name!r}")

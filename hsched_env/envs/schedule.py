@@ -218,10 +218,7 @@ class ScheduleEnv(HSchedEnvBase):
             raise RuntimeError("call reset() before step()")
         if self._sim.finished:
             raise RuntimeError("the episode has ended; call reset()")
-        try:
-            a = int(action)
-        except (TypeError, ValueError):
-            a = -1
+        a = _action_int(action)
         self._actions.append(a)
         reward, invalid, committed = 0.0, False, False
         if a == self.K:
@@ -254,6 +251,20 @@ class ScheduleEnv(HSchedEnvBase):
         while self._ref and not self._mask[self._ref[0]]:
             self._ref.pop(0)          # the agent deviated: skip what no longer fits
         return self._ref[0] if self._ref else self.K
+
+
+def _action_int(action) -> int:
+    """The action as an int, or -1 (invalid) for anything that is not one integer."""
+    try:
+        value = np.asarray(action)
+    except Exception:                                 # noqa: BLE001 (any object: invalid)
+        return -1
+    if value.size != 1 or value.dtype.kind not in "iuf":
+        return -1
+    value = value.reshape(()).item()
+    if isinstance(value, float) and not value.is_integer():
+        return -1
+    return int(value)
 
 
 __all__ = ["ScheduleEnv", "JOB_FEATURES", "CANDIDATE_FEATURES", "CLUSTER_FEATURES",
