@@ -13,8 +13,10 @@ A strategy row runs on one or two GPU types (``A`` and optionally ``B``) in one 
   (Metis, Whale), so the iteration time is the same on both sides up to integer rounding.
 * ``KIND_PP_SPLIT`` — ``dp`` replicas, each a pipeline of ``pp_a`` stages on A followed by ``pp_b``
   stages on B; layers are split in proportion to stage speed (Metis), then moved to the other
-  type when a stage would not fit in memory. The type with more memory takes the first stages,
-  which hold the most in-flight micro-batches under 1F1B.
+  type when a stage would not fit in memory. Part A takes the first stages, which hold the most
+  in-flight micro-batches under 1F1B; the last stage (part B) holds the output layer. The
+  planner gives part A to the type with more memory, and prices both orders when the two
+  types have the same memory.
 
 Tensor parallelism always stays inside one node and one GPU type.
 
@@ -219,6 +221,8 @@ def _overlap(a, b, gamma: float):
     """Smooth maximum ``(a^γ + b^γ)^(1/γ)`` of two overlapping durations (Pollux's form)."""
     if not np.any(b):
         return a
+    if gamma == 1.0:
+        return a + b                 # the same, without two powers
     return (a ** gamma + b ** gamma) ** (1.0 / gamma)
 
 
@@ -271,6 +275,7 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         hw: Pool hardware arrays.
         kind: ``KIND_*`` per row.
         pa, pb: Pool index of part A and part B (``pb`` is ignored for homogeneous rows).
+            Part A holds a mixed pipeline's first stages.
         dpa, dpb: Data-parallel replicas on A and on B (``dpb`` is 0 unless
             ``KIND_DP_SPLIT``; ``KIND_PP_SPLIT`` rows put their replica count in ``dpa``).
         tp: Tensor-parallel degree (inside one node and one GPU type).
@@ -292,208 +297,104 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         ``split_capped`` (memory moved layers away from the speed-proportional split of a mixed
         pipeline), ``layers_a``/``layers_b`` (layers on the largest stage of each part) and
         ``batch_a``/``batch_b`` (samples per replica on each part).
+
+    Rows are priced one layout at a time (each on its own rows, without masks); rows sorted by
+    ``kind`` (as the planner's are) are sliced, others are grouped and put back in order.
     """
-    f8 = np.float64
-    L = shape.layers
-    homo, dpsplit, ppsplit = kind == KIND_HOMO, kind == KIND_DP_SPLIT, kind == KIND_PP_SPLIT
-    pb = np.where(homo, pa, pb)
-    tp = tp.astype(f8)
-    m = m.astype(f8)
-    pp = np.maximum(ppa + ppb, 1).astype(f8)
-    dpa_f = dpa.astype(f8)
-    dpb_f = np.maximum(dpb, 1).astype(f8)
-    d = np.where(dpsplit, dpa + dpb, dpa).astype(f8)          # replicas in total
-    samples = d * batch if per_replica_batch else np.full_like(d, float(batch))
-    rep_batch = np.full_like(d, float(batch)) if per_replica_batch else np.ceil(samples / d)
+    kind = np.asarray(kind)
+    rows = {"pa": pa, "pb": pb, "dpa": dpa, "dpb": dpb, "tp": tp, "ppa": ppa, "ppb": ppb,
+            "m": m, "rc": rc}
+    rows = {k: np.broadcast_to(np.asarray(v), kind.shape) for k, v in rows.items()}
+    if kind.size and (kind.min() < KIND_HOMO or kind.max() > KIND_PP_SPLIT):
+        raise ValueError(f"unknown strategy kind in {np.unique(kind)}")
+    order = None
+    if kind.size > 1 and np.any(kind[1:] < kind[:-1]):
+        order = np.argsort(kind, kind="stable")
+        kind = kind[order]
+        rows = {k: v[order] for k, v in rows.items()}
+    bounds = np.searchsorted(kind, [KIND_HOMO, KIND_DP_SPLIT, KIND_PP_SPLIT, KIND_PP_SPLIT + 1])
+    parts = []
+    for k, price in ((KIND_HOMO, _cost_homo), (KIND_DP_SPLIT, _cost_dp_split),
+                     (KIND_PP_SPLIT, _cost_pp_split)):
+        lo, hi = bounds[k], bounds[k + 1]
+        if hi > lo or (k == KIND_HOMO and kind.size == 0):
+            sub = {name: v[lo:hi] for name, v in rows.items()}
+            parts.append(price(shape, calib, hw, **sub, batch=batch,
+                               per_replica_batch=per_replica_batch, zero_stages=zero_stages))
+    out = parts[0] if len(parts) == 1 else {
+        name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+    if order is not None:
+        out = {name: _unsort(v, order) for name, v in out.items()}
+    return out
 
-    # Per-sample time of one layer (compute + TP all-reduces on the intra-node link) and of
-    # the output layer, on each part.
-    u_a = layer_time_per_sample(shape, calib, hw, pa, tp, rc)
-    u_b = layer_time_per_sample(shape, calib, hw, pb, tp, rc)
-    g_a = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pa])
-    g_b = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pb])
-    o = 3.0 * calib.launch_overhead_s
 
-    def link(pool, span):
-        """One-way bandwidth of a group of ``span`` GPUs of ``pool`` (intra-node if it fits)."""
-        return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], hw.inter_bw[pool])
+def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``values`` computed for rows ``order`` (a permutation), put back in row order."""
+    out = np.empty_like(values)
+    out[order] = values
+    return out
 
-    inter_ab = np.minimum(hw.inter_bw[pa], hw.inter_bw[pb])
-    # Rank layout: tp innermost, then pp, then dp. A replica's pipeline stays inside a node
-    # when tp·pp GPUs fit in one; a mixed pipeline always crosses nodes at the type boundary.
-    c_a = np.where(ppsplit, inter_ab, link(pa, tp * pp))
-    c_b = np.where(ppsplit, inter_ab, link(pb, tp * pp))
-    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes / c_a, 0.0)   # per sample, fwd + bwd
-    c_b = np.where(pp > 1, 2.0 * shape.boundary_bytes / c_b, 0.0)
 
-    # ------------------------------------------------------------------ pipeline time
-    # Homogeneous replicas: 1F1B with ceil(L/pp) layers on the largest stage,
-    # T = (m-1)·max_i(T_i + c_i) + Σ_i(T_i + c_i), linear in the micro-batch size b.
-    lmax = np.ceil(L / pp)
-    k_a = ((m - 1) * (lmax * u_a + g_a + c_a) + L * u_a + g_a + (pp - 1) * c_a) / m
-    k_b = ((m - 1) * (lmax * u_b + g_b + c_b) + L * u_b + g_b + (pp - 1) * c_b) / m
-    beta = ((m - 1) * lmax + L) * o                      # launch overhead, per replica
-    t_homo = k_a * rep_batch + beta
+def _link(hw: PoolArrays, pool, span):
+    """One-way bandwidth of a group of ``span`` GPUs of ``pool`` (intra-node if it fits)."""
+    return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], hw.inter_bw[pool])
 
-    # Data-parallel split: replicas on A take B_a samples, on B take B_b, with
-    # dpa·B_a + dpb·B_b = samples and k_a·B_a ≈ k_b·B_b (speed-proportional); integer B_a.
-    ba, bb = rep_batch.copy(), rep_batch.copy()
-    m_side_a, m_side_b = m.copy(), m.copy()          # micro-batches per side (mixed dp)
-    t_split = t_homo.copy()
-    ds = np.flatnonzero(dpsplit)
-    if ds.size:
-        S, A, Bq, ka, kb, be = samples[ds], dpa_f[ds], dpb_f[ds], k_a[ds], k_b[ds], beta[ds]
-        t_bal = (S + A * be / ka + Bq * be / kb) / (A / ka + Bq / kb)
-        ba_cont = (t_bal - be) / ka
-        best_t, best_a = np.full(ds.size, np.inf), np.ones(ds.size)
-        ba_hi = np.maximum(np.floor((S - Bq) / A), 1.0)
-        for cand in (np.floor(ba_cont), np.ceil(ba_cont)):
-            cand = np.clip(cand, 1.0, ba_hi)
-            t = np.maximum(ka * cand, kb * np.ceil(np.maximum(S - A * cand, 1.0) / Bq)) + be
-            better = t < best_t
-            best_t, best_a = np.where(better, t, best_t), np.where(better, cand, best_a)
-        best_b = np.ceil(np.maximum(S - A * best_a, 1.0) / Bq)
-        # A side with fewer samples than micro-batches runs one-sample micro-batches, as many
-        # as it has samples (per-type micro-batch counts, as Metis does): price each side with
-        # its own count m_x = min(m, batch_x).
-        def side(u, g, c, batch):
-            mx = np.minimum(m[ds], batch)
-            lm, P = lmax[ds], pp[ds]
-            k = ((mx - 1) * (lm * u + g + c) + L * u + g + (P - 1) * c) / mx
-            return k * batch + ((mx - 1) * lm + L) * o, mx
-        ta, ma_ = side(u_a[ds], g_a[ds], c_a[ds], best_a)
-        tb, mb_ = side(u_b[ds], g_b[ds], c_b[ds], best_b)
-        t_split[ds] = np.maximum(ta, tb)
-        ba[ds], bb[ds] = best_a, best_b
-        m_side_a[ds], m_side_b[ds] = ma_, mb_
 
-    # Pipeline split: ppa stages of A then ppb of B. Each B stage takes lb layers and the A
-    # stages share the other L - ppb·lb (so the largest holds ceil((L - ppb·lb)/ppa)); lb is
-    # the integer next to the speed-proportional split (la·u_a = lb·u_b) with the smaller
-    # bottleneck stage, then moved by memory below.
-    ppa_f, ppb_f = np.maximum(ppa, 1).astype(f8), np.maximum(ppb, 1).astype(f8)
-    lb_hi = np.maximum(np.floor((L - ppa_f) / ppb_f), 1)
+def _zero_factors(shape: ModelShape, d, zero_stages) -> np.ndarray:
+    """Model-state bytes per parameter at each ZeRO stage of ``zero_stages`` (columns)."""
+    w, g, o = shape.state_w, shape.state_g, shape.state_o
+    per_stage = {0: lambda: np.full_like(d, w + g + o), 1: lambda: w + g + o / d,
+                 2: lambda: w + (g + o) / d, 3: lambda: (w + g + o) / d}
+    return np.stack([per_stage[z]() for z in zero_stages], axis=-1)
 
-    def a_layers(lb):
-        return np.ceil((L - ppb_f * lb) / ppa_f)
 
-    lb = np.ones_like(d)
-    ps = np.flatnonzero(ppsplit)
-    if ps.size:
-        ua, ub, gb, pa_, pb_, hi = u_a[ps], u_b[ps], g_b[ps], ppa_f[ps], ppb_f[ps], lb_hi[ps]
-        lb_cont = L / (pb_ + pa_ * ub / ua)
-        lo_, up_ = np.clip(np.floor(lb_cont), 1, hi), np.clip(np.ceil(lb_cont), 1, hi)
-        worse = (np.maximum(np.ceil((L - pb_ * lo_) / pa_) * ua, lo_ * ub + gb)
-                 > np.maximum(np.ceil((L - pb_ * up_) / pa_) * ua, up_ * ub + gb))
-        lb[ps] = np.where(worse, up_, lo_)
-    lb_speed = lb
-    la = a_layers(lb)
-    b_mb = rep_batch / m
+def _stage_act(shape: ModelShape, tp, rc, layers, micro_b, inflight, logits):
+    """Activation bytes per GPU of a stage of ``layers`` layers holding ``inflight``
+    micro-batches of ``micro_b`` samples; ``logits`` (True, False or a row mask): the stage
+    holds the output layer's fp32 logits."""
+    # Tensor parallelism runs with sequence parallelism (Megatron's default): every activation
+    # is split over the tp ranks (Korthikanti et al., "TP + SP" row).
+    full_layer = micro_b * shape.act_layer / tp
+    if rc.all():
+        act = micro_b * shape.act_rc / tp * layers * inflight + full_layer
+    elif not rc.any():
+        act = full_layer * layers * inflight
+    else:
+        act = np.where(rc, micro_b * shape.act_rc / tp * layers * inflight + full_layer,
+                       full_layer * layers * inflight)
+    if logits is True:
+        return act + micro_b * shape.logits_act / tp
+    if logits is False:
+        return act
+    return act + np.where(logits, micro_b * shape.logits_act / tp, 0.0)
 
-    # ------------------------------------------------------------------ memory per GPU
-    w, g, o_ = shape.state_w, shape.state_g, shape.state_o
-    per_stage = {0: lambda: np.full_like(d, w + g + o_), 1: lambda: w + g + o_ / d,
-                 2: lambda: w + (g + o_) / d, 3: lambda: (w + g + o_) / d}
-    zero_factors = np.stack([per_stage[z]() for z in zero_stages], axis=-1)  # bytes/param
-    z2 = zero_stages.index(2)          # memory decisions below are taken at ZeRO-2
 
-    def stage_mem(layers, tables, micro_b, inflight, logits, sel=slice(None)):
-        """Bytes per GPU of a stage with ``tables`` embedding/output tables, per ZeRO stage.
+def _stage_mem(shape: ModelShape, params, act, zero_factors) -> np.ndarray:
+    """Bytes per GPU of a stage at each ZeRO stage: ``params`` per GPU × bytes per parameter,
+    plus activations and the fixed part."""
+    return params[:, None] * zero_factors + (act + shape.fixed_mem_bytes)[:, None]
 
-        Array arguments are full rows; ``sel`` restricts the result to some rows."""
-        t = tp[sel]
-        params = (layers[sel] * shape.layer_params + np.broadcast_to(tables, t.shape if
-                  np.ndim(tables) == 0 else tables.shape)[sel] * shape.embed_params) / t
-        mb = micro_b[sel]
-        # Tensor parallelism runs with sequence parallelism (Megatron's default): every
-        # activation is split over the tp ranks (Korthikanti et al., "TP + SP" row).
-        full_layer = mb * shape.act_layer / t
-        act = np.where(rc[sel], mb * shape.act_rc / t * layers[sel] * inflight[sel] + full_layer,
-                       full_layer * layers[sel] * inflight[sel])
-        act = act + np.where(logits[sel], mb * shape.logits_act / t, 0.0)
-        return params[:, None] * zero_factors[sel] + (act + shape.fixed_mem_bytes)[:, None]
 
-    def layer_mem_z2(micro_b, inflight, sel):
-        """Bytes one more layer adds to a stage at ZeRO-2, for the rows ``sel``."""
-        t = tp[sel]
-        act = micro_b[sel] * np.where(rc[sel], shape.act_rc, shape.act_layer) / t
-        return shape.layer_params / t * zero_factors[sel, z2] + act * inflight[sel]
+def _tables_first(pp):
+    """Embedding/output tables of a one-type replica's first stage: both when it is the only
+    stage."""
+    return np.where(pp == 1, 2.0, 1.0)
 
-    single = pp == 1
-    one = np.ones_like(m)
-    mb_a = np.ceil(np.where(dpsplit, ba, rep_batch) / m_side_a)
-    mb_b = np.ceil(np.where(dpsplit, bb, rep_batch) / m_side_b)
-    infl0 = np.minimum(pp, m_side_a)            # 1F1B: stage i holds min(pp - i, m)
-    infl_b = np.where(ppsplit, np.minimum(ppb, m), np.minimum(pp, m_side_b))
-    tables_first = np.where(single & ~ppsplit, 2.0, 1.0)
 
-    if ps.size:
-        # A mixed-pipeline stage that would not fit hands layers to the other type (judged at
-        # ZeRO-2, which costs no extra time). Room = memory left by a stage's fixed part. For
-        # B this is conservative: the fixed part of its last stage (output table, logits) with
-        # the per-layer activations of its first (the most micro-batches in flight).
-        yes, no_ = np.ones(d.shape, dtype=bool), np.zeros(d.shape, dtype=bool)
-        zero_layers = np.zeros_like(la)
-        room_a = hw.mem_bytes[pa[ps]] - stage_mem(zero_layers, one, mb_a, infl0, no_, ps)[:, z2]
-        room_b = hw.mem_bytes[pb[ps]] - stage_mem(zero_layers, one, mb_b, one, yes, ps)[:, z2]
-        fit_a = np.floor(room_a / layer_mem_z2(mb_a, infl0, ps))
-        fit_b = np.floor(room_b / layer_mem_z2(mb_b, infl_b, ps))
-        lb_ps = lb[ps]
-        lb_ps = np.where(la[ps] > fit_a, np.minimum(np.ceil((L - ppa_f[ps] * np.maximum(fit_a, 0))
-                                                           / ppb_f[ps]), lb_hi[ps]), lb_ps)
-        lb_ps = np.where((lb_ps > fit_b) & (fit_b >= 1), fit_b, lb_ps)
-        lb = lb.copy()
-        lb[ps] = lb_ps
-        la = a_layers(lb)
-
-    lay_a = np.where(ppsplit, la, lmax)
-    lay_b = np.where(ppsplit, lb, lmax)
-    no = np.zeros(d.shape, dtype=bool)
-    # Part A: first stage (embedding, most in-flight micro-batches); for one-type replicas
-    # also the last stage (output layer and logits, one micro-batch in flight).
-    mem_a = stage_mem(lay_a, tables_first, mb_a, infl0, single & ~ppsplit)
-    # The last stage differs from the first only in one-type pipelines (pp > 1): a single
-    # stage is both, and a mixed pipeline's last stage is on part B.
-    deep = np.flatnonzero(~single & ~ppsplit)
-    if deep.size:
-        mem_a[deep] = np.maximum(mem_a[deep],
-                                 stage_mem(lay_a, one, mb_a, one, ~ppsplit, deep))
-    # Part B: like A for dp-split replicas; for a mixed pipeline, its first stage (index ppa,
-    # min(ppb, m) in flight, no table) and the pipeline's last stage.
-    mem_b = mem_a.copy()                     # a one-type replica: part B is part A
-    mix = np.flatnonzero(~homo)
-    if mix.size:
-        mem_b[mix] = np.maximum(
-            stage_mem(lay_b, np.where(ppsplit, 0.0, tables_first), mb_b, infl_b,
-                      single & ~ppsplit, mix),
-            stage_mem(lay_b, one, mb_b, one, ~no, mix))
-
-    stage_a = la * (u_a * b_mb + o)                         # the largest A stage
-    stage_b = lb * (u_b * b_mb + o) + g_b * b_mb            # B stages; the last has the logits
-    c_mb = c_a * b_mb
-    t_ppsplit = ((m - 1) * (np.maximum(stage_a, stage_b) + c_mb)
-                 + (L - ppb_f * lb) * (u_a * b_mb + o) + ppb_f * lb * (u_b * b_mb + o)
-                 + g_b * b_mb + (pp - 1) * c_mb)
-    t_pipe = np.where(ppsplit, t_ppsplit, t_split)       # t_split is t_homo on one-type rows
-
-    # ------------------------------------------------------------------ gradient sync, optimizer
-    # Ring all-reduce of each stage's gradients over its data-parallel group on the slowest
-    # link: 2(d-1)/d · bytes / BW. Under the layout (tp, then pp, then dp) a group's ranks lie
-    # tp·pp apart, so it stays inside a node only when all tp·pp·d GPUs do; a mixed-dp group
-    # always crosses nodes.
-    p_a = (lay_a * shape.layer_params + tables_first * shape.embed_params) / tp
-    p_b = (lay_b * shape.layer_params + tables_first * shape.embed_params) / tp
-    # In a mixed pipeline each side's groups only span that side's tp·pp_x·d GPUs.
-    span_a = np.where(ppsplit, tp * ppa_f * d, tp * pp * d)
-    span_b = np.where(ppsplit, tp * ppb_f * d, tp * pp * d)
-    bw_a = np.where(dpsplit, inter_ab, link(pa, span_a))
-    bw_b = np.where(dpsplit, inter_ab, link(pb, span_b))
+def _ring_time(shape: ModelShape, calib: Calibration, d, params_bw_a, params_bw_b=None):
+    """Gradient all-reduce of each stage over its data-parallel group on the slowest link:
+    ring ``2(d-1)/d · bytes / BW`` (the larger of the two parts) plus α per ring step."""
     ring = np.where(d > 1, 2.0 * (d - 1) / d * shape.state_g, 0.0)
-    t_dp = np.maximum(ring * p_a / bw_a, np.where(homo, 0.0, ring * p_b / bw_b))
-    t_dp = t_dp + np.where(d > 1, calib.collective_latency_s * 2.0 * (d - 1), 0.0)
-    opt = calib.optimizer_bytes_per_param
-    t_opt = np.maximum(opt * p_a / hw.hbm_bw[pa], np.where(homo, 0.0, opt * p_b / hw.hbm_bw[pb]))
+    t = ring * params_bw_a[0] / params_bw_a[1]
+    if params_bw_b is not None:
+        t = np.maximum(t, ring * params_bw_b[0] / params_bw_b[1])
+    return t + np.where(d > 1, calib.collective_latency_s * 2.0 * (d - 1), 0.0)
 
+
+def _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_b, split_capped,
+            layers_a, layers_b, batch_a, batch_b) -> dict:
+    """``strategy_cost``'s result from a layout's pipeline, gradient-sync and optimizer times
+    and its other row arrays."""
     return {
         # Eager PyTorch launches kernels asynchronously: the host runs ahead of the GPU, so an
         # iteration takes about the longer of the GPU's work and the host's launching, combined
@@ -504,9 +405,213 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
         "mem_a": mem_a,
         "mem_b": mem_b,
         # True where memory moved layers away from the speed-proportional pipeline split.
-        "split_capped": ppsplit & (lb != lb_speed),
-        "layers_a": lay_a,
-        "layers_b": lay_b,
-        "batch_a": np.where(dpsplit, ba, rep_batch),
-        "batch_b": np.where(dpsplit, bb, rep_batch),
+        "split_capped": split_capped,
+        "layers_a": layers_a,
+        "layers_b": layers_b,
+        "batch_a": batch_a,
+        "batch_b": batch_b,
     }
+
+
+def _replica_rows(shape, calib, hw, pa, tp, ppa, ppb, m, rc, batch, per_replica_batch,
+                  replicas):
+    """Quantities every layout needs: (tp, m, pp, d, samples, rep_batch, u_a) as floats."""
+    f8 = np.float64
+    tp = tp.astype(f8)
+    m = m.astype(f8)
+    pp = np.maximum(ppa + ppb, 1).astype(f8)
+    d = replicas.astype(f8)                                   # replicas in total
+    samples = d * batch if per_replica_batch else np.full_like(d, float(batch))
+    rep_batch = np.full_like(d, float(batch)) if per_replica_batch else np.ceil(samples / d)
+    # Per-sample time of one layer (compute + TP all-reduces on the intra-node link).
+    u_a = layer_time_per_sample(shape, calib, hw, pa, tp, rc)
+    return tp, m, pp, d, samples, rep_batch, u_a
+
+
+def _homo_pipeline(L, u, g, c, m, pp, lmax, o):
+    """1F1B time of one-type replicas per sample, ``T = (m-1)·max_i(T_i + c_i) +
+    Σ_i(T_i + c_i)`` with ceil(L/pp) layers on the largest stage, and its launch overhead:
+    the replica time is ``k·batch + beta``."""
+    k = ((m - 1) * (lmax * u + g + c) + L * u + g + (pp - 1) * c) / m
+    beta = ((m - 1) * lmax + L) * o
+    return k, beta
+
+
+def _cost_homo(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, batch,
+               per_replica_batch, zero_stages) -> dict:
+    """``KIND_HOMO``: ``dp`` replicas of ``tp × pp`` GPUs, all of pool ``pa``."""
+    L = shape.layers
+    o = 3.0 * calib.launch_overhead_s
+    tp, m, pp, d, samples, rep_batch, u_a = _replica_rows(
+        shape, calib, hw, pa, tp, ppa, ppb, m, rc, batch, per_replica_batch, dpa)
+    g_a = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pa])
+    # Rank layout: tp innermost, then pp, then dp. A replica's pipeline stays inside a node
+    # when tp·pp GPUs fit in one.
+    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes / _link(hw, pa, tp * pp), 0.0)
+    lmax = np.ceil(L / pp)
+    k_a, beta = _homo_pipeline(L, u_a, g_a, c_a, m, pp, lmax, o)
+    t_pipe = k_a * rep_batch + beta
+
+    # Memory: the first stage (embedding, most in-flight micro-batches, 1F1B: stage i holds
+    # min(pp - i, m)) and the last (output layer and logits, one micro-batch in flight); a
+    # single stage is both. The two hold one table each, so the larger activations decide.
+    single = pp == 1
+    mb = np.ceil(rep_batch / m)
+    act = _stage_act(shape, tp, rc, lmax, mb, np.minimum(pp, m), single)
+    deep = np.flatnonzero(~single)
+    if deep.size:
+        act[deep] = np.maximum(act[deep], _stage_act(shape, tp[deep], rc[deep], lmax[deep],
+                                                     mb[deep], 1.0, True))
+    params = (lmax * shape.layer_params + _tables_first(pp) * shape.embed_params) / tp
+    mem_a = _stage_mem(shape, params, act, _zero_factors(shape, d, zero_stages))
+
+    # Gradient sync: a group's ranks lie tp·pp apart, so it stays inside a node only when all
+    # tp·pp·d GPUs do. Optimizer: memory bound.
+    t_dp = _ring_time(shape, calib, d, (params, _link(hw, pa, tp * pp * d)))
+    t_opt = calib.optimizer_bytes_per_param * params / hw.hbm_bw[pa]
+    return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_a.copy(),
+                   np.zeros(d.shape, dtype=bool), lmax, lmax, rep_batch, rep_batch)
+
+
+def _cost_dp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, batch,
+                   per_replica_batch, zero_stages) -> dict:
+    """``KIND_DP_SPLIT``: ``dpa`` one-type replicas on pool ``pa`` and ``dpb`` on ``pb``."""
+    L = shape.layers
+    o = 3.0 * calib.launch_overhead_s
+    tp, m, pp, d, samples, _, u_a = _replica_rows(
+        shape, calib, hw, pa, tp, ppa, ppb, m, rc, batch, per_replica_batch,
+        dpa + dpb)
+    u_b = layer_time_per_sample(shape, calib, hw, pb, tp, rc)
+    g_a = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pa])
+    g_b = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pb])
+    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes / _link(hw, pa, tp * pp), 0.0)
+    c_b = np.where(pp > 1, 2.0 * shape.boundary_bytes / _link(hw, pb, tp * pp), 0.0)
+    lmax = np.ceil(L / pp)
+    k_a, beta = _homo_pipeline(L, u_a, g_a, c_a, m, pp, lmax, o)
+    k_b, _ = _homo_pipeline(L, u_b, g_b, c_b, m, pp, lmax, o)
+
+    # Replicas on A take B_a samples, on B take B_b, with dpa·B_a + dpb·B_b = samples and
+    # k_a·B_a ≈ k_b·B_b (speed-proportional); integer B_a.
+    S, A, Bq = samples, dpa.astype(np.float64), np.maximum(dpb, 1).astype(np.float64)
+    t_bal = (S + A * beta / k_a + Bq * beta / k_b) / (A / k_a + Bq / k_b)
+    ba_cont = (t_bal - beta) / k_a
+    best_t, ba = np.full(d.size, np.inf), np.ones(d.size)
+    ba_hi = np.maximum(np.floor((S - Bq) / A), 1.0)
+    for cand in (np.floor(ba_cont), np.ceil(ba_cont)):
+        cand = np.clip(cand, 1.0, ba_hi)
+        t = np.maximum(k_a * cand, k_b * np.ceil(np.maximum(S - A * cand, 1.0) / Bq)) + beta
+        better = t < best_t
+        best_t, ba = np.where(better, t, best_t), np.where(better, cand, ba)
+    bb = np.ceil(np.maximum(S - A * ba, 1.0) / Bq)
+
+    # A side with fewer samples than micro-batches runs one-sample micro-batches, as many as
+    # it has samples (per-type micro-batch counts, as Metis does): price each side with its
+    # own count m_x = min(m, batch_x).
+    def side(u, g, c, batch_x):
+        mx = np.minimum(m, batch_x)
+        k = ((mx - 1) * (lmax * u + g + c) + L * u + g + (pp - 1) * c) / mx
+        return k * batch_x + ((mx - 1) * lmax + L) * o, mx
+    t_a, m_a = side(u_a, g_a, c_a, ba)
+    t_b, m_b = side(u_b, g_b, c_b, bb)
+    t_pipe = np.maximum(t_a, t_b)
+
+    # Memory: each side as a one-type replica (see _cost_homo).
+    single = pp == 1
+    zf = _zero_factors(shape, d, zero_stages)
+    params = (lmax * shape.layer_params + _tables_first(pp) * shape.embed_params) / tp
+
+    def side_mem(mb, mx):
+        return _stage_mem(shape, params, np.maximum(
+            _stage_act(shape, tp, rc, lmax, mb, np.minimum(pp, mx), single),
+            _stage_act(shape, tp, rc, lmax, mb, 1.0, True)), zf)
+    mem_a = side_mem(np.ceil(ba / m_a), m_a)
+    mem_b = side_mem(np.ceil(bb / m_b), m_b)
+
+    # A mixed data-parallel group always crosses nodes.
+    inter_ab = np.minimum(hw.inter_bw[pa], hw.inter_bw[pb])
+    t_dp = _ring_time(shape, calib, d, (params, inter_ab))
+    opt = calib.optimizer_bytes_per_param
+    t_opt = np.maximum(opt * params / hw.hbm_bw[pa], opt * params / hw.hbm_bw[pb])
+    return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
+                   np.zeros(d.shape, dtype=bool), lmax, lmax, ba, bb)
+
+
+def _cost_pp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, batch,
+                   per_replica_batch, zero_stages) -> dict:
+    """``KIND_PP_SPLIT``: ``dpa`` pipelines of ``ppa`` stages on pool ``pa`` followed by
+    ``ppb`` stages on ``pb``."""
+    f8 = np.float64
+    L = shape.layers
+    o = 3.0 * calib.launch_overhead_s
+    tp, m, pp, d, samples, rep_batch, u_a = _replica_rows(
+        shape, calib, hw, pa, tp, ppa, ppb, m, rc, batch, per_replica_batch, dpa)
+    u_b = layer_time_per_sample(shape, calib, hw, pb, tp, rc)
+    g_b = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pb])
+    # A mixed pipeline always crosses nodes at the type boundary: slowest NIC of the two.
+    inter_ab = np.minimum(hw.inter_bw[pa], hw.inter_bw[pb])
+    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes / inter_ab, 0.0)
+
+    # Each B stage takes lb layers and the A stages share the other L - ppb·lb (so the largest
+    # holds ceil((L - ppb·lb)/ppa)); lb is the integer next to the speed-proportional split
+    # (la·u_a = lb·u_b) with the smaller bottleneck stage, then moved by memory below.
+    ppa_f, ppb_f = np.maximum(ppa, 1).astype(f8), np.maximum(ppb, 1).astype(f8)
+    lb_hi = np.maximum(np.floor((L - ppa_f) / ppb_f), 1)
+
+    def a_layers(lb):
+        return np.ceil((L - ppb_f * lb) / ppa_f)
+
+    lb_cont = L / (ppb_f + ppa_f * u_b / u_a)
+    lo, up = np.clip(np.floor(lb_cont), 1, lb_hi), np.clip(np.ceil(lb_cont), 1, lb_hi)
+    worse = (np.maximum(np.ceil((L - ppb_f * lo) / ppa_f) * u_a, lo * u_b + g_b)
+             > np.maximum(np.ceil((L - ppb_f * up) / ppa_f) * u_a, up * u_b + g_b))
+    lb_speed = np.where(worse, up, lo)
+    la = a_layers(lb_speed)
+    b_mb = rep_batch / m
+
+    # A stage that would not fit hands layers to the other type (judged at ZeRO-2, which costs
+    # no extra time). Room = memory left by a stage's fixed part. For B this is conservative:
+    # the fixed part of its last stage (output table, logits) with the per-layer activations
+    # of its first (the most micro-batches in flight).
+    zf = _zero_factors(shape, d, zero_stages)
+    zf2 = _zero_factors(shape, d, (2,))[:, 0]
+    mb = np.ceil(rep_batch / m)
+    infl_a = np.minimum(pp, m)                   # 1F1B: stage i holds min(pp - i, m)
+    infl_b = np.minimum(ppb, m)
+    no_layers = np.zeros_like(la)
+    table = shape.embed_params / tp              # parameters of a stage's table, per GPU
+    room_a = hw.mem_bytes[pa] - (table * zf2 + (
+        _stage_act(shape, tp, rc, no_layers, mb, infl_a, False) + shape.fixed_mem_bytes))
+    room_b = hw.mem_bytes[pb] - (table * zf2 + (
+        _stage_act(shape, tp, rc, no_layers, mb, 1.0, True) + shape.fixed_mem_bytes))
+    act_layer = mb * np.where(rc, shape.act_rc, shape.act_layer) / tp
+    fit_a = np.floor(room_a / (shape.layer_params / tp * zf2 + act_layer * infl_a))
+    fit_b = np.floor(room_b / (shape.layer_params / tp * zf2 + act_layer * infl_b))
+    lb = np.where(la > fit_a, np.minimum(np.ceil((L - ppa_f * np.maximum(fit_a, 0)) / ppb_f),
+                                         lb_hi), lb_speed)
+    lb = np.where((lb > fit_b) & (fit_b >= 1), fit_b, lb)
+    la = a_layers(lb)
+
+    # Part A's first stage holds the embedding and the most micro-batches in flight; part B
+    # its first stage (index ppa, min(ppb, m) in flight, no table) and the pipeline's last.
+    p_a = (la * shape.layer_params + shape.embed_params) / tp
+    p_b = (lb * shape.layer_params + shape.embed_params) / tp
+    mem_a = _stage_mem(shape, p_a, _stage_act(shape, tp, rc, la, mb, infl_a, False), zf)
+    mem_b = np.maximum(
+        _stage_mem(shape, lb * shape.layer_params / tp,
+                   _stage_act(shape, tp, rc, lb, mb, infl_b, False), zf),
+        _stage_mem(shape, p_b, _stage_act(shape, tp, rc, lb, mb, 1.0, True), zf))
+
+    stage_a = la * (u_a * b_mb + o)                         # the largest A stage
+    stage_b = lb * (u_b * b_mb + o) + g_b * b_mb            # B stages; the last has the logits
+    c_mb = c_a * b_mb
+    t_pipe = ((m - 1) * (np.maximum(stage_a, stage_b) + c_mb)
+              + (L - ppb_f * lb) * (u_a * b_mb + o) + ppb_f * lb * (u_b * b_mb + o)
+              + g_b * b_mb + (pp - 1) * c_mb)
+
+    # Each side's data-parallel groups only span that side's tp·pp_x·d GPUs.
+    t_dp = _ring_time(shape, calib, d, (p_a, _link(hw, pa, tp * ppa_f * d)),
+                      (p_b, _link(hw, pb, tp * ppb_f * d)))
+    opt = calib.optimizer_bytes_per_param
+    t_opt = np.maximum(opt * p_a / hw.hbm_bw[pa], opt * p_b / hw.hbm_bw[pb])
+    return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
+                   lb != lb_speed, la, lb, rep_batch, rep_batch)

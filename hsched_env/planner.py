@@ -8,13 +8,15 @@ For one job (a ``ModelSpec``) on a ``Cluster`` the planner
    number of GPUs or the whole pool);
 2. enumerates **strategies** per set: every dp × tp × pp factorization (tp inside a node, dividing
    the attention heads; pp at most the layer count), the two mixed layouts (speed-proportional
-   data-parallel split, or one pipeline across both types), micro-batch counts (powers of two),
-   recompute on/off, and ZeRO 0–3 (stages 0–2 cost the same time, so the smallest that fits is
-   taken; stage 3 is tried when none of them fits);
+   data-parallel split, or one pipeline across both types, in both orders when the two types
+   have the same memory), micro-batch counts (powers of two), recompute on/off, and ZeRO 0–3
+   (stages 0–2 cost the same time, so the smallest that fits is taken; stage 3 is tried when
+   none of them fits);
 3. prices them all at once with ``costmodel.strategy_cost`` (or a measured table, see
-   ``throughput``), drops what does not fit in memory, keeps the **fastest strategy per set**,
-   and prunes **dominated sets** (another set uses no more GPUs of any type and is at least as
-   fast);
+   ``throughput``: its entries replace the analytic figure, and a type's one-GPU measurement
+   scales that type's analytic rows), drops what does not fit in memory, keeps the **fastest
+   strategy per set**, and prunes **dominated sets** (another set uses no more GPUs of any type
+   and is at least as fast);
 4. returns a ``CandidateTable``: one row per candidate, columns as numpy arrays.
 """
 
@@ -58,7 +60,12 @@ class ResourceSets:
 
 @dataclass(frozen=True)
 class Skeleton:
-    """Model-independent strategy shapes of every resource set (one entry per shape)."""
+    """Model-independent strategy shapes of every resource set (one entry per shape).
+
+    ``part_a``/``part_b`` are the node pools of the shape's parts: the set's ``pool_a`` and
+    ``pool_b``, or the other way round for a mixed pipeline run in the other orientation (its
+    first stages, part A, on the set's ``pool_b``); ``part_b`` = ``part_a`` for one-type sets.
+    """
 
     set_id: np.ndarray
     kind: np.ndarray
@@ -67,6 +74,8 @@ class Skeleton:
     tp: np.ndarray
     ppa: np.ndarray
     ppb: np.ndarray
+    part_a: np.ndarray
+    part_b: np.ndarray
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -94,13 +103,11 @@ def _cluster_sets(pools_key) -> tuple[ResourceSets, Skeleton]:
         total = p.gpus_per_node * p.num_nodes
         return sorted(set(_pow2_upto(total)) | {total})
 
-    mem = [get_gpu(p.gpu_type).memory_gb for p in pools]
     for i, p in enumerate(pools):
         for j, q in enumerate(pools):
             if j <= i or p.gpu_type == q.gpu_type:
                 continue
-            # Part A is the pool with more memory per GPU: it takes the first pipeline stages.
-            a, b = (i, j) if mem[i] >= mem[j] else (j, i)
+            a, b = _mixed_order(pools, i, j)
             pa, pb = pools[a], pools[b]
             for na in ladder(pa):
                 for nb in ladder(pb):
@@ -111,11 +118,25 @@ def _cluster_sets(pools_key) -> tuple[ResourceSets, Skeleton]:
     return _sets_and_skeleton(pools, sets)
 
 
+def _mixed_order(pools, i: int, j: int) -> tuple[int, int]:
+    """Parts (A, B) of a mixed set of pools ``i`` and ``j``: A is the pool with more memory
+    per GPU (a mixed pipeline's first stages hold the most in-flight micro-batches), the one
+    listed first in the cluster on equal memory. Both orientations of a mixed pipeline are
+    priced when the memories are equal (see ``_sets_and_skeleton``)."""
+    mem_i, mem_j = (get_gpu(pools[k].gpu_type).memory_gb for k in (i, j))
+    return (i, j) if (mem_i, -i) >= (mem_j, -j) else (j, i)
+
+
 def _sets_and_skeleton(pools, sets) -> tuple[ResourceSets, Skeleton]:
-    """Arrays of the given sets and every dp × tp × pp shape of each."""
-    arr = np.array(sets, dtype=np.int64)
+    """Arrays of the given sets and every dp × tp × pp shape of each.
+
+    A mixed pipeline puts its first stages on part A. When both types have the same memory
+    per GPU, which order is faster depends on the model (the last stage holds the output
+    layer, the first the most micro-batches in flight), so each such pipeline shape is also
+    listed the other way round (``Skeleton.part_a`` = the set's ``pool_b``)."""
+    arr = np.array(sets, dtype=np.int64).reshape(-1, 5)
     rs = ResourceSets(*(arr[:, k] for k in range(5)))
-    rows: list[tuple[int, int, int, int, int, int, int]] = []
+    rows: list[tuple[int, ...]] = []
     def tp_fits(n: int, gpn: int, tp: int) -> bool:
         """Tensor groups of ``tp`` stay inside nodes: a part within one node, or whole nodes
         (and a remainder) that are each a multiple of ``tp`` (see ``placement``)."""
@@ -124,21 +145,28 @@ def _sets_and_skeleton(pools, sets) -> tuple[ResourceSets, Skeleton]:
     for s, (a, b, na, nb, _) in enumerate(sets):
         gpn = pools[a].gpus_per_node if b < 0 else min(pools[a].gpus_per_node,
                                                        pools[b].gpus_per_node)
+        both_ways = b >= 0 and (get_gpu(pools[a].gpu_type).memory_gb
+                                == get_gpu(pools[b].gpu_type).memory_gb)
         for tp in TP_DEGREES:
             if tp > gpn or not tp_fits(na, pools[a].gpus_per_node, tp) or (
                     b >= 0 and not tp_fits(nb, pools[b].gpus_per_node, tp)):
                 continue
             if b < 0:
                 for pp in _divisors(na // tp):
-                    rows.append((s, KIND_HOMO, na // (tp * pp), 0, tp, pp, 0))
+                    rows.append((s, KIND_HOMO, na // (tp * pp), 0, tp, pp, 0, a, a))
                 continue
             for k in _divisors(np.gcd(na // tp, nb // tp)):
                 # k = pp: replicas of tp·pp GPUs on each side (data-parallel split) ...
-                rows.append((s, KIND_DP_SPLIT, na // (tp * k), nb // (tp * k), tp, k, 0))
+                rows.append((s, KIND_DP_SPLIT, na // (tp * k), nb // (tp * k), tp, k, 0, a, b))
                 # ... k = dp: k pipelines with stages on both types (pipeline split).
-                rows.append((s, KIND_PP_SPLIT, k, 0, tp, na // (tp * k), nb // (tp * k)))
-    sk = np.array(rows, dtype=np.int64)
-    skeleton = Skeleton(*(sk[:, k] for k in range(7)))
+                rows.append((s, KIND_PP_SPLIT, k, 0, tp, na // (tp * k), nb // (tp * k), a, b))
+                if both_ways:
+                    rows.append((s, KIND_PP_SPLIT, k, 0, tp, nb // (tp * k), na // (tp * k),
+                                 b, a))
+    sk = np.array(rows, dtype=np.int64).reshape(-1, 9)
+    # Rows grouped by layout (stable): the cost model prices each layout on a slice of rows.
+    sk = sk[np.argsort(sk[:, 1], kind="stable")]
+    skeleton = Skeleton(*(sk[:, k] for k in range(9)))
     return rs, skeleton
 
 
@@ -157,7 +185,8 @@ class CandidateTable:
         gpu_types: Column order of ``gpus`` (the cluster's GPU types).
         pool_names, pool_types: Name and GPU type of each node pool of the cluster.
         gpus: (R, T) int — GPUs of each type.
-        pool_a, pool_b: Node pools of the two parts (``pool_b`` = -1 for one type).
+        pool_a, pool_b: Node pools of the two parts (``pool_b`` = -1 for one type); part A
+            holds a mixed pipeline's first stages.
         nodes: Nodes the candidate occupies.
         kind: 0 homogeneous, 1 mixed data-parallel split, 2 mixed pipeline split.
         dp, tp, pp: Degrees (``dp`` counts replicas of both types, ``pp`` stages of both).
@@ -173,6 +202,8 @@ class CandidateTable:
         requested: True for the job's "requested GPUs, plain data parallelism" candidates that
             a simulation appends for the baselines (see ``Simulator.candidates_of``).
         measured: True where the throughput comes from a measured table.
+        bootstrap: Factor applied to the analytic throughput, from a measured table's one-GPU
+            entries (1 where none; measured rows keep 1). See ``plan``.
     """
 
     model: str
@@ -206,10 +237,13 @@ class CandidateTable:
     mem_gb_b: np.ndarray
     measured: np.ndarray
     requested: np.ndarray = None   # type: ignore[assignment]
+    bootstrap: np.ndarray = None   # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self.requested is None:
             self.requested = np.zeros(self.samples_per_s.shape, dtype=bool)
+        if self.bootstrap is None:
+            self.bootstrap = np.ones(self.samples_per_s.shape)
 
     def __len__(self) -> int:
         return int(self.samples_per_s.shape[0])
@@ -266,7 +300,9 @@ class CandidateTable:
                 "tokens_per_s_per_gpu": float(self.tokens_per_s_per_gpu[i]),
                 "mem_gb_per_gpu": float(self.mem_gb_per_gpu[i]),
                 "mem_gb_by_type": self._per_part(i, self.mem_gb_a, self.mem_gb_b),
-                "source": "measured" if self.measured[i] else "analytic",
+                "source": ("measured" if self.measured[i] else
+                           "bootstrapped" if self.bootstrap[i] != 1.0 else "analytic"),
+                "bootstrap_scale": float(self.bootstrap[i]),
             })
         return recs
 
@@ -385,9 +421,8 @@ def plan_set(model: ModelSpec | str, cluster: Cluster, gpus: dict[str, int], *,
             raise ConfigError(f"{n} GPUs of type {t} not available in cluster {cluster.name}",
                               field=f"gpus.{name}")
         parts.append((pool, int(n)))
-    if len(parts) == 2 and get_gpu(pools[parts[1][0]].gpu_type).memory_gb > get_gpu(
-            pools[parts[0][0]].gpu_type).memory_gb:
-        parts.reverse()
+    if len(parts) == 2 and _mixed_order(pools, parts[0][0], parts[1][0])[0] != parts[0][0]:
+        parts.reverse()                  # the order _cluster_sets uses, whatever the dict's
     (pa, na), (pb, nb) = parts[0], (parts[1] if len(parts) == 2 else (-1, 0))
     nodes = -(-na // pools[pa].gpus_per_node) + (-(-nb // pools[pb].gpus_per_node) if nb else 0)
     rs, sk = _sets_and_skeleton(pools, [(pa, pb, na, nb, nodes)])
@@ -418,6 +453,7 @@ class _Priced:
     step: np.ndarray
     thr: np.ndarray
     measured: np.ndarray
+    scale: np.ndarray       # bootstrap factor of the analytic throughput (1: none)
     feasible: np.ndarray
     cost: dict
     one_type: np.ndarray
@@ -463,7 +499,8 @@ class _Priced:
             model=model.name, gpu_types=tuple(cluster.gpu_types),
             pool_names=tuple(p.name for p in cluster.pools),
             pool_types=tuple(p.gpu_type for p in cluster.pools), gpus=g,
-            pool_a=rs.pool_a[set_id], pool_b=rs.pool_b[set_id], nodes=rs.nodes[set_id],
+            pool_a=sk.part_a[rows], pool_b=np.where(rs.pool_b[set_id] < 0, -1, sk.part_b[rows]),
+            nodes=rs.nodes[set_id],
             kind=kind, dp=np.where(kind == KIND_DP_SPLIT, sk.dpa[rows] + sk.dpb[rows],
                                    sk.dpa[rows]),
             tp=sk.tp[rows], pp=sk.ppa[rows] + sk.ppb[rows], dp_a=sk.dpa[rows],
@@ -475,7 +512,7 @@ class _Priced:
             step_time_s=self.step[best], samples_per_s=thr,
             tokens_per_s_per_gpu=thr * model.tokens_per_sample / np.maximum(g.sum(axis=1), 1),
             mem_gb_per_gpu=np.maximum(mem_a, mem_b) / GB, mem_gb_a=mem_a / GB,
-            mem_gb_b=mem_b / GB, measured=self.measured[best])
+            mem_gb_b=mem_b / GB, measured=self.measured[best], bootstrap=self.scale[best])
 
 
 def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
@@ -509,8 +546,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     if config.max_gpus is not None:
         ok &= n_set <= config.max_gpus
     # Lower bound on memory: ZeRO-3 shards all model states over every GPU of the set at best.
-    set_pb = np.where(rs.pool_b < 0, rs.pool_a, rs.pool_b)[sk.set_id]
-    cap = np.maximum(hw.mem_bytes[rs.pool_a[sk.set_id]], hw.mem_bytes[set_pb])
+    cap = np.maximum(hw.mem_bytes[sk.part_a], hw.mem_bytes[sk.part_b])
     ok &= model.params * model.bytes_per_param_states / n_set + shape.fixed_mem_bytes <= cap
     idx = np.flatnonzero(ok)
 
@@ -523,10 +559,8 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     # larger m; (3) shapes that fit nowhere without recompute are priced again with it.
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
     m_cap = np.minimum(rep_batch, MAX_MICROBATCHES)
-    set_a = rs.pool_a[sk.set_id[idx]]
-    set_b = np.where(rs.pool_b[sk.set_id[idx]] < 0, set_a, rs.pool_b[sk.set_id[idx]])
-    u_a = layer_time_per_sample(shape, calib, hw, set_a, sk.tp[idx], False)
-    u_b = layer_time_per_sample(shape, calib, hw, set_b, sk.tp[idx], False)
+    u_a = layer_time_per_sample(shape, calib, hw, sk.part_a[idx], sk.tp[idx], False)
+    u_b = layer_time_per_sample(shape, calib, hw, sk.part_b[idx], sk.tp[idx], False)
     samples = np.where(per_replica, B * dp_tot[idx], B)
     m_star = best_microbatch_count(
         shape, calib, kind=sk.kind[idx], u_a=u_a, u_b=u_b, pp=pp_tot[idx], ppa=sk.ppa[idx],
@@ -549,9 +583,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
 
     def price(pos, m, rc, zero_stages=(2, 3)):
         rows = idx[pos]
-        set_id = sk.set_id[rows]
-        pa = rs.pool_a[set_id]
-        pb = np.where(rs.pool_b[set_id] < 0, pa, rs.pool_b[set_id])
+        pa, pb = sk.part_a[rows], sk.part_b[rows]
         cost = strategy_cost(shape, calib, hw, kind=sk.kind[rows], pa=pa, pb=pb,
                              dpa=sk.dpa[rows], dpb=sk.dpb[rows], tp=sk.tp[rows],
                              ppa=sk.ppa[rows], ppb=sk.ppb[rows], m=m, rc=rc, batch=B,
@@ -582,22 +614,24 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     phases = search(np.arange(idx.size), False)
     if model.is_transformer_shaped:
         # Full recompute costs a third more compute: only for shapes that fit nowhere without.
-        need = np.flatnonzero(~fitting(phases, lambda ph: ph["fits"].any(axis=1)))
+        need = np.flatnonzero(~fitting(phases, lambda ph: _any_column(ph["fits"])))
         if need.size:
             phases += search(need, True)
     if not phases:
         phases = [price(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))]
-    cat = {k: np.concatenate([ph[k] if np.ndim(ph[k]) else np.full(ph["pos"].size, ph[k])
-                              for ph in phases]) for k in phases[0]}
+    # Memory is recomputed for the rows kept (see memory below), so not carried along.
+    cost_keys = ("step_time_s", "zero3_extra_s", "samples_per_iter", "layers_a", "layers_b",
+                 "batch_a", "batch_b")
+    cat = {k: np.concatenate([ph[k] for ph in phases])
+           for k in ("pos", "m", "rc", "pa", "pb", "fits") + cost_keys}
     rows, m, rc, pa, pb = idx[cat["pos"]], cat["m"], cat["rc"], cat["pa"], cat["pb"]
-    cost = {k: cat[k] for k in ("step_time_s", "zero3_extra_s", "samples_per_iter", "mem_a",
-                                "mem_b", "layers_a", "layers_b", "batch_a", "batch_b")}
+    cost = {k: cat[k] for k in cost_keys}
     set_id = sk.set_id[rows]
 
     # ---- ZeRO: stages 0-2 cost the same time (the smallest that fits is settled for the rows
     # kept, see _Priced.refine); stage 3, slower, only where ZeRO-2 does not fit
     fits = cat["fits"]
-    feasible = fits.any(axis=1)
+    feasible = _any_column(fits)
     step = cost["step_time_s"] + np.where(fits[:, 0], 0.0, cost["zero3_extra_s"])
     thr = cost["samples_per_iter"] / step
     measured = np.zeros(thr.shape, dtype=bool)
@@ -619,13 +653,64 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         # A measured set is represented by its measurement only.
         feasible &= measured | ~np.isin(set_id, np.unique(set_id[measured]))
 
+    # ---- ... and bootstraps the analytic rows (Sia): on a GPU type the table measured on one
+    # GPU, the analytic throughput is scaled by measured / analytic one-GPU throughput.
+    scale = np.ones(thr.shape)
+    if type(source) is not ThroughputSource:
+        ratio = _bootstrap_ratios(model, pools, source, shape, calib, hw, B, per_replica)
+        if np.any(ratio != 1.0):
+            kind, r_a, r_b = sk.kind[rows], ratio[pa], ratio[pb]
+            # Mixed-dp: each side's speed scales by its ratio and the batch split follows it,
+            # so the throughput scales by the ratios weighted by the samples of each side.
+            w_a, w_b = sk.dpa[rows] * cost["batch_a"], sk.dpb[rows] * cost["batch_b"]
+            scale = np.where(kind == KIND_DP_SPLIT, (w_a * r_a + w_b * r_b) / (w_a + w_b), r_a)
+            # Mixed-pp: every stage of a balanced pipeline takes about the same time, so the
+            # time scales by the stage-weighted mean of 1 / ratio.
+            ppa, ppb = sk.ppa[rows], sk.ppb[rows]
+            scale = np.where(kind == KIND_PP_SPLIT, (ppa + ppb) / (ppa / r_a + ppb / r_b),
+                             scale)
+            scale[measured] = 1.0
+            upd = np.flatnonzero(scale != 1.0)
+            step[upd] = step[upd] / scale[upd]
+            thr[upd] = cost["samples_per_iter"][upd] / step[upd]
+
     def memory(sel):
         """Memory of rows ``sel`` at every ZeRO stage: (mem_a, mem_b, usable_a, usable_b)."""
         ph = price(cat["pos"][sel], m[sel], rc[sel], zero_stages=(0, 1, 2, 3))
         return ph["mem_a"], ph["mem_b"], hw.mem_bytes[pa[sel]], hw.mem_bytes[pb[sel]]
 
     one_type = rs.pool_b[set_id] < 0
-    return _Priced(rows, set_id, m, rc, step, thr, measured, feasible, cost, one_type, memory)
+    return _Priced(rows, set_id, m, rc, step, thr, measured, scale, feasible, cost, one_type,
+                   memory)
+
+
+def _bootstrap_ratios(model: ModelSpec, pools, source: ThroughputSource, shape, calib, hw,
+                      batch: int, per_replica: bool) -> np.ndarray:
+    """Per node pool: the measured throughput of plain data parallelism on one GPU of its type
+    over the analytic model's (same model and batch); 1 where ``source`` has no positive
+    one-GPU entry for the type."""
+    n = len(pools)
+    pool, zeros, ones = np.arange(n), np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
+    cost = strategy_cost(shape, calib, hw, kind=np.full(n, KIND_HOMO), pa=pool, pb=pool,
+                         dpa=ones, dpb=zeros, tp=ones, ppa=ones, ppb=zeros, m=ones,
+                         rc=np.zeros(n, dtype=bool), batch=batch,
+                         per_replica_batch=per_replica, zero_stages=(2, 3))
+    analytic = cost["samples_per_iter"] / cost["step_time_s"]
+    ratio = np.ones(n)
+    for i, p in enumerate(pools):
+        value = source.measured_samples_per_s(model, p.gpu_type, 1, True)
+        if value:
+            ratio[i] = value / analytic[i]
+    return ratio
+
+
+def _any_column(mask: np.ndarray) -> np.ndarray:
+    """Rows of a (rows, few columns) boolean array with any column set (faster than
+    ``any(axis=1)`` for a handful of columns)."""
+    out = mask[:, 0].copy()
+    for k in range(1, mask.shape[1]):
+        out |= mask[:, k]
+    return out
 
 
 def _gpu_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.ndarray:

@@ -2,8 +2,10 @@
 
 Both sit behind one interface, ``ThroughputSource``. The planner always prices every strategy
 with the analytic model (it also gives the memory footprint); a measured source then replaces the
-throughput of the strategies it has an entry for and marks strategies it measured as unable to
-run (Gavel's ``0.0``) as infeasible.
+throughput of the strategies it has an entry for, marks strategies it measured as unable to
+run (Gavel's ``0.0``) as infeasible, and bootstraps the rest (as Sia does): on a GPU type with a
+positive one-GPU entry, the analytic throughput is scaled by measured / analytic one-GPU
+throughput (see ``docs/cost_model.md``, "Measured tables").
 
 Gavel's ``simulation_throughputs.json`` (MIT, Stanford Future Data Systems; shipped in
 ``hsched_env/data/`` with its notice) gives, per worker type (``k80``, ``p100``, ``v100`` and
