@@ -157,8 +157,6 @@ class HSchedEnvBase(gym.Env):
         self._type_obs = np.zeros((self.T, len(CLUSTER_FEATURES)), dtype=np.float32)
         self._type_obs[:, 0] = self.cluster.capacity_vec / self.cluster.num_gpus
         self._type_obs[:, 3] = peak / peak.max()
-        self._type_onehot = (np.arange(self.T)[:, None] == self.cluster.node_type[None, :]
-                             ).astype(np.float64)                          # (T, N)
         self._type_cap = np.maximum(self.cluster.capacity_vec, 1).astype(np.float64)
         self._type_nodes_safe = np.maximum(nodes, 1).astype(np.float64)
         self._t0 = 0.0
@@ -372,8 +370,10 @@ class HSchedEnvBase(gym.Env):
         nodes = self._sim._s.nodes
         free = nodes.free
         out = self._type_obs.copy()
-        out[:, 1] = (self._type_onehot @ free) / self._type_cap
-        out[:, 2] = (self._type_onehot @ (free == nodes.capacity)) / self._type_nodes_safe
+        node_type = self.cluster.node_type
+        out[:, 1] = np.bincount(node_type, weights=free, minlength=self.T) / self._type_cap
+        out[:, 2] = (np.bincount(node_type, weights=free == nodes.capacity, minlength=self.T)
+                     / self._type_nodes_safe)
         return out
 
     def _global_obs(self) -> np.ndarray:

@@ -255,6 +255,8 @@ class ScheduleEnv(HSchedEnvBase):
 
 def _action_int(action) -> int:
     """The action as an int, or -1 (invalid) for anything that is not one integer."""
+    if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+        return int(action)
     try:
         value = np.asarray(action)
     except Exception:                                 # noqa: BLE001 (any object: invalid)
