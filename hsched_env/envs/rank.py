@@ -110,6 +110,13 @@ class RankEnv(HSchedEnvBase):
             v[:self._slots.k.size] = True
         return v
 
+    def slot_jobs(self) -> np.ndarray:
+        """(K,) job id of each slot's candidate, -1 for empty slots."""
+        out = np.full(self.K, -1, dtype=np.int64)
+        if self._slots is not None:
+            out[:self._slots.k.size] = self._slots.job
+        return out
+
     def action_masks(self) -> np.ndarray:
         """(2K,) bool for sb3-contrib MultiBinary masking: per slot [drop, keep]; keeping
         an empty slot is masked."""
