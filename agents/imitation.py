@@ -1,0 +1,176 @@
+"""Imitation of the LP reference: warm-start the ranker on the LP's support.
+
+The LP is a cheap, computable expert: in every round of ``hsched/Rank-v0``,
+``env.reference_action()`` keeps exactly the candidates the LP uses (its support plus the rows
+its rounded assignment lists). ``collect_demos`` records (round observation, those keep bits)
+along the reference's own trajectories; ``behaviour_clone`` fits ``RankerNet``'s keep-logits
+to them with a per-candidate binary cross-entropy (positives weighted by ``pos_weight``,
+because the support is ~10% of the candidates). Rounds are stored compactly — only the slots
+that hold a candidate — and batched with padding, so K plays no role.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch as th
+from tqdm import tqdm
+
+from agents.ranker import RankerNet, candidate_feature_index
+from hsched_env.envs.base import CLUSTER_FEATURES
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Demos:
+    """Rounds of LP-reference decisions (one entry per round)."""
+
+    cand: list = field(default_factory=list)      # (M, n_in) float32, the ranker's columns
+    label: list = field(default_factory=list)     # (M,) 1 = the LP keeps it
+    cluster: list = field(default_factory=list)   # (T, 4)
+    glob: list = field(default_factory=list)      # (G,)
+    seed: list = field(default_factory=list)      # episode seed of the round
+
+    def __len__(self) -> int:
+        return len(self.cand)
+
+    def split(self, seeds) -> tuple["Demos", "Demos"]:
+        """(rounds of ``seeds``, the others)."""
+        seeds = set(seeds)
+        a, b = Demos(), Demos()
+        for i in range(len(self)):
+            dst = a if self.seed[i] in seeds else b
+            for name in ("cand", "label", "cluster", "glob", "seed"):
+                getattr(dst, name).append(getattr(self, name)[i])
+        return a, b
+
+    def positive_fraction(self) -> float:
+        n = sum(len(x) for x in self.label)
+        return float(sum(x.sum() for x in self.label) / max(n, 1))
+
+
+def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = True) -> Demos:
+    """Run the LP reference on ``env`` (a ``RankEnv``) for each seed and record its rounds.
+
+    Args:
+        env: A ``hsched/Rank-v0`` environment (``gymnasium.make(...)`` or the class).
+        seeds: Episode seeds (training seeds only: evaluation seeds must stay unseen).
+        max_rounds: Stop an episode after this many rounds (``None``: to the end).
+        progress: Show a progress bar.
+    """
+    u = env.unwrapped
+    idx = np.asarray(candidate_feature_index(u.T))
+    demos = Demos()
+    bar = tqdm(total=len(seeds) * (max_rounds or 0) or None, desc="LP demonstrations",
+               unit="round", disable=not progress, leave=False)
+    for seed in seeds:
+        obs, _ = u.reset(seed=int(seed))
+        rounds = 0
+        while True:
+            action = u.reference_action()
+            valid = obs["valid"] > 0.5
+            M = int(valid.sum())
+            if M:
+                cand = obs["candidates"].reshape(u.candidate_shape)[:M][:, idx]
+                demos.cand.append(cand.astype(np.float32))
+                demos.label.append(action[:M].astype(np.float32))
+                demos.cluster.append(obs["cluster"].reshape(-1, len(CLUSTER_FEATURES)).copy())
+                demos.glob.append(obs["global"].copy())
+                demos.seed.append(int(seed))
+            obs, _, terminated, truncated, _ = u.step(action)
+            rounds += 1
+            bar.update(1)
+            if terminated or truncated or (max_rounds is not None and rounds >= max_rounds):
+                break
+    bar.close()
+    return demos
+
+
+def _batch(demos: Demos, ids) -> tuple[th.Tensor, ...]:
+    M = max(len(demos.label[i]) for i in ids)
+    B = len(ids)
+    n_in = demos.cand[ids[0]].shape[1]
+    cand = np.zeros((B, M, n_in), dtype=np.float32)
+    valid = np.zeros((B, M), dtype=np.float32)
+    label = np.zeros((B, M), dtype=np.float32)
+    for b, i in enumerate(ids):
+        m = len(demos.label[i])
+        cand[b, :m] = demos.cand[i]
+        valid[b, :m] = 1.0
+        label[b, :m] = demos.label[i]
+    cluster = np.stack([demos.cluster[i] for i in ids]).astype(np.float32)
+    glob = np.stack([demos.glob[i] for i in ids]).astype(np.float32)
+    return (th.as_tensor(cand), th.as_tensor(valid), th.as_tensor(cluster),
+            th.as_tensor(glob), th.as_tensor(label))
+
+
+@th.no_grad()
+def evaluate_keep(net: RankerNet, demos: Demos, threshold: float = 0.5,
+                  batch_rounds: int = 16) -> dict:
+    """Precision / recall of the LP's keep bits and the kept fraction, at ``threshold``."""
+    net.eval()
+    cut = math.log(threshold / (1 - threshold))
+    tp = fp = fn = kept = total = 0
+    for s in range(0, len(demos), batch_rounds):
+        ids = list(range(s, min(s + batch_rounds, len(demos))))
+        cand, valid, cluster, glob, label = _batch(demos, ids)
+        logits, _ = net(cand, valid, cluster, glob)
+        pred = (logits > cut) & (valid > 0.5)
+        y = label > 0.5
+        tp += int((pred & y).sum())
+        fp += int((pred & ~y).sum())
+        fn += int((~pred & y & (valid > 0.5)).sum())
+        kept += int(pred.sum())
+        total += int(valid.sum())
+    return {"precision": tp / max(tp + fp, 1), "recall": tp / max(tp + fn, 1),
+            "kept_fraction": kept / max(total, 1), "rounds": len(demos)}
+
+
+def behaviour_clone(net: RankerNet, demos: Demos, *, epochs: int = 30,
+                    batch_rounds: int = 16, lr: float = 1e-3, pos_weight: float = 3.0,
+                    seed: int = 0, valid_demos: Demos | None = None, progress: bool = True,
+                    log_fn=None) -> list[dict]:
+    """Fit ``net``'s keep-logits to the demonstrations (binary cross-entropy per candidate).
+
+    Returns one record per epoch (train loss, and precision / recall / kept fraction on
+    ``valid_demos`` when given); ``log_fn(epoch, record)`` is called after each epoch.
+    """
+    if len(demos) == 0:
+        raise ValueError("no demonstrations to learn from")
+    rng = np.random.default_rng(seed)
+    th.manual_seed(seed)
+    opt = th.optim.Adam(net.parameters(), lr=lr)
+    weight = th.tensor(pos_weight)
+    history = []
+    for epoch in tqdm(range(epochs), desc="imitation", unit="epoch", disable=not progress,
+                      leave=False):
+        net.train()
+        order = rng.permutation(len(demos))
+        losses = []
+        t0 = time.perf_counter()
+        for s in range(0, len(order), batch_rounds):
+            ids = [int(i) for i in order[s:s + batch_rounds]]
+            cand, valid, cluster, glob, label = _batch(demos, ids)
+            logits, _ = net(cand, valid, cluster, glob)
+            loss = th.nn.functional.binary_cross_entropy_with_logits(
+                logits, label, pos_weight=weight, reduction="none")
+            loss = (loss * valid).sum() / valid.sum().clamp(min=1)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+        rec = {"epoch": epoch, "loss": float(np.mean(losses)),
+               "seconds": time.perf_counter() - t0}
+        if valid_demos is not None and len(valid_demos):
+            rec.update({f"valid_{k}": v for k, v in evaluate_keep(net, valid_demos).items()
+                        if k != "rounds"})
+        history.append(rec)
+        if log_fn is not None:
+            log_fn(epoch, rec)
+    net.eval()
+    return history
