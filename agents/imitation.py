@@ -35,6 +35,8 @@ class Demos:
     cluster: list = field(default_factory=list)   # (T, 4)
     glob: list = field(default_factory=list)      # (G,)
     seed: list = field(default_factory=list)      # episode seed of the round
+    returns: dict = field(default_factory=dict)   # seed -> the reference's episode return,
+    #                                               for episodes recorded to their end
 
     def __len__(self) -> int:
         return len(self.cand)
@@ -71,6 +73,7 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
     for seed in seeds:
         obs, _ = u.reset(seed=int(seed))
         rounds = 0
+        total = 0.0
         while True:
             action = u.reference_action()
             valid = obs["valid"] > 0.5
@@ -82,10 +85,14 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
                 demos.cluster.append(obs["cluster"].reshape(-1, len(CLUSTER_FEATURES)).copy())
                 demos.glob.append(obs["global"].copy())
                 demos.seed.append(int(seed))
-            obs, _, terminated, truncated, _ = u.step(action)
+            obs, reward, terminated, truncated, _ = u.step(action)
+            total += reward
             rounds += 1
             bar.update(1)
-            if terminated or truncated or (max_rounds is not None and rounds >= max_rounds):
+            if terminated or truncated:
+                demos.returns[int(seed)] = total
+                break
+            if max_rounds is not None and rounds >= max_rounds:
                 break
     bar.close()
     return demos

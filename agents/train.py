@@ -60,7 +60,7 @@ class TrainConfig:
     job_candidates: int = 16
     round_s: float = 300.0
     episode_hours: float | None = 3.0           # truncate training episodes (None: to the end)
-    train_seeds: int = 64                       # episodes cycle over seeds 0..train_seeds-1
+    train_seeds: int = 8                        # episodes cycle over seeds 0..train_seeds-1
     keep_cost: float = 0.05
     lp_policy: str = "heterosched-lp"
     # warm start by imitation (rank mode)
@@ -71,12 +71,16 @@ class TrainConfig:
     pos_weight: float = 3.0
     # network and PPO
     hidden: int = 64
-    learning_rate: float = 3e-4
-    n_steps: int = 128
-    batch_size: int = 32
+    # A keep decision is K Bernoulli bits whose log-probabilities add up, so the policy ratio
+    # moves fast: small steps, and stop an update early past target_kl.
+    learning_rate: float = 1e-5
+    n_steps: int = 72
+    batch_size: int = 24
     n_epochs: int = 4
     gamma: float = 0.99
     ent_coef: float = 0.0
+    target_kl: float | None = 0.02
+    normalize_reward: bool = True
     checkpoint_steps: int = 2048
     torch_threads: int = 1
     extra: dict = field(default_factory=dict)
@@ -165,27 +169,24 @@ def _episode_callback(config: TrainConfig):
     class EpisodeMetrics(BaseCallback):
         """Logs each finished episode's schedule metrics and its return against the LP."""
 
-        def __init__(self) -> None:
+        def __init__(self, known: dict[int, float]) -> None:
             super().__init__()
-            self.ref: dict[int, float] = {}
+            self.ref: dict[int, float] = dict(known)
             self.kept: dict[int, list] = {}
-            self.returns: dict[int, float] = {}
             self.episodes: list[dict] = []
 
         def _on_step(self) -> bool:
             infos = self.locals.get("infos", [])
-            rewards = self.locals.get("rewards", np.zeros(len(infos)))
             dones = self.locals.get("dones", np.zeros(len(infos), dtype=bool))
             for i, info in enumerate(infos):
-                self.returns[i] = self.returns.get(i, 0.0) + float(rewards[i])
                 if "kept" in info and info.get("total"):
                     self.kept.setdefault(i, []).append(info["kept"] / info["total"])
                 if not dones[i]:
                     continue
-                ret, self.returns[i] = self.returns[i], 0.0
                 m = info.get("metrics")
-                if m is None:
+                if m is None or "episode" not in info:
                     continue
+                ret = float(info["episode"]["r"])        # Monitor's raw return
                 seed = int(info.get("episode_seed", -1))
                 if seed not in self.ref:
                     self.ref[seed] = reference_return(config, seed)
@@ -202,7 +203,7 @@ def _episode_callback(config: TrainConfig):
                     self.logger.record("episode/kept_fraction", rec["kept_fraction"])
             return True
 
-    return EpisodeMetrics()
+    return EpisodeMetrics
 
 
 def train(config: TrainConfig, progress: bool = True) -> dict:
@@ -224,12 +225,14 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
     summary: dict = {"config": dataclasses.asdict(config)}
 
     imitation_net = None
+    known_returns: dict[int, float] = {}
     if config.mode == "rank" and config.imitation_seeds > 0:
         from agents.imitation import behaviour_clone, collect_demos, evaluate_keep
         env = gym.make(config.env, **config.env_kwargs())
         seeds = list(range(config.imitation_seeds))
         t0 = time.perf_counter()
         demos = collect_demos(env, seeds, max_rounds=config.imitation_rounds, progress=progress)
+        known_returns.update(demos.returns)
         held = seeds[-max(1, len(seeds) // 8):]
         valid_demos, train_demos = demos.split(held)
         if len(train_demos) == 0:
@@ -253,9 +256,13 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
 
     vec_cls = SubprocVecEnv if config.n_envs > 1 else DummyVecEnv
     venv = vec_cls([make_env(config, i) for i in range(config.n_envs)])
+    if config.normalize_reward:
+        from stable_baselines3.common.vec_env import VecNormalize
+        venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=config.gamma)
     common = dict(learning_rate=config.learning_rate, n_steps=config.n_steps,
                   batch_size=config.batch_size, n_epochs=config.n_epochs, gamma=config.gamma,
-                  ent_coef=config.ent_coef, seed=config.seed, verbose=0,
+                  ent_coef=config.ent_coef, target_kl=config.target_kl, seed=config.seed,
+                  verbose=0,
                   tensorboard_log=str(out / "tb"), policy_kwargs={"hidden": config.hidden})
     if config.algo == "maskable-ppo":
         from sb3_contrib import MaskablePPO
@@ -266,7 +273,7 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
         model = PPO("MultiInputPolicy", venv, **{**common, "policy_kwargs": {}})
     if imitation_net is not None:
         model.policy.ranker.load_state_dict(imitation_net.state_dict())
-    episodes = _episode_callback(config)
+    episodes = _episode_callback(config)(known_returns)
     callbacks = CallbackList([
         CheckpointCallback(save_freq=max(config.checkpoint_steps // config.n_envs, 1),
                            save_path=str(out / "checkpoints"), name_prefix="model"),
