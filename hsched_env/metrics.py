@@ -6,6 +6,10 @@ GPUs of the reference type when it had a cluster share of at least that many GPU
 the contention it saw otherwise: ``ρ = JCT / (duration × max(1, contention × requested / G))``,
 with ``contention`` the mean number of active jobs over the rounds it was active and ``G`` the
 cluster's GPUs. ρ > 1: the job finished later than on its fair share.
+
+``lp_solves`` / ``lp_fallbacks`` are the LP policy's counters (``LPPolicy.summary()``: LP
+allocations computed, LP parts that fell back to the greedy assignment); they are 0 for policies
+without an LP, so the keys always exist.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import numpy as np
 METRIC_KEYS = ("policy", "jobs_total", "jobs_completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
                "makespan_s", "avg_queue_s", "gpu_util", "restarts_per_job", "ftf_worst",
                "ftf_mean", "decision_time_mean_s", "decision_time_p99_s",
-               "decision_time_max_s", "lp_vars_mean", "rounds", "wall_s")
+               "decision_time_max_s", "lp_vars_mean", "rounds", "wall_s", "lp_solves",
+               "lp_fallbacks")
 
 
 def _pct(values: np.ndarray, q: float) -> float:
@@ -76,4 +81,7 @@ def compute_metrics(result) -> dict:
         "wall_s": result.wall_s,
     }
     out.update({k: v for k, v in result.extra.items() if k not in out})
+    # LP counters exist for every policy (0 for those without an LP), so runs compare
+    out.setdefault("lp_solves", 0)
+    out.setdefault("lp_fallbacks", 0)
     return out

@@ -57,7 +57,11 @@ class SimConfig:
             unfinished); ``None``: run until every job completes.
         measure_jobs: ``(a, b)``: stop once jobs ``a..b-1`` have completed and compute the
             metrics over them only (Gavel's steady-state method); ``None``: all jobs.
-        check_invariants: Verify the simulator's invariants every round (slower).
+        check_invariants: Verify the simulator's invariants every round (slower): each
+            placement matches its candidate's GPUs, no node or GPU type is over-allocated,
+            remaining work stays in [0, work] and never grows, samples done + remaining =
+            work for every active job, a job finishes inside its round with nothing left, no
+            job runs longer than it has been in the system, and time never goes back.
         progress: Show a progress bar on stderr.
     """
 
@@ -313,6 +317,10 @@ class Simulator:
         if cfg.max_time_s is not None and s.t >= cfg.max_time_s:
             self._end("time_limit")
             return None
+        if cfg.check_invariants:
+            if s.t < s.last_view_t:
+                raise AssertionError(f"time went back: round at t={s.t} after t={s.last_view_t}")
+            s.last_view_t = s.t
         tables = s.tables
         view = SchedulerView(
             time_s=s.t, round_index=s.rounds, round_s=R, cluster=self.cluster,
@@ -466,6 +474,7 @@ class Simulator:
             if np.any(remaining > s.prev_remaining):
                 raise AssertionError("remaining work grew")
             s.prev_remaining = remaining.copy()
+            _check_jobs(s, active, t, end)
         s.in_round = False
         s.rounds += 1
         s.t = end
@@ -532,6 +541,7 @@ class _RunState:
     completed_since: list = field(default_factory=list)
     next_arrival: int = 0
     t: float = 0.0
+    last_view_t: float = -math.inf           # time of the last round opened (invariant checks)
     rounds: int = 0
     stalled: int = 0
     active: np.ndarray = None
@@ -547,7 +557,9 @@ def _label(table: CandidateTable, r: int) -> str:
 
 
 def _check(nodes: NodeState, cluster: Cluster, new_alloc, tables, remaining, work) -> None:
-    """Invariants: no node over-subscribed, type capacity respected, work within bounds."""
+    """Invariants of a round's placements: each matches its candidate's GPUs per type, no node
+    over-subscribed (nor free counts drifting), no GPU type over-allocated, remaining work
+    within [0, work]."""
     used = np.zeros_like(nodes.capacity)
     for j, (r, a) in new_alloc.items():
         for v, k in a:
@@ -560,8 +572,34 @@ def _check(nodes: NodeState, cluster: Cluster, new_alloc, tables, remaining, wor
             raise AssertionError(f"job {j}: placed {got} GPUs for a candidate needing {want}")
     if np.any(used > nodes.capacity) or np.any(used != nodes.capacity - nodes.free):
         raise AssertionError("node over-subscribed or free-count drift")
+    by_type = np.bincount(cluster.node_type, weights=used, minlength=len(cluster.gpu_types))
+    if np.any(by_type > np.asarray(cluster.capacity_vec)):
+        raise AssertionError(f"GPU types over-allocated: {by_type} > {cluster.capacity_vec}")
     if np.any(remaining < 0) or np.any(remaining > work):
         raise AssertionError("remaining work out of bounds")
+
+
+def _check_jobs(s: "_RunState", active: np.ndarray, t: float, end: float) -> None:
+    """Per-job invariants after a round [t, end): work conservation (samples done + remaining
+    = work; a finished job did exactly its work, inside this round, after it arrived and
+    started), and no job ran longer than it has been in the system."""
+    for j in active:
+        rec = s.records[j]
+        work = s.work[j]
+        if abs(rec.samples_done + s.remaining[j] - work) > 1e-9 * max(work, 1.0):
+            raise AssertionError(f"job {j}: samples done {rec.samples_done} + remaining "
+                                 f"{s.remaining[j]} != work {work}")
+        if s.state[j] == DONE:
+            if s.remaining[j] != 0.0:
+                raise AssertionError(f"job {j} finished with {s.remaining[j]} samples left")
+            if not (rec.arrival_s <= rec.first_start_s <= rec.finish_s
+                    and t <= rec.finish_s <= end):
+                raise AssertionError(f"job {j}: arrival {rec.arrival_s}, start "
+                                     f"{rec.first_start_s}, finish {rec.finish_s} out of order "
+                                     f"(round [{t}, {end}))")
+        if s.attained[j] > end - s.arrival[j] + 1e-6:
+            raise AssertionError(f"job {j} ran {s.attained[j]} s of the "
+                                 f"{end - s.arrival[j]} s since it arrived")
 
 
 def _progress(total: int, enabled: bool):

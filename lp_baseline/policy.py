@@ -23,6 +23,16 @@ Heuristics that cut decision time (``LPPolicy`` arguments):
   per part — the baseline to beat. The reported decision time is the sequential wall time; the
   parallel-solve time POP reports (max over parts) is in ``last_stats.extra``.
 
+Faults (``docs/lp.md``, "Faults and fallback"): when an LP part yields no usable allocation —
+the round's data is invalid for the LP (NaN, zero throughput), the solver is missing, raises,
+proves infeasibility, ends in an error, returns a non-finite or infeasible ``x``, or hits the
+decision's time limit without a feasible incumbent — that part falls back to the **greedy
+assignment** (``_greedy_x``): its jobs in arrival order, each given X = 1 on its current
+candidate if it still fits, else its fastest candidate that fits the part's GPUs still free.
+The fallback is counted (``summary()["lp_fallbacks"]``, by kind in ``lp_fallback_kinds``) and
+logged as a warning, rate-limited (the 1st, 10th, 100th, … fault of each kind in a run); the
+rounding and the fill pass then run as usual, so the simulation goes on.
+
 Policies built on it (``make_policy``): ``heterosched-lp`` (all candidates), ``gavel``
 (heterogeneity-aware max-min, only each job's requested GPU count with plain data parallelism
 on each type: no strategy co-optimization), ``agnostic-lp`` (the same, with every type's
@@ -32,6 +42,7 @@ throughput taken as equal), ``topk``, ``pop-K`` and ``lp-on-change``.
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 import numpy as np
@@ -39,11 +50,16 @@ import numpy as np
 from hsched_env.errors import UnknownNameError
 from hsched_env.planner import _undominated
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
-from lp_baseline.solver import (OBJECTIVES, AllocationProblem, evaluate_objective,
-                                 solve_allocation)
+from lp_baseline.solver import (OBJECTIVES, AllocationProblem, check_feasible,
+                                 evaluate_objective, solve_allocation)
 
 TINY = 1e-6
 SHARE_QUANTUM = 1e-4    # shares closer than this are ties in the rounding's priorities
+#: Why an LP part fell back to the greedy assignment (``summary()["lp_fallback_kinds"]``).
+FALLBACK_KINDS = ("invalid_input", "unavailable", "exception", "error", "infeasible",
+                  "time_limit", "bad_solution")
+#: Tolerance of the check that a solver's ``x`` satisfies the LP's constraints.
+FEASIBILITY_TOL = 1e-6
 log = logging.getLogger(__name__)
 
 
@@ -60,7 +76,9 @@ class LPPolicy:
         resolve: ``"every-round"`` or ``"on-change"``.
         pop: Number of POP partitions (1 = the whole problem).
         backend: ``"highs"`` (direct sparse matrix, default) or ``"pulp"``.
-        time_limit_s: Per-solve time limit.
+        time_limit_s: Per-decision budget of the LP work (model building and solves of all
+            POP parts together, sequentially); on expiry a part uses the solver's feasible
+            incumbent, else the greedy fallback. The rounding after it is not included.
         sticky: A job whose current candidate still has X > 0 keeps it instead of switching to
             another of its candidates (each switch costs a restart).
         fill: After the priority pass, give GPUs still free to waiting jobs (their candidates
@@ -96,6 +114,9 @@ class LPPolicy:
         self._last_t: float | None = None
         self._solves = 0
         self._fallbacks = 0
+        self._fallback_kinds: dict[str, int] = {}
+        self._time_limits = 0
+        self._retry = False        # the last allocation fell back: re-solve at the next decision
         self._warned_pop = False
         self._allowed_key = None
 
@@ -105,7 +126,13 @@ class LPPolicy:
         return self._x
 
     def summary(self) -> dict:
-        return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks}
+        """Counters of the run: ``lp_solves`` (allocations computed by ``decide``),
+        ``lp_fallbacks`` (LP parts that used the greedy fallback, ``shares`` calls included),
+        ``lp_fallback_kinds`` (those by kind, see ``FALLBACK_KINDS``) and ``lp_time_limits``
+        (solves that hit the time limit, with or without a usable incumbent)."""
+        return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
+                "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
+                "lp_time_limits": self._time_limits}
 
     # ------------------------------------------------------------------ candidates
     def _rows(self, view: SchedulerView, k: int, norm: float, allowed=None) -> np.ndarray:
@@ -117,7 +144,9 @@ class LPPolicy:
         if self.dominance and rows.size > 1:
             rows = rows[_undominated(table.gpus[rows], table.samples_per_s[rows])]
         if self.topk is not None and rows.size > self.topk:
-            score = table.samples_per_s[rows] / norm / table.gpus[rows].sum(axis=1)
+            with np.errstate(all="ignore"):
+                score = table.samples_per_s[rows] / norm / table.gpus[rows].sum(axis=1)
+            score = np.where(np.isfinite(score), score, -np.inf)
             rows = np.sort(rows[np.argsort(-score, kind="stable")[:self.topk]])
         return rows
 
@@ -158,17 +187,18 @@ class LPPolicy:
         key = None if allowed is None else tuple(np.asarray(a, dtype=np.int64).tobytes()
                                                  for a in allowed)
         changed = bool(view.arrived or view.completed) or not self._x \
-            or set(self._x) != active or key != self._allowed_key
+            or set(self._x) != active or key != self._allowed_key or self._retry
         self._allowed_key = key
         stats = PolicyStats()
         if self.resolve == "every-round" or changed:
-            self._solve(view, stats, allowed)
+            self._solve(view, stats, allowed, t0)
         assignment = self._round(view, allowed)
         stats.extra["decide_s"] = time.perf_counter() - t0
         self.last_stats = stats
         return assignment
 
-    def _solve(self, view: SchedulerView, stats: PolicyStats, allowed=None) -> None:
+    def _solve(self, view: SchedulerView, stats: PolicyStats, allowed=None,
+               t0: float | None = None) -> None:
         # New allocation: move what each pair received into its deficit, restart the shares.
         for j, (rows, x) in self._x.items():
             rec = self._received.get(j, {})
@@ -177,7 +207,8 @@ class LPPolicy:
                 d[int(r)] = d.get(int(r), 0.0) + xv * self._elapsed - rec.get(int(r), 0.0)
         self._received = {}
         self._elapsed = 0.0
-        self._x = self._allocate(view, stats, allowed)
+        self._x = self._allocate(view, stats, allowed, t0)
+        self._retry = bool(stats.extra.get("fallbacks"))
         stats.resolved = True
         self._solves += 1
 
@@ -206,15 +237,26 @@ class LPPolicy:
                 x[starts[k] + np.asarray(got[0], dtype=np.int64)] = got[1]
         norms = np.array([self._norm(view, k) for k in range(A)])
         ks = np.arange(A)
-        problem = AllocationProblem(
-            job_of=np.repeat(ks, sizes), gpus=np.concatenate([t.gpus for t in tabs]),
-            thr=np.concatenate([t.samples_per_s for t in tabs]),
-            capacity=view.capacity.astype(float), norm=norms,
-            remaining=view.remaining_samples, age_s=view.time_s - view.arrival_s,
-            ftf_denominator_s=self._ftf_denominator(view, ks))
+        try:
+            with np.errstate(all="ignore"):
+                problem = AllocationProblem(
+                    job_of=np.repeat(ks, sizes), gpus=np.concatenate([t.gpus for t in tabs]),
+                    thr=np.concatenate([t.samples_per_s for t in tabs]),
+                    capacity=view.capacity.astype(float), norm=norms,
+                    remaining=view.remaining_samples, age_s=view.time_s - view.arrival_s,
+                    ftf_denominator_s=self._ftf_denominator(view, ks))
+        except ValueError as exc:
+            # the round's data is not a valid LP (NaN or zero throughput): no objective
+            log.debug("%s: cannot evaluate the LP objective: %s", self.name, exc)
+            return math.nan
         return float(evaluate_objective(problem, x, self.objective))
 
-    def _allocate(self, view: SchedulerView, stats: PolicyStats, allowed=None) -> dict:
+    def _allocate(self, view: SchedulerView, stats: PolicyStats, allowed=None,
+                  t0: float | None = None) -> dict:
+        """The LP allocation of the round; ``t0`` starts the ``time_limit_s`` budget
+        (default: now)."""
+        deadline = (None if self.time_limit_s is None else
+                    (time.perf_counter() if t0 is None else t0) + self.time_limit_s)
         A = view.num_active
         norms = np.array([self._norm(view, k) for k in range(A)])
         rows = [self._rows(view, k, norms[k], allowed) for k in range(A)]
@@ -233,16 +275,18 @@ class LPPolicy:
                 continue
             t1 = time.perf_counter()
             x = self._solve_part(view, members, rows, norms,
-                                 np.floor(cap / self.pop) if self.pop > 1 else cap, stats)
+                                 np.floor(cap / self.pop) if self.pop > 1 else cap, stats,
+                                 deadline)
             part_times.append(time.perf_counter() - t1)
             for k, xr in zip(members, x):
                 out[int(view.job_ids[k])] = (rows[k], xr)
         stats.extra["pop_parallel_s"] = max(part_times) if part_times else 0.0
         return out
 
-    def _solve_part(self, view, members, rows, norms, cap, stats) -> list[np.ndarray]:
+    def _solve_part(self, view, members, rows, norms, cap, stats,
+                    deadline: float | None = None) -> list[np.ndarray]:
         tabs = view.candidates
-        sizes = np.array([rows[k].size for k in members])
+        sizes = np.array([rows[k].size for k in members], dtype=np.int64)
         job_of = np.repeat(np.arange(members.size), sizes)
         gpus = np.concatenate([tabs[k].gpus[rows[k]] for k in members]) if sizes.sum() else \
             np.zeros((0, cap.size), dtype=np.int64)
@@ -259,29 +303,96 @@ class LPPolicy:
         idx = np.flatnonzero(keep)
         remap = -np.ones(members.size, dtype=np.int64)
         remap[idx] = np.arange(idx.size)
-        problem = AllocationProblem(
-            job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
-            remaining=view.remaining_samples[members[idx]],
-            age_s=view.time_s - view.arrival_s[members[idx]],
-            ftf_denominator_s=self._ftf_denominator(view, members[idx]))
-        res = solve_allocation(problem, self.objective, backend=self.backend,
-                               time_limit_s=self.time_limit_s)
+        x, kind, detail = None, None, ""
+        budget = None if deadline is None else deadline - time.perf_counter()
+        if budget is not None and budget <= 0:
+            kind, detail = "time_limit", "the decision's time budget ran out before this LP"
+        else:
+            try:
+                with np.errstate(all="ignore"):
+                    problem = AllocationProblem(
+                        job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
+                        remaining=view.remaining_samples[members[idx]],
+                        age_s=view.time_s - view.arrival_s[members[idx]],
+                        ftf_denominator_s=self._ftf_denominator(view, members[idx]))
+            except ValueError as exc:     # ConfigError naming the bad field
+                kind, detail = "invalid_input", str(exc)
+            else:
+                x, kind, detail = self._run_solver(problem, budget, stats)
+        if kind is not None:
+            self._fall_back(kind, detail)
+            x = self._greedy_x(view, members, rows, thr, gpus, cap, sizes)
+            stats.extra.setdefault("fallbacks", []).append(kind)
+        start = np.r_[0, np.cumsum(sizes)[:-1]]
+        return [np.clip(x[s0:s0 + s], 0.0, 1.0) for s0, s in zip(start, sizes)]
+
+    def _run_solver(self, problem: AllocationProblem, budget, stats):
+        """Solve one part: ``(x, None, "")`` when the solver's answer is usable, else
+        ``(None, fault kind, detail)``."""
+        try:
+            res = solve_allocation(problem, self.objective, backend=self.backend,
+                                   time_limit_s=budget)
+        except Exception as exc:         # noqa: BLE001 - any solver crash: fall back
+            return None, "exception", f"{type(exc).__name__}: {exc}"
         stats.extra.setdefault("objective_parts", []).append(float(res.objective))
+        stats.extra.setdefault("lp_status", []).append(res.status)
         stats.extra["objective"] = float(res.objective)
         stats.lp_vars += res.n_vars
         stats.lp_cons += res.n_cons
         stats.solve_s += res.solve_s
         stats.build_s += res.build_s
-        x = res.x
-        if res.status not in ("optimal", "time_limit") or x is None or x.size != thr.size:
-            # Documented fallback: every job's fastest candidate, greedily by the rounding.
-            self._fallbacks += 1
-            x = np.zeros(thr.size)
-            start = np.r_[0, np.cumsum(sizes[keep])[:-1]]
-            for s0, s in zip(start, sizes[keep]):
-                x[s0 + int(np.argmax(thr[s0:s0 + s]))] = 1.0
+        if res.status == "time_limit":
+            self._time_limits += 1
+        if res.status not in ("optimal", "time_limit"):
+            kind = res.status if res.status in FALLBACK_KINDS else "error"
+            return None, kind, res.message or f"solver status {res.status!r}"
+        if not res.has_x:
+            return None, "time_limit", "the time limit hit before a feasible point was found"
+        x = np.asarray(res.x, dtype=np.float64)
+        if res.status == "time_limit" and not np.any(x > TINY):
+            # HiGHS' starting point X = 0 is feasible but shares nothing: not an incumbent
+            return None, "time_limit", "the time limit hit before a non-zero feasible point"
+        if x.shape != (problem.n_candidates,) or not np.all(np.isfinite(x)):
+            return None, "bad_solution", f"x has shape {x.shape} or non-finite entries"
+        try:
+            check_feasible(problem, x, tol=FEASIBILITY_TOL)
+        except AssertionError as exc:
+            return None, "bad_solution", str(exc)
+        return x, None, ""
+
+    def _fall_back(self, kind: str, detail: str) -> None:
+        """Count a fallback; warn on the 1st, 10th, 100th, ... of each kind in a run."""
+        self._fallbacks += 1
+        n = self._fallback_kinds[kind] = self._fallback_kinds.get(kind, 0) + 1
+        level = logging.WARNING if str(n).rstrip("0") == "1" else logging.DEBUG
+        log.log(level, "%s: LP fallback (%s, %d of this kind so far, %d in all): %s; using the "
+                "greedy assignment", self.name, kind, n, self._fallbacks, detail)
+
+    @staticmethod
+    def _greedy_x(view, members, rows, thr, gpus, cap, sizes) -> np.ndarray:
+        """The fallback allocation of one part (a feasible LP point): jobs in arrival order,
+        each X = 1 on its current candidate if that still fits the part's free GPUs, else on
+        its fastest candidate (finite, positive throughput) that fits; jobs that fit nowhere
+        get nothing (the fill pass may still run them)."""
+        x = np.zeros(thr.size)
+        free = np.asarray(cap, dtype=np.float64).copy()
         start = np.r_[0, np.cumsum(sizes)[:-1]]
-        return [np.clip(x[s0:s0 + s], 0.0, 1.0) for s0, s in zip(start, sizes)]
+        for i, k in enumerate(members):
+            s0, s = int(start[i]), int(sizes[i])
+            if s == 0:
+                continue
+            t, g = thr[s0:s0 + s], gpus[s0:s0 + s]
+            ok = np.isfinite(t) & (t > 0) & np.all(g <= free + 1e-9, axis=1)
+            if not ok.any():
+                continue
+            cur = np.flatnonzero(rows[k] == view.current[k])
+            if cur.size and ok[cur[0]]:
+                c = int(cur[0])
+            else:
+                c = int(np.argmax(np.where(ok, t, -np.inf)))
+            x[s0 + c] = 1.0
+            free -= g[c]
+        return x
 
     @staticmethod
     def _ftf_denominator(view, ks) -> np.ndarray:
@@ -355,6 +466,8 @@ class LPPolicy:
                 pool = np.argsort(-table.samples_per_s, kind="stable")
             if allowed is not None:
                 pool = pool[np.isin(pool, np.asarray(allowed[k], dtype=np.int64))]
+            thr = table.samples_per_s[pool]
+            pool = pool[np.isfinite(thr) & (thr > 0)]     # a candidate that does no work
             rest = [int(c) for c in pool if int(c) not in support]
             fits = [c for c in list(support) + rest if np.all(table.gpus[c] <= free)]
             if fits:

@@ -30,6 +30,12 @@ scipy.sparse and hands it to ``highspy`` in one ``passModel`` call (the default:
 path); ``pulp`` builds it with PuLP objects and solves it with PuLP's highspy-based ``HiGHS``
 interface. Both run HiGHS single-threaded with a fixed random seed, so the same input gives the
 same ``x`` bit for bit.
+
+Failures never raise out of ``solve_allocation``: an infeasible model, a time limit without a
+feasible point, a solver exception and a missing solver (``highspy`` not importable: this module
+still imports, every solve returns status ``"unavailable"``) come back as ``LPResult.status``
+with ``has_x=False`` and a ``message``; ``lp_baseline.policy.LPPolicy`` then falls back to a
+greedy assignment (``docs/lp.md``, "Faults and fallback").
 """
 
 from __future__ import annotations
@@ -42,11 +48,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-import highspy
 import numpy as np
 import scipy.sparse as sp
 
 from hsched_env.errors import ConfigError
+
+try:
+    import highspy
+except ImportError as _exc:          # the policies fall back to their greedy assignment
+    highspy = None
+    _HIGHSPY_ERROR = f"highspy cannot be imported ({_exc})"
+else:
+    _HIGHSPY_ERROR = ""
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +84,7 @@ def _stdout_to_stderr():
 
 OBJECTIVES = ("max-min", "max-throughput", "min-makespan", "ftf")
 BACKENDS = ("highs", "pulp")
-STATUSES = ("optimal", "time_limit", "infeasible", "error")
+STATUSES = ("optimal", "time_limit", "infeasible", "error", "unavailable")
 
 #: HiGHS ``random_seed`` used by both backends (with ``threads = 1``) for reproducible solves.
 HIGHS_SEED = 0
@@ -82,17 +95,27 @@ FTF_REL_TOL = 1e-3
 #: Hard cap on ftf bisection LP solves.
 FTF_MAX_ITERS = 60
 
-_INF = highspy.kHighsInf
-_MS = highspy.HighsModelStatus
-_STATUS_OF = {
-    _MS.kOptimal: "optimal",
-    _MS.kTimeLimit: "time_limit",
-    _MS.kIterationLimit: "time_limit",
-    _MS.kInterrupt: "time_limit",
-    _MS.kInfeasible: "infeasible",
-    _MS.kUnboundedOrInfeasible: "infeasible",
-}
-_FEASIBLE = int(highspy.SolutionStatus.kSolutionStatusFeasible)
+_INF = math.inf                     # highspy.kHighsInf
+if highspy is not None:
+    _MS = highspy.HighsModelStatus
+    _STATUS_OF = {
+        _MS.kOptimal: "optimal",
+        _MS.kTimeLimit: "time_limit",
+        _MS.kIterationLimit: "time_limit",
+        _MS.kInterrupt: "time_limit",
+        _MS.kInfeasible: "infeasible",
+        _MS.kUnboundedOrInfeasible: "infeasible",
+    }
+    _FEASIBLE = int(highspy.SolutionStatus.kSolutionStatusFeasible)
+else:
+    _STATUS_OF, _FEASIBLE = {}, -1
+
+
+def solver_available() -> tuple[bool, str]:
+    """``(True, "")`` if HiGHS (``highspy``) can be used, else ``(False, why)``."""
+    if highspy is None:
+        return False, _HIGHSPY_ERROR or "highspy is not available"
+    return True, ""
 
 
 # ------------------------------------------------------------------------------ data types
@@ -236,7 +259,8 @@ class LPResult:
         objective: the primary objective evaluated at ``x`` over the runnable jobs: the max-min
             ratio, the normalized throughput sum, the makespan in seconds (``inf`` if a job with
             work left gets no throughput), or the worst finish-time fairness ``rho``.
-        status: "optimal", "time_limit", "infeasible" or "error" (never raised).
+        status: "optimal", "time_limit", "infeasible", "error" or "unavailable" (the solver
+            cannot be loaded); never raised.
         backend: "highs" or "pulp".
         build_s: model-building time (for ``pulp``: PuLP objects; for ``highs``: matrices and
             ``passModel``).
@@ -248,6 +272,10 @@ class LPResult:
         unrunnable: job indices none of whose candidates fits the capacity (their ``x`` is 0 and
             they are left out of the objective).
         highs_run_s: HiGHS' own run time summed over the solves.
+        has_x: whether ``x`` is a solution (optimal, the incumbent at a time limit, or ftf's
+            constructed allocation); ``False`` when ``x`` is zeros for want of one
+            (infeasible, error, unavailable, or a time limit before any feasible point).
+        message: why a solve failed (status "error" / "unavailable"), else "".
     """
 
     x: np.ndarray
@@ -261,6 +289,8 @@ class LPResult:
     iterations: int = 1
     unrunnable: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     highs_run_s: float = 0.0
+    has_x: bool = True
+    message: str = ""
 
     @property
     def decision_s(self) -> float:
@@ -545,17 +575,18 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         p: the problem (all candidates of the active jobs).
         objective: one of ``OBJECTIVES``.
         backend: ``"highs"`` (sparse arrays straight into highspy; default, fast) or ``"pulp"``.
-        time_limit_s: wall-clock budget for the solver calls (HiGHS ``time_limit``), shared by
-            all solves of a lexicographic or bisection run. On expiry the best primal feasible
-            point found so far is returned with status ``"time_limit"`` (zeros if none).
+        time_limit_s: wall-clock budget of the call, from its start (model building
+            included), shared by all solves of a lexicographic or bisection run (HiGHS
+            ``time_limit`` gets what is left). On expiry the best primal feasible point found
+            so far is returned with status ``"time_limit"`` (zeros and ``has_x=False`` if none).
         secondary: for max-min / min-makespan, a second (warm-started) solve that maximizes
             normalized throughput with the primary held at its optimum; for ftf the bisection
             LPs carry that objective. No effect on max-throughput.
         highs_options: extra HiGHS options (e.g. ``{"solver": "ipm"}``), both backends.
 
     Returns:
-        An ``LPResult``. Infeasible or failed solves are reported in ``status``, not raised;
-        invalid arguments raise ``ValueError``.
+        An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
+        ``status`` (and ``message``), not raised; invalid arguments raise ``ValueError``.
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
@@ -604,6 +635,16 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                         backend=backend, build_s=build_s, solve_s=0.0, n_vars=0, n_cons=0,
                         iterations=0, unrunnable=unrunnable)
 
+    def failed(status: str, message: str, n_vars: int = 0, n_cons: int = 0) -> LPResult:
+        # Logged at debug level: callers (LPPolicy) report failures, rate-limited.
+        log.debug("allocation LP (%s): %s: %s", backend, status, message)
+        return LPResult(x=x, objective=evaluate_objective(p, x, objective), status=status,
+                        backend=backend, build_s=time.perf_counter() - t0, solve_s=0.0,
+                        n_vars=n_vars, n_cons=n_cons, iterations=0, unrunnable=unrunnable,
+                        has_x=False, message=message)
+
+    if highspy is None:   # both backends run HiGHS through highspy
+        return failed("unavailable", _HIGHSPY_ERROR or "highspy is not available")
     spec = _build_spec(p, objective, fit, run, constrained, coef_scale)
     if spec.aux is not None:   # finite upper bound on t / z' (each job is capped by its best)
         spec.col_hi[spec.aux] = float(np.min(best[spec.obj_jobs] * coef_scale[spec.obj_jobs]))
@@ -612,34 +653,43 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         driver = (_HighsDriver if backend == "highs" else _PulpDriver)(spec, options)
     except ValueError:   # a bad highs_options entry is the caller's error
         raise
+    except ImportError as exc:   # PuLP (pulp backend) not installed
+        return failed("unavailable", f"{backend} backend cannot be imported ({exc})",
+                      n_vars, n_cons)
     except Exception as exc:   # noqa: BLE001 - reported as a status, the caller falls back
-        log.warning("allocation LP: model build failed (%s): %s", backend, exc)
-        return LPResult(x=x, objective=evaluate_objective(p, x, objective), status="error",
-                        backend=backend, build_s=time.perf_counter() - t0, solve_s=0.0,
-                        n_vars=n_vars, n_cons=n_cons, iterations=0, unrunnable=unrunnable)
+        return failed("error", f"model build failed: {type(exc).__name__}: {exc}",
+                      n_vars, n_cons)
     t1 = time.perf_counter()
     build_s = t1 - t0
 
     def budget() -> float | None:
-        return None if time_limit_s is None else time_limit_s - (time.perf_counter() - t1)
+        return None if time_limit_s is None else time_limit_s - (time.perf_counter() - t0)
 
+    message = ""
     try:
         if objective == "ftf":
             status, values, iters, run_s = _solve_ftf(p, spec, driver, best, coef_scale, budget)
         else:
             status, values, iters, run_s = _solve_lexicographic(spec, driver, budget,
                                                                 secondary and spec.aux is not None)
-    except Exception as exc:   # noqa: BLE001
-        log.warning("allocation LP: solve failed (%s): %s", backend, exc)
+    except Exception as exc:   # noqa: BLE001 - reported as a status, the caller falls back
+        message = f"solve failed: {type(exc).__name__}: {exc}"
+        log.debug("allocation LP (%s): %s", backend, message)
         status, values, iters, run_s = "error", None, 0, 0.0
     solve_s = time.perf_counter() - t1
 
+    if values is not None and not np.all(np.isfinite(values[: spec.cand.size])):
+        message = "the solver returned non-finite values"
+        status, values = "error", None
     if values is not None:
         x[spec.cand] = values[: spec.cand.size]
         x = _repair(p, x)
+    elif status == "error" and not message:
+        message = "the solver ended without a solution (HiGHS model status unknown)"
     return LPResult(x=x, objective=evaluate_objective(p, x, objective), status=status,
                     backend=backend, build_s=build_s, solve_s=solve_s, n_vars=n_vars,
-                    n_cons=n_cons, iterations=iters, unrunnable=unrunnable, highs_run_s=run_s)
+                    n_cons=n_cons, iterations=iters, unrunnable=unrunnable, highs_run_s=run_s,
+                    has_x=values is not None, message=message)
 
 
 def _solve_lexicographic(spec: _Spec, driver, budget, secondary: bool):
