@@ -3,9 +3,11 @@
 1. Candidates: for each model of the default mix on the default cluster it plans the
    candidates, prints a summary and the fastest candidates, and draws them as throughput
    against GPUs (``<out>/candidates.png``, lists in ``<out>/candidates.json``).
-2. Scheduling: it simulates the default workload (an LLM-heavy Gavel-style mix) under the
-   HeteroSched LP, Gavel's heterogeneity-aware LP and two non-LP baselines, prints the metrics
-   and draws the JCT distributions (``<out>/jct_cdf.png``, metrics in ``<out>/metrics.json``).
+2. Scheduling: it runs the default workload (an LLM-heavy Gavel-style mix, a held-out seed)
+   through the evaluation harness under the pure HeteroSched LP, its top-k and POP-4 pruning,
+   the shipped learned ranker + LP (``agents/data/ranker.pt``), Gavel's LP and FIFO; prints
+   schedule quality next to decision time, and writes ``<out>/metrics.json``, TensorBoard logs
+   (``<out>/tb``) and plots (``<out>/decision_vs_jct.png``, ``<out>/jct_cdf.png``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from hsched_env.cluster import get_cluster
 from hsched_env.planner import plan
 
 
-DEMO_WORKLOAD = "gavel:rate=3,jobs=60,seed=0,mix=llm,duration_scale=0.25"
-DEMO_POLICIES = ("heterosched-lp", "gavel", "greedy", "fifo")
+DEMO_WORKLOAD = "gavel:rate=3,jobs=60,mix=llm,duration_scale=0.25"     # + a held-out seed
+DEMO_POLICIES = ("pure-lp", "topk", "pop-4", "ranker", "gavel", "fifo")
 
 
 def run_demo(cluster: str, out: Path, models: tuple[str, ...],
@@ -70,45 +72,20 @@ def run_demo(cluster: str, out: Path, models: tuple[str, ...],
 
 
 def _schedule(c, out: Path, spec: str, policies: tuple[str, ...]) -> None:
-    from hsched_env.cli import _jsonable, _metrics_rows
-    from hsched_env.simulator import SimConfig, Simulator
-    from hsched_env.workloads import load_workload
-    from lp_baseline.policy import make_policy
+    """Policies on the demo scenario through the evaluation harness: the pure LP, its
+    pruning heuristics, the shipped ranker (when present), Gavel and FIFO."""
+    from agents.evaluate import Scenario, Suite, evaluate, format_report, write_outputs
+    from agents.ranker import shipped_ranker_path
 
-    workload = load_workload(spec, c)
-    print(f"\nScheduling {len(workload.jobs)} jobs ({spec}) on {c.name}: 300 s rounds, "
-          f"60 s restarts")
-    results = {}
-    for name in tqdm(policies, desc="simulating", unit="policy", leave=False):
-        results[name] = Simulator(c, workload, make_policy(name), SimConfig()).run()
-    metrics = [r.metrics() for r in results.values()]
-    print(_metrics_rows(metrics))
-    (out / "metrics.json").write_text(json.dumps([_jsonable(m) for m in metrics], indent=1))
-    png = _plot_jct(results, c.name, out / "jct_cdf.png")
-    print(f"\nWrote {out / 'metrics.json'} and {png}")
-
-
-def _plot_jct(results: dict, cluster: str, path: Path) -> Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name, r in results.items():
-        jct = np.sort([j.jct_s / 3600 for j in r.jobs if j.done])
-        if jct.size:
-            ax.step(jct, np.arange(1, jct.size + 1) / jct.size, where="post",
-                    label=f"{name} (avg {jct.mean():.1f} h)")
-    ax.set_xscale("log")
-    ax.set_xlabel("job completion time (h)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title(f"JCT distribution on {cluster}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    names = [p for p in policies if p != "ranker" or shipped_ranker_path().is_file()]
+    suite = Suite("demo", (Scenario(c.name, c.name, spec, note="the demo scenario"),),
+                  seeds=1, description=f"{c.name}: {spec}, 1 held-out seed")
+    print(f"\nScheduling on {c.name} ({spec}, a held-out seed): 300 s rounds, 60 s restarts")
+    report = evaluate(suite, names, progress=None)
+    print(format_report(report))
+    written = write_outputs(report, out)
+    print("\nWrote " + ", ".join(str(p) for p in written))
+    print(f"Open the TensorBoard logs with:  tensorboard --logdir {out.parent}")
 
 
 def _plot(tables: dict, cluster: str, path: Path) -> Path:

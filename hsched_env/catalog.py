@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError, show
 from hsched_env.files import read_text_file
 
 __all__ = [
     "GpuType", "ModelSpec", "gpu_catalog", "get_gpu", "model_catalog", "get_model",
-    "load_gpu_catalog", "load_model_catalog",
+    "load_gpu_catalog", "load_model_catalog", "MAX_BATCH", "MAX_CATALOG_INT",
 ]
 
 ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
@@ -38,6 +38,11 @@ ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hop
 FAMILIES = ("cnn", "rnn", "transformer", "rl", "recsys", "gan")
 PRECISIONS = ("fp32", "fp16", "bf16")
 PARALLELISM = ("dp", "tp", "pp")
+#: Largest integer accepted in a catalog row (exact in float64; beyond it the cost model's
+#: integer arithmetic could overflow).
+MAX_CATALOG_INT = 2 ** 53
+#: Largest batch of a model variant (:func:`model_variant`), samples per iteration.
+MAX_BATCH = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -210,28 +215,30 @@ def _check_value(value: Any, code: str, err: Callable[[str], ConfigError]) -> An
         return value
     if code == "bool":
         if not isinstance(value, bool):
-            raise err(f"expected true or false, got {value!r}")
+            raise err(f"expected true or false, got {show(value)}")
         return value
     if code == "list[str]":
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise err(f"expected a list of non-empty strings, got {value!r}")
+            raise err(f"expected a list of non-empty strings, got {show(value)}")
         return tuple(value)
     integer = code.startswith("int")
     allowed = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, allowed):
-        raise err(f"expected {'an integer' if integer else 'a number'}, got {value!r}")
+        raise err(f"expected {'an integer' if integer else 'a number'}, got {show(value)}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise err(f"must be finite, got {value!r}")
+        raise err(f"must be finite, got {show(value)}")
     if code.endswith(">0") and value <= 0:
-        raise err(f"must be > 0, got {value!r}")
+        raise err(f"must be > 0, got {show(value)}")
     if code.endswith(">=0") and value < 0:
-        raise err(f"must be >= 0, got {value!r}")
+        raise err(f"must be >= 0, got {show(value)}")
     if integer:
+        if value > MAX_CATALOG_INT:
+            raise err(f"must be at most 2**53, got {show(value)}")
         return value
     try:
         return float(value)
     except OverflowError:
-        raise err(f"out of range, got {value!r}") from None
+        raise err(f"out of range, got {show(value)}") from None
 
 
 def _check_row(row: Any, schema: dict[str, str], where: str,
@@ -249,14 +256,29 @@ def _check_row(row: Any, schema: dict[str, str], where: str,
             for key, code in schema.items()}
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in d:
+            raise ConfigError(f"duplicate key {show(key)} in a JSON object", field=key)
+        d[key] = value
+    return d
+
+
 def _read_rows(text: str, source: str, list_key: str) -> list[Any]:
     """Parse the catalog document and return its row list."""
     if not text.strip():
         raise ConfigError("file is empty", source=source)
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, source=source, field=exc.field) from None
+    except ValueError:  # an integer literal beyond Python's digit limit
+        raise ConfigError("invalid JSON: an integer has too many digits", source=source) from None
+    except RecursionError:
+        raise ConfigError("invalid JSON: nested too deeply", source=source) from None
     if not isinstance(doc, dict):
         raise ConfigError(f"expected a JSON object with key '{list_key}'", source=source)
     extra = [k for k in doc if k != list_key and not k.startswith("_")]
@@ -281,21 +303,22 @@ def _parse_gpus(text: str, source: str) -> dict[str, GpuType]:
         v = _check_row(raw, _GPU_SCHEMA, where, err)
         if v["arch"] not in ARCHS:
             raise err(f"{where}.arch",
-                      f"unknown architecture {v['arch']!r}; valid: {', '.join(ARCHS)}")
+                      f"unknown architecture {show(v['arch'])}; valid: {', '.join(ARCHS)}")
         if v["fp16_tflops"] < v["fp32_tflops"]:
             raise err(f"{where}.fp16_tflops", "below fp32_tflops (use the fp32 value when the GPU "
                       "has no fast fp16; columns swapped?)")
         name = v["name"]
         if _norm(name) in owner:
-            raise err(f"{where}.name", f"duplicate GPU name {name!r} (clashes with "
-                      f"{owner[_norm(name)]!r})")
+            raise err(f"{where}.name", f"duplicate GPU name {show(name)} (clashes with "
+                      f"{show(owner[_norm(name)])})")
         owner[_norm(name)] = name
         for j, alias in enumerate(v["aliases"]):
             field = f"{where}.aliases[{j}]"
             if alias != alias.strip().lower():
-                raise err(field, f"alias {alias!r} must be lowercase without surrounding spaces")
+                raise err(field, f"alias {show(alias)} must be lowercase without surrounding "
+                          f"spaces")
             if alias in seen_aliases or owner.get(_norm(alias), name) != name:
-                raise err(field, f"duplicate alias {alias!r} (already names "
+                raise err(field, f"duplicate alias {show(alias)} (already names "
                           f"{owner.get(_norm(alias), name)!r})")
             seen_aliases.add(alias)
             owner[_norm(alias)] = name
@@ -306,11 +329,11 @@ def _parse_gpus(text: str, source: str) -> dict[str, GpuType]:
 def _check_model_semantics(m: ModelSpec, fail: Callable[[str, str], None]) -> None:
     """Cross-field rules of a model row; ``fail(key, message)`` raises."""
     if m.name != m.name.strip().lower() or " " in m.name:
-        fail("name", f"model name {m.name!r} must be lowercase without spaces")
+        fail("name", f"model name {show(m.name)} must be lowercase without spaces")
     if m.family not in FAMILIES:
-        fail("family", f"unknown family {m.family!r}; valid: {', '.join(FAMILIES)}")
+        fail("family", f"unknown family {show(m.family)}; valid: {', '.join(FAMILIES)}")
     if m.precision not in PRECISIONS:
-        fail("precision", f"unknown precision {m.precision!r}; valid: {', '.join(PRECISIONS)}")
+        fail("precision", f"unknown precision {show(m.precision)}; valid: {', '.join(PRECISIONS)}")
     bad = [k for k in m.parallelism if k not in PARALLELISM]
     if bad or len(set(m.parallelism)) != len(m.parallelism) or "dp" not in m.parallelism:
         fail("parallelism", f"must be distinct kinds from {', '.join(PARALLELISM)} including "
@@ -356,8 +379,8 @@ def _parse_models(text: str, source: str) -> dict[str, ModelSpec]:
 
         _check_model_semantics(model, fail)
         if _norm(model.name) in seen:
-            raise err(f"{where}.name", f"duplicate model name {model.name!r} (clashes with "
-                      f"{seen[_norm(model.name)]!r})")
+            raise err(f"{where}.name", f"duplicate model name {show(model.name)} (clashes with "
+                      f"{show(seen[_norm(model.name)])})")
         seen[_norm(model.name)] = model.name
         models[model.name] = model
     return models
@@ -471,13 +494,14 @@ def model_variant(name: str | ModelSpec, batch: int | None = None) -> ModelSpec:
             (``"ResNet-50 (batch size 16)"``).
 
     Raises:
-        ConfigError: ``batch`` is not a positive integer.
+        ConfigError: ``batch`` is not an integer between 1 and :data:`MAX_BATCH`.
     """
     spec = name if isinstance(name, ModelSpec) else get_model(name)
     if batch is None or batch == spec.global_batch:
         return spec
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
-        raise ConfigError(f"batch must be a positive integer, got {batch!r}", field="batch")
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 < batch <= MAX_BATCH:
+        raise ConfigError(f"batch must be an integer between 1 and {MAX_BATCH}, got "
+                          f"{show(batch)}", field="batch")
     job_type = spec.gavel_job_type
     if job_type and " (batch size " in job_type:
         job_type = job_type.split(" (batch size ")[0] + f" (batch size {batch})"

@@ -6,6 +6,10 @@ Subcommands:
   candidates (resource set × best parallelization strategy), fastest first.
 * ``hsched models`` / ``hsched clusters [NAME]`` — the catalogs.
 * ``hsched demo`` — the end-to-end demo on the embedded default scenario.
+* ``hsched train --env hsched/Rank-v0 --algo ppo`` — imitation + PPO training of the ranker
+  (``agents.train``).
+* ``hsched evaluate --suite smoke|standard|large --policies pure-lp,topk,ranker:PATH,...`` —
+  policies and learned rankers on held-out seeds (``agents.evaluate``).
 
 Errors in the input (unknown names, bad files) exit with status 2 and one line naming what is
 wrong; only this module prints.
@@ -20,9 +24,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
-from hsched_env.errors import ConfigError, HSchedError
+from hsched_env.errors import ConfigError, HSchedError, show
+from hsched_env.files import is_file
 from hsched_env.planner import CandidateTable, PlannerConfig, plan
 
 DEMO_CLUSTER = "sia-64"
@@ -91,7 +98,16 @@ def _no_fit_reason(model, cluster) -> str:
 
 
 # ---------------------------------------------------------------------------- commands
+def _check_throughputs(name: str) -> None:
+    """``--throughputs`` must be 'analytic', 'gavel' or an existing file (checked without
+    letting odd names, e.g. too long for the OS, raise OSError)."""
+    if name not in (None, "", "analytic", "gavel") and not is_file(Path(name)):
+        raise ConfigError(f"unknown throughput source {show(name)}; valid: analytic, gavel or "
+                          f"a table file in Gavel's format", field="--throughputs")
+
+
 def cmd_candidates(args) -> int:
+    _check_throughputs(args.throughputs)
     model = get_model(args.model)
     cluster = get_cluster(args.cluster)
     config = PlannerConfig(max_candidates=args.max_candidates, mixed=not args.no_mixed)
@@ -144,6 +160,7 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     import math
     from hsched_env.throughput import get_throughput_source
     from lp_baseline.policy import make_policy
+    _check_throughputs(args.throughputs)
     get_throughput_source(args.throughputs)
     for name in policies:
         make_policy(name, objective=args.objective)
@@ -192,7 +209,7 @@ def _measure(text: str) -> tuple[int, int]:
     try:
         a, b = (int(v) for v in text.split(":"))
     except ValueError:
-        raise ConfigError(f"expected A:B (job ids A..B-1), got {text!r}",
+        raise ConfigError(f"expected A:B (job ids A..B-1), got {show(text)}",
                           field="--measure-jobs") from None
     return a, b
 
@@ -285,6 +302,41 @@ def cmd_demo(args) -> int:
     return run_demo(cluster=args.cluster, out=Path(args.out), models=DEMO_MODELS)
 
 
+def cmd_evaluate(args) -> int:
+    from agents.evaluate import run_cli     # the harness lives with the agents (torch, plots)
+    return run_cli(args)
+
+
+def cmd_train(args) -> int:
+    from agents.train import TrainConfig, train      # torch and SB3 load only here
+    fields = {"env": args.env, "algo": args.algo, "timesteps": args.timesteps,
+              "n_envs": args.n_envs, "seed": args.seed, "logdir": args.logdir}
+    for name in ("cluster", "workload", "max_candidates", "imitation_seeds", "keep_cost",
+                 "learning_rate", "hidden"):
+        value = getattr(args, name)
+        if value is not None:
+            fields[name] = value
+    config = TrainConfig(**fields)
+    print(f"training {config.env} with {config.algo} for {config.timesteps} steps on "
+          f"{config.cluster} ({config.workload}); run directory {config.run_dir()}",
+          file=sys.stderr)
+    summary = train(config, progress=not args.no_progress and sys.stderr.isatty())
+    out = config.run_dir()
+    imitation = summary.get("imitation")
+    if imitation:
+        v = imitation["valid"]
+        print(f"imitation: {imitation['rounds']} LP rounds; held-out precision "
+              f"{v['precision']:.2f}, recall {v['recall']:.2f}, kept {v['kept_fraction']:.1%}")
+    eps = summary["episodes"]
+    if eps:
+        last = eps[-min(len(eps), 5):]
+        print(f"last {len(last)} episodes: avg JCT {np.mean([e['avg_jct_h'] for e in last]):.2f} h,"
+              f" return / LP's {np.mean([e['return_vs_lp'] for e in last]):.3f}")
+    print(f"wrote {out}/ (ranker.pt, model.zip, config.json, tb/) in {summary['total_s']:.0f} s;"
+          f" tensorboard --logdir {out}")
+    return 0
+
+
 # ---------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hsched", description=(
@@ -358,16 +410,50 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--cluster", default=DEMO_CLUSTER, help=f"default {DEMO_CLUSTER}")
     d.add_argument("--out", default="runs/demo", help="output folder (plots, JSON)")
     d.set_defaults(func=cmd_demo)
+
+    ev = sub.add_parser("evaluate", help="policies and learned rankers on held-out seeds")
+    ev.add_argument("--suite", default="smoke", help="smoke (default), standard or large")
+    ev.add_argument("--policies", default=None, help=(
+        "comma-separated: pure-lp, topk, pop-4, gavel, fifo (any 'simulate' policy), "
+        "ranker (agents/data/ranker.pt) or ranker:PATH; default pure-lp,topk,pop-4,[ranker,]"
+        "gavel,fifo"))
+    ev.add_argument("--seeds", type=_positive_int, default=None, metavar="N",
+                    help="first N held-out seeds (default: the suite's)")
+    ev.add_argument("--out", default=None, help="output folder (default runs/eval-SUITE)")
+    ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.set_defaults(func=cmd_evaluate)
+
+    tr = sub.add_parser("train", help="train a ranker (Rank-v0) or a scheduler (Schedule-v0)")
+    tr.add_argument("--env", default="hsched/Rank-v0", help="hsched/Rank-v0 (default) or "
+                    "hsched/Schedule-v0")
+    tr.add_argument("--algo", default="ppo", help="ppo (default) or maskable-ppo")
+    tr.add_argument("--timesteps", type=_positive_int, default=1008)
+    tr.add_argument("--n-envs", type=_positive_int, default=1)
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--logdir", default=None, help="run directory (default runs/ENV-ALGO-SEED)")
+    tr.add_argument("--cluster", default=None, help="training cluster (default large-2048)")
+    tr.add_argument("--workload", default=None, help="training workload spec, without seed= "
+                    "(default gavel:rate=20000,jobs=300)")
+    tr.add_argument("--max-candidates", type=_positive_int, default=None, help="K slots")
+    tr.add_argument("--imitation-seeds", type=int, default=None,
+                    help="LP-reference episodes for the warm start (0: none)")
+    tr.add_argument("--keep-cost", type=float, default=None, help="λ of the rank reward")
+    tr.add_argument("--learning-rate", type=float, default=None)
+    tr.add_argument("--hidden", type=_positive_int, default=None)
+    tr.add_argument("--no-progress", action="store_true")
+    tr.set_defaults(func=cmd_train)
     return p
 
 
 def _positive_int(text: str) -> int:
+    error = argparse.ArgumentTypeError(f"expected a positive integer, got {show(text)}")
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+        raise error from None
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise error
     return value
 
 

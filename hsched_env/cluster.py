@@ -60,12 +60,13 @@ from typing import Any, Mapping, Union
 
 import numpy as np
 
-from hsched_env.errors import ConfigError, UnknownNameError
-from hsched_env.files import read_text_file
+from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
+from hsched_env.files import is_file, read_text_file, user_path
 
 __all__ = [
     "DEFAULT_INTER_NODE_BW_GBPS",
     "MAX_GPUS_PER_NODE",
+    "MAX_NODES",
     "Cluster",
     "NodePool",
     "cluster_from_dict",
@@ -78,6 +79,8 @@ __all__ = [
 DEFAULT_INTER_NODE_BW_GBPS = 12.5
 #: Largest node size accepted (HGX/DGX boards carry 8; 16-GPU servers such as DGX-2 exist).
 MAX_GPUS_PER_NODE = 16
+#: Largest number of nodes in a cluster (all pools together); the per-node arrays stay small.
+MAX_NODES = 100_000
 
 _TOP_KEYS = ("name", "description", "inter_node_bw_gbps", "nodes")
 _NODE_KEYS = ("gpu_type", "gpus_per_node", "count", "inter_node_bw_gbps",
@@ -105,27 +108,30 @@ def _check_int(value: Any, what: str, *, lo: int, hi: int | None = None, **where
     Integral floats (``4.0``) are accepted; booleans, strings and fractions are not.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigError(f"{what} must be an integer, got {value!r} ({type(value).__name__})",
+        raise ConfigError(f"{what} must be an integer, got {show(value)} ({type(value).__name__})",
                           **where)
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value) or not float(value).is_integer():
-            raise ConfigError(f"{what} must be an integer, got {value!r}", **where)
+            raise ConfigError(f"{what} must be an integer, got {show(value)}", **where)
     ivalue = int(value)
     if ivalue < lo or (hi is not None and ivalue > hi):
         bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-        raise ConfigError(f"{what} must be {bound}, got {ivalue}", **where)
+        raise ConfigError(f"{what} must be {bound}, got {show(ivalue)}", **where)
     return ivalue
 
 
 def _check_bw(value: Any, what: str, **where) -> float:
     """Return ``value`` as a positive finite float (GB/s) or raise ConfigError."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigError(f"{what} must be a number, got {value!r} ({type(value).__name__}); "
+        raise ConfigError(f"{what} must be a number, got {show(value)} ({type(value).__name__}); "
                           f"{_BW_HINT}", **where)
-    fvalue = float(value)
+    try:
+        fvalue = float(value)
+    except OverflowError:  # an int beyond the float range
+        fvalue = math.inf
     if not math.isfinite(fvalue) or fvalue <= 0:
-        raise ConfigError(f"{what} must be a positive finite number, got {value!r}; {_BW_HINT}",
-                          **where)
+        raise ConfigError(f"{what} must be a positive finite number, got {show(value)}; "
+                          f"{_BW_HINT}", **where)
     return fvalue
 
 
@@ -171,12 +177,12 @@ class NodePool:
 
     def __post_init__(self) -> None:
         if not isinstance(self.gpu_type, str):
-            raise ConfigError(f"gpu_type must be a string, got {self.gpu_type!r}",
+            raise ConfigError(f"gpu_type must be a string, got {show(self.gpu_type)}",
                               field="gpu_type")
         gpu = _get_gpu(self.gpu_type)
         gpn = _check_int(self.gpus_per_node, "gpus_per_node", lo=1, hi=MAX_GPUS_PER_NODE,
                          field="gpus_per_node")
-        nodes = _check_int(self.num_nodes, "num_nodes", lo=1, field="num_nodes")
+        nodes = _check_int(self.num_nodes, "num_nodes", lo=1, hi=MAX_NODES, field="num_nodes")
         if self.intra_bw_gbps is None:
             default = getattr(gpu, "link_bw_gbps", None)
             try:
@@ -190,7 +196,7 @@ class NodePool:
             intra = _check_bw(self.intra_bw_gbps, "intra_bw_gbps", field="intra_bw_gbps")
         inter = _check_bw(self.inter_bw_gbps, "inter_bw_gbps", field="inter_bw_gbps")
         if not isinstance(self.name, str):
-            raise ConfigError(f"name must be a string, got {self.name!r}", field="name")
+            raise ConfigError(f"name must be a string, got {show(self.name)}", field="name")
         name = self.name.strip() or f"{gpu.name.lower()}-x{gpn}"
         for attr, value in (("gpu_type", gpu.name), ("gpus_per_node", gpn),
                             ("num_nodes", nodes), ("intra_bw_gbps", intra),
@@ -238,7 +244,7 @@ class Cluster:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ConfigError(f"cluster name must be a non-empty string, got {self.name!r}",
+            raise ConfigError(f"cluster name must be a non-empty string, got {show(self.name)}",
                               field="name")
         pools = tuple(self.pools)
         if not pools:
@@ -250,9 +256,13 @@ class Cluster:
                 raise ConfigError(f"pool {i} is a {type(p).__name__}, not a NodePool",
                                   source=self.name, field=f"nodes[{i}]")
             if p.name in seen:
-                raise ConfigError(f"duplicate pool name {p.name!r}", source=self.name,
+                raise ConfigError(f"duplicate pool name {show(p.name)}", source=self.name,
                                   field=f"nodes[{i}].name")
             seen.add(p.name)
+        total_nodes = sum(p.num_nodes for p in pools)
+        if total_nodes > MAX_NODES:
+            raise ConfigError(f"{total_nodes} nodes in total; at most {MAX_NODES} are supported",
+                              source=self.name, field="nodes")
         object.__setattr__(self, "pools", pools)
 
         types: list[str] = []
@@ -428,8 +438,8 @@ class Cluster:
 def _unknown_key_error(key: Any, allowed: tuple[str, ...], path: str, source: str,
                        line: int | None) -> ConfigError:
     guess = difflib.get_close_matches(str(key), allowed, n=1)
-    hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-    return ConfigError(f"unknown key {key!r}{hint}; allowed keys: {', '.join(allowed)}",
+    hint = f" (did you mean {show(guess[0])}?)" if guess else ""
+    return ConfigError(f"unknown key {show(key)}{hint}; allowed keys: {', '.join(allowed)}",
                        source=source, field=path, line=line)
 
 
@@ -471,7 +481,7 @@ def cluster_from_dict(d: Mapping[str, Any], source: str = "<dict>", *,
     if name is None:
         name = default_name if default_name is not None else source
     if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"name must be a non-empty string, got {name!r}", **where("name"))
+        raise ConfigError(f"name must be a non-empty string, got {show(name)}", **where("name"))
     description = d.get("description", "")
     if description is None:
         description = ""
@@ -496,6 +506,7 @@ def cluster_from_dict(d: Mapping[str, Any], source: str = "<dict>", *,
 
     pools: list[NodePool] = []
     used_names: set[str] = set()
+    total_nodes = 0
     for i, nd in enumerate(nodes):
         base = f"nodes[{i}]"
         if not isinstance(nd, Mapping):
@@ -512,7 +523,7 @@ def cluster_from_dict(d: Mapping[str, Any], source: str = "<dict>", *,
                                   field=f"{base}.{req}", line=lines.get(base))
         gpu_name = nd["gpu_type"]
         if not isinstance(gpu_name, str):
-            raise ConfigError(f"gpu_type must be a string, got {gpu_name!r}",
+            raise ConfigError(f"gpu_type must be a string, got {show(gpu_name)}",
                               **where(f"{base}.gpu_type"))
         try:
             gpu = _get_gpu(gpu_name)
@@ -521,8 +532,12 @@ def cluster_from_dict(d: Mapping[str, Any], source: str = "<dict>", *,
                                    **where(f"{base}.gpu_type")) from None
         gpn = _check_int(nd["gpus_per_node"], "gpus_per_node", lo=1, hi=MAX_GPUS_PER_NODE,
                          **where(f"{base}.gpus_per_node"))
-        count = _check_int(nd["count"], "count (number of nodes)", lo=1,
+        count = _check_int(nd["count"], "count (number of nodes)", lo=1, hi=MAX_NODES,
                            **where(f"{base}.count"))
+        total_nodes += count
+        if total_nodes > MAX_NODES:
+            raise ConfigError(f"{total_nodes} nodes in pools 0..{i}; a cluster has at most "
+                              f"{MAX_NODES}", **where(f"{base}.count"))
         # Optional keys given as null (YAML "~" or an empty value) mean "use the default".
         inter = default_inter
         if nd.get("inter_node_bw_gbps") is not None:
@@ -534,12 +549,13 @@ def cluster_from_dict(d: Mapping[str, Any], source: str = "<dict>", *,
                               **where(f"{base}.intra_node_bw_gbps"))
         pool_name = nd.get("name") or ""
         if not isinstance(pool_name, str):
-            raise ConfigError(f"name must be a string, got {pool_name!r}",
+            raise ConfigError(f"name must be a string, got {show(pool_name)}",
                               **where(f"{base}.name"))
         pool_name = pool_name.strip()
         if pool_name:
             if pool_name in used_names:
-                raise ConfigError(f"duplicate pool name {pool_name!r}", **where(f"{base}.name"))
+                raise ConfigError(f"duplicate pool name {show(pool_name)}",
+                                  **where(f"{base}.name"))
         else:
             stem = f"{gpu.name.lower()}-x{gpn}"
             pool_name, k = stem, 2
@@ -571,14 +587,21 @@ def _yaml_lines(text: str) -> dict[str, int]:
         return out
     out[""] = root.start_mark.line + 1
 
+    visited: set[int] = set()
+
     def walk(node: Any, path: str) -> None:
+        # An alias reuses its anchor's node: walk it once, so that recursive aliases and
+        # "billion laughs" documents cost one pass over the text (aliased paths get no line).
+        if id(node) in visited:
+            return
+        visited.add(id(node))
         if isinstance(node, yaml.MappingNode):
             seen: dict[str, int] = {}
             for knode, vnode in node.value:
                 key = str(knode.value)
                 sub = f"{path}.{key}" if path else key
                 if key in seen:
-                    raise ConfigError(f"duplicate key {key!r} (first on line {seen[key]})",
+                    raise ConfigError(f"duplicate key {show(key)} (first on line {seen[key]})",
                                       field=sub, line=knode.start_mark.line + 1)
                 seen[key] = knode.start_mark.line + 1
                 out[f"{sub}:key"] = knode.start_mark.line + 1
@@ -598,9 +621,17 @@ def _json_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     d: dict[str, Any] = {}
     for k, v in pairs:
         if k in d:
-            raise ConfigError(f"duplicate key {k!r}", field=k)
+            raise ConfigError(f"duplicate key {show(k)}", field=k)
         d[k] = v
     return d
+
+
+def _value_error_text(exc: ValueError) -> str:
+    """Readable text of a ValueError raised while building values from YAML/JSON."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "an integer has too many digits"
+    return shorten(text, 160)
 
 
 def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, int]]:
@@ -613,6 +644,10 @@ def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, i
                               line=e.lineno) from None
         except ConfigError as e:
             raise ConfigError(e.reason, source=source, field=e.field) from None
+        except ValueError as e:  # an integer literal beyond Python's digit limit
+            raise ConfigError(f"invalid JSON: {_value_error_text(e)}", source=source) from None
+        except RecursionError:
+            raise ConfigError("invalid JSON: nested too deeply", source=source) from None
     import yaml
 
     try:
@@ -625,12 +660,16 @@ def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, i
             msg += f" ({e.context} that starts on line {e.context_mark.line + 1})"
         elif e.context:
             msg += f" ({e.context})"
-        raise ConfigError(f"invalid YAML: {msg}", source=source,
+        raise ConfigError(f"invalid YAML: {shorten(msg, 300)}", source=source,
                           line=mark.line + 1 if mark is not None else None) from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"invalid YAML: {e}", source=source) from None
+        raise ConfigError(f"invalid YAML: {shorten(e, 300)}", source=source) from None
     except ConfigError as e:
         raise ConfigError(e.reason, source=source, field=e.field, line=e.line) from None
+    except ValueError as e:  # a constructor failed: too many digits, a date like 2001-13-45
+        raise ConfigError(f"invalid YAML: {_value_error_text(e)}", source=source) from None
+    except RecursionError:
+        raise ConfigError("invalid YAML: nested too deeply", source=source) from None
     return data, lines
 
 
@@ -651,7 +690,7 @@ def load_cluster(path: PathLike) -> Cluster:
     source = str(p)
     suffix = p.suffix.lower()
     if suffix not in _FILE_SUFFIXES:
-        raise ConfigError(f"unsupported cluster file extension {p.suffix!r}; use one of "
+        raise ConfigError(f"unsupported cluster file extension {show(p.suffix)}; use one of "
                           f"{', '.join(_FILE_SUFFIXES)}", source=source)
     text = read_text_file(p, empty_hint="expected a mapping with a 'nodes' list")
     data, lines = _parse_text(text, source, is_json=suffix == ".json")
@@ -720,8 +759,8 @@ def get_cluster(name_or_path: Union[PathLike, Cluster]) -> Cluster:
     key = text.strip().lower()
     if isinstance(name_or_path, str) and key in _preset_specs():
         return _preset(key)
-    p = Path(text).expanduser()
-    if p.is_file():
+    p = user_path(text, field="cluster")
+    if is_file(p):
         return load_cluster(p)
     looks_like_path = p.suffix.lower() in _FILE_SUFFIXES or os.sep in text or "/" in text
     where = {"source": f"{text} (no such file)"} if looks_like_path else {}

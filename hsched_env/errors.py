@@ -7,6 +7,28 @@ cluster file, trace or argument without reading a traceback.
 from __future__ import annotations
 
 
+#: Longest user-supplied text echoed in an error message (longer text is cut in the middle).
+MAX_ECHO = 80
+
+
+def shorten(text: object, limit: int = MAX_ECHO) -> str:
+    """``str(text)`` cut to about ``limit`` characters for error messages (``"abc…xyz"``)."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    if len(text) <= limit:
+        return text
+    half = max(1, (limit - 1) // 2)
+    return f"{text[:half]}…{text[-half:]}"
+
+
+def show(value: object, limit: int = MAX_ECHO) -> str:
+    """``repr(value)`` shortened for error messages (also for ints too long to print)."""
+    try:
+        text = repr(value)
+    except ValueError:  # int with more digits than sys.get_int_max_str_digits()
+        text = f"<{type(value).__name__} too large to print>"
+    return shorten(text, limit)
+
+
 class HSchedError(Exception):
     """Base class of every error HeteroSched raises on purpose."""
 
@@ -26,9 +48,9 @@ class ConfigError(HSchedError, ValueError):
         self.source, self.field, self.line, self.reason = source, field, line, message
         where = []
         if source:
-            where.append(str(source) + (f":{line}" if line is not None else ""))
+            where.append(shorten(source, 400) + (f":{line}" if line is not None else ""))
         if field:
-            where.append(f"field '{field}'")
+            where.append(f"field '{shorten(field)}'")
         super().__init__((", ".join(where) + ": " if where else "") + message)
 
 
@@ -41,7 +63,8 @@ class UnknownNameError(ConfigError, KeyError):
 
     def __init__(self, kind: str, name: str, valid: list[str], **where) -> None:
         self.kind, self.name, self.valid = kind, name, sorted(valid)
-        super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.valid)}", **where)
+        super().__init__(f"unknown {kind} {shorten(name)!r}; valid: {', '.join(self.valid)}",
+                         **where)
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return Exception.__str__(self)

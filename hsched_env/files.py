@@ -5,7 +5,30 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, shorten
+
+__all__ = ["read_text_file", "user_path", "is_file", "shorten"]
+
+
+def user_path(text: str, *, field: str | None = None) -> Path:
+    """``text`` as a path with ``~`` expanded.
+
+    Raises:
+        ConfigError: ``~user`` names no known user (``Path.expanduser`` raises RuntimeError).
+    """
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        raise ConfigError("cannot expand '~' (no such user or no home directory)",
+                          source=shorten(text, 400), field=field) from None
+
+
+def is_file(path: Path) -> bool:
+    """``path.is_file()``, but False (not an exception) for names the OS rejects."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # e.g. "File name too long", a NUL character
+        return False
 
 
 def read_text_file(path: str | os.PathLike[str], *, field: str | None = None,
@@ -30,6 +53,9 @@ def read_text_file(path: str | os.PathLike[str], *, field: str | None = None,
         raise ConfigError("no such file", source=source, field=field) from None
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror or exc}", source=source,
+                          field=field) from None
+    except ValueError:  # e.g. a NUL character in the path
+        raise ConfigError("invalid file name (contains a NUL character)", source=source,
                           field=field) from None
     try:
         text = raw.decode("utf-8-sig")

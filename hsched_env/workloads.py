@@ -48,15 +48,17 @@ from typing import Any
 
 import numpy as np
 
-from hsched_env.catalog import ModelSpec, get_gpu, get_model, model_catalog, model_variant
+from hsched_env.catalog import (MAX_BATCH, ModelSpec, get_gpu, get_model, model_catalog,
+                                model_variant)
 from hsched_env.cluster import Cluster, cluster_from_dict, get_cluster
-from hsched_env.errors import ConfigError, TraceError, UnknownNameError
-from hsched_env.files import read_text_file
+from hsched_env.errors import ConfigError, TraceError, UnknownNameError, show
+from hsched_env.files import read_text_file, user_path
 
 __all__ = [
     "Job", "Workload", "load_workload", "reference_throughput", "reference_gpu",
     "workload_kinds", "model_for_gpu_time", "gavel_job_type_to_model", "traces_dir",
-    "REFERENCE_GPUS", "MAX_REFERENCE_GPUS", "POLLUX_APPLICATIONS", "POLLUX_GPU_HOURS",
+    "REFERENCE_GPUS", "MAX_REFERENCE_GPUS", "MAX_SECONDS", "MAX_BATCH", "MAX_GENERATED_JOBS",
+    "POLLUX_APPLICATIONS", "POLLUX_GPU_HOURS",
     "LLM_MIX",
 ]
 
@@ -69,6 +71,11 @@ REFERENCE_GPUS = {"fp32": "V100-16GB", "fp16": "A100-80GB", "bf16": "A100-80GB"}
 _REFERENCE_INTER_BW_GBPS = {"V100-16GB": 25.0, "A100-80GB": 200.0}
 #: Size of the reference clusters (64 nodes × 8 GPUs); no job may ask for more.
 MAX_REFERENCE_GPUS = 512
+#: Largest arrival time and job duration accepted, seconds (about 317 years): simulated clocks
+#: stay far from float overflow and keep sub-second resolution.
+MAX_SECONDS = 1e10
+#: Largest number of jobs the ``gavel`` generator draws.
+MAX_GENERATED_JOBS = 1_000_000
 
 KINDS = ("gavel", "philly", "gavel-trace", "pollux", "csv")
 
@@ -209,7 +216,7 @@ def _reference_thr(spec: ModelSpec, gpus: int, throughputs: Any) -> float:
 
 def _check_gpu_count(gpus: Any) -> int:
     if isinstance(gpus, bool) or not isinstance(gpus, (int, np.integer)):
-        raise ConfigError(f"GPU count must be an integer, got {gpus!r}", field="gpus")
+        raise ConfigError(f"GPU count must be an integer, got {show(gpus)}", field="gpus")
     if not 1 <= gpus <= MAX_REFERENCE_GPUS:
         raise ConfigError(f"GPU count must be between 1 and {MAX_REFERENCE_GPUS} (the reference "
                           f"cluster), got {gpus}", field="gpus")
@@ -302,7 +309,7 @@ def _gavel_type_index() -> tuple[dict[str, str], dict[str, str]]:
     return batched, exact
 
 
-_GAVEL_TYPE_RE = re.compile(r"^(.+?) \(batch size (\d+)\)$")
+_GAVEL_TYPE_RE = re.compile(r"^(.+?) \(batch size (\d{1,18})\)$")
 
 
 def gavel_job_type_to_model(job_type: str) -> tuple[str, int | None]:
@@ -328,12 +335,12 @@ def gavel_job_type_to_model(job_type: str) -> tuple[str, int | None]:
 def _parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"workload spec must be a non-empty string like 'gavel:rate=4', got "
-                          f"{spec!r}; kinds: {', '.join(KINDS)}", field="workload")
+                          f"{show(spec)}; kinds: {', '.join(KINDS)}", field="workload")
     kind, _, rest = spec.strip().partition(":")
     kind = kind.strip().lower()
-    where = {"source": f"workload spec {spec!r}"}
+    where = {"source": f"workload spec {show(spec)}"}
     if kind not in KINDS:
-        raise ConfigError(f"unknown workload kind {kind!r}; valid kinds: {', '.join(KINDS)}",
+        raise ConfigError(f"unknown workload kind {show(kind)}; valid kinds: {', '.join(KINDS)}",
                           field="kind", **where)
     params: dict[str, str] = {}
     for item in rest.split(","):
@@ -342,12 +349,12 @@ def _parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         key, eq, value = item.partition("=")
         key = key.strip().lower()
         if key not in _SPEC_KEYS[kind]:
-            raise ConfigError(f"unknown key {key!r} for kind {kind!r}; valid keys: "
+            raise ConfigError(f"unknown key {show(key)} for kind {show(kind)}; valid keys: "
                               f"{', '.join(_SPEC_KEYS[kind])}", field=key, **where)
         if not eq or not value.strip():
-            raise ConfigError(f"key {key!r} needs a value ({key}=...)", field=key, **where)
+            raise ConfigError(f"key {show(key)} needs a value ({key}=...)", field=key, **where)
         if key in params:
-            raise ConfigError(f"key {key!r} given twice", field=key, **where)
+            raise ConfigError(f"key {show(key)} given twice", field=key, **where)
         params[key] = value.strip()
     return kind, params
 
@@ -359,36 +366,42 @@ class _Params:
         self.spec, self.values = spec, values
 
     def error(self, key: str, message: str) -> ConfigError:
-        return ConfigError(message, source=f"workload spec {self.spec!r}", field=key)
+        return ConfigError(message, source=f"workload spec {show(self.spec)}", field=key)
 
     def has(self, key: str) -> bool:
         return key in self.values
 
-    def number(self, key: str, default: float | None = None, *, positive: bool = True) -> float:
+    def number(self, key: str, default: float | None = None, *, positive: bool = True,
+               hi: float | None = None) -> float:
         if key not in self.values:
             if default is None:
-                raise self.error(key, f"missing required key {key!r}")
+                raise self.error(key, f"missing required key {show(key)}")
             return default
         text = self.values[key]
         try:
             value = float(text)
         except ValueError:
-            raise self.error(key, f"{key} must be a number, got {text!r}") from None
+            raise self.error(key, f"{key} must be a number, got {show(text)}") from None
         if not math.isfinite(value) or (positive and value <= 0) or value < 0:
             raise self.error(key, f"{key} must be a finite number "
-                             f"{'> 0' if positive else '>= 0'}, got {text!r}")
+                             f"{'> 0' if positive else '>= 0'}, got {show(text)}")
+        if hi is not None and value > hi:
+            raise self.error(key, f"{key} must be at most {hi:g}, got {show(text)}")
         return value
 
-    def integer(self, key: str, default: int | None = None, *, lo: int = 1) -> int | None:
+    def integer(self, key: str, default: int | None = None, *, lo: int = 1,
+                hi: int | None = None) -> int | None:
         if key not in self.values:
             return default
         text = self.values[key]
         try:
             value = int(text)
         except ValueError:
-            raise self.error(key, f"{key} must be an integer, got {text!r}") from None
+            raise self.error(key, f"{key} must be an integer, got {show(text)}") from None
         if value < lo:
-            raise self.error(key, f"{key} must be an integer >= {lo}, got {text!r}")
+            raise self.error(key, f"{key} must be an integer >= {lo}, got {show(text)}")
+        if hi is not None and value > hi:
+            raise self.error(key, f"{key} must be an integer <= {hi}, got {show(text)}")
         return value
 
     def text(self, key: str, default: str | None = None) -> str | None:
@@ -405,7 +418,7 @@ def traces_dir() -> Path:
     """
     env = os.environ.get("HSCHED_TRACES")
     if env:
-        p = Path(env).expanduser()
+        p = user_path(env, field="HSCHED_TRACES")
         if not p.is_dir():
             raise ConfigError("HSCHED_TRACES is not a directory", source=env)
         return p
@@ -421,7 +434,7 @@ def traces_dir() -> Path:
 def _trace_file(params: _Params, default: str | None) -> Path:
     """The explicit ``path=`` or ``default`` under :func:`traces_dir`."""
     if params.has("path"):
-        return Path(params.values["path"]).expanduser()
+        return user_path(params.values["path"], field="path")
     if default is None:
         raise params.error("path", "missing required key 'path' (path=FILE)")
     return traces_dir() / default
@@ -488,25 +501,27 @@ class _Rows:
         try:
             value = float(text)
         except ValueError:
-            raise self.error(field, f"not a number: {text!r}") from None
+            raise self.error(field, f"not a number: {show(text)}") from None
         if not math.isfinite(value):
-            raise self.error(field, f"must be finite, got {text!r}")
+            raise self.error(field, f"must be finite, got {show(text)}")
         return text, value
 
     def number(self, text: str, field: str, *, positive: bool = False) -> float:
         text, value = self._finite(text, field)
         if positive and value <= 0:
-            raise self.error(field, f"must be > 0, got {text!r}")
+            raise self.error(field, f"must be > 0, got {show(text)}")
         if value < 0:
-            raise self.error(field, f"must be >= 0, got {text!r}")
+            raise self.error(field, f"must be >= 0, got {show(text)}")
         return value
 
-    def integer(self, text: str, field: str, *, lo: int = 1) -> int:
+    def integer(self, text: str, field: str, *, lo: int = 1, hi: int = 2 ** 53) -> int:
         text, value = self._finite(text, field)
         if not value.is_integer():
-            raise self.error(field, f"must be a whole number, got {text!r}")
+            raise self.error(field, f"must be a whole number, got {show(text)}")
         if value < lo:
-            raise self.error(field, f"must be >= {lo}, got {text!r}")
+            raise self.error(field, f"must be >= {lo}, got {show(text)}")
+        if value > hi:
+            raise self.error(field, f"must be <= {hi}, got {show(text)}")
         return int(value)
 
     def model(self, text: str, field: str) -> tuple[str, int | None]:
@@ -516,9 +531,16 @@ class _Rows:
             return get_model(text).name, None
         except UnknownNameError as exc:
             try:
-                return gavel_job_type_to_model(text)
+                model, batch = gavel_job_type_to_model(text)
             except UnknownNameError:
                 raise self.error(field, str(exc)) from None
+            self.check_batch(batch, field)
+            return model, batch
+
+    def check_batch(self, batch: int | None, field: str) -> None:
+        """A batch override must be at most :data:`MAX_BATCH`."""
+        if batch is not None and batch > MAX_BATCH:
+            raise self.error(field, f"batch size {batch} is above the limit of {MAX_BATCH}")
 
     def gpu_type(self, text: str, field: str) -> str:
         text = self._value(text, field)
@@ -529,9 +551,17 @@ class _Rows:
 
     # ---- completion: reference throughput, raised GPU counts, cluster capacity
     def add(self, *, order: int, name: str, model: str, batch: int | None, arrival_s: float,
-            gpus: int, gpus_field: str, duration_s: float | None = None,
-            work_samples: float | None = None, gpu_type: str | None = None) -> None:
-        """Finish a row: check capacity, fit the reference GPUs, derive work or duration."""
+            arrival_field: str, gpus: int, gpus_field: str, duration_field: str,
+            duration_s: float | None = None, work_samples: float | None = None,
+            gpu_type: str | None = None) -> None:
+        """Finish a row: check capacity, fit the reference GPUs, derive work or duration.
+
+        ``arrival_field`` and ``duration_field`` name the columns blamed when the arrival or
+        the (given or derived) duration is above :data:`MAX_SECONDS`.
+        """
+        if arrival_s > MAX_SECONDS:
+            raise self.error(arrival_field, f"arrival {arrival_s:g} s is after the limit of "
+                             f"{MAX_SECONDS:g} s")
         self._check_capacity(gpus, gpu_type, gpus_field, "")
         try:
             spec = _variant(model, batch)
@@ -546,6 +576,12 @@ class _Rows:
             work_samples = duration_s * thr
         else:
             duration_s = work_samples / thr
+        if not duration_s <= MAX_SECONDS:
+            raise self.error(duration_field, f"duration {duration_s:g} s on the reference GPUs "
+                             f"is above the limit of {MAX_SECONDS:g} s")
+        if not (0 < work_samples < math.inf and duration_s > 0):
+            raise self.error(duration_field, f"duration {duration_s:g} s gives no work to do "
+                             f"({work_samples:g} samples)")
         self.jobs.append(_Pending(order, name, model, batch, float(arrival_s), n,
                                   float(duration_s), float(work_samples), gpu_type, gpus))
 
@@ -554,11 +590,11 @@ class _Rows:
         if gpu_type is not None:
             cap = c.capacity.get(gpu_type, 0)
             if gpus > cap:
-                raise self.error(field, f"job needs {gpus} GPUs of type {gpu_type}{why} but "
-                                 f"cluster {c.name!r} has {cap}")
+                raise self.error(field, f"job needs {show(gpus)} GPUs of type {gpu_type}{why} but "
+                                 f"cluster {show(c.name)} has {cap}")
         elif gpus > c.num_gpus:
-            raise self.error(field, f"job needs {gpus} GPUs{why} but cluster {c.name!r} has "
-                             f"{c.num_gpus} in total")
+            raise self.error(field, f"job needs {show(gpus)} GPUs{why} but cluster "
+                             f"{show(c.name)} has {c.num_gpus} in total")
 
 
 def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
@@ -612,7 +648,7 @@ def _header(rows: _Rows, records: Iterator[tuple[int, list[str]]], required: tup
     for i, raw in enumerate(names):
         name = raw.strip().lower()
         if name in cols:
-            raise rows.error(name, f"duplicate column {name!r}", line)
+            raise rows.error(name, f"duplicate column {show(name)}", line)
         cols[name] = i
     unknown = [n for n in cols if n not in required + optional]
     if unknown:
@@ -620,7 +656,7 @@ def _header(rows: _Rows, records: Iterator[tuple[int, list[str]]], required: tup
                          f"allowed: {', '.join(required + optional)}", line)
     for name in required:
         if name not in cols:
-            raise rows.error(name, f"missing column {name!r}; the header must contain "
+            raise rows.error(name, f"missing column {show(name)}; the header must contain "
                              f"{', '.join(required)}", line)
     return line, cols
 
@@ -668,7 +704,7 @@ def _runs_on(model: ModelSpec, cluster: Cluster) -> bool:
 
 def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) -> Workload:
     rate = params.number("rate", 4.0)
-    n_jobs = params.integer("jobs", 100)
+    n_jobs = params.integer("jobs", 100, hi=MAX_GENERATED_JOBS)
     seed = params.integer("seed", 0, lo=0)
     scale = params.number("duration_scale", 1.0)
     multi_gpu = params.integer("multi_gpu", 1, lo=0)
@@ -676,9 +712,9 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
         raise params.error("multi_gpu", f"multi_gpu must be 0 or 1, got {multi_gpu}")
     mix = (params.text("mix", "classic") or "").lower()
     if mix not in _MIXES:
-        raise params.error("mix", f"unknown mix {mix!r}; valid: {', '.join(_MIXES)}")
+        raise params.error("mix", f"unknown mix {show(mix)}; valid: {', '.join(_MIXES)}")
     rng = np.random.default_rng(seed)
-    rows = _Rows(f"workload spec {spec!r}", cluster, throughputs, skip_invalid=False)
+    rows = _Rows(f"workload spec {show(spec)}", cluster, throughputs, skip_invalid=False)
     mean_gap = 3600.0 / rate
     t, redrawn = 0.0, 0
     for i in range(n_jobs):
@@ -696,9 +732,15 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
                 break
             redrawn += 1
         else:
-            raise ConfigError(f"cannot draw a job that fits cluster {cluster.name!r} "
+            raise ConfigError(f"cannot draw a job that fits cluster {show(cluster.name)} "
                               f"({cluster.num_gpus} GPUs)", source=rows.source)
         duration = _duration(rng) * scale
+        if t > MAX_SECONDS:
+            raise params.error("rate", f"job {i} would arrive at {t:g} s, after the limit of "
+                               f"{MAX_SECONDS:g} s; use a higher rate or fewer jobs")
+        if not 0 < duration * thr < math.inf or duration > MAX_SECONDS:
+            raise params.error("duration_scale", f"gives a duration of {duration:g} s; "
+                               f"durations must be > 0 and at most {MAX_SECONDS:g} s")
         rows.jobs.append(_Pending(i, f"job-{i}", model, batch, t, n, duration, duration * thr,
                                   None, sf))
     notes = [f"Gavel generator: Poisson arrivals at {rate:g} jobs/h (first job at t=0), "
@@ -706,7 +748,7 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
              + ("" if multi_gpu else ", single-GPU jobs only")]
     if redrawn:
         notes.append(f"redrew {redrawn} draws whose model needs more GPUs than cluster "
-                     f"{cluster.name!r} has ({cluster.num_gpus}) or fits on none of its "
+                     f"{show(cluster.name)} has ({cluster.num_gpus}) or fits on none of its "
                      f"resource sets")
     return _assemble(rows, spec, notes, None, "the generated workload")
 
@@ -734,11 +776,15 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     start = _datetime(start_text, _START_RE)
     if start is None:
         raise params.error("start", f"start must be YYYY-MM-DD or YYYY-MM-DDTHH:MM, got "
-                           f"{start_text!r}")
+                           f"{show(start_text)}")
     hours = params.number("hours", 8.0)
     vc = params.text("vc")
     max_jobs = params.integer("max_jobs")
-    end = start + timedelta(hours=hours)
+    try:
+        end = start + timedelta(hours=hours)
+    except OverflowError:
+        raise params.error("hours", f"start + hours is beyond the year 9999, got "
+                           f"hours={show(params.text('hours'))}") from None
     path = _trace_file(params, "philly/philly.csv")
     text = _read_text(path)
     rows = _Rows(str(path), cluster, throughputs, skip_invalid)
@@ -758,7 +804,7 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                 raise rows.error("timestamp", "empty value")
             ts = _datetime(ts_text, _TS_RE)
             if ts is None:
-                raise rows.error("timestamp", f"unparsable timestamp {ts_text!r} (expected "
+                raise rows.error("timestamp", f"unparsable timestamp {show(ts_text)} (expected "
                                  f"YYYY-MM-DD HH:MM:SS)")
             first = ts if first is None or ts < first else first
             last = ts if last is None or ts > last else last
@@ -770,10 +816,11 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
             gpus = rows.integer(f[i_gpus], "num_gpus")
             model = model_for_gpu_time(duration * gpus / 3600.0, f"{ts_text}|{line}")
             rows.add(order=line, name=f"philly-{line}", model=model, batch=None,
-                     arrival_s=(ts - start).total_seconds(), gpus=gpus, gpus_field="num_gpus",
-                     duration_s=duration)
+                     arrival_s=(ts - start).total_seconds(), arrival_field="timestamp",
+                     gpus=gpus, gpus_field="num_gpus", duration_s=duration,
+                     duration_field="duration")
     if vc is not None and vc not in vcs:
-        raise params.error("vc", f"no VC {vc!r} in {path}; VCs: {', '.join(sorted(vcs))}")
+        raise params.error("vc", f"no VC {show(vc)} in {path}; VCs: {', '.join(sorted(vcs))}")
     window = f"[{start:%Y-%m-%d %H:%M}, {end:%Y-%m-%d %H:%M})" + (f" in VC {vc}" if vc else "")
     if not rows.jobs and first is not None:
         window += f"; the trace spans {first} to {last}"
@@ -815,14 +862,16 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
             rows._value(cmd, "command")
             rows._value(steps_arg, "num_steps_arg")
             if rows.integer(data_dir, "needs_data_dir", lo=0) > 1:
-                raise rows.error("needs_data_dir", f"must be 0 or 1, got {data_dir.strip()!r}")
+                raise rows.error("needs_data_dir", f"must be 0 or 1, got {show(data_dir.strip())}")
             total_steps = rows.integer(steps, "total_steps")
             arrival_s = rows.number(arrival, "arrival_time")
             gpus = rows.integer(sf, "scale_factor")
+            rows.check_batch(batch, "job_type")
             batch_size = _variant(model, batch).global_batch
             rows.add(order=order, name=f"job-{order}", model=model, batch=batch,
-                     arrival_s=arrival_s, gpus=gpus, gpus_field="scale_factor",
-                     work_samples=float(total_steps) * batch_size)
+                     arrival_s=arrival_s, arrival_field="arrival_time", gpus=gpus,
+                     gpus_field="scale_factor", work_samples=float(total_steps) * batch_size,
+                     duration_field="total_steps")
         order += 1
     notes = ["Gavel trace: work = total_steps × batch samples; duration = work / reference "
              "throughput on scale_factor GPUs"]
@@ -850,19 +899,20 @@ def _load_pollux(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
             v = {k: f[cols[k]] for k in names}
             name = rows._value(v["name"], "name")
             if name in seen:
-                raise rows.error("name", f"duplicate job name {name!r} (first on line "
+                raise rows.error("name", f"duplicate job name {show(name)} (first on line "
                                  f"{seen[name]})")
             arrival_s = rows.number(v["time"], "time")
             app = rows._value(v["application"], "application").lower()
             if app not in POLLUX_APPLICATIONS:
-                raise rows.error("application", f"unknown application {app!r}; valid: "
+                raise rows.error("application", f"unknown application {show(app)}; valid: "
                                  f"{', '.join(sorted(POLLUX_APPLICATIONS))}")
             replicas = rows.integer(v["num_replicas"], "num_replicas")
             rows.integer(v["batch_size"], "batch_size")
             duration = POLLUX_GPU_HOURS[app] * 3600.0 / replicas
             rows.add(order=line, name=name, model=POLLUX_APPLICATIONS[app], batch=None,
-                     arrival_s=arrival_s, gpus=replicas, gpus_field="num_replicas",
-                     duration_s=duration)
+                     arrival_s=arrival_s, arrival_field="time", gpus=replicas,
+                     gpus_field="num_replicas", duration_s=duration,
+                     duration_field="application")
             seen[name] = line
     gpu_h = ", ".join(f"{a} {h:.3g}" for a, h in POLLUX_GPU_HOURS.items())
     stand = ", ".join(f"{a}→{m}" for a, m in POLLUX_APPLICATIONS.items())
@@ -893,13 +943,13 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
         with rows.row(line):
             job_id = rows._value(f[cols["job_id"]], "job_id")
             if job_id in seen:
-                raise rows.error("job_id", f"duplicate job id {job_id!r} (first on line "
+                raise rows.error("job_id", f"duplicate job id {show(job_id)} (first on line "
                                  f"{seen[job_id]})")
             arrival_s = rows.number(f[cols["submit_time_s"]], "submit_time_s")
             duration = rows.number(f[cols["duration_s"]], "duration_s", positive=True)
             gpus = rows.integer(f[cols["num_gpus"]], "num_gpus")
             opt = {k: f[cols[k]].strip() if k in cols else "" for k in CSV_OPTIONAL}
-            batch = rows.integer(opt["batch"], "batch") if opt["batch"] else None
+            batch = rows.integer(opt["batch"], "batch", hi=MAX_BATCH) if opt["batch"] else None
             if opt["model"]:
                 model, type_batch = rows.model(opt["model"], "model")
                 if batch is None:
@@ -911,7 +961,8 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                                            f"{f[cols['submit_time_s']].strip()}|{line}")
             gpu_type = rows.gpu_type(opt["gpu_type"], "gpu_type") if opt["gpu_type"] else None
             rows.add(order=line, name=job_id, model=model, batch=batch, arrival_s=arrival_s,
-                     gpus=gpus, gpus_field="num_gpus", duration_s=duration, gpu_type=gpu_type)
+                     arrival_field="submit_time_s", gpus=gpus, gpus_field="num_gpus",
+                     duration_s=duration, duration_field="duration_s", gpu_type=gpu_type)
             assigned += not opt["model"]
             seen[job_id] = line
     notes = []

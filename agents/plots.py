@@ -1,0 +1,85 @@
+"""Plots of an evaluation (``hsched evaluate``), matplotlib with the Agg backend.
+
+* ``plot_decision_vs_jct``: per scenario, one point per policy — mean decision time per round
+  (log x) against seed-averaged average JCT; the trade-off a ranker tries to win.
+* ``plot_jct_cdf``: per scenario, the distribution of job completion times of each policy
+  (jobs of every seed pooled).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _axes(plt, n: int, width: float = 5.6, height: float = 4.2):
+    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+    return fig, list(axes.flat)
+
+
+def _colors(plt, labels):
+    return {name: plt.cm.tab10(i % 10) for i, name in enumerate(labels)}
+
+
+def plot_decision_vs_jct(report, path: Path) -> Path:
+    """Decision time (ms, log scale) against average JCT (h), one point per policy."""
+    plt = _pyplot()
+    fig, axes = _axes(plt, len(report.scenarios))
+    colors = _colors(plt, report.policies)
+    for ax, sc in zip(axes, report.scenarios):
+        for i, r in enumerate(r for r in report.rows if r["scenario"] == sc["name"]):
+            x = max(r["decision_time_mean_s"] * 1e3, 1e-3)
+            y = r["avg_jct_s"] / 3600 if math.isfinite(r["avg_jct_s"]) else math.nan
+            if not math.isfinite(y):
+                continue
+            ax.scatter([x], [y], s=50, color=colors[r["policy"]],
+                       marker="*" if r["kind"] == "ranker" else "o", zorder=3)
+            ax.annotate(r["policy"], (x, y), textcoords="offset points",
+                        xytext=(5, 4 if i % 2 == 0 else -10), fontsize=8)   # alternate: overlaps
+        ax.set_xscale("log")
+        ax.set_xlabel("decision time per round, mean (ms)")
+        ax.set_ylabel("average JCT (h)")
+        ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(f"Suite {report.suite.name}: decision cost against schedule quality "
+                 f"(seeds {', '.join(map(str, report.seeds))})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_jct_cdf(report, path: Path) -> Path:
+    """JCT distribution per policy (all seeds' completed jobs pooled), log x."""
+    plt = _pyplot()
+    fig, axes = _axes(plt, len(report.scenarios))
+    colors = _colors(plt, report.policies)
+    for ax, sc in zip(axes, report.scenarios):
+        for label in report.policies:
+            runs = [r for r in report.runs if r.scenario == sc["name"] and r.label == label]
+            jct = np.sort(np.concatenate([r.jct_s for r in runs]) / 3600) if runs else []
+            if len(jct):
+                ranker = any(r.kind == "ranker" for r in runs)
+                ax.step(jct, np.arange(1, len(jct) + 1) / len(jct), where="post",
+                        color=colors[label], linestyle="--" if ranker else "-",
+                        label=f"{label} (avg {np.mean(jct):.1f} h)")
+        ax.set_xscale("log")
+        ax.set_xlabel("job completion time (h)")
+        ax.set_ylabel("fraction of completed jobs")
+        ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Suite {report.suite.name}: JCT distribution", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

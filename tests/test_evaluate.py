@@ -1,0 +1,194 @@
+"""The evaluation harness (``agents.evaluate``, ``hsched evaluate``): the smoke suite end to end,
+held-out seeds, scenario equality between the simulator and RankEnv, recall@k, outputs, CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from agents.evaluate import (
+    HELDOUT_SEEDS,
+    SMOKE,
+    SUITES,
+    TRAIN_SEEDS,
+    evaluate,
+    format_report,
+    heldout_seeds,
+    is_training_seed,
+    report_json,
+    write_outputs,
+)
+from hsched_env.cli import main
+from hsched_env.errors import ConfigError
+
+ROW_KEYS = {"scenario", "policy", "kind", "seeds", "jobs_completed", "jobs_total", "avg_jct_s",
+            "p99_jct_s", "makespan_s", "ftf_worst", "decision_time_mean_s",
+            "decision_time_p99_s", "lp_decision_time_mean_s", "ranker_time_mean_s",
+            "lp_vars_mean", "avg_jct_ratio", "decision_time_ratio", "recall",
+            "active_jobs_mean", "active_jobs_max", "candidates_per_job_mean"}
+
+
+class TopPerJobRanker:
+    """Stand-in for ``agents.ranker.Ranker``: keeps each job's ``k`` fastest candidates."""
+
+    def __init__(self, k: int = 4, name: str = "top4-standin") -> None:
+        self.k, self.name = k, name
+
+    def keep(self, obs, env):
+        u = env.unwrapped
+        feats = np.asarray(obs["candidates"]).reshape(u.candidate_shape)
+        score = feats[:, u.feature_names.index("throughput_norm")]
+        jobs = u.slot_jobs()
+        order = np.lexsort((-score, jobs))
+        jo = jobs[order]
+        first = np.r_[0, np.flatnonzero(np.diff(jo)) + 1]
+        rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
+        keep = np.zeros(u.K, dtype=np.int8)
+        keep[order[(rank < self.k) & (jo >= 0)]] = 1
+        return keep
+
+
+class ReferenceRanker:
+    """Keeps the LP's support each round (``RankEnv.reference_action``)."""
+
+    name = "reference"
+
+    def keep(self, obs, env):
+        return env.unwrapped.reference_action()
+
+
+@pytest.fixture(scope="module")
+def report():
+    return evaluate(SMOKE, ["pure-lp", "topk", "fifo", TopPerJobRanker(), ReferenceRanker()],
+                    progress=False)
+
+
+def _row(report, policy):
+    return next(r for r in report.rows if r["policy"] == policy)
+
+
+def test_smoke_suite_table_and_json(report):
+    assert report.seeds == heldout_seeds(SMOKE.seeds)
+    assert [r["policy"] for r in report.rows] == ["pure-lp", "topk", "fifo",
+                                                   "ranker:top4-standin", "ranker:reference"]
+    for r in report.rows:
+        assert ROW_KEYS <= r.keys()
+        assert r["jobs_completed"] == r["jobs_total"] == 30
+        assert r["decision_time_mean_s"] > 0 and r["avg_jct_s"] > 0
+    assert _row(report, "pure-lp")["avg_jct_ratio"] == pytest.approx(1.0)
+    assert _row(report, "pure-lp")["decision_time_ratio"] == pytest.approx(1.0)
+    assert _row(report, "fifo")["lp_vars_mean"] == 0 and _row(report, "fifo")["recall"] is None
+    assert report.scenarios[0]["candidates_per_job_min"] >= SMOKE.job_candidates
+    text = format_report(report)
+    for word in ("policy", "avg JCT h", "p99 JCT h", "makespan h", "FTF worst", "decide ms",
+                 "p99 ms", "LP vars", "JCT ×LP", "time ×LP", "recall@k", "ranker:top4-standin",
+                 "slot overflow 0"):
+        assert word in text
+    data = json.loads(json.dumps(report_json(report)))      # JSON-ready, NaN as null
+    assert {"suite", "seeds", "rows", "per_seed", "scenarios", "settings"} <= data.keys()
+    assert data["suite"] == "smoke" and len(data["per_seed"]) == 5
+
+
+def test_ranker_decision_time_is_lp_plus_inference(report):
+    for label in ("ranker:top4-standin", "ranker:reference"):
+        r = _row(report, label)
+        assert r["overflow_max"] == 0
+        assert r["ranker_time_mean_s"] > 0
+        assert r["decision_time_mean_s"] == pytest.approx(
+            r["lp_decision_time_mean_s"] + r["ranker_time_mean_s"], rel=1e-9)
+    standin = _row(report, "ranker:top4-standin")
+    assert 0 < standin["kept_frac_mean"] < 0.5
+    assert standin["lp_vars_mean"] < _row(report, "pure-lp")["lp_vars_mean"]
+
+
+def test_recall(report):
+    assert _row(report, "pure-lp")["recall"] == 1.0
+    assert 0 < _row(report, "topk")["recall"] <= 1.0
+    assert 0 < _row(report, "ranker:top4-standin")["recall"] <= 1.0
+    # keeping the LP's support recalls all of it (the same solve, deterministic)
+    assert _row(report, "ranker:reference")["recall"] >= 0.99
+
+
+def test_rank_env_and_simulator_see_the_same_scenario(report):
+    """RankEnv(workload without seed).reset(seed=s) ≡ the simulator on '<workload>,seed=s':
+    keeping the LP's support reproduces the pure LP (same jobs, avg JCT within 3%)."""
+    runs = {r.label: r for r in report.runs}
+    lp, ref = runs["pure-lp"], runs["ranker:reference"]
+    key = [(j.job_id, j.model, j.arrival_s, j.work_samples) for j in lp.records]
+    assert key == [(j.job_id, j.model, j.arrival_s, j.work_samples) for j in ref.records]
+    assert np.array_equal(np.sort(lp.candidates_per_job), np.sort(ref.candidates_per_job))
+    a, b = lp.metrics["avg_jct_s"], ref.metrics["avg_jct_s"]
+    assert abs(b - a) / a < 0.03
+
+
+def test_outputs(report, tmp_path):
+    written = write_outputs(report, tmp_path / "eval")
+    out = tmp_path / "eval"
+    data = json.loads((out / "metrics.json").read_text())
+    assert data["suite"] == "smoke" and data["rows"][0]["policy"] == "pure-lp"
+    for png in ("decision_vs_jct.png", "jct_cdf.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert list((out / "tb").rglob("events.out.tfevents*"))
+    assert all(p.exists() for p in written)
+
+
+def test_heldout_seeds_never_training_seeds():
+    assert TRAIN_SEEDS == range(0, 10_000)
+    assert HELDOUT_SEEDS.start >= 1_000_000
+    assert not set(heldout_seeds(1000)) & set(TRAIN_SEEDS)
+    for suite in SUITES.values():
+        assert not any(is_training_seed(s) for s in heldout_seeds(suite.seeds))
+    with pytest.raises(ConfigError):
+        evaluate(SMOKE, ["fifo"], seeds=[3], progress=False)
+
+
+def test_scenarios_need_unseeded_generated_workloads():
+    from agents.evaluate import Scenario
+    with pytest.raises(ConfigError):
+        Scenario("x", "sia-64", "gavel:rate=4,jobs=10,seed=1")
+    with pytest.raises(ConfigError):
+        Scenario("x", "sia-64", "philly:start=2017-10-09T06:00,hours=8")
+    assert Scenario("x", "sia-64", "gavel:jobs=3").workload_for(1_000_000) == \
+        "gavel:jobs=3,seed=1000000"
+
+
+def test_cli_unknown_names_exit_2(capsys):
+    assert main(["evaluate", "--policies", "pure-lp,nope", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown policy 'nope'" in err
+    for name in ("pure-lp", "topk", "pop-4", "gavel", "fifo", "ranker:PATH"):
+        assert name in err
+    assert main(["evaluate", "--suite", "huge", "--policies", "fifo"]) == 2
+    assert "unknown suite 'huge'" in capsys.readouterr().err
+    assert main(["evaluate", "--policies", "ranker:/no/such/ranker.pt"]) == 2
+    assert "no ranker file" in capsys.readouterr().err
+    assert main(["evaluate", "--policies", "fifo", "--out", __file__ + "/out"]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_cli_json_with_a_ranker_file(capsys, tmp_path, monkeypatch):
+    """``ranker:PATH`` goes through ``agents.ranker.Ranker.load`` (here a stand-in module)."""
+    path = tmp_path / "standin.pt"
+    path.write_bytes(b"stand-in")
+    loaded = []
+
+    class Ranker:
+        @staticmethod
+        def load(p):
+            loaded.append(p)
+            return TopPerJobRanker(k=2, name="standin.pt")
+
+    monkeypatch.setitem(sys.modules, "agents.ranker", types.SimpleNamespace(Ranker=Ranker))
+    out = tmp_path / "eval"
+    code = main(["evaluate", "--suite", "smoke", "--policies", f"fifo,ranker:{path}",
+                 "--json", "--out", str(out), "--no-progress"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert loaded == [str(path)]
+    assert [r["policy"] for r in data["rows"]] == ["fifo", "ranker:standin.pt"]
+    assert data["seeds"] == [1_000_000] and data["per_seed"][1]["overflow_max"] == 0
+    assert (out / "metrics.json").exists() and (out / "jct_cdf.png").exists()
