@@ -316,6 +316,8 @@ def cmd_train(args) -> int:
         value = getattr(args, name)
         if value is not None:
             fields[name] = value
+    if args.episode_hours is not None:
+        fields["episode_hours"] = args.episode_hours if args.episode_hours > 0 else None
     config = TrainConfig(**fields)
     print(f"training {config.env} with {config.algo} for {config.timesteps} steps on "
           f"{config.cluster} ({config.workload}); run directory {config.run_dir()}",
@@ -439,6 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--imitation-seeds", type=int, default=None,
                     help="LP-reference episodes for the warm start (0: none)")
     tr.add_argument("--keep-cost", type=float, default=None, help="λ of the rank reward")
+    tr.add_argument("--episode-hours", type=float, default=None,
+                    help="truncate training episodes at this simulated time (default 3; "
+                         "0: run every episode to its end)")
     tr.add_argument("--learning-rate", type=float, default=None)
     tr.add_argument("--hidden", type=_positive_int, default=None)
     tr.add_argument("--no-progress", action="store_true")
