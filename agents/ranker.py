@@ -173,11 +173,10 @@ def _install(policy, commit: bool, hidden: int) -> None:
                                       RankerNet(hidden=hidden, commit=commit))
 
 
-class RankerPolicy(ActorCriticPolicy):
-    """PPO policy for ``hsched/Rank-v0``: Bernoulli keep-logit per slot from ``RankerNet``.
+class _RankerPolicyMixin:
+    """What both SB3 policies share: ``RankerNet`` in place of SB3's MLP and action head."""
 
-    Use ``PPO(RankerPolicy, env, policy_kwargs={"hidden": 64})``.
-    """
+    commit = False
 
     def __init__(self, observation_space, action_space, lr_schedule, hidden: int = 64,
                  **kwargs) -> None:
@@ -187,7 +186,7 @@ class RankerPolicy(ActorCriticPolicy):
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
-        _install(self, commit=False, hidden=self.hidden)
+        _install(self, commit=self.commit, hidden=self.hidden)
 
     def _build(self, lr_schedule) -> None:
         super()._build(lr_schedule)
@@ -200,34 +199,23 @@ class RankerPolicy(ActorCriticPolicy):
         return self.mlp_extractor.net
 
 
+class RankerPolicy(_RankerPolicyMixin, ActorCriticPolicy):
+    """PPO policy for ``hsched/Rank-v0``: Bernoulli keep-logit per slot from ``RankerNet``.
+
+    Use ``PPO(RankerPolicy, env, policy_kwargs={"hidden": 64})``.
+    """
+
+
 def _maskable_policy_class():
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    class MaskableRankerPolicy(MaskableActorCriticPolicy):
+    class MaskableRankerPolicy(_RankerPolicyMixin, MaskableActorCriticPolicy):
         """MaskablePPO policy for ``hsched/Schedule-v0``: a logit per slot plus a commit logit.
 
         Use ``MaskablePPO(MaskableRankerPolicy, env, policy_kwargs={"hidden": 64})``.
         """
 
-        def __init__(self, observation_space, action_space, lr_schedule, hidden: int = 64,
-                     **kwargs) -> None:
-            self.hidden = hidden
-            kwargs.setdefault("features_extractor_class", SlotExtractor)
-            kwargs.setdefault("ortho_init", False)
-            super().__init__(observation_space, action_space, lr_schedule, **kwargs)
-
-        def _build_mlp_extractor(self) -> None:
-            _install(self, commit=True, hidden=self.hidden)
-
-        def _build(self, lr_schedule) -> None:
-            super()._build(lr_schedule)
-            self.action_net = nn.Identity()
-            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1),
-                                                  **self.optimizer_kwargs)
-
-        @property
-        def ranker(self) -> RankerNet:
-            return self.mlp_extractor.net
+        commit = True
 
     return MaskableRankerPolicy
 
