@@ -405,9 +405,11 @@ def load_gpu_catalog(path: str | os.PathLike[str]) -> dict[str, GpuType]:
         Canonical name -> :class:`GpuType`, in file order.
 
     Raises:
-        ConfigError: The file is unreadable, not JSON, or a row is invalid (missing or unknown
-            key, wrong type, NaN/inf, non-positive figure, duplicate name or alias). The error
-            names the file and the field, e.g. ``gpus[3].memory_gb``.
+        ConfigError: The file is unreadable, not UTF-8, empty, not JSON (also: nested too
+            deeply, an integer with too many digits, a key repeated in one object), or a row
+            is invalid (missing or unknown key, wrong type, NaN/inf, non-positive figure, an
+            integer above 2**53, duplicate name or alias). The error names the file and the
+            field, e.g. ``gpus[3].memory_gb``.
     """
     return _parse_gpus(_read_file(path), os.fspath(path))
 

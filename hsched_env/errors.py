@@ -6,7 +6,6 @@ cluster file, trace or argument without reading a traceback.
 
 from __future__ import annotations
 
-
 #: Longest user-supplied text echoed in an error message (longer text is cut in the middle).
 MAX_ECHO = 80
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hsched_env.errors import ConfigError, shorten
 
-__all__ = ["read_text_file", "user_path", "is_file", "shorten"]
+__all__ = ["is_file", "read_text_file", "shorten", "user_path"]
 
 
 def user_path(text: str, *, field: str | None = None) -> Path:

@@ -783,8 +783,8 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     try:
         end = start + timedelta(hours=hours)
     except OverflowError:
-        raise params.error("hours", f"start + hours is beyond the year 9999, got "
-                           f"hours={show(params.text('hours'))}") from None
+        raise params.error("hours", f"start + hours is beyond the year 9999 (start "
+                           f"{start:%Y-%m-%d %H:%M}, hours {hours:g})") from None
     path = _trace_file(params, "philly/philly.csv")
     text = _read_text(path)
     rows = _Rows(str(path), cluster, throughputs, skip_invalid)
@@ -840,8 +840,7 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
     text = _read_text(path)
     rows = _Rows(str(path), cluster, throughputs, skip_invalid)
     order = 0
-    for line, raw in enumerate(text.split("\n"), 1):
-        raw = raw.rstrip("\r")
+    for line, raw in enumerate(re.split(r"\r\n|\r|\n", text), 1):  # universal newlines
         if not raw.strip():
             continue
         with rows.row(line):
