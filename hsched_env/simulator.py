@@ -76,9 +76,9 @@ class SimConfig:
     progress: bool = False
 
     def __post_init__(self) -> None:
-        if not (self.round_s > 0 and math.isfinite(self.round_s)):
-            raise ConfigError(f"round length must be positive, got {self.round_s!r}",
-                              field="round_s")
+        if not (self.round_s >= 1.0 and math.isfinite(self.round_s)):
+            raise ConfigError(f"round length must be a finite number of seconds >= 1, got "
+                              f"{self.round_s!r}", field="round_s")
         if not (self.restart_s >= 0 and math.isfinite(self.restart_s)):
             raise ConfigError(f"restart cost must be >= 0, got {self.restart_s!r}",
                               field="restart_s")

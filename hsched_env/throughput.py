@@ -72,8 +72,10 @@ class MeasuredTable(ThroughputSource):
         source = str(path)
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read throughput table: {exc}", source=source) from None
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            # ValueError covers json.JSONDecodeError and integers beyond Python's digit limit
+            raise ConfigError(f"cannot read throughput table: {str(exc)[:200]}",
+                              source=source) from None
         if not isinstance(raw, dict) or not raw:
             raise ConfigError("expected an object {worker_type: {...}}", source=source)
         self._table: dict[tuple[str, bool, str, int], float] = {}
@@ -91,11 +93,15 @@ class MeasuredTable(ThroughputSource):
                 try:
                     job_type, scale = ast.literal_eval(key)
                     steps = float(entry["null"])
-                except (ValueError, SyntaxError, TypeError, KeyError):
+                    if not isinstance(job_type, str):
+                        raise TypeError("job type")
+                except (ValueError, SyntaxError, TypeError, KeyError, MemoryError,
+                        RecursionError, OverflowError):
                     raise ConfigError("expected key \"('<job type>', <scale factor>)\" with a "
                                       "'null' (isolated) throughput", source=source,
                                       field=field) from None
-                if not (isinstance(scale, int) and scale > 0 and math.isfinite(steps)
+                if not (isinstance(scale, int) and not isinstance(scale, bool) and scale > 0
+                        and math.isfinite(steps)
                         and steps >= 0):
                     raise ConfigError(f"bad scale factor or throughput ({scale!r}, {steps!r})",
                                       source=source, field=field)
@@ -134,7 +140,8 @@ def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSour
         return ThroughputSource()
     if name == "gavel":
         return _shipped_gavel_table()
-    if Path(name).is_file():
+    from hsched_env.files import is_file
+    if is_file(Path(name)):
         return MeasuredTable(name)
     raise UnknownNameError("throughput source", str(name), ["analytic", "gavel", "<path.json>"])
 

@@ -1335,3 +1335,26 @@ def test_zz_fuzz_totals():
           f"mutated): {summary['rejected_with_hsched_error']} rejected with an HSchedError "
           f"naming file/line/field, {summary['accepted_and_validated']} accepted and validated, "
           f"0 other exceptions")
+
+
+@pytest.mark.parametrize("table", [
+    '{"v100": {"([1], 2)": {"null": 1.0}}}',                 # job type not a string
+    '{"v100": {"(\'resnet\', true)": {"null": 1.0}}}',         # not a tuple literal
+    '{"v100": {"(\'resnet\', True)": {"null": 1.0}}}',         # a bool scale factor
+    '{"v100": {"(\'a\', 1)": {"null": ' + "9" * 5000 + '}}}',  # beyond the digit limit
+])
+def test_bad_throughput_tables_are_rejected_cleanly(tmp_path, table):
+    from hsched_env.throughput import MeasuredTable
+    path = tmp_path / "t.json"
+    path.write_text(table)
+    with pytest.raises(HSchedError, match="t.json"):
+        MeasuredTable(path)
+
+
+def test_odd_throughput_source_names_and_tiny_rounds():
+    from hsched_env.simulator import SimConfig
+    from hsched_env.throughput import get_throughput_source
+    with pytest.raises(HSchedError, match="throughput source"):
+        get_throughput_source("x" * 5000)                  # too long for the OS
+    with pytest.raises(HSchedError, match="round length"):
+        SimConfig(round_s=1e-300)
