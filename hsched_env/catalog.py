@@ -26,7 +26,7 @@ from importlib import resources
 from typing import Any
 
 from hsched_env.errors import ConfigError, UnknownNameError, show
-from hsched_env.files import read_text_file
+from hsched_env.files import json_object_no_duplicates, read_text_file
 
 __all__ = [
     "GpuType", "ModelSpec", "gpu_catalog", "get_gpu", "model_catalog", "get_model",
@@ -256,21 +256,12 @@ def _check_row(row: Any, schema: dict[str, str], where: str,
             for key, code in schema.items()}
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in d:
-            raise ConfigError(f"duplicate key {show(key)} in a JSON object", field=key)
-        d[key] = value
-    return d
-
-
 def _read_rows(text: str, source: str, list_key: str) -> list[Any]:
     """Parse the catalog document and return its row list."""
     if not text.strip():
         raise ConfigError("file is empty", source=source)
     try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        doc = json.loads(text, object_pairs_hook=json_object_no_duplicates)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
     except ConfigError as exc:

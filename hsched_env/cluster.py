@@ -61,7 +61,7 @@ from typing import Any, Mapping, Union
 import numpy as np
 
 from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
-from hsched_env.files import is_file, read_text_file, user_path
+from hsched_env.files import is_file, json_object_no_duplicates, read_text_file, user_path
 
 __all__ = [
     "DEFAULT_INTER_NODE_BW_GBPS",
@@ -617,15 +617,6 @@ def _yaml_lines(text: str) -> dict[str, int]:
     return out
 
 
-def _json_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in d:
-            raise ConfigError(f"duplicate key {show(k)}", field=k)
-        d[k] = v
-    return d
-
-
 def _value_error_text(exc: ValueError) -> str:
     """Readable text of a ValueError raised while building values from YAML/JSON."""
     text = str(exc)
@@ -638,7 +629,7 @@ def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, i
     """Parse YAML or JSON text; return the data and the path -> line map."""
     if is_json:
         try:
-            return json.loads(text, object_pairs_hook=_json_no_duplicates), {}
+            return json.loads(text, object_pairs_hook=json_object_no_duplicates), {}
         except json.JSONDecodeError as e:
             raise ConfigError(f"invalid JSON: {e.msg} (column {e.colno})", source=source,
                               line=e.lineno) from None
@@ -711,7 +702,7 @@ _PRESET_FILE = "hsched_env/data/clusters.json"
 def _preset_specs() -> dict[str, dict[str, Any]]:
     text = resources.files("hsched_env").joinpath("data/clusters.json").read_text("utf-8")
     try:
-        raw = json.loads(text, object_pairs_hook=_json_no_duplicates)
+        raw = json.loads(text, object_pairs_hook=json_object_no_duplicates)
     except (json.JSONDecodeError, ConfigError) as e:  # a packaging bug, not user error
         raise ConfigError(f"cannot parse the preset file: {e}", source=_PRESET_FILE) from None
     if isinstance(raw, list):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from hsched_env.errors import ConfigError, shorten
+from hsched_env.errors import ConfigError, show, shorten
 
-__all__ = ["is_file", "read_text_file", "shorten", "user_path"]
+__all__ = ["is_file", "json_object_no_duplicates", "read_text_file", "shorten", "user_path"]
 
 
 def user_path(text: str, *, field: str | None = None) -> Path:
@@ -67,3 +68,14 @@ def read_text_file(path: str | os.PathLike[str], *, field: str | None = None,
         raise ConfigError("file is empty" + (f"; {empty_hint}" if empty_hint else ""),
                           source=source)
     return text
+
+
+def json_object_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads(..., object_pairs_hook=...)``: an object, but a key given twice is an
+    error (JSON itself would keep the last one silently)."""
+    d: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in d:
+            raise ConfigError(f"duplicate key {show(key)} in a JSON object", field=key)
+        d[key] = value
+    return d
