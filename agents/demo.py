@@ -16,7 +16,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 from hsched_env.catalog import get_model

@@ -29,7 +29,7 @@ import numpy as np
 from hsched_env.catalog import ModelSpec
 from hsched_env.cluster import Cluster
 from hsched_env.errors import ConfigError
-from hsched_env.placement import Allocation, NodeState, candidate_parts
+from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_set
 from hsched_env.policy import Assignment, Policy, SchedulerView
 

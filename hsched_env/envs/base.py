@@ -85,8 +85,6 @@ class RoundSlots:
     features: np.ndarray          # (K, F) float32, zero rows beyond M
     fit: FitIndex
     total: int                    # candidates of the round (before the K-slot cut)
-    lp_share: np.ndarray          # (M,)
-    decision: dict | None = None  # the LP's assignment of this round (when it ran)
 
 
 class _Static:
@@ -217,9 +215,8 @@ class HSchedEnvBase(gym.Env):
         self._actions = []
         self._job_time = 0.0
         self._completed = 0
-        self._returns = 0.0
         self._open_round()
-        return self._observation(), self._info(reset=True)
+        return self._observation(), self._info()
 
     def close(self) -> None:
         self._sim = None
@@ -304,7 +301,7 @@ class HSchedEnvBase(gym.Env):
         self._static_cache[key] = st
         return st
 
-    def _build_slots(self, view: SchedulerView, shares=None, decision=None,
+    def _build_slots(self, view: SchedulerView, shares=None,
                      first: list | None = None) -> RoundSlots:
         """All candidates of the round, ordered: ``first`` pairs (the LP's assignment), then
         other candidates with an LP share, then round-robin over jobs by score (each job's
@@ -363,8 +360,7 @@ class HSchedEnvBase(gym.Env):
             f[:, c + 11] = tier[order] == 0
             feats[:M] = np.clip(f, 0.0, LOG_CAP)
         return RoundSlots(view=view, k=k, job=view.job_ids[k], row=row, features=feats,
-                          fit=st.fit.take(order), total=total, lp_share=share[order],
-                          decision=decision)
+                          fit=st.fit.take(order), total=total)
 
     def _cluster_obs(self) -> np.ndarray:
         nodes = self._sim._s.nodes
@@ -409,7 +405,7 @@ class HSchedEnvBase(gym.Env):
         return {"candidates": cand, "valid": self._valid().astype(np.float32),
                 "cluster": self._cluster_obs().reshape(-1), "global": self._global_obs()}
 
-    def _info(self, reset: bool = False) -> dict:
+    def _info(self) -> dict:
         s = self._sim._s
         info = {"time_s": float(s.t), "round": int(s.rounds),
                 "active_jobs": 0 if self._slots is None else int(self._slots.view.num_active),
@@ -480,7 +476,7 @@ class HSchedEnvBase(gym.Env):
         return {"sim_state": self._sim._s, "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
                 "_actions": self._actions, "_job_time": self._job_time,
-                "_completed": self._completed, "_returns": self._returns, **self._extra_state()}
+                "_completed": self._completed, **self._extra_state()}
 
     def _extra_state(self) -> dict:
         return {}

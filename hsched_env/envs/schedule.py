@@ -170,7 +170,7 @@ class ScheduleEnv(HSchedEnvBase):
             k_of = {int(j): k for k, j in enumerate(view.job_ids)}
             first = [(k_of[j], r) for j, r in placed]
             slots = self._build_slots(view, shares=getattr(lp, "allocation", None),
-                                      decision=decision, first=first)
+                                      first=first)
             pos = {(int(j), int(r)): i for i, (j, r) in enumerate(zip(slots.job, slots.row))}
             missing = [p for p in placed if p not in pos]
             if missing:
