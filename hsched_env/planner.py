@@ -201,6 +201,9 @@ class CandidateTable:
         mem_gb_a, mem_gb_b: Predicted peak memory per GPU of each part.
         requested: True for the job's "requested GPUs, plain data parallelism" candidates that
             a simulation appends for the baselines (see ``Simulator.candidates_of``).
+        sia_config: True for the rows a simulation adds (or marks) as Sia's configurations:
+            plain data parallelism on one GPU type at Sia's sizes (powers of two within a node,
+            whole nodes beyond; ``sia_sizes``), the search space of the ``sia`` baseline.
         measured: True where the throughput comes from a measured table.
         bootstrap: Factor applied to the analytic throughput, from a measured table's one-GPU
             entries (1 where none; measured rows keep 1). See ``plan``.
@@ -238,10 +241,13 @@ class CandidateTable:
     measured: np.ndarray
     requested: np.ndarray = None   # type: ignore[assignment]
     bootstrap: np.ndarray = None   # type: ignore[assignment]
+    sia_config: np.ndarray = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self.requested is None:
             self.requested = np.zeros(self.samples_per_s.shape, dtype=bool)
+        if self.sia_config is None:
+            self.sia_config = np.zeros(self.samples_per_s.shape, dtype=bool)
         if self.bootstrap is None:
             self.bootstrap = np.ones(self.samples_per_s.shape)
 
@@ -326,6 +332,23 @@ class CandidateTable:
 
 
 # ---------------------------------------------------------------------------- planning
+#: Sia's largest configuration (its code caps allocations at 64 GPUs).
+SIA_MAX_GPUS = 64
+
+
+def sia_sizes(gpus_per_node: int, pool_gpus: int, max_gpus: int = SIA_MAX_GPUS) -> list[int]:
+    """Sia's configuration sizes on one node pool: powers of two below a node's GPU count,
+    then whole nodes (1, 2, ... nodes), up to the pool's GPUs and ``max_gpus``."""
+    top = min(pool_gpus, max_gpus)
+    sizes = []
+    n = 1
+    while n < gpus_per_node and n <= top:
+        sizes.append(n)
+        n *= 2
+    sizes += list(range(gpus_per_node, top + 1, gpus_per_node))
+    return sizes
+
+
 @dataclass(frozen=True)
 class PlannerConfig:
     """Knobs of the planner.

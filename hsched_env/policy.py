@@ -49,6 +49,12 @@ class SchedulerView:
         candidates: Per active job, its ``CandidateTable`` (fastest first).
         models: Per active job, its model name (with the batch, e.g. ``resnet50@bs16``).
         arrived, completed: ids of the jobs that arrived / completed since the last decision.
+        restart_s: The simulation's restart cost (seconds without progress after a change of
+            candidate or nodes).
+        restarts: (A,) restarts each active job has paid so far.
+        current_nodes: Per active job, the nodes it held last round as ``((node, gpus),
+            ...)`` (node numbering of ``placement.NodeState``), ``None`` if it did not run;
+            rerunning its ``current`` candidate keeps exactly these nodes.
     """
 
     time_s: float
@@ -68,8 +74,15 @@ class SchedulerView:
     models: tuple[str, ...] = ()
     arrived: tuple[int, ...] = ()
     completed: tuple[int, ...] = ()
+    restart_s: float = 0.0
+    restarts: np.ndarray = None   # type: ignore[assignment]
+    current_nodes: tuple = ()
 
     def __post_init__(self) -> None:
+        if self.restarts is None:
+            object.__setattr__(self, "restarts", np.zeros(self.job_ids.shape, dtype=np.int64))
+        if not self.current_nodes:
+            object.__setattr__(self, "current_nodes", (None,) * int(self.job_ids.size))
         for value in self.__dict__.values():
             if isinstance(value, np.ndarray):
                 value.flags.writeable = False

@@ -30,7 +30,7 @@ from hsched_env.catalog import ModelSpec
 from hsched_env.cluster import Cluster
 from hsched_env.errors import ConfigError
 from hsched_env.placement import NodeState, candidate_parts
-from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_set
+from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_set, sia_sizes
 from hsched_env.policy import Assignment, Policy, SchedulerView
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,11 @@ class Simulator:
         requested GPUs): the planner's candidates, fastest first, then — flagged
         ``requested`` — its requested GPU count with plain data parallelism on each GPU type
         (what Gavel and the FIFO baselines run; where the model does not fit that count, the
-        smallest power-of-two multiple that fits), unless already present."""
+        smallest power-of-two multiple that fits), unless already present; then — flagged
+        ``sia_config`` — Sia's configurations (plain data parallelism on one type at
+        ``planner.sia_sizes``: powers of two within a node, whole nodes beyond, at most 64
+        GPUs), unless already present (then the existing row is flagged). So every policy's
+        search space is inside the co-optimizer's: requested ⊂ Sia's ⊂ all candidates."""
         key = (job.model, job.batch, job.gpu_type, job.requested_gpus)
         table = self._tables.get(key)
         if table is not None:
@@ -188,28 +192,51 @@ class Simulator:
         spec: ModelSpec = job.spec
         cfg = self.config
         table = plan(spec, self.cluster, config=cfg.planner, throughputs=cfg.throughputs)
-        extra = []
         dp_only = dataclasses.replace(cfg.planner, data_parallel_only=True)
+
+        def dp_row(t: str, n: int) -> CandidateTable:
+            return plan_set(spec, self.cluster, {t: n}, config=dp_only,
+                            throughputs=cfg.throughputs)
+
+        def same_rows(tab: CandidateTable, gpus: np.ndarray) -> np.ndarray:
+            return np.flatnonzero(np.all(tab.gpus == gpus, axis=1) & (tab.tp == 1)
+                                  & (tab.pp == 1) & (tab.kind == 0))
+
+        extra: list[CandidateTable] = []
         for t in self.cluster.gpu_types:
             # The requested count, or the smallest power-of-two multiple of it on which
             # plain data parallelism fits on this type (in its first node pool, as plan_set).
             pool_gpus = next(p.num_gpus for p in self.cluster.pools if p.gpu_type == t)
             n, row = job.requested_gpus, None
             while n <= pool_gpus:
-                row = plan_set(spec, self.cluster, {t: n}, config=dp_only,
-                               throughputs=cfg.throughputs)
+                row = dp_row(t, n)
                 if len(row):
                     break
                 n, row = n * 2, None
             if row is None:
                 continue
-            same = np.flatnonzero(np.all(table.gpus == row.gpus[0], axis=1)
-                                  & (table.tp == 1) & (table.pp == 1))
+            same = same_rows(table, row.gpus[0])
             if same.size:
                 table.requested[same[0]] = True
             else:
                 row.requested[:] = True
                 extra.append(row)
+        # Sia's configurations (the ``sia`` baseline's search space, which the co-optimizer's
+        # candidates then include): data parallelism on one type at Sia's sizes.
+        for pool in self.cluster.pools:
+            t = pool.gpu_type
+            if pool is not next(p for p in self.cluster.pools if p.gpu_type == t):
+                continue                           # plan_set uses a type's first pool
+            for n in sia_sizes(pool.gpus_per_node, pool.num_gpus):
+                row = dp_row(t, n)
+                if not len(row):
+                    continue
+                hit = next((e for e in [table] + extra if same_rows(e, row.gpus[0]).size), None)
+                if hit is not None:
+                    hit.sia_config[same_rows(hit, row.gpus[0])[0]] = True
+                else:
+                    row.sia_config[:] = True
+                    extra.append(row)
         if extra:
             table = CandidateTable.concat([table] + extra)
         if job.gpu_type is not None:
@@ -330,7 +357,10 @@ class Simulator:
             requested_gpus=s.requested[active], reference_samples_per_s=s.ref_thr[active],
             current=s.current[active], candidates=tuple(tables[i] for i in active),
             models=tuple(s.records[i].model for i in active),
-            arrived=tuple(s.arrived_since), completed=tuple(s.completed_since))
+            arrived=tuple(s.arrived_since), completed=tuple(s.completed_since),
+            restart_s=float(cfg.restart_s),
+            restarts=np.array([s.records[i].restarts for i in active], dtype=np.int64),
+            current_nodes=tuple(s.alloc[i] for i in active))
         s.arrived_since, s.completed_since = [], []
         s.active = active
         s.active_log.append(int(active.size))
