@@ -16,7 +16,15 @@ With ``thr_j(X) = sum_{c of j} thr[c] * X[c]`` the objectives are
   ``z = 1 / M``;
 * ``ftf`` (Themis finish-time fairness): minimize ``max_j rho_j`` with
   ``rho_j = (age_j + remaining_j / thr_j(X)) / D_j``, by bisection on ``r`` over feasibility
-  LPs ``thr_j(X) >= remaining_j / (r * D_j - age_j)``.
+  LPs ``thr_j(X) >= remaining_j / (r * D_j - age_j)``;
+* ``fair-srpt`` / ``fair-las`` (HeteroSched's JCT objectives, two stages): first the max-min
+  optimum ``t*`` of ``thr_j(X) / norm_j``; then, with every job held at
+  ``thr_j(X) / norm_j >= floor * t*`` (a fairness *floor*, ``floor`` ~ 0.5), maximize
+  ``sum_j priority_j * sum_{c of j} switch_c * thr[c] * X[c] / norm_j``. The caller sets
+  ``priority`` (``LPPolicy``: ``norm_j / remaining_j`` for the clairvoyant, SRPT-like
+  ``fair-srpt``; ``1 / (attained_j + tau)`` in fair-share seconds of attained service for the
+  non-clairvoyant, LAS-like ``fair-las``) and ``switch`` (the share of time a candidate would
+  be productive after a restart; 1 for the current one).
 
 ``max-min`` and ``min-makespan`` are solved **lexicographically** (unless ``secondary=False``):
 after the primary optimum ``v*`` is found, the primary variable is bounded to
@@ -82,7 +90,11 @@ def _stdout_to_stderr():
         os.close(saved)
 
 
-OBJECTIVES = ("max-min", "max-throughput", "min-makespan", "ftf")
+OBJECTIVES = ("max-min", "max-throughput", "min-makespan", "ftf", "fair-srpt", "fair-las")
+#: The two-stage objectives: a max-min floor, then a weighted-throughput (JCT) objective.
+FLOOR_OBJECTIVES = ("fair-srpt", "fair-las")
+#: Default fairness floor of the two-stage objectives (fraction of the max-min optimum).
+DEFAULT_FLOOR = 0.5
 BACKENDS = ("highs", "pulp")
 STATUSES = ("optimal", "time_limit", "infeasible", "error", "unavailable")
 
@@ -155,6 +167,10 @@ class AllocationProblem:
         age_s: (J,) seconds since arrival, >= 0 (ftf).
         ftf_denominator_s: (J,) ``D_j`` of finish-time fairness, > 0 (ftf): the job's time
             to finish under its fair share (Themis' isolated time).
+        priority: (J,) weight of each job in the second stage of ``fair-srpt`` / ``fair-las``,
+            >= 0; default 1.
+        switch: (C,) factor in (0, 1] on each candidate's term in that second stage (the
+            restart discount); default 1.
     """
 
     job_of: np.ndarray      # (C,) int
@@ -166,6 +182,8 @@ class AllocationProblem:
     remaining: np.ndarray | None = None
     age_s: np.ndarray | None = None
     ftf_denominator_s: np.ndarray | None = None
+    priority: np.ndarray | None = None
+    switch: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         norm = np.asarray(self.norm, dtype=np.float64)
@@ -220,6 +238,12 @@ class AllocationProblem:
         if self.ftf_denominator_s is not None:
             self.ftf_denominator_s = _float_vector("ftf_denominator_s", self.ftf_denominator_s,
                                                    n_jobs, positive=True)
+        if self.priority is not None:
+            self.priority = _float_vector("priority", self.priority, n_jobs, positive=False)
+        if self.switch is not None:
+            self.switch = _float_vector("switch", self.switch, n_cand, positive=True)
+            if np.any(self.switch > 1.0):
+                raise _bad("switch", "must be <= 1")
 
     @property
     def n_jobs(self) -> int:
@@ -236,6 +260,13 @@ class AllocationProblem:
     def weights(self) -> np.ndarray:
         """(J,) priority weights, ones when unset."""
         return np.ones(self.n_jobs) if self.weight is None else self.weight
+
+    def stage2_coefficients(self) -> np.ndarray:
+        """(C,) coefficient of each ``X[c]`` in the second stage of ``fair-srpt`` /
+        ``fair-las``: ``priority_j * switch_c * thr[c] / norm_j``."""
+        pri = np.ones(self.n_jobs) if self.priority is None else self.priority
+        sw = 1.0 if self.switch is None else self.switch
+        return pri[self.job_of] * sw * self.thr / self.norm[self.job_of]
 
     def fits(self) -> np.ndarray:
         """(C,) bool: the candidate's GPUs fit in the capacity of every type."""
@@ -258,7 +289,10 @@ class LPResult:
         x: (C,) share of wall time each job runs with each candidate, in [0, 1].
         objective: the primary objective evaluated at ``x`` over the runnable jobs: the max-min
             ratio, the normalized throughput sum, the makespan in seconds (``inf`` if a job with
-            work left gets no throughput), or the worst finish-time fairness ``rho``.
+            work left gets no throughput), the worst finish-time fairness ``rho``, or (fair-srpt,
+            fair-las) the second stage's weighted throughput.
+        floor_ratio: (fair-srpt, fair-las) the max-min optimum ``t*`` of the first stage (the
+            floor is ``floor * t*``); NaN otherwise.
         status: "optimal", "time_limit", "infeasible", "error" or "unavailable" (the solver
             cannot be loaded); never raised.
         backend: "highs" or "pulp".
@@ -291,6 +325,7 @@ class LPResult:
     highs_run_s: float = 0.0
     has_x: bool = True
     message: str = ""
+    floor_ratio: float = math.nan
 
     @property
     def decision_s(self) -> float:
@@ -308,6 +343,8 @@ def evaluate_objective(p: AllocationProblem, x: np.ndarray, objective: str) -> f
         raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
     thr_j = p.job_throughput(np.asarray(x, dtype=np.float64))
     run = p.runnable()
+    if objective in FLOOR_OBJECTIVES:
+        return float(p.stage2_coefficients() @ np.asarray(x, dtype=np.float64))
     if objective == "max-throughput":
         return float(np.sum(thr_j / p.norm))
     if objective == "max-min":
@@ -399,7 +436,7 @@ def _build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.n
     obj_row = np.full(p.n_jobs, -1, dtype=np.int64)
     base_obj = run_jobs.size + types.size
     obj_row[obj_jobs] = base_obj + np.arange(obj_jobs.size)
-    has_aux = objective in ("max-min", "min-makespan") and obj_jobs.size > 0
+    has_aux = objective in ("max-min", "min-makespan") + FLOOR_OBJECTIVES and obj_jobs.size > 0
     ncol = n + int(has_aux)
     m = base_obj + obj_jobs.size
 
@@ -424,7 +461,14 @@ def _build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.n
     col_lo = np.zeros(ncol)
     col_hi = np.ones(ncol)
     fill = np.zeros(ncol)
-    fill[:n] = p.thr[cand] / p.norm[jobs] / max(run_jobs.size, 1)
+    if objective in FLOOR_OBJECTIVES:
+        # the second stage: weighted (JCT-oriented) throughput, scaled to a largest
+        # coefficient of 1 (the solution does not depend on the scale)
+        coef = p.stage2_coefficients()[cand]
+        top = float(coef.max()) if coef.size else 0.0
+        fill[:n] = coef / top if top > 0 else p.thr[cand] / p.norm[jobs] / max(run_jobs.size, 1)
+    else:
+        fill[:n] = p.thr[cand] / p.norm[jobs] / max(run_jobs.size, 1)
     cost = np.zeros(ncol)
     if objective == "max-throughput":
         cost[:n] = p.thr[cand] / p.norm[jobs]
@@ -568,7 +612,8 @@ class _PulpDriver:
 # ------------------------------------------------------------------------------ solve
 def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backend: str = "highs",
                      time_limit_s: float | None = None, secondary: bool = True,
-                     highs_options: dict | None = None) -> LPResult:
+                     highs_options: dict | None = None,
+                     floor: float = DEFAULT_FLOOR) -> LPResult:
     """Solve the allocation LP for one round.
 
     Args:
@@ -583,6 +628,9 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
             normalized throughput with the primary held at its optimum; for ftf the bisection
             LPs carry that objective. No effect on max-throughput.
         highs_options: extra HiGHS options (e.g. ``{"solver": "ipm"}``), both backends.
+        floor: (fair-srpt, fair-las) the second stage holds every job at ``>= floor * t*``,
+            ``t*`` the max-min optimum; in [0, 1] (1: the JCT objective only breaks ties
+            among max-min optima; 0: no fairness floor).
 
     Returns:
         An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
@@ -594,6 +642,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
     if time_limit_s is not None and not time_limit_s > 0:
         raise ValueError(f"time_limit_s must be > 0, got {time_limit_s!r}")
+    if not (isinstance(floor, (int, float)) and 0.0 <= floor <= 1.0):
+        raise ValueError(f"floor must be in [0, 1], got {floor!r}")
     if objective in ("min-makespan", "ftf"):
         _require(p, "remaining", objective)
     if objective == "ftf":
@@ -614,7 +664,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                   unrunnable.size, unrunnable[:10])
     best = np.zeros(p.n_jobs)   # best fitting throughput of each job
     np.maximum.at(best, p.job_of[fit], p.thr[fit])
-    if objective == "max-min":
+    if objective == "max-min" or objective in FLOOR_OBJECTIVES:
         constrained = run.copy()
         coef_scale = 1.0 / (p.weights() * p.norm)
     elif objective in ("min-makespan", "ftf"):
@@ -666,17 +716,21 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         return None if time_limit_s is None else time_limit_s - (time.perf_counter() - t0)
 
     message = ""
+    floor_ratio = math.nan
     try:
         if objective == "ftf":
             status, values, iters, run_s = _solve_ftf(p, spec, driver, best, coef_scale, budget)
         else:
-            status, values, iters, run_s = _solve_lexicographic(spec, driver, budget,
-                                                                secondary and spec.aux is not None)
+            keep = floor if objective in FLOOR_OBJECTIVES else 1.0 - LEX_REL_TOL
+            status, values, iters, run_s, floor_ratio = _solve_lexicographic(
+                spec, driver, budget, secondary and spec.aux is not None, keep)
     except Exception as exc:   # noqa: BLE001 - reported as a status, the caller falls back
         message = f"solve failed: {type(exc).__name__}: {exc}"
         log.debug("allocation LP (%s): %s", backend, message)
         status, values, iters, run_s = "error", None, 0, 0.0
     solve_s = time.perf_counter() - t1
+    if objective not in FLOOR_OBJECTIVES or values is None or spec.aux is None:
+        floor_ratio = math.nan
 
     if values is not None and not np.all(np.isfinite(values[: spec.cand.size])):
         message = "the solver returned non-finite values"
@@ -689,19 +743,24 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     return LPResult(x=x, objective=evaluate_objective(p, x, objective), status=status,
                     backend=backend, build_s=build_s, solve_s=solve_s, n_vars=n_vars,
                     n_cons=n_cons, iterations=iters, unrunnable=unrunnable, highs_run_s=run_s,
-                    has_x=values is not None, message=message)
+                    has_x=values is not None, message=message, floor_ratio=floor_ratio)
 
 
-def _solve_lexicographic(spec: _Spec, driver, budget, secondary: bool):
-    """Primary solve, then (optionally) the fill solve with the primary held at its optimum."""
+def _solve_lexicographic(spec: _Spec, driver, budget, secondary: bool, keep: float):
+    """Primary solve, then (optionally) the second solve with the primary variable held at
+    ``>= keep *`` its optimum: ``1 - LEX_REL_TOL`` for the fill solve of max-min and
+    min-makespan, the fairness floor for fair-srpt / fair-las. Returns ``(status, column
+    values, LP solves, HiGHS run time, primary optimum)``."""
     first = driver.run(budget())
     if first.status != "optimal" or not secondary:
-        return first.status, first.values, 1, first.run_s
+        primary = (float(first.values[spec.aux]) if first.values is not None
+                   and spec.aux is not None else math.nan)
+        return first.status, first.values, 1, first.run_s, primary
     primary = float(first.values[spec.aux])
     left = budget()
     if left is not None and left <= 0:
-        return "time_limit", first.values, 1, first.run_s
-    driver.set_col_lower(spec.aux, max(0.0, primary * (1.0 - LEX_REL_TOL)))
+        return "time_limit", first.values, 1, first.run_s, primary
+    driver.set_col_lower(spec.aux, max(0.0, primary * keep))
     driver.set_cost(spec.fill)
     second = driver.run(left)
     run_s = first.run_s + second.run_s
@@ -712,14 +771,14 @@ def _solve_lexicographic(spec: _Spec, driver, budget, secondary: bool):
         second = driver.run(budget())
         run_s += second.run_s
     if second.status == "optimal":
-        return "optimal", second.values, 2, run_s
+        return "optimal", second.values, 2, run_s, primary
     if second.status == "time_limit":
         # the fill solve did not finish: the primary optimum stands, the fill is incomplete
         values = second.values if second.values is not None else first.values
-        return "time_limit", values, 2, run_s
+        return "time_limit", values, 2, run_s, primary
     # a numerical failure of the fill solve does not void the primary optimum
     log.warning("allocation LP: fill solve ended %s; returning the primary solution", second.status)
-    return "optimal", first.values, 2, run_s
+    return "optimal", first.values, 2, run_s, primary
 
 
 def _best_candidate(p: AllocationProblem, fit: np.ndarray) -> np.ndarray:

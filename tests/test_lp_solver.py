@@ -16,9 +16,12 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from lp_baseline.solver import (BACKENDS, FTF_REL_TOL, OBJECTIVES, AllocationProblem, LPResult,
-                                check_feasible, evaluate_objective, random_problem,
-                                solve_allocation)
+from lp_baseline.solver import (BACKENDS, FLOOR_OBJECTIVES, FTF_REL_TOL, OBJECTIVES,
+                                AllocationProblem, LPResult, check_feasible, evaluate_objective,
+                                random_problem, solve_allocation)
+
+#: The single-stage objectives with closed forms and grid brute force below.
+CLASSIC = tuple(o for o in OBJECTIVES if o not in FLOOR_OBJECTIVES)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -157,7 +160,7 @@ def rel(a: float, b: float) -> float:
 TINY = [(11, (2, 2)), (12, (3, 2)), (13, (1, 2, 2)), (14, (2, 1, 2)), (15, (3, 3)), (16, (1, 1, 3))]
 
 
-@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("objective", CLASSIC)
 @pytest.mark.parametrize("seed,cands", TINY)
 def test_optimal_against_grid_brute_force(objective, seed, cands):
     p = tiny_problem(seed, cands)
@@ -356,7 +359,7 @@ def test_zero_jobs(objective):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("objective", CLASSIC)
 def test_zero_capacity_type_and_unrunnable_job(objective, backend):
     # type 1 has no GPU; job 2's only candidate needs type 1, job 1's fast candidate too;
     # job 3 needs 8 GPUs of type 0 but there are 4
@@ -460,3 +463,84 @@ def test_fill_solve_recovers_from_a_warm_start_failure():
         thr = np.bincount(p.job_of, weights=p.thr * x, minlength=p.norm.size)
         return float(np.mean(thr / p.norm))
     assert mean_norm(res.x) >= mean_norm(primary.x) - 1e-9
+
+
+# ------------------------------------------------------------------------------ fair-srpt / fair-las
+def two_stage_linprog(p: AllocationProblem, floor: float) -> tuple[float, float]:
+    """``(t*, stage-2 optimum)`` of the two-stage objectives, written independently: max-min
+    by ``linprog_reference``, then max Σ priority·switch·thr·X/norm with every runnable job at
+    ``>= floor * t*`` (dense, loops)."""
+    t_star = linprog_reference(p, "max-min")
+    c_n, j_n = p.n_candidates, p.n_jobs
+    fits = [all(p.gpus[c, t] <= p.capacity[t] for t in range(p.n_types)) for c in range(c_n)]
+    pri = np.ones(j_n) if p.priority is None else p.priority
+    sw = np.ones(c_n) if p.switch is None else p.switch
+    cost = [-pri[p.job_of[c]] * sw[c] * p.thr[c] / p.norm[p.job_of[c]] for c in range(c_n)]
+    a_ub, b_ub = [], []
+    for j in range(j_n):
+        a_ub.append([1.0 if p.job_of[c] == j else 0.0 for c in range(c_n)])
+        b_ub.append(1.0)
+        if any(fits[c] for c in range(c_n) if p.job_of[c] == j):
+            a_ub.append([-p.thr[c] / (p.weights()[j] * p.norm[j]) if p.job_of[c] == j else 0.0
+                         for c in range(c_n)])
+            b_ub.append(-floor * t_star * (1 - 1e-9))
+    for t in range(p.n_types):
+        a_ub.append([float(p.gpus[c, t]) for c in range(c_n)])
+        b_ub.append(p.capacity[t])
+    res = linprog(cost, A_ub=np.array(a_ub), b_ub=np.array(b_ub),
+                  bounds=[(0.0, 1.0 if fits[c] else 0.0) for c in range(c_n)], method="highs")
+    assert res.status == 0, res.message
+    return t_star, -res.fun
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("objective", FLOOR_OBJECTIVES)
+@pytest.mark.parametrize("floor", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("seed,cands", TINY)
+def test_two_stage_objectives_against_independent_lps(seed, cands, floor, objective, backend):
+    base = tiny_problem(seed, cands)
+    rng = np.random.default_rng(seed + 100)
+    p = AllocationProblem(base.job_of, base.gpus, base.thr, base.capacity, base.norm,
+                          weight=base.weight, remaining=base.remaining,
+                          priority=rng.uniform(0.1, 3.0, base.n_jobs),
+                          switch=rng.uniform(0.5, 1.0, base.n_candidates))
+    res = solve_allocation(p, objective, backend=backend, floor=floor)
+    assert res.status == "optimal" and res.iterations == 2
+    check_feasible(p, res.x)
+    t_star, best = two_stage_linprog(p, floor)
+    assert res.floor_ratio == pytest.approx(t_star, rel=1e-6)
+    assert res.objective == pytest.approx(best, rel=1e-6)
+    assert res.objective == pytest.approx(evaluate_objective(p, res.x, objective), rel=1e-12)
+    # the floor holds at the returned x
+    ratio = p.job_throughput(res.x) / (p.weights() * p.norm)
+    assert ratio.min() >= floor * t_star * (1 - 1e-6)
+
+
+def test_two_stage_closed_form_srpt():
+    # one GPU, two identical one-GPU jobs with 10 and 100 samples left (SRPT weights norm/rem)
+    def problem():
+        return AllocationProblem(job_of=np.array([0, 1]), gpus=np.array([[1], [1]]),
+                                 thr=np.array([1.0, 1.0]), capacity=np.array([1.0]),
+                                 norm=np.ones(2), remaining=np.array([10.0, 100.0]),
+                                 priority=np.array([1 / 10, 1 / 100]))
+    # max-min gives each half the GPU (t* = 0.5); a floor of 0.5 keeps each at >= 0.25 and the
+    # rest goes to the short job; with no floor the short job takes the whole GPU
+    for floor, short in [(0.5, 0.75), (0.0, 1.0), (1.0, 0.5)]:
+        res = solve_allocation(problem(), "fair-srpt", floor=floor)
+        assert res.floor_ratio == pytest.approx(0.5)
+        assert res.x[0] == pytest.approx(short, abs=1e-9)
+        assert res.x[1] == pytest.approx(1 - short, abs=1e-9)
+
+
+def test_two_stage_inputs_are_validated():
+    base = tiny_problem(11, (2, 2))
+    kw = dict(job_of=base.job_of, gpus=base.gpus, thr=base.thr, capacity=base.capacity,
+              norm=base.norm)
+    with pytest.raises(ValueError, match="priority"):
+        AllocationProblem(**kw, priority=np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="switch"):
+        AllocationProblem(**kw, switch=np.full(base.n_candidates, 1.5))
+    with pytest.raises(ValueError, match="switch"):
+        AllocationProblem(**kw, switch=np.zeros(base.n_candidates))
+    with pytest.raises(ValueError, match="floor"):
+        solve_allocation(AllocationProblem(**kw), "fair-srpt", floor=1.5)
