@@ -1,0 +1,376 @@
+"""Sia (Jayaram Subramanya et al., SOSP'23) as a baseline policy: ``sia``.
+
+Sia re-allocates every job each round with one small ILP over (job, configuration) pairs. Its
+formulation is summarized in ``../shared/reference/scheduling_formulations.md``, section 2; this
+module implements it as follows.
+
+**Configurations.** A job's configurations are the rows of its candidate table flagged
+``sia_config`` (with finite, positive throughput): plain data parallelism (tp = pp = 1) on one
+GPU type, at Sia's sizes — powers of two within a node, whole nodes beyond, at most 64 GPUs
+(``hsched_env.planner.sia_sizes``). A job constrained to a GPU type only has that type's rows.
+
+**Goodput matrix.** ``G[i, c] = thr[i, c] / thr[i, c_min(i)]``, with ``c_min(i)`` job ``i``'s
+smallest configuration (fewest GPUs; on ties the slowest), so each row's smallest entry is 1
+(Sia normalizes every job by its smallest configuration).
+
+**Restart factor** (Pollux's, as Sia uses it). With ``T_i`` the job's age (now − arrival),
+``N_i`` the restarts it has paid so far and ``S`` the restart cost,
+
+    r_i = max(T_i − N_i·S, 0) / (T_i + S),     r_i = 1 while T_i < S,
+
+multiplies ``G[i, c]`` of every configuration except the job's current one, for running jobs
+only (``view.current >= 0``). A job that has restarted often (``r_i → 0``) thus keeps what it
+runs.
+
+**Scale-up limit** (``scale_up_limit=True``, Sia's behaviour: a job starts on one GPU and at most
+doubles its allocation each round). A job's allowed configurations have at most
+``max(m_i, 2 × g_i)`` GPUs, with ``g_i`` the GPUs of its current configuration, or — for a job not
+running this round — of the configuration it ran with the last time it ran, which the policy
+remembers itself (per job id, from ``view.current``; forgotten when the job completes or at
+``reset``). A job that never ran may use ``m_i`` GPUs, the GPU count of its smallest
+configuration: 1 GPU for every job that fits on one GPU (Sia's "start on 1 GPU"), more only
+for a model that needs several GPUs on every type.
+
+**ILP** (binary ``A[i, c]`` over the allowed configurations):
+
+    minimize   Σ_{i,c} A[i,c] · min(G[i,c]^p, clip)  +  λ · Σ_i (1 − Σ_c A[i,c])
+    subject to Σ_c A[i,c] ≤ 1                              for every job i,
+               Σ_{i,c} gpus[c, t] · A[i,c] ≤ capacity[t]   for every GPU type t,
+
+with Sia's defaults ``p = −0.5`` (a negative power, so the sum is minimized), ``λ = 1.1`` (the
+penalty of leaving a job without an allocation) and ``clip = 3000`` (``G = 0``, from a restart
+factor of 0, costs ``clip``). Invalid (job, configuration) pairs are absent rather than
+penalized. It is solved with ``scipy.optimize.milp`` (HiGHS) with a relative MIP gap
+(``mip_gap``, 1e-4 as Sia's CBC) and a time limit (``time_limit_s``); the solve is deterministic.
+
+**Output.** For each job the ILP gives a configuration: that row first, then the job's other
+configurations on the same GPU type with fewer GPUs, largest first, so that when node
+fragmentation blocks the placement (the simulator places jobs on nodes; placement is separate
+from allocation in Sia too) the job still runs on something smaller. Jobs without a
+configuration are left out (they wait).
+
+**Faults.** When the solver raises, returns no solution, ends with a status other than optimal
+(or the time limit with a feasible incumbent), or returns an ``x`` that violates the
+constraints, the round falls back to a greedy assignment — jobs in arrival order, each keeping
+its current configuration if it still fits the free GPUs of its type, else taking its largest
+allowed configuration that fits (the fastest among equal sizes). The fallback is counted
+(``summary()["lp_fallbacks"]``, by kind in ``"lp_fallback_kinds"``), logged as a warning (the
+1st, 10th, 100th, … of a run) and never raises.
+
+**What differs from Sia.**
+
+* No batch-size adaptation: our jobs have a fixed amount of work in samples and a fixed batch,
+  so goodput = throughput (Sia's goodput = Pollux throughput × statistical efficiency).
+* Throughputs are the simulation's (the planner's cost model or measured tables), not Sia's
+  bootstrapped profiles; nothing is learned online.
+* Placement is the simulator's (``Simulator.place_decision``), with the fallback rows above,
+  not Sia's own placer; there is no pinning of jobs mid checkpoint-restore, non-preemptible
+  jobs or reservations (none exist here).
+* ``N_i`` is ``view.restarts`` (the simulator does not count a job's first start as a restart)
+  and ``S`` one restart cost for all jobs (the simulation's ``restart_s``) instead of Sia's
+  per-model values.
+* Sia uses 60 s rounds; the round length here is the simulation's (``SimConfig.round_s``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from hsched_env.policy import Assignment, PolicyStats, SchedulerView
+
+log = logging.getLogger(__name__)
+
+#: Sia's defaults (``sia-simulator``): goodput power, no-allocation penalty, clip of G^p.
+SIA_P = -0.5
+SIA_LAMBDA = 1.1
+SIA_CLIP = 3000.0
+#: Relative MIP gap (Sia's simulator runs CBC with a 1e-4 gap).
+SIA_MIP_GAP = 1e-4
+#: Default time limit of one ILP solve (seconds); on expiry a feasible incumbent is used, else
+#: the greedy fallback.
+DEFAULT_TIME_LIMIT_S = 10.0
+#: Why a round fell back to the greedy assignment (``summary()["lp_fallback_kinds"]``).
+FALLBACK_KINDS = ("exception", "no_solution", "status", "bad_solution")
+
+
+# ---------------------------------------------------------------------------- pieces
+def sia_rows(table) -> np.ndarray:
+    """Rows of ``table`` that are Sia configurations: flagged ``sia_config``, with finite,
+    positive throughput (in row order)."""
+    thr = np.asarray(table.samples_per_s, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        ok = np.asarray(table.sia_config, dtype=bool) & np.isfinite(thr) & (thr > 0)
+    return np.flatnonzero(ok)
+
+
+def smallest_config(table, rows: np.ndarray) -> int:
+    """The job's smallest configuration among ``rows``: fewest GPUs, on ties the slowest (then
+    the first row)."""
+    n = table.gpus[rows].sum(axis=1)
+    thr = table.samples_per_s[rows]
+    return int(rows[np.lexsort((rows, thr, n))[0]])
+
+
+def goodput(table, rows: np.ndarray) -> np.ndarray:
+    """Sia's normalized goodput of configurations ``rows``: throughput ÷ the throughput of the
+    job's smallest configuration among them (so the smallest entry is 1)."""
+    if rows.size == 0:
+        return np.zeros(0)
+    base = float(table.samples_per_s[smallest_config(table, rows)])
+    return np.asarray(table.samples_per_s[rows], dtype=np.float64) / base
+
+
+def restart_factor(age_s: float, restarts: int, restart_s: float) -> float:
+    """Pollux's restart factor ``max(T − N·S, 0) / (T + S)``, 1 while ``T < S``."""
+    age_s, restart_s = float(age_s), float(restart_s)
+    if age_s < restart_s:
+        return 1.0
+    return max(age_s - int(restarts) * restart_s, 0.0) / (age_s + restart_s)
+
+
+def config_cost(g: np.ndarray, p: float = SIA_P, clip: float = SIA_CLIP) -> np.ndarray:
+    """Per-configuration cost ``min(G^p, clip)`` (``G = 0`` costs ``clip``)."""
+    g = np.asarray(g, dtype=np.float64)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        c = np.where(g > 0, np.power(np.where(g > 0, g, 1.0), p), np.inf)
+    return np.minimum(c, clip)
+
+
+def _gpu_type(gpus_row: np.ndarray) -> int:
+    return int(np.argmax(gpus_row))
+
+
+# ---------------------------------------------------------------------------- policy
+class SiaPolicy:
+    """Sia's ILP over per-job data-parallel configurations (see the module docstring).
+
+    Args:
+        p: Power applied to the normalized goodput (Sia: −0.5; the objective is minimized).
+        lam: λ, the cost of leaving a job without an allocation (Sia: 1.1).
+        restart_s: Restart cost ``S`` of the restart factor; ``None``: the simulation's
+            (``view.restart_s``).
+        scale_up_limit: Sia's scale-up rule — a job starts on its smallest configuration (one
+            GPU when it fits on one) and its GPU count at most doubles from the configuration
+            it runs (or last ran) to the next. ``False``: every configuration is allowed.
+        time_limit_s: Time limit of one ILP solve (``None``: none). On expiry the incumbent is
+            used if it is feasible, else the greedy fallback.
+        mip_gap: Relative MIP gap of the solve (Sia's simulator: 1e-4).
+        clip: Upper clip of ``G^p`` (Sia: 3000).
+        name: Name shown in results.
+    """
+
+    name = "sia"
+
+    def __init__(self, *, p: float = SIA_P, lam: float = SIA_LAMBDA,
+                 restart_s: float | None = None, scale_up_limit: bool = True,
+                 time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+                 mip_gap: float = SIA_MIP_GAP, clip: float = SIA_CLIP,
+                 name: str = "sia") -> None:
+        if restart_s is not None and not (restart_s >= 0 and math.isfinite(restart_s)):
+            raise ValueError(f"restart_s must be a finite number >= 0, got {restart_s!r}")
+        if time_limit_s is not None and not time_limit_s > 0:
+            raise ValueError(f"time_limit_s must be > 0, got {time_limit_s!r}")
+        if not mip_gap >= 0:
+            raise ValueError(f"mip_gap must be >= 0, got {mip_gap!r}")
+        self.name = name
+        self.p, self.lam, self.clip = float(p), float(lam), float(clip)
+        self.restart_s = restart_s
+        self.scale_up_limit = bool(scale_up_limit)
+        self.time_limit_s, self.mip_gap = time_limit_s, float(mip_gap)
+        self.last_stats = PolicyStats()
+        self.reset(None, None)
+
+    # ------------------------------------------------------------------ state
+    def reset(self, cluster, seed) -> None:
+        """Forget the per-job history and the counters (the policy has no randomness)."""
+        self._last_gpus: dict[int, int] = {}     # job id -> GPUs it ran with last time
+        self._solves = 0
+        self._fallbacks = 0
+        self._fallback_kinds: dict[str, int] = {}
+        self._time_limits = 0
+
+    def summary(self) -> dict:
+        """Counters of the run: ``lp_solves`` (ILPs handed to the solver), ``lp_fallbacks``
+        (rounds that used the greedy fallback), ``lp_fallback_kinds`` (those by kind) and
+        ``lp_time_limits`` (solves that hit the time limit)."""
+        return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
+                "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
+                "lp_time_limits": self._time_limits}
+
+    # ------------------------------------------------------------------ problem
+    def gpu_limit(self, view: SchedulerView, k: int, rows: np.ndarray) -> float:
+        """Most GPUs active job ``k`` may get this round (``inf`` without the scale-up
+        limit); ``rows`` are its configurations."""
+        if not self.scale_up_limit or rows.size == 0:
+            return math.inf
+        table = view.candidates[k]
+        smallest = int(table.gpus[rows].sum(axis=1).min())
+        cur = int(view.current[k])
+        if cur >= 0:
+            last = int(table.gpus[cur].sum())
+        else:
+            last = self._last_gpus.get(int(view.job_ids[k]), 0)
+        return float(max(smallest, 2 * last)) if last > 0 else float(smallest)
+
+    def problem(self, view: SchedulerView) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per active job, ``(rows, cost)``: its allowed configurations and their ILP cost
+        ``min((r·G)^p, clip)`` (restart factor ``r`` on all but the current configuration)."""
+        S = view.restart_s if self.restart_s is None else self.restart_s
+        restarts = view.restarts
+        out = []
+        for k in range(view.num_active):
+            table = view.candidates[k]
+            rows = sia_rows(table)
+            if rows.size == 0:
+                out.append((rows, np.zeros(0)))
+                continue
+            g = goodput(table, rows)
+            cur = int(view.current[k])
+            if cur >= 0:
+                r = restart_factor(view.time_s - view.arrival_s[k], int(restarts[k]), S)
+                g = np.where(rows == cur, g, g * r)
+            limit = self.gpu_limit(view, k, rows)
+            keep = table.gpus[rows].sum(axis=1) <= limit
+            out.append((rows[keep], config_cost(g[keep], self.p, self.clip)))
+        return out
+
+    def objective(self, problem, choice: dict[int, int]) -> float:
+        """Sia's objective of ``choice`` (``{active index: row}``) on ``problem``: chosen
+        configurations' costs plus λ per job of the problem (one with a configuration)
+        left without one."""
+        value = 0.0
+        for k, (rows, cost) in enumerate(problem):
+            if rows.size == 0:
+                continue
+            r = choice.get(k)
+            if r is None:
+                value += self.lam
+            else:
+                value += float(cost[int(np.flatnonzero(rows == r)[0])])
+        return value
+
+    # ------------------------------------------------------------------ decide
+    def decide(self, view: SchedulerView) -> Assignment:
+        t0 = time.perf_counter()
+        for j in view.completed:
+            self._last_gpus.pop(int(j), None)
+        stats = PolicyStats()
+        prob = self.problem(view)
+        # Remember what running jobs run (after ``problem``, which reads it from the view).
+        for k, j in enumerate(view.job_ids):
+            cur = int(view.current[k])
+            if cur >= 0:
+                self._last_gpus[int(j)] = int(view.candidates[k].gpus[cur].sum())
+        ks = [k for k, (rows, _) in enumerate(prob) if rows.size]
+        choice: dict[int, int] = {}
+        if ks:
+            choice = self._solve(view, prob, ks, stats, t0)
+        stats.extra["objective"] = self.objective(prob, choice)
+        out: Assignment = {}
+        for k in sorted(choice):
+            out[int(view.job_ids[k])] = self._with_fallbacks(view.candidates[k], choice[k])
+        stats.extra["decide_s"] = time.perf_counter() - t0
+        self.last_stats = stats
+        return out
+
+    def _solve(self, view, prob, ks, stats, t0) -> dict[int, int]:
+        """The ILP's choice ``{active index: row}``, or the greedy fallback's."""
+        sizes = np.array([prob[k][0].size for k in ks], dtype=np.int64)
+        n = int(sizes.sum())
+        T = int(view.capacity.size)
+        job_of = np.repeat(np.arange(len(ks)), sizes)
+        rows = np.concatenate([prob[k][0] for k in ks])
+        cost = np.concatenate([prob[k][1] for k in ks])
+        gpus = np.concatenate([view.candidates[k].gpus[prob[k][0]] for k in ks]).astype(float)
+        c = cost - self.lam                 # the constant λ·(jobs) is left out
+        one = sp.csr_matrix((np.ones(n), (job_of, np.arange(n))), shape=(len(ks), n))
+        typ = sp.csr_matrix(gpus.T)
+        A = sp.vstack([one, typ], format="csr")
+        ub = np.r_[np.ones(len(ks)), view.capacity.astype(float)]
+        cons = LinearConstraint(A, -np.inf, ub)
+        options = {"disp": False, "presolve": True, "mip_rel_gap": self.mip_gap}
+        if self.time_limit_s is not None:
+            options["time_limit"] = float(self.time_limit_s)
+        stats.lp_vars, stats.lp_cons = n, len(ks) + T
+        t1 = time.perf_counter()
+        stats.build_s = t1 - t0
+        self._solves += 1
+        kind, detail, x = None, "", None
+        try:
+            res = milp(c, constraints=cons, integrality=np.ones(n), bounds=Bounds(0, 1),
+                       options=options)
+        except Exception as exc:              # noqa: BLE001 - any solver crash: fall back
+            kind, detail = "exception", f"{type(exc).__name__}: {exc}"
+        else:
+            stats.extra["lp_status"] = int(res.status)
+            if res.status == 1:
+                self._time_limits += 1
+            if res.status not in (0, 1):
+                kind, detail = "status", f"milp status {res.status}: {res.message}"
+            elif res.x is None:
+                kind, detail = "no_solution", f"milp status {res.status}: {res.message}"
+            else:
+                x = np.asarray(res.x, dtype=np.float64)
+                if x.shape != (n,) or not np.all(np.isfinite(x)):
+                    kind, detail, x = "bad_solution", f"x has shape {x.shape}", None
+        stats.solve_s = time.perf_counter() - t1
+        if x is not None:
+            pick = x > 0.5
+            per_job = np.bincount(job_of[pick], minlength=len(ks))
+            used = gpus[pick].sum(axis=0)
+            if np.any(per_job > 1) or np.any(used > view.capacity + 1e-9):
+                kind, detail = "bad_solution", "x violates the ILP's constraints"
+            else:
+                return {ks[int(job_of[i])]: int(rows[i]) for i in np.flatnonzero(pick)}
+        self._fall_back(kind, detail)
+        stats.extra["fallback"] = kind
+        return self._greedy(view, prob, ks)
+
+    def _fall_back(self, kind: str, detail: str) -> None:
+        """Count a fallback; warn on the 1st, 10th, 100th, ... of the run."""
+        self._fallbacks += 1
+        self._fallback_kinds[kind] = self._fallback_kinds.get(kind, 0) + 1
+        level = logging.WARNING if str(self._fallbacks).rstrip("0") == "1" else logging.DEBUG
+        log.log(level, "%s: ILP fallback (%s, %d in all): %s; using the greedy assignment",
+                self.name, kind, self._fallbacks, detail)
+
+    @staticmethod
+    def _greedy(view, prob, ks) -> dict[int, int]:
+        """Jobs in arrival order: the current configuration if it still fits the free GPUs
+        of its type, else the largest allowed configuration that fits (fastest on ties)."""
+        free = view.capacity.astype(np.int64).copy()
+        order = sorted(ks, key=lambda k: (float(view.arrival_s[k]), int(view.job_ids[k])))
+        out = {}
+        for k in order:
+            table = view.candidates[k]
+            rows = prob[k][0]
+            fits = rows[np.all(table.gpus[rows] <= free, axis=1)]
+            if fits.size == 0:
+                continue
+            cur = int(view.current[k])
+            if cur in fits:
+                r = cur
+            else:
+                n = table.gpus[fits].sum(axis=1)
+                r = int(fits[np.lexsort((fits, -table.samples_per_s[fits], -n))[0]])
+            out[k] = r
+            free -= table.gpus[r]
+        return out
+
+    @staticmethod
+    def _with_fallbacks(table, row: int) -> list[int]:
+        """``row`` then the job's other configurations on its type with fewer GPUs, largest
+        first (then fastest)."""
+        rows = sia_rows(table)
+        t = _gpu_type(table.gpus[row])
+        n = table.gpus[rows].sum(axis=1)
+        same = (table.gpus[rows, t] == n) & (n < int(table.gpus[row].sum()))
+        alt = rows[same]
+        alt = alt[np.lexsort((alt, -table.samples_per_s[alt], -n[same]))]
+        return [int(row)] + [int(r) for r in alt]

@@ -1,0 +1,405 @@
+"""The ``sia`` baseline (lp_baseline/sia.py): Sia's configurations, ILP, restart factor,
+scale-up limit and solver fallback."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import math
+
+import numpy as np
+import pytest
+
+import lp_baseline.sia as sia_mod
+from hsched_env.cluster import get_cluster
+from hsched_env.planner import CandidateTable
+from hsched_env.policy import SchedulerView
+from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.workloads import load_workload
+from lp_baseline.sia import SiaPolicy, restart_factor
+
+TINY = get_cluster("tiny-8")          # types (V100-16GB, T4), 4 + 4 GPUs
+SIA = get_cluster("sia-64")
+WORKLOAD = "gavel:rate=20,jobs=40,seed=7,duration_scale=0.05"
+P, LAM, CLIP = -0.5, 1.1, 3000.0
+
+
+# ---------------------------------------------------------------------------- helpers
+def make_table(gpus, thr, sia=None, types=TINY.gpu_types) -> CandidateTable:
+    """A minimal candidate table with the given rows (plain data parallelism)."""
+    gpus = np.asarray(gpus, dtype=np.int64)
+    R = gpus.shape[0]
+    z = np.zeros(R)
+    zi = np.zeros(R, dtype=np.int64)
+    one = np.ones(R, dtype=np.int64)
+    fields = {f.name for f in dataclasses.fields(CandidateTable)}
+    kw = {name: z.copy() for name in fields}
+    kw.update(model="m", gpu_types=tuple(types), pool_names=tuple(types),
+              pool_types=tuple(types), gpus=gpus, pool_a=np.argmax(gpus, axis=1),
+              pool_b=-one, nodes=one, kind=zi, dp=gpus.sum(axis=1), tp=one, pp=one,
+              dp_a=gpus.sum(axis=1), dp_b=zi, pp_a=one, pp_b=zi, microbatches=one, zero=zi,
+              recompute=np.zeros(R, dtype=bool), samples_per_s=np.asarray(thr, dtype=float),
+              measured=np.zeros(R, dtype=bool), requested=np.zeros(R, dtype=bool),
+              bootstrap=np.ones(R),
+              sia_config=np.ones(R, dtype=bool) if sia is None else np.asarray(sia, bool))
+    return CandidateTable(**kw)
+
+
+def make_view(tables, capacity, *, current=None, arrival=None, time_s=1000.0, restarts=None,
+              restart_s=60.0) -> SchedulerView:
+    A = len(tables)
+    f = np.zeros(A)
+    return SchedulerView(
+        time_s=time_s, round_index=0, round_s=300.0, cluster=TINY,
+        capacity=np.asarray(capacity, dtype=np.int64), job_ids=np.arange(A),
+        arrival_s=np.zeros(A) if arrival is None else np.asarray(arrival, dtype=float),
+        work_samples=f + 1e6, remaining_samples=f + 1e6, attained_s=f.copy(),
+        requested_gpus=np.ones(A, dtype=np.int64), reference_samples_per_s=f + 1.0,
+        current=(-np.ones(A, dtype=np.int64) if current is None
+                 else np.asarray(current, dtype=np.int64)),
+        candidates=tuple(tables), restart_s=restart_s,
+        restarts=(np.zeros(A, dtype=np.int64) if restarts is None
+                  else np.asarray(restarts, dtype=np.int64)))
+
+
+def first_choices(decision) -> dict[int, int]:
+    return {int(j): (rows[0] if isinstance(rows, list) else int(rows))
+            for j, rows in decision.items()}
+
+
+class Recorder:
+    """Wraps a policy, keeping every view and decision."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.views, self.decisions = [], []
+
+    def reset(self, cluster, seed):
+        self.inner.reset(cluster, seed)
+
+    @property
+    def last_stats(self):
+        return self.inner.last_stats
+
+    def summary(self):
+        return self.inner.summary()
+
+    def decide(self, view):
+        out = self.inner.decide(view)
+        self.views.append(view)
+        self.decisions.append(out)
+        return out
+
+
+def simulate(policy, spec=WORKLOAD, cluster=SIA, **cfg):
+    rec = Recorder(policy)
+    result = Simulator(cluster, load_workload(spec, cluster), rec,
+                       SimConfig(check_invariants=True, **cfg)).run()
+    return rec, result
+
+
+# ---------------------------------------------------------------------------- simulation
+@pytest.fixture(scope="module")
+def sim_run():
+    return simulate(SiaPolicy())
+
+
+def test_simulation_uses_only_sia_configs_within_capacity(sim_run):
+    rec, _ = sim_run
+    assert any(rec.decisions), "Sia never ran a job"
+    for view, out in zip(rec.views, rec.decisions):
+        index = {int(j): k for k, j in enumerate(view.job_ids)}
+        used = np.zeros_like(view.capacity)
+        for j, rows in out.items():
+            table = view.candidates[index[j]]
+            assert len(rows) >= 1
+            for r in rows:
+                assert table.sia_config[r], (j, r)
+                assert table.tp[r] == 1 and table.pp[r] == 1
+                assert np.count_nonzero(table.gpus[r]) == 1       # one GPU type
+            # fallbacks: same type, fewer GPUs, largest first
+            n = table.gpus[rows].sum(axis=1)
+            t = int(np.argmax(table.gpus[rows[0]]))
+            assert np.all(table.gpus[rows, t] == n)
+            assert np.all(np.diff(n) < 0)
+            used += table.gpus[rows[0]]
+        assert np.all(used <= view.capacity), "first choices over-allocate a GPU type"
+
+
+def test_simulation_scale_up_at_most_doubles(sim_run):
+    """A job starts on one GPU and never more than doubles from what it last ran with, in the
+    ILP's choice or in what it actually ran (the next view's ``current``)."""
+    rec, _ = sim_run
+    last: dict[int, int] = {}              # job -> GPUs it ran with last time it ran
+    grew = False
+    for view, out in zip(rec.views, rec.decisions):
+        index = {int(j): k for k, j in enumerate(view.job_ids)}
+        for k, j in enumerate(view.job_ids):
+            cur = int(view.current[k])
+            if cur >= 0:
+                n = int(view.candidates[k].gpus[cur].sum())
+                assert n <= max(1, 2 * last.get(int(j), 0)), (int(j), n, last.get(int(j)))
+                grew |= n > last.get(int(j), n)
+                last[int(j)] = n
+        for j, rows in out.items():
+            n = int(view.candidates[index[j]].gpus[rows[0]].sum())
+            assert n <= max(1, 2 * last.get(j, 0)), (j, n, last.get(j))
+    assert grew, "no job ever scaled up: the check is vacuous"
+
+
+def test_simulation_finishes_every_job(sim_run):
+    _, result = sim_run
+    m = result.metrics()
+    assert m["jobs_completed"] == m["jobs_total"] == 40
+    assert m["lp_solves"] > 0 and m["lp_fallbacks"] == 0
+    assert m["lp_vars_mean"] > 0
+
+
+def test_tiny_cluster_simulation_respects_capacity_and_finishes():
+    rec, result = simulate(SiaPolicy(), spec="gavel:rate=6,jobs=12,seed=1,duration_scale=0.05",
+                           cluster=TINY)
+    for view, out in zip(rec.views, rec.decisions):
+        index = {int(j): k for k, j in enumerate(view.job_ids)}
+        used = sum((view.candidates[index[j]].gpus[rows[0]] for j, rows in out.items()),
+                   np.zeros_like(view.capacity))
+        assert np.all(used <= view.capacity)
+    m = result.metrics()
+    assert m["jobs_completed"] == m["jobs_total"] == 12
+
+
+# ---------------------------------------------------------------------------- ILP vs brute force
+def reference_costs(view, S=60.0):
+    """Per job ``{row: cost}`` from the formulation, computed independently of the module
+    (every configuration allowed: ``scale_up_limit=False``)."""
+    out = []
+    for k, table in enumerate(view.candidates):
+        rows = [r for r in range(len(table)) if table.sia_config[r]
+                and np.isfinite(table.samples_per_s[r]) and table.samples_per_s[r] > 0]
+        if not rows:
+            out.append({})
+            continue
+        smallest = min(rows, key=lambda r: (table.gpus[r].sum(), table.samples_per_s[r]))
+        base = table.samples_per_s[smallest]
+        cur = int(view.current[k])
+        age = view.time_s - view.arrival_s[k]
+        if age < S:
+            rf = 1.0
+        else:
+            rf = max(age - view.restarts[k] * S, 0.0) / (age + S)
+        costs = {}
+        for r in rows:
+            g = table.samples_per_s[r] / base
+            if cur >= 0 and r != cur:
+                g *= rf
+            costs[r] = CLIP if g == 0 else min(g ** P, CLIP)
+        out.append(costs)
+    return out
+
+
+def brute_force(view, costs):
+    """Minimum of Σ cost + λ·(unallocated) over every feasible assignment."""
+    best = math.inf
+    options = [[None] + list(c) for c in costs]
+    for combo in itertools.product(*options):
+        used = np.zeros(view.capacity.size, dtype=np.int64)
+        value = 0.0
+        for k, r in enumerate(combo):
+            if not costs[k]:
+                continue
+            if r is None:
+                value += LAM
+            else:
+                value += costs[k][r]
+                used += view.candidates[k].gpus[r]
+        if np.all(used <= view.capacity):
+            best = min(best, value)
+    return best
+
+
+def decision_value(view, decision, costs):
+    chosen = first_choices(decision)
+    value = 0.0
+    used = np.zeros(view.capacity.size, dtype=np.int64)
+    for k in range(view.num_active):
+        if not costs[k]:
+            assert k not in chosen
+            continue
+        if k in chosen:
+            value += costs[k][chosen[k]]
+            used += view.candidates[k].gpus[chosen[k]]
+        else:
+            value += LAM
+    assert np.all(used <= view.capacity)
+    return value
+
+
+def random_instance(rng):
+    tables, current = [], []
+    A = int(rng.integers(2, 4))
+    for _ in range(A):
+        sizes = [(t, n) for t in range(2) for n in (1, 2, 4)]
+        pick = rng.choice(len(sizes), size=int(rng.integers(1, 5)), replace=False)
+        gpus, thr = [], []
+        for i in pick:
+            t, n = sizes[i]
+            row = [0, 0]
+            row[t] = n
+            gpus.append(row)
+            thr.append(float(rng.uniform(0.5, 2.0) * n ** rng.uniform(0.3, 1.0)
+                             * (2.0 if t == 0 else 1.0)))
+        sia = rng.random(len(gpus)) < 0.85
+        sia[0] = True
+        tables.append(make_table(gpus, thr, sia))
+        current.append(int(rng.integers(len(gpus))) if rng.random() < 0.5 else -1)
+    capacity = rng.integers(1, 5, size=2)
+    return make_view(tables, capacity, current=current, arrival=rng.uniform(0, 900, A),
+                     restarts=rng.integers(0, 8, A))
+
+
+def test_ilp_matches_brute_force_on_random_small_instances():
+    rng = np.random.default_rng(1)
+    checked = 0
+    for _ in range(40):
+        view = random_instance(rng)
+        policy = SiaPolicy(scale_up_limit=False)
+        decision = policy.decide(view)
+        costs = reference_costs(view)
+        best = brute_force(view, costs)
+        assert policy.last_stats.extra["objective"] == pytest.approx(best, abs=1e-6)
+        assert decision_value(view, decision, costs) == pytest.approx(best, abs=1e-6)
+        checked += 1
+    assert checked == 40 and policy.summary()["lp_fallbacks"] == 0
+
+
+def test_ilp_hand_instance():
+    """Two jobs, 2 V100 + 2 T4. Job 0: 1 V100 10/s, 2 V100 22/s, 1 T4 4/s (its smallest: one
+    GPU, the slowest) -> G = 2.5, 5.5, 1, costs 0.632, 0.426, 1. Job 1: 1 T4 5/s, 1 V100
+    15/s -> G = 1, 3, costs 1, 0.577. Job 0 on 2 V100 + job 1 on a T4 costs 1.426; each on
+    one V100 costs 1.209, the optimum."""
+    t0 = make_table([[1, 0], [2, 0], [0, 1]], [10.0, 22.0, 4.0])
+    t1 = make_table([[0, 1], [1, 0]], [5.0, 15.0])
+    view = make_view([t0, t1], [2, 2])
+    policy = SiaPolicy(scale_up_limit=False)
+    decision = policy.decide(view)
+    costs = reference_costs(view)
+    assert costs[0][0] == pytest.approx(2.5 ** -0.5)
+    best = brute_force(view, costs)
+    assert best == pytest.approx(2.5 ** -0.5 + 3 ** -0.5)
+    assert policy.last_stats.extra["objective"] == pytest.approx(best)
+    assert decision_value(view, decision, costs) == pytest.approx(best)
+    assert first_choices(decision) == {0: 0, 1: 1}
+    assert policy.last_stats.lp_vars == 5
+
+
+# ---------------------------------------------------------------------------- restart factor
+def test_restart_factor_closed_form():
+    assert restart_factor(10.0, 0, 60.0) == 1.0             # younger than S
+    assert restart_factor(59.9, 5, 60.0) == 1.0
+    assert restart_factor(1000.0, 0, 60.0) == pytest.approx(1000 / 1060)
+    assert restart_factor(1000.0, 2, 60.0) == pytest.approx(880 / 1060)
+    assert restart_factor(1000.0, 50, 60.0) == 0.0          # many restarts
+    assert restart_factor(60.0, 0, 60.0) == pytest.approx(0.5)
+
+
+def test_many_restarts_keep_the_current_config():
+    table = make_table([[1, 0], [2, 0], [4, 0]], [10.0, 20.0, 40.0])
+    kwargs = dict(current=[0], arrival=[0.0], time_s=1000.0)
+    fresh = SiaPolicy(scale_up_limit=False).decide(make_view([table], [4, 4], restarts=[0],
+                                                             **kwargs))
+    assert fresh[0][0] == 2                 # no restarts: it grows to 4 GPUs
+    stuck = SiaPolicy(scale_up_limit=False).decide(make_view([table], [4, 4], restarts=[50],
+                                                             **kwargs))
+    assert stuck[0][0] == 0                 # r = 0: every other config costs the clip
+    young = SiaPolicy(scale_up_limit=False).decide(
+        make_view([table], [4, 4], restarts=[50], current=[0], arrival=[990.0], time_s=1000.0))
+    assert young[0][0] == 2                 # age < S: factor 1 despite the restarts
+    # the constructor's restart_s overrides the view's
+    override = SiaPolicy(scale_up_limit=False, restart_s=1.0).decide(
+        make_view([table], [4, 4], restarts=[50], **kwargs))
+    assert override[0][0] == 2              # 1000 - 50 s > 0: factor ~0.95
+
+
+# ---------------------------------------------------------------------------- scale-up limit
+def test_scale_up_limit_on_hand_views():
+    table = make_table([[1, 0], [2, 0], [4, 0], [0, 1], [0, 2], [0, 4]],
+                       [10.0, 20.0, 40.0, 5.0, 10.0, 20.0])
+    # never ran: one GPU (the fastest one-GPU config), though 4 are free
+    policy = SiaPolicy()
+    out = policy.decide(make_view([table], [4, 4]))
+    assert out == {0: [0]}
+    # running on 1 V100: at most 2 GPUs next
+    out = policy.decide(make_view([table], [4, 4], current=[0], restarts=[0]))
+    assert int(table.gpus[out[0][0]].sum()) == 2 and out[0] == [1, 0]
+    # not running now, ran on 2 GPUs last time (remembered): at most 4
+    out = policy.decide(make_view([table], [4, 4], current=[1]))
+    out = policy.decide(make_view([table], [4, 4], current=[-1]))
+    assert out[0][0] == 2 and out[0] == [2, 1, 0]
+    # reset forgets it
+    policy.reset(TINY, 0)
+    assert policy.decide(make_view([table], [4, 4]))[0][0] == 0
+    # the limit off: straight to 4 V100
+    assert SiaPolicy(scale_up_limit=False).decide(make_view([table], [4, 4]))[0][0] == 2
+
+
+def test_job_too_big_for_one_gpu_starts_on_its_smallest_config():
+    table = make_table([[2, 0], [4, 0], [0, 4]], [20.0, 40.0, 15.0])
+    out = SiaPolicy().decide(make_view([table], [4, 4]))
+    assert out[0][0] == 0                   # 2 GPUs (its smallest), not nothing
+
+
+def test_non_sia_and_invalid_rows_are_never_used():
+    # row 0 is the fastest but not a Sia config, row 1 has NaN throughput
+    table = make_table([[4, 0], [2, 0], [1, 0], [0, 1]], [100.0, np.nan, 10.0, 5.0],
+                       sia=[False, True, True, True])
+    empty = make_table([[1, 0]], [1.0], sia=[False])
+    view = make_view([table, empty], [4, 4])
+    out = SiaPolicy(scale_up_limit=False).decide(view)
+    assert set(out) == {0} and out[0] == [2]
+
+
+# ---------------------------------------------------------------------------- solver failure
+def test_solver_exception_falls_back_and_is_counted(monkeypatch, caplog):
+    def boom(*args, **kwargs):
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(sia_mod, "milp", boom)
+    t0 = make_table([[1, 0], [2, 0], [4, 0]], [10.0, 20.0, 40.0])
+    t1 = make_table([[1, 0], [0, 1], [0, 2]], [10.0, 5.0, 10.0])
+    policy = SiaPolicy()
+    with caplog.at_level(logging.WARNING, logger="lp_baseline.sia"):
+        # job 0 runs on 2 V100 (may go to 4), job 1 never ran (1 GPU)
+        out = policy.decide(make_view([t0, t1], [4, 4], current=[1, -1]))
+    assert out[0][0] == 1                   # greedy keeps the current config
+    assert out[1][0] == 0                   # then the largest allowed that fits
+    assert policy.summary()["lp_fallbacks"] == 1
+    assert policy.summary()["lp_fallback_kinds"] == {"exception": 1}
+    assert policy.summary()["lp_solves"] == 1
+    assert "fallback" in caplog.text
+    # job 0 holds every V100: the new job gets a T4 instead
+    out = policy.decide(make_view([t0, t1], [4, 4], current=[2, -1]))
+    assert out[0][0] == 2 and out[1][0] == 1
+    assert policy.summary()["lp_fallbacks"] == 2
+
+
+def test_solver_without_solution_falls_back(monkeypatch):
+    class Res:
+        status, x, message = 1, None, "time limit reached"
+
+    monkeypatch.setattr(sia_mod, "milp", lambda *a, **k: Res())
+    t0 = make_table([[1, 0], [0, 1]], [10.0, 5.0])
+    policy = SiaPolicy()
+    out = policy.decide(make_view([t0, t0], [1, 1]))
+    assert first_choices(out) == {0: 0, 1: 1}
+    s = policy.summary()
+    assert s["lp_fallbacks"] == 1 and s["lp_fallback_kinds"] == {"no_solution": 1}
+    assert s["lp_time_limits"] == 1
+
+
+def test_simulation_with_a_broken_solver_still_finishes(monkeypatch):
+    monkeypatch.setattr(sia_mod, "milp", lambda *a, **k: (_ for _ in ()).throw(ValueError()))
+    spec = "gavel:rate=20,jobs=15,seed=3,duration_scale=0.05"
+    _, result = simulate(SiaPolicy(), spec=spec)
+    m = result.metrics()
+    assert m["jobs_completed"] == m["jobs_total"] == 15
+    assert m["lp_fallbacks"] == m["lp_solves"] > 0
