@@ -379,8 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  "lp-on-change, pop-K, fifo, fifo-fastest, srf, greedy, random")
         else:
             sp.add_argument("--policies", required=True, help="comma-separated policy names")
-        sp.add_argument("--objective", default="max-min",
-                        help="LP objective: max-min (default), max-throughput, min-makespan, ftf")
+        sp.add_argument("--objective", default=None,
+                        help="LP objective of the co-optimizer's policies: fair-las (default), "
+                             "fair-srpt, max-min, max-throughput, min-makespan, ftf")
         sp.add_argument("--throughputs", default="analytic", help="'analytic' or 'gavel'")
         sp.add_argument("--round-s", type=float, default=300.0, help="round length (300)")
         sp.add_argument("--restart-s", type=float, default=60.0, help="restart cost (60)")

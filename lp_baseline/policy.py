@@ -47,11 +47,12 @@ import time
 
 import numpy as np
 
-from hsched_env.errors import UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import _undominated
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
-from lp_baseline.solver import (OBJECTIVES, AllocationProblem, check_feasible,
-                                 evaluate_objective, solve_allocation)
+from lp_baseline.solver import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
+                                 check_feasible, evaluate_objective, solve_allocation)
 
 TINY = 1e-6
 SHARE_QUANTUM = 1e-4    # shares closer than this are ties in the rounding's priorities
@@ -60,6 +61,12 @@ FALLBACK_KINDS = ("invalid_input", "unavailable", "exception", "error", "infeasi
                   "time_limit", "bad_solution")
 #: Tolerance of the check that a solver's ``x`` satisfies the LP's constraints.
 FEASIBILITY_TOL = 1e-6
+#: The co-optimizer's default objective (``heterosched-lp``; see docs/lp.md for why).
+DEFAULT_OBJECTIVE = "fair-srpt"
+#: Normalizers of a job's throughput (``LPPolicy(normalizer=)``).
+NORMALIZERS = ("fair-share", "requested")
+#: ``fair-las``: the prior (fair-share seconds) added to a job's attained service.
+DEFAULT_LAS_TAU_S = 1800.0
 log = logging.getLogger(__name__)
 
 
@@ -68,7 +75,8 @@ class LPPolicy:
 
     Args:
         name: Name shown in results.
-        objective: ``max-min``, ``max-throughput``, ``min-makespan`` or ``ftf``.
+        objective: One of ``OBJECTIVES``: ``fair-las`` (default), ``fair-srpt``, ``max-min``,
+            ``max-throughput``, ``min-makespan`` or ``ftf``.
         candidates: ``"all"`` or ``"requested"`` (only the requested-GPU data-parallel ones).
         agnostic: Solve as if every GPU type were equally fast (Gavel's agnostic baseline).
         topk: Keep each job's k best candidates by normalized throughput per GPU.
@@ -84,23 +92,53 @@ class LPPolicy:
         fill: After the priority pass, give GPUs still free to waiting jobs (their candidates
             with X > 0 first, in priority order, then any candidate that fits), so no GPU idles
             while a job that fits waits.
+        normalizer: ``"fair-share"`` (default): a job's throughput is normalized by its
+            throughput on its fair share, ``min(requested, G / N)`` GPUs (G GPUs in the
+            cluster, N active jobs; its best candidate, time-sliced when larger);
+            ``"requested"``: Gavel's ``X_equal`` — its requested configuration on each type,
+            weighted by the type's share of the cluster.
+        size_cap: Only candidates of at most ``max(requested, G / N)`` GPUs (and the requested
+            configurations) enter the LP, the rounding and the fill pass; a job none of whose
+            candidates is that small keeps its smallest ones.
+        floor: Fairness floor of ``fair-srpt`` / ``fair-las``: every job keeps at least this
+            fraction of the max-min optimum.
+        las_tau_s: ``fair-las``: the prior, in fair-share seconds, added to a job's attained
+            service (its estimate of the job's remaining time).
+        restart_aware: In the second stage of ``fair-srpt`` / ``fair-las``, discount a running
+            job's other candidates by the share of time they would be productive after the
+            restart a switch costs, ``H / (H + restart_s)`` with ``H`` the job's remaining time
+            on that candidate.
     """
 
-    def __init__(self, name: str = "heterosched-lp", *, objective: str = "max-min",
+    def __init__(self, name: str = "heterosched-lp", *, objective: str = DEFAULT_OBJECTIVE,
                  candidates: str = "all", agnostic: bool = False, topk: int | None = None,
                  dominance: bool = False, resolve: str = "every-round", pop: int = 1,
                  backend: str = "highs", time_limit_s: float | None = None,
-                 sticky: bool = True, fill: bool = True) -> None:
+                 sticky: bool = True, fill: bool = True, normalizer: str = "fair-share",
+                 size_cap: bool = True, floor: float = DEFAULT_FLOOR,
+                 las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         if candidates not in ("all", "requested"):
             raise UnknownNameError("candidate set", candidates, ["all", "requested"])
         if resolve not in ("every-round", "on-change"):
             raise UnknownNameError("resolve mode", resolve, ["every-round", "on-change"])
+        if normalizer not in NORMALIZERS:
+            raise UnknownNameError("normalizer", normalizer, list(NORMALIZERS))
+
+        if not (isinstance(floor, (int, float)) and 0.0 <= floor <= 1.0):
+            raise ConfigError(f"the fairness floor must be in [0, 1], got {floor!r}",
+                              field="floor")
+        if not (isinstance(las_tau_s, (int, float)) and math.isfinite(las_tau_s)
+                and las_tau_s > 0):
+            raise ConfigError(f"las_tau_s must be a positive number of seconds, got "
+                              f"{las_tau_s!r}", field="las_tau_s")
         self.name, self.objective, self.candidates = name, objective, candidates
         self.agnostic, self.topk, self.dominance = agnostic, topk, dominance
         self.resolve, self.pop, self.backend = resolve, max(int(pop), 1), backend
         self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
+        self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
+        self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
         self.last_stats = PolicyStats()
         self.reset(None, 0)
 
@@ -119,6 +157,10 @@ class LPPolicy:
         self._retry = False        # the last allocation fell back: re-solve at the next decision
         self._warned_pop = False
         self._allowed_key = None
+        # delivered ÷ planned: each job's planned normalized rate of the last decision
+        self._planned: dict[int, tuple[float, float]] = {}      # job -> (Σ X thr / norm, norm)
+        self._planned_sum = 0.0
+        self._delivered_sum = 0.0
 
     @property
     def allocation(self) -> dict:
@@ -128,19 +170,38 @@ class LPPolicy:
     def summary(self) -> dict:
         """Counters of the run: ``lp_solves`` (allocations computed by ``decide``),
         ``lp_fallbacks`` (LP parts that used the greedy fallback, ``shares`` calls included),
-        ``lp_fallback_kinds`` (those by kind, see ``FALLBACK_KINDS``) and ``lp_time_limits``
-        (solves that hit the time limit, with or without a usable incumbent)."""
+        ``lp_fallback_kinds`` (those by kind, see ``FALLBACK_KINDS``), ``lp_time_limits``
+        (solves that hit the time limit, with or without a usable incumbent) and
+        ``delivered_over_planned``: Σ over rounds and jobs of the normalized throughput the
+        jobs actually ran with ÷ the normalized throughput the LP planned for them
+        (``Σ_c X thr / norm``; rounds a job finished in are left out); NaN before a round
+        has run."""
         return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
                 "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
-                "lp_time_limits": self._time_limits}
+                "lp_time_limits": self._time_limits,
+                "delivered_over_planned": (self._delivered_sum / self._planned_sum
+                                           if self._planned_sum > 0 else math.nan)}
 
     # ------------------------------------------------------------------ candidates
-    def _rows(self, view: SchedulerView, k: int, norm: float, allowed=None) -> np.ndarray:
+    def _eligible(self, view: SchedulerView, k: int, allowed=None) -> np.ndarray:
+        """The rows job ``k`` may run with: the candidate set (all or requested), the
+        ``allowed`` rows, the size cap; ascending."""
         table = view.candidates[k]
         rows = (np.flatnonzero(table.requested) if self.candidates == "requested"
                 else np.arange(len(table)))
         if allowed is not None:
             rows = np.intersect1d(rows, np.asarray(allowed[k], dtype=np.int64))
+        if self.size_cap and rows.size:
+            n = table.num_gpus[rows]
+            cap = max(float(view.requested_gpus[k]),
+                      float(view.capacity.sum()) / max(view.num_active, 1))
+            ok = (n <= cap + 1e-9) | table.requested[rows]
+            rows = rows[ok] if ok.any() else rows[n == n.min()]
+        return rows
+
+    def _rows(self, view: SchedulerView, k: int, norm: float, allowed=None) -> np.ndarray:
+        table = view.candidates[k]
+        rows = self._eligible(view, k, allowed)
         if self.dominance and rows.size > 1:
             rows = rows[_undominated(table.gpus[rows], table.samples_per_s[rows])]
         if self.topk is not None and rows.size > self.topk:
@@ -150,17 +211,31 @@ class LPPolicy:
             rows = np.sort(rows[np.argsort(-score, kind="stable")[:self.topk]])
         return rows
 
-    @staticmethod
-    def _norm(view: SchedulerView, k: int) -> float:
-        """Equal-share throughput: the requested configuration's throughput on each type,
-        weighted by the type's share of the cluster (Gavel's X_equal)."""
+    def _norms(self, view: SchedulerView) -> np.ndarray:
+        """(A,) each active job's normalizer (``normalizer``), > 0 where the data allow."""
+        return np.array([self._norm(view, k) for k in range(view.num_active)])
+
+    def _norm(self, view: SchedulerView, k: int) -> float:
         table = view.candidates[k]
-        share = view.capacity / max(view.capacity.sum(), 1)
-        req = np.flatnonzero(table.requested)
-        value = 0.0
-        for r in req:
-            t = int(np.flatnonzero(table.gpus[r])[0])
-            value += share[t] * float(table.samples_per_s[r])
+        if self.normalizer == "requested":
+            # Gavel's X_equal: the requested configuration on each type, weighted by the
+            # type's share of the cluster
+            share = view.capacity / max(view.capacity.sum(), 1)
+            value = 0.0
+            for r in np.flatnonzero(table.requested):
+                t = int(np.flatnonzero(table.gpus[r])[0])
+                value += share[t] * float(table.samples_per_s[r])
+        else:
+            # the job's best throughput on its fair share of min(requested, G / N) GPUs,
+            # time-sliced where a candidate needs more
+            fair = min(float(view.requested_gpus[k]),
+                       float(view.capacity.sum()) / max(view.num_active, 1))
+            value = 0.0
+            if len(table):
+                with np.errstate(all="ignore"):
+                    thr = table.samples_per_s * np.minimum(1.0, fair / table.num_gpus)
+                thr = thr[np.isfinite(thr)]
+                value = float(thr.max()) if thr.size else 0.0
         return value if value > 0 else float(view.reference_samples_per_s[k])
 
     # ------------------------------------------------------------------ decide
@@ -174,6 +249,7 @@ class LPPolicy:
                 pass use only these too. ``None``: every candidate.
         """
         t0 = time.perf_counter()
+        self._track_delivery(view)
         if self._last_t is not None:
             step = view.time_s - self._last_t
             self._elapsed += step
@@ -193,6 +269,7 @@ class LPPolicy:
         if self.resolve == "every-round" or changed:
             self._solve(view, stats, allowed, t0)
         assignment = self._round(view, allowed)
+        self._record_plan(view)
         stats.extra["decide_s"] = time.perf_counter() - t0
         self.last_stats = stats
         return assignment
@@ -200,11 +277,14 @@ class LPPolicy:
     def _solve(self, view: SchedulerView, stats: PolicyStats, allowed=None,
                t0: float | None = None) -> None:
         # New allocation: move what each pair received into its deficit, restart the shares.
+        active = {int(j) for j in view.job_ids}
         for j, (rows, x) in self._x.items():
             rec = self._received.get(j, {})
             d = self._deficit.setdefault(j, {})
             for r, xv in zip(rows, x):
                 d[int(r)] = d.get(int(r), 0.0) + xv * self._elapsed - rec.get(int(r), 0.0)
+        for j in [j for j in self._deficit if j not in active]:
+            del self._deficit[j]                    # finished jobs
         self._received = {}
         self._elapsed = 0.0
         self._x = self._allocate(view, stats, allowed, t0)
@@ -235,16 +315,18 @@ class LPPolicy:
             got = allocation.get(int(j))
             if got is not None and len(got[0]):
                 x[starts[k] + np.asarray(got[0], dtype=np.int64)] = got[1]
-        norms = np.array([self._norm(view, k) for k in range(A)])
+        norms = self._norms(view)
         ks = np.arange(A)
         try:
             with np.errstate(all="ignore"):
+                priority, switch = self._stage2(view, ks, [np.arange(s) for s in sizes], norms)
                 problem = AllocationProblem(
                     job_of=np.repeat(ks, sizes), gpus=np.concatenate([t.gpus for t in tabs]),
                     thr=np.concatenate([t.samples_per_s for t in tabs]),
                     capacity=view.capacity.astype(float), norm=norms,
                     remaining=view.remaining_samples, age_s=view.time_s - view.arrival_s,
-                    ftf_denominator_s=self._ftf_denominator(view, ks))
+                    ftf_denominator_s=self._ftf_denominator(view, ks),
+                    priority=priority, switch=switch)
         except ValueError as exc:
             # the round's data is not a valid LP (NaN or zero throughput): no objective
             log.debug("%s: cannot evaluate the LP objective: %s", self.name, exc)
@@ -258,7 +340,7 @@ class LPPolicy:
         deadline = (None if self.time_limit_s is None else
                     (time.perf_counter() if t0 is None else t0) + self.time_limit_s)
         A = view.num_active
-        norms = np.array([self._norm(view, k) for k in range(A)])
+        norms = self._norms(view)
         rows = [self._rows(view, k, norms[k], allowed) for k in range(A)]
         parts = (self.rng.permutation(A) % self.pop if self.pop > 1
                  else np.zeros(A, dtype=np.int64))
@@ -310,11 +392,14 @@ class LPPolicy:
         else:
             try:
                 with np.errstate(all="ignore"):
+                    priority, switch = self._stage2(view, members[idx],
+                                                    [rows[k] for k in members[idx]], norms)
                     problem = AllocationProblem(
                         job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
                         remaining=view.remaining_samples[members[idx]],
                         age_s=view.time_s - view.arrival_s[members[idx]],
-                        ftf_denominator_s=self._ftf_denominator(view, members[idx]))
+                        ftf_denominator_s=self._ftf_denominator(view, members[idx]),
+                        priority=priority, switch=switch)
             except ValueError as exc:     # ConfigError naming the bad field
                 kind, detail = "invalid_input", str(exc)
             else:
@@ -331,7 +416,7 @@ class LPPolicy:
         ``(None, fault kind, detail)``."""
         try:
             res = solve_allocation(problem, self.objective, backend=self.backend,
-                                   time_limit_s=budget)
+                                   time_limit_s=budget, floor=self.floor)
         except Exception as exc:         # noqa: BLE001 - any solver crash: fall back
             return None, "exception", f"{type(exc).__name__}: {exc}"
         stats.extra.setdefault("objective_parts", []).append(float(res.objective))
@@ -394,6 +479,63 @@ class LPPolicy:
             free -= g[c]
         return x
 
+    def _stage2(self, view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray):
+        """``(priority, switch)`` of the jobs ``ks`` (and their candidate ``rows``, in that
+        order) for the second stage of ``fair-srpt`` / ``fair-las``; ``(None, None)`` for the
+        other objectives.
+
+        ``fair-srpt``: ``norm / remaining`` (the stage then maximizes ``Σ_j thr_j /
+        remaining_j``, SRPT-like). ``fair-las``: ``1 / (attained + las_tau_s)``, attained
+        service in fair-share seconds (samples done ÷ norm) — what a non-clairvoyant
+        scheduler can know. ``switch`` (``restart_aware``): 1 for a running job's current
+        candidate and for a job that never ran; ``H / (H + restart_s)`` for every other
+        choice (it costs a restart), ``H`` the job's remaining time on that candidate —
+        remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
+        las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work)."""
+        if self.objective not in FLOOR_OBJECTIVES:
+            return None, None
+        ks = np.asarray(ks, dtype=np.int64)
+        rem = view.remaining_samples[ks]
+        norm = norms[ks]
+        if self.objective == "fair-srpt":
+            priority = norm / np.maximum(rem, 1e-9)
+        else:
+            # discretized LAS (Tiresias' idea): attained service in seconds of the job's
+            # requested configuration, in geometric classes [0, tau), [tau, 3 tau),
+            # [3 tau, 7 tau), ...; class c weighs 2^-c; within a class the older job weighs
+            # up to 10% more (FIFO), so priorities are stable between class boundaries
+            done = np.maximum(view.work_samples[ks] - rem, 0.0)
+            attained = done / view.reference_samples_per_s[ks]
+            cls = np.floor(np.log2(1.0 + attained / self.las_tau_s))
+            age = view.time_s - view.arrival_s[ks]
+            oldest = float(age.max()) if age.size and age.max() > 0 else 1.0
+            priority = 2.0 ** -cls * (1.0 + 0.1 * age / oldest)
+        switch = None
+        if self.restart_aware and view.restart_s > 0:
+            # remaining work as the objective may know it: the true remaining (fair-srpt) or
+            # the LAS estimate, attained + tau fair-share seconds (fair-las)
+            if self.objective == "fair-srpt":
+                est = rem
+            else:   # the class's upper boundary, in samples
+                est = (2.0 ** (cls + 1) - 1.0) * self.las_tau_s * view.reference_samples_per_s[ks]
+                est = np.maximum(est - done, 0.5 * self.las_tau_s
+                                 * view.reference_samples_per_s[ks])
+            parts = []
+            for i, (k, r) in enumerate(zip(ks, rows)):
+                cur = int(view.current[k])
+                started = view.attained_s[k] > 0
+                if cur < 0 and not started:
+                    parts.append(np.ones(len(r)))   # a first start costs no restart
+                    continue
+                horizon = est[i] / view.candidates[k].samples_per_s[r]
+                f = horizon / (horizon + view.restart_s)
+                # a running job's current candidate costs nothing; any other choice (and any
+                # choice of a preempted job) costs a restart
+                parts.append(np.where(r == cur, 1.0, f) if cur >= 0 else f)
+            switch = np.concatenate(parts) if parts else np.zeros(0)
+            switch = np.where(np.isfinite(switch) & (switch > 0), switch, 1.0)
+        return priority, switch
+
     @staticmethod
     def _ftf_denominator(view, ks) -> np.ndarray:
         """Finish-time-fairness reference: time on the job's fair share (requested reference
@@ -405,7 +547,8 @@ class LPPolicy:
 
     # ------------------------------------------------------------------ rounding
     def _round(self, view: SchedulerView, allowed=None) -> Assignment:
-        """Gavel-style rounding at the job level (see the module docstring)."""
+        """Gavel-style rounding at the job level (see the module docstring), checked against
+        a dry-run placement on the cluster's nodes."""
         el = max(self._elapsed, 1e-9)
         jobs = []
         for k, j in enumerate(view.job_ids):
@@ -436,57 +579,140 @@ class LPPolicy:
                 order.insert(0, cur)
             jobs.append((-prio, -deficit, -share, j, k, order))
         jobs.sort(key=lambda e: e[:4])
-        free = view.capacity.astype(np.int64).copy()
+        dry = _DryRun(view)
         out: Assignment = {}
         for _, _, _, j, k, order in jobs:
-            gpus = view.candidates[k].gpus
-            fits = [r for r in order if np.all(gpus[r] <= free)]
-            if not fits:
-                continue
-            out[j] = fits
-            free -= gpus[fits[0]]
+            # the LP's candidates first; if node fragmentation blocks them all, the job's
+            # other candidates that fit, fastest first (a job the LP runs is never idled
+            # for want of the exact set)
+            prefs = order + self._others(view, k, order, allowed)
+            placed = dry.place_first(k, prefs)
+            if placed is not None:
+                out[j] = placed
         if self.fill:
-            self._fill(view, jobs, out, free, allowed)
+            self._fill(view, jobs, out, dry, allowed)
         return out
 
-    def _fill(self, view, jobs, out, free, allowed=None) -> None:
+    def _others(self, view: SchedulerView, k: int, exclude, allowed=None) -> list[int]:
+        """Job ``k``'s eligible candidates (``_eligible``) with positive throughput that are
+        not in ``exclude``, fastest first (the agnostic policy: in random order, it does not
+        know which type is faster)."""
+        table = view.candidates[k]
+        pool = self._eligible(view, k, allowed)
+        thr = table.samples_per_s[pool]
+        pool = pool[np.isfinite(thr) & (thr > 0)]      # a candidate that does no work
+        if self.agnostic:
+            pool = pool[self.rng.permutation(pool.size)]
+        else:
+            pool = pool[np.argsort(-table.samples_per_s[pool], kind="stable")]
+        skip = set(exclude)
+        return [int(c) for c in pool if int(c) not in skip]
+
+    def _fill(self, view, jobs, out, dry: "_DryRun", allowed=None) -> None:
         """Work-conserving pass: waiting jobs, in priority order (then the rest), take a
-        candidate that still fits (preferring the LP's support)."""
+        candidate that still fits on the free nodes (preferring the LP's support)."""
         order = [(j, k, rows) for _, _, _, j, k, rows in jobs if j not in out]
         listed = {j for j, _, _ in order} | set(out)
         order += [(int(j), k, []) for k, j in enumerate(view.job_ids) if int(j) not in listed]
         for j, k, support in order:
-            table = view.candidates[k]
-            if self.candidates == "requested":
-                pool = np.flatnonzero(table.requested)
-                # the agnostic policy does not know which type is faster
-                pool = (pool[self.rng.permutation(pool.size)] if self.agnostic
-                        else pool[np.argsort(-table.samples_per_s[pool], kind="stable")])
+            placed = dry.place_first(k, list(support) + self._others(view, k, support, allowed))
+            if placed is not None:
+                out[j] = placed
+
+    def _track_delivery(self, view: SchedulerView) -> None:
+        """Account the round that just ended: what each job still active ran with (its
+        ``current`` candidate's normalized throughput) against what the LP planned."""
+        if self._last_t is None or not self._planned:
+            return
+        step = view.time_s - self._last_t
+        if step <= 0:
+            return
+        for k, j in enumerate(view.job_ids):
+            plan = self._planned.get(int(j))
+            if plan is None:
+                continue
+            planned, norm = plan
+            cur = int(view.current[k])
+            got = float(view.candidates[k].samples_per_s[cur]) / norm if cur >= 0 else 0.0
+            self._planned_sum += planned * step
+            self._delivered_sum += got * step
+
+    def _record_plan(self, view: SchedulerView) -> None:
+        norms = self._norms(view)
+        self._planned = {}
+        for k, j in enumerate(view.job_ids):
+            got = self._x.get(int(j))
+            if got is None:
+                continue
+            rows, x = got
+            thr = view.candidates[k].samples_per_s[rows]
+            self._planned[int(j)] = (float(np.sum(x * thr)) / norms[k], float(norms[k]))
+
+
+class _DryRun:
+    """The round's placements tried on a copy of the cluster's nodes, as the simulator makes
+    them: a job rerunning its current candidate keeps its nodes when they are free, any other
+    choice is placed by ``NodeState.place``."""
+
+    def __init__(self, view: SchedulerView) -> None:
+        self.view = view
+        self.nodes = NodeState(view.cluster)
+        self.free = view.capacity.astype(np.int64).copy()
+
+    def place_first(self, k: int, prefs: list[int]) -> list[int] | None:
+        """Take the first of ``prefs`` (rows of job ``k``) that fits; returns it followed by
+        the rest of ``prefs`` after it (the simulator's fallbacks), or ``None``."""
+        if not prefs:
+            return None
+        view = self.view
+        table = view.candidates[k]
+        cand = np.asarray(prefs, dtype=np.int64)
+        ok = np.all(table.gpus[cand] <= self.free, axis=1)     # cheap per-type test first
+        cur, held = int(view.current[k]), view.current_nodes[k]
+        for i in np.flatnonzero(ok):
+            r = int(cand[i])
+            if r == cur and held is not None and self.nodes.keep(held):
+                got = True
             else:
-                pool = np.argsort(-table.samples_per_s, kind="stable")
-            if allowed is not None:
-                pool = pool[np.isin(pool, np.asarray(allowed[k], dtype=np.int64))]
-            thr = table.samples_per_s[pool]
-            pool = pool[np.isfinite(thr) & (thr > 0)]     # a candidate that does no work
-            rest = [int(c) for c in pool if int(c) not in support]
-            fits = [c for c in list(support) + rest if np.all(table.gpus[c] <= free)]
-            if fits:
-                out[j] = fits
-                free -= table.gpus[fits[0]]
+                got = self.nodes.place(candidate_parts(table, r), int(table.tp[r])) is not None
+            if got:
+                self.free -= table.gpus[r]
+                return [r] + [int(c) for c in cand[i + 1:]]
+        return None
 
 
-POLICY_NAMES = ("heterosched-lp", "lp-on-change", "topk", "topk-dominance", "gavel",
-                "agnostic-lp", "pop-2", "pop-4", "pop-8", "fifo", "fifo-fastest", "srf",
-                "greedy", "random")
+POLICY_NAMES = ("heterosched-lp", "lp-on-change", "topk", "topk-dominance", "gavel", "sia",
+                "agnostic-lp", "pop-2", "pop-4", "pop-8", "heterosched-lp-las",
+                "heterosched-lp-v0", "fifo",
+                "fifo-fastest", "srf", "greedy", "random")
 
 
-def make_policy(name: str, *, objective: str = "max-min", backend: str = "highs",
-                topk: int = 4, time_limit_s: float | None = None):
-    """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2."""
+def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
+                topk: int = 4, time_limit_s: float | None = None, **lp_options):
+    """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2.
+
+    Args:
+        name: The policy.
+        objective: The LP objective of the co-optimizer's policies (``heterosched-lp``,
+            ``lp-on-change``, ``topk``, ``topk-dominance``, ``pop-K``); ``None``: the default
+            (``DEFAULT_OBJECTIVE``). ``gavel``, ``agnostic-lp`` and ``heterosched-lp-v0`` are
+            max-min by definition.
+        backend, topk, time_limit_s: As in ``LPPolicy``.
+        lp_options: Further ``LPPolicy`` keywords for those policies (``floor``,
+            ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...).
+    """
     from lp_baseline.baselines import BASELINES
     if name in BASELINES:
         return BASELINES[name]()
-    common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s)
+    if name == "sia":
+        from lp_baseline.sia import SiaPolicy
+        return SiaPolicy()
+    objective = DEFAULT_OBJECTIVE if objective is None else objective
+    common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s, **lp_options)
+    # Gavel's policies as Gavel defines them: max-min over the requested configurations,
+    # normalized by X_equal
+    gavel_like = dict(candidates="requested", normalizer="requested", size_cap=False,
+                      backend=backend, time_limit_s=time_limit_s, objective="max-min")
     if name == "heterosched-lp":
         return LPPolicy(name, **common)
     if name == "lp-on-change":
@@ -496,10 +722,17 @@ def make_policy(name: str, *, objective: str = "max-min", backend: str = "highs"
     if name == "topk-dominance":
         return LPPolicy(name, topk=topk, dominance=True, **common)
     if name == "gavel":
-        return LPPolicy(name, candidates="requested", **dict(common, objective="max-min"))
+        return LPPolicy(name, **gavel_like)
     if name == "agnostic-lp":
-        return LPPolicy(name, candidates="requested", agnostic=True,
-                        **dict(common, objective="max-min"))
+        return LPPolicy(name, agnostic=True, **gavel_like)
+    if name == "heterosched-lp-v0":
+        # the co-optimizer before the fair-share / size-cap / JCT-stage work (issue 10):
+        # max-min over every candidate with Gavel's normalizer, no size cap
+        return LPPolicy(name, **dict(common, objective="max-min", normalizer="requested",
+                                     size_cap=False))
+    if name == "heterosched-lp-las":
+        # the non-clairvoyant co-optimizer: never reads a job's remaining work
+        return LPPolicy(name, **dict(common, objective="fair-las"))
     if name.startswith("pop-"):
         try:
             k = int(name[4:])

@@ -132,7 +132,10 @@ def test_smoke_training_run(tmp_path, env_id, algo, hours):
     eps = summary["episodes"]
     assert eps, "no episode finished in 256 steps"
     for e in eps:
-        assert e["avg_jct_h"] > 0 and np.isfinite(e["return_vs_lp"]) and e["return_vs_lp"] > 0
+        # a truncated episode may end before any job completes (then there is no JCT)
+        assert np.isnan(e["avg_jct_h"]) or e["avg_jct_h"] > 0
+        assert np.isfinite(e["return_vs_lp"]) and e["return_vs_lp"] > 0
+    assert any(np.isfinite(e["avg_jct_h"]) for e in eps)
     if "Rank" in env_id:
         assert (out / "imitation_ranker.pt").is_file()
         assert summary["imitation"]["rounds"] > 0

@@ -102,7 +102,7 @@ class HSchedEnvBase(gym.Env):
                  job_candidates: int = DEFAULT_MAX_CANDIDATES, round_s: float = 300.0,
                  restart_s: float = 60.0, throughputs: str | None = None,
                  reward: str = "job-time", reward_scale: float = 3600.0,
-                 lp=None, lp_policy: str = "heterosched-lp", lp_objective: str = "max-min",
+                 lp=None, lp_policy: str = "heterosched-lp", lp_objective: str | None = None,
                  max_time_s: float | None = None, render_mode: str | None = None) -> None:
         if not (isinstance(max_candidates, (int, np.integer)) and max_candidates >= 1):
             raise ConfigError(f"max_candidates (K slots) must be a positive integer, got "

@@ -174,7 +174,8 @@ class RankEnv(HSchedEnvBase):
 
     def reference_action(self) -> np.ndarray:
         """Keep bits of the LP's support this round: candidates with a share in the full LP
-        plus those its rounded assignment lists (computed on a copy of the LP's state)."""
+        plus the one its rounded assignment runs each job with (the first of the job's
+        preference list; computed on a copy of the LP's state)."""
         sl = self._slots
         if sl is None:
             return np.zeros(self.K, dtype=np.int8)
@@ -184,7 +185,7 @@ class RankEnv(HSchedEnvBase):
         for j, (rows, x) in lp.allocation.items():
             use.update((int(j), int(r)) for r, xv in zip(rows, x) if xv > 1e-6)
         for j, choice in decision.items():
-            rows = [choice] if np.ndim(choice) == 0 else choice
+            rows = [choice] if np.ndim(choice) == 0 else list(choice)[:1]
             use.update((int(j), int(r)) for r in rows)
         out = np.zeros(self.K, dtype=np.int8)
         for i, (j, r) in enumerate(zip(sl.job, sl.row)):

@@ -115,7 +115,7 @@ class ScheduleEnv(HSchedEnvBase):
     | ``round_s`` / ``restart_s`` | 300 / 60 | round length, restart cost (s) |
     | ``throughputs`` | ``None`` | ``"analytic"``, ``"gavel"`` or a table path |
     | ``candidate_filter`` | ``"lp"`` | ``"lp"`` or ``"score"`` (see Description) |
-    | ``lp_policy`` / ``lp_objective`` | ``"heterosched-lp"`` / ``"max-min"`` | the LP (any LP of ``hsched simulate --policy``) |
+    | ``lp_policy`` / ``lp_objective`` | ``"heterosched-lp"`` / ``None`` (its default, ``fair-srpt``) | the LP (any LP of ``hsched simulate --policy``) |
     | ``lp`` | ``None`` | inject an LP policy object instead |
     | ``reward`` / ``reward_scale`` | ``"job-time"`` / 3600 | see Rewards |
     | ``max_time_s`` | ``None`` | truncate at this simulated time |
