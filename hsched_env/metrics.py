@@ -29,6 +29,15 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else math.nan
 
 
+def finish_time_fairness(rec, cluster_gpus: float) -> float:
+    """Finish-time fairness ρ of one completed job (a ``JobRecord``) on a cluster of
+    ``cluster_gpus`` GPUs: ``JCT / (duration × max(1, contention × requested / G))``, as in the
+    module docstring (``ftf_worst`` / ``ftf_mean`` are the max / mean of it over done jobs)."""
+    contention = rec.contention_sum / max(rec.rounds_active, 1)
+    fair = rec.duration_s * max(1.0, contention * rec.requested_gpus / cluster_gpus)
+    return rec.jct_s / fair
+
+
 def compute_metrics(result) -> dict:
     """Metrics of a ``SimResult`` (over ``measure_jobs`` when set), JSON-ready."""
     recs = result.jobs
@@ -41,12 +50,7 @@ def compute_metrics(result) -> dict:
     started = [r for r in recs if not math.isnan(r.first_start_s)]
     queue = np.array([r.first_start_s - r.arrival_s for r in started])
     G = float(result.cluster.num_gpus)
-    rho = []
-    for r in done:
-        contention = r.contention_sum / max(r.rounds_active, 1)
-        fair = r.duration_s * max(1.0, contention * r.requested_gpus / G)
-        rho.append(r.jct_s / fair)
-    rho = np.array(rho)
+    rho = np.array([finish_time_fairness(r, G) for r in done])
     t0 = min(r.arrival_s for r in recs)
     t_end = max([r.finish_s for r in done] or [result.end_s])
     makespan = t_end - t0 if done else math.nan
