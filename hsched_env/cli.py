@@ -162,8 +162,10 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     from lp_baseline.policy import make_policy
     _check_throughputs(args.throughputs)
     get_throughput_source(args.throughputs)
+    if args.floor is not None and not 0.0 <= args.floor <= 1.0:
+        raise ConfigError(f"must be a fraction in [0, 1], got {args.floor}", field="--floor")
     for name in policies:
-        make_policy(name, objective=args.objective)
+        make_policy(name, objective=args.objective, **_lp_options(args))
     if args.lp_time_limit_s is not None and not (args.lp_time_limit_s > 0
                                                  and math.isfinite(args.lp_time_limit_s)):
         raise ConfigError(f"must be a positive number of seconds, got {args.lp_time_limit_s}",
@@ -214,10 +216,16 @@ def _measure(text: str) -> tuple[int, int]:
     return a, b
 
 
+def _lp_options(args) -> dict:
+    """Co-optimizer knobs given on the command line (``--floor``)."""
+    return {} if args.floor is None else {"floor": args.floor}
+
+
 def _run_policy(name, cluster, workload, config, args):
     from hsched_env.simulator import Simulator
     from lp_baseline.policy import make_policy
     policy = make_policy(name, objective=args.objective, backend=args.backend, topk=args.topk,
+                         **_lp_options(args),
                          time_limit_s=args.lp_time_limit_s)
     return Simulator(cluster, workload, policy, config).run()
 
@@ -375,13 +383,19 @@ def build_parser() -> argparse.ArgumentParser:
             "gavel-trace:path=F | pollux:path=F | csv:path=F"))
         if cmd == "simulate":
             sp.add_argument("--policy", default="heterosched-lp",
-                            help="heterosched-lp (default), gavel, agnostic-lp, topk, "
-                                 "lp-on-change, pop-K, fifo, fifo-fastest, srf, greedy, random")
+                            help="heterosched-lp (default), heterosched-lp-las, gavel, sia, "
+                                 "agnostic-lp, topk, lp-on-change, pop-K, heterosched-lp-v0, "
+                                 "fifo, fifo-fastest, srf, greedy, random")
         else:
             sp.add_argument("--policies", required=True, help="comma-separated policy names")
         sp.add_argument("--objective", default=None,
-                        help="LP objective of the co-optimizer's policies: fair-las (default), "
-                             "fair-srpt, max-min, max-throughput, min-makespan, ftf")
+                        help="LP objective of the co-optimizer's policies: fair-srpt "
+                             "(default), fair-las (non-clairvoyant), max-min, max-throughput, "
+                             "min-makespan, ftf")
+        sp.add_argument("--floor", type=float, default=None,
+                        help="fairness floor of fair-srpt / fair-las: every job keeps this "
+                             "fraction of the max-min optimum (0..1, default 0.5); the "
+                             "co-optimizer's policies only")
         sp.add_argument("--throughputs", default="analytic", help="'analytic' or 'gavel'")
         sp.add_argument("--round-s", type=float, default=300.0, help="round length (300)")
         sp.add_argument("--restart-s", type=float, default=60.0, help="restart cost (60)")

@@ -49,6 +49,8 @@ class SchedulerView:
         candidates: Per active job, its ``CandidateTable`` (fastest first).
         models: Per active job, its model name (with the batch, e.g. ``resnet50@bs16``).
         arrived, completed: ids of the jobs that arrived / completed since the last decision.
+        done_samples: (A,) samples each active job has processed so far (observable without
+            knowing its total work; what a non-clairvoyant policy may read).
         restart_s: The simulation's restart cost (seconds without progress after a change of
             candidate or nodes).
         restarts: (A,) restarts each active job has paid so far.
@@ -74,11 +76,15 @@ class SchedulerView:
     models: tuple[str, ...] = ()
     arrived: tuple[int, ...] = ()
     completed: tuple[int, ...] = ()
+    done_samples: np.ndarray = None   # type: ignore[assignment]
     restart_s: float = 0.0
     restarts: np.ndarray = None   # type: ignore[assignment]
     current_nodes: tuple = ()
 
     def __post_init__(self) -> None:
+        if self.done_samples is None:
+            object.__setattr__(self, "done_samples",
+                               np.maximum(self.work_samples - self.remaining_samples, 0.0))
         if self.restarts is None:
             object.__setattr__(self, "restarts", np.zeros(self.job_ids.shape, dtype=np.int64))
         if not self.current_nodes:

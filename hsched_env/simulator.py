@@ -358,6 +358,7 @@ class Simulator:
             current=s.current[active], candidates=tuple(tables[i] for i in active),
             models=tuple(s.records[i].model for i in active),
             arrived=tuple(s.arrived_since), completed=tuple(s.completed_since),
+            done_samples=np.array([s.records[i].samples_done for i in active]),
             restart_s=float(cfg.restart_s),
             restarts=np.array([s.records[i].restarts for i in active], dtype=np.int64),
             current_nodes=tuple(s.alloc[i] for i in active))

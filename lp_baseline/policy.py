@@ -2,15 +2,22 @@
 
 Each round (or only when jobs arrive or finish, see ``resolve``) the policy solves the
 allocation LP over job × candidate (``lp_baseline.solver``): X[j, c] is the share of time job j
-should run with candidate c. The fractional X is turned into this round's integral assignment
+should run with candidate c. The co-optimizer's default objective is ``fair-srpt`` (a max-min
+fairness floor, then Σ throughput ÷ remaining work; ``fair-las`` is the non-clairvoyant
+variant), with each job's throughput normalized by its throughput on its fair share
+(``normalizer``) and candidates capped at ``max(requested, G / N)`` GPUs (``size_cap``); see
+docs/lp.md. The fractional X is turned into this round's integral assignment
 the way Gavel does it, at the level of jobs: a job's priority is its LP share (Σ_c X[j, c])
 ÷ the share of time it has received since the last solve — jobs that have received nothing come
 first — with its accumulated deficit (share × elapsed − received) as tie-breaker; jobs are
-admitted in priority order while their GPUs fit the free capacity of every type. Which of its
+admitted in priority order if they fit on the nodes (a dry run of the simulator's placement,
+``_DryRun``: jobs rerunning their current candidate keep their nodes first). Which of its
 candidates a job runs: its current one if the LP still gives it a share (``sticky``: a switch
 costs a restart), else the one most under-served (X minus the share received); the others with
-X > 0 follow as placement fallbacks. Then (``fill``) GPUs still free go to waiting jobs that fit,
-so the schedule is work-conserving. (Rounding per (job, candidate) pair, as Gavel rounds per
+X > 0 follow, then the job's other eligible candidates, fastest first — a job the LP runs is
+placed on something that fits rather than idled by node fragmentation; the rest of the list
+stays as the simulator's fallbacks. Then (``fill``) GPUs still free go to waiting jobs that
+fit, so the schedule is work-conserving. (Rounding per (job, candidate) pair, as Gavel rounds per
 (job, type), time-shares a job between its own candidates and pays a restart at each switch.)
 
 Heuristics that cut decision time (``LPPolicy`` arguments):
@@ -33,10 +40,13 @@ The fallback is counted (``summary()["lp_fallbacks"]``, by kind in ``lp_fallback
 logged as a warning, rate-limited (the 1st, 10th, 100th, … fault of each kind in a run); the
 rounding and the fill pass then run as usual, so the simulation goes on.
 
-Policies built on it (``make_policy``): ``heterosched-lp`` (all candidates), ``gavel``
-(heterogeneity-aware max-min, only each job's requested GPU count with plain data parallelism
-on each type: no strategy co-optimization), ``agnostic-lp`` (the same, with every type's
-throughput taken as equal), ``topk``, ``pop-K`` and ``lp-on-change``.
+Policies built on it (``make_policy``): ``heterosched-lp`` (all candidates, ``fair-srpt``),
+``heterosched-lp-las`` (the same with ``fair-las``), ``gavel`` (Gavel's heterogeneity-aware
+max-min with its ``X_equal`` normalizer, only each job's requested GPU count with plain data
+parallelism on each type: no strategy co-optimization), ``agnostic-lp`` (the same, with every
+type's throughput taken as equal), ``heterosched-lp-v0`` (an ablation: max-min over every
+candidate with Gavel's normalizer and no size cap, on today's rounding and candidate tables),
+``topk``, ``pop-K`` and ``lp-on-change``. ``sia`` (``lp_baseline.sia``) is Sia's ILP.
 """
 
 from __future__ import annotations
@@ -65,7 +75,7 @@ FEASIBILITY_TOL = 1e-6
 DEFAULT_OBJECTIVE = "fair-srpt"
 #: Normalizers of a job's throughput (``LPPolicy(normalizer=)``).
 NORMALIZERS = ("fair-share", "requested")
-#: ``fair-las``: the prior (fair-share seconds) added to a job's attained service.
+#: ``fair-las``: the first attained-service class boundary (seconds of the requested config).
 DEFAULT_LAS_TAU_S = 1800.0
 log = logging.getLogger(__name__)
 
@@ -75,7 +85,7 @@ class LPPolicy:
 
     Args:
         name: Name shown in results.
-        objective: One of ``OBJECTIVES``: ``fair-las`` (default), ``fair-srpt``, ``max-min``,
+        objective: One of ``OBJECTIVES``: ``fair-srpt`` (default), ``fair-las``, ``max-min``,
             ``max-throughput``, ``min-makespan`` or ``ftf``.
         candidates: ``"all"`` or ``"requested"`` (only the requested-GPU data-parallel ones).
         agnostic: Solve as if every GPU type were equally fast (Gavel's agnostic baseline).
@@ -102,8 +112,8 @@ class LPPolicy:
             candidates is that small keeps its smallest ones.
         floor: Fairness floor of ``fair-srpt`` / ``fair-las``: every job keeps at least this
             fraction of the max-min optimum.
-        las_tau_s: ``fair-las``: the prior, in fair-share seconds, added to a job's attained
-            service (its estimate of the job's remaining time).
+        las_tau_s: ``fair-las``: the first attained-service class boundary, in seconds of the
+            job's requested configuration (classes ``[0, τ)``, ``[τ, 3τ)``, ``[3τ, 7τ)``, ...).
         restart_aware: In the second stage of ``fair-srpt`` / ``fair-las``, discount a running
             job's other candidates by the share of time they would be productive after the
             restart a switch costs, ``H / (H + restart_s)`` with ``H`` the job's remaining time
@@ -158,7 +168,8 @@ class LPPolicy:
         self._warned_pop = False
         self._allowed_key = None
         # delivered ÷ planned: each job's planned normalized rate of the last decision
-        self._planned: dict[int, tuple[float, float]] = {}      # job -> (Σ X thr / norm, norm)
+        # job -> (Σ X thr / norm, norm, restarts so far)
+        self._planned: dict[int, tuple[float, float, int]] = {}
         self._planned_sum = 0.0
         self._delivered_sum = 0.0
 
@@ -173,8 +184,9 @@ class LPPolicy:
         ``lp_fallback_kinds`` (those by kind, see ``FALLBACK_KINDS``), ``lp_time_limits``
         (solves that hit the time limit, with or without a usable incumbent) and
         ``delivered_over_planned``: Σ over rounds and jobs of the normalized throughput the
-        jobs actually ran with ÷ the normalized throughput the LP planned for them
-        (``Σ_c X thr / norm``; rounds a job finished in are left out); NaN before a round
+        jobs actually ran with (less the time a restart took) ÷ the normalized throughput the
+        LP planned for them (``Σ_c X thr / norm``; rounds a job finished in are left out);
+        above 1 when the fill pass runs jobs on GPUs the plan left idle; NaN before a round
         has run."""
         return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
                 "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
@@ -303,7 +315,10 @@ class LPPolicy:
         """The LP's primary objective of ``allocation`` (``{job id: (rows, X)}``, e.g.
         ``allocation`` or ``shares(view)[0]``) over the round's whole problem: every active
         job with all its candidates. A job the allocation leaves out counts with X = 0, so a
-        pruned LP is scored on the same problem as the full one."""
+        pruned LP is scored on the same problem as the full one. For ``fair-srpt`` /
+        ``fair-las`` it is stage 2's weighted throughput, or ``-inf`` when the allocation
+        breaks the whole problem's fairness floor (``floor ×`` its max-min optimum, one
+        extra LP solve), so a pruned LP can never score above the full one."""
         A = view.num_active
         tabs = view.candidates
         sizes = np.array([len(t) for t in tabs], dtype=np.int64)
@@ -331,7 +346,16 @@ class LPPolicy:
             # the round's data is not a valid LP (NaN or zero throughput): no objective
             log.debug("%s: cannot evaluate the LP objective: %s", self.name, exc)
             return math.nan
-        return float(evaluate_objective(problem, x, self.objective))
+        value = float(evaluate_objective(problem, x, self.objective))
+        if self.objective in FLOOR_OBJECTIVES and value > -math.inf:
+            # stage 2's value counts only where the allocation keeps the whole problem's
+            # floor (a pruned LP has a lower max-min optimum, hence a looser floor)
+            t_star = solve_allocation(problem, "max-min", backend=self.backend,
+                                      secondary=False).objective
+            ratio = evaluate_objective(problem, x, "max-min")
+            if ratio < self.floor * t_star * (1.0 - 1e-6) - 1e-12:
+                return -math.inf
+        return value
 
     def _allocate(self, view: SchedulerView, stats: PolicyStats, allowed=None,
                   t0: float | None = None) -> dict:
@@ -485,9 +509,11 @@ class LPPolicy:
         other objectives.
 
         ``fair-srpt``: ``norm / remaining`` (the stage then maximizes ``Σ_j thr_j /
-        remaining_j``, SRPT-like). ``fair-las``: ``1 / (attained + las_tau_s)``, attained
-        service in fair-share seconds (samples done ÷ norm) — what a non-clairvoyant
-        scheduler can know. ``switch`` (``restart_aware``): 1 for a running job's current
+        remaining_j``, SRPT-like). ``fair-las``: discretized least attained service — class
+        ``c = ⌊log2(1 + a / las_tau_s)⌋`` of the attained service ``a`` (samples done ÷ the
+        job's reference throughput, in seconds) weighs ``2^-c``, older jobs up to 10% more
+        within a class; it reads only ``done_samples``, never the remaining work, as a
+        non-clairvoyant scheduler would. ``switch`` (``restart_aware``): 1 for a running job's current
         candidate and for a job that never ran; ``H / (H + restart_s)`` for every other
         choice (it costs a restart), ``H`` the job's remaining time on that candidate —
         remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
@@ -504,7 +530,7 @@ class LPPolicy:
             # requested configuration, in geometric classes [0, tau), [tau, 3 tau),
             # [3 tau, 7 tau), ...; class c weighs 2^-c; within a class the older job weighs
             # up to 10% more (FIFO), so priorities are stable between class boundaries
-            done = np.maximum(view.work_samples[ks] - rem, 0.0)
+            done = view.done_samples[ks]
             attained = done / view.reference_samples_per_s[ks]
             cls = np.floor(np.log2(1.0 + attained / self.las_tau_s))
             age = view.time_s - view.arrival_s[ks]
@@ -580,6 +606,8 @@ class LPPolicy:
             jobs.append((-prio, -deficit, -share, j, k, order))
         jobs.sort(key=lambda e: e[:4])
         dry = _DryRun(view)
+        for *_, k, order in jobs:
+            dry.reserve(k, order[0])
         out: Assignment = {}
         for _, _, _, j, k, order in jobs:
             # the LP's candidates first; if node fragmentation blocks them all, the job's
@@ -631,9 +659,11 @@ class LPPolicy:
             plan = self._planned.get(int(j))
             if plan is None:
                 continue
-            planned, norm = plan
+            planned, norm, restarts = plan
             cur = int(view.current[k])
             got = float(view.candidates[k].samples_per_s[cur]) / norm if cur >= 0 else 0.0
+            if int(view.restarts[k]) > restarts:      # it restarted: no progress meanwhile
+                got *= max(step - view.restart_s, 0.0) / step
             self._planned_sum += planned * step
             self._delivered_sum += got * step
 
@@ -646,38 +676,46 @@ class LPPolicy:
                 continue
             rows, x = got
             thr = view.candidates[k].samples_per_s[rows]
-            self._planned[int(j)] = (float(np.sum(x * thr)) / norms[k], float(norms[k]))
+            self._planned[int(j)] = (float(np.sum(x * thr)) / norms[k], float(norms[k]),
+                                     int(view.restarts[k]))
 
 
 class _DryRun:
-    """The round's placements tried on a copy of the cluster's nodes, as the simulator makes
-    them: a job rerunning its current candidate keeps its nodes when they are free, any other
-    choice is placed by ``NodeState.place``."""
+    """The round's placements tried on a copy of the cluster's nodes, the way the simulator
+    makes them (``Simulator.place_decision``): first every job whose first choice is its
+    current candidate re-takes the nodes it holds (``reserve``); then each job, here in
+    priority order (the simulator goes largest first, which is why every list keeps its
+    fallbacks), takes the first of its rows that ``NodeState.place`` can place."""
 
     def __init__(self, view: SchedulerView) -> None:
         self.view = view
         self.nodes = NodeState(view.cluster)
         self.free = view.capacity.astype(np.int64).copy()
+        self._kept: set[int] = set()
+
+    def reserve(self, k: int, first: int) -> None:
+        """Job ``k`` reruns its current candidate ``first`` on the nodes it holds, if any."""
+        view = self.view
+        held = view.current_nodes[k]
+        if first == int(view.current[k]) and held is not None and self.nodes.keep(held):
+            self.free -= view.candidates[k].gpus[first]
+            self._kept.add(k)
 
     def place_first(self, k: int, prefs: list[int]) -> list[int] | None:
         """Take the first of ``prefs`` (rows of job ``k``) that fits; returns it followed by
-        the rest of ``prefs`` after it (the simulator's fallbacks), or ``None``."""
+        the job's other rows in ``prefs`` order (the simulator's fallbacks), or ``None``."""
         if not prefs:
             return None
-        view = self.view
-        table = view.candidates[k]
+        if k in self._kept and prefs[0] == int(self.view.current[k]):
+            return list(prefs)                     # its nodes are already taken
+        table = self.view.candidates[k]
         cand = np.asarray(prefs, dtype=np.int64)
         ok = np.all(table.gpus[cand] <= self.free, axis=1)     # cheap per-type test first
-        cur, held = int(view.current[k]), view.current_nodes[k]
         for i in np.flatnonzero(ok):
             r = int(cand[i])
-            if r == cur and held is not None and self.nodes.keep(held):
-                got = True
-            else:
-                got = self.nodes.place(candidate_parts(table, r), int(table.tp[r])) is not None
-            if got:
+            if self.nodes.place(candidate_parts(table, r), int(table.tp[r])) is not None:
                 self.free -= table.gpus[r]
-                return [r] + [int(c) for c in cand[i + 1:]]
+                return [r] + [int(c) for c in prefs if int(c) != r]
         return None
 
 

@@ -9,9 +9,10 @@ module implements it as follows.
 GPU type, at Sia's sizes — powers of two within a node, whole nodes beyond, at most 64 GPUs
 (``hsched_env.planner.sia_sizes``). A job constrained to a GPU type only has that type's rows.
 
-**Goodput matrix.** ``G[i, c] = thr[i, c] / thr[i, c_min(i)]``, with ``c_min(i)`` job ``i``'s
-smallest configuration (fewest GPUs; on ties the slowest), so each row's smallest entry is 1
-(Sia normalizes every job by its smallest configuration).
+**Goodput matrix.** ``G[i, c] = N_min(i) · thr[i, c] / thr[i, c_min(i)]``, with ``c_min(i)``
+job ``i``'s smallest configuration (fewest GPUs; on ties the slowest) and ``N_min(i)`` its GPU
+count, so each row's smallest entry is ``N_min`` — 1 for a job that fits on one GPU (Sia
+normalizes every job by its smallest configuration, "1 (or N_min)").
 
 **Restart factor** (Pollux's, as Sia uses it). With ``T_i`` the job's age (now − arrival),
 ``N_i`` the restarts it has paid so far and ``S`` the restart cost,
@@ -41,7 +42,9 @@ with Sia's defaults ``p = −0.5`` (a negative power, so the sum is minimized), 
 penalty of leaving a job without an allocation) and ``clip = 3000`` (``G = 0``, from a restart
 factor of 0, costs ``clip``). Invalid (job, configuration) pairs are absent rather than
 penalized. It is solved with ``scipy.optimize.milp`` (HiGHS) with a relative MIP gap
-(``mip_gap``, 1e-4 as Sia's CBC) and a time limit (``time_limit_s``); the solve is deterministic.
+(``mip_gap``, 1e-4 as Sia's CBC) and an optional time limit (``time_limit_s``, none by default);
+without a time limit the solve is deterministic (a wall-clock limit makes it depend on the
+machine's load).
 
 **Output.** For each job the ILP gives a configuration: that row first, then the job's other
 configurations on the same GPU type with fewer GPUs, largest first, so that when node
@@ -92,9 +95,9 @@ SIA_LAMBDA = 1.1
 SIA_CLIP = 3000.0
 #: Relative MIP gap (Sia's simulator runs CBC with a 1e-4 gap).
 SIA_MIP_GAP = 1e-4
-#: Default time limit of one ILP solve (seconds); on expiry a feasible incumbent is used, else
-#: the greedy fallback.
-DEFAULT_TIME_LIMIT_S = 10.0
+#: Default time limit of one ILP solve (seconds; ``None``: none, so results never depend on
+#: the machine's load); on expiry a feasible incumbent is used, else the greedy fallback.
+DEFAULT_TIME_LIMIT_S = None
 #: Why a round fell back to the greedy assignment (``summary()["lp_fallback_kinds"]``).
 FALLBACK_KINDS = ("exception", "no_solution", "status", "bad_solution")
 
@@ -119,11 +122,14 @@ def smallest_config(table, rows: np.ndarray) -> int:
 
 def goodput(table, rows: np.ndarray) -> np.ndarray:
     """Sia's normalized goodput of configurations ``rows``: throughput ÷ the throughput of the
-    job's smallest configuration among them (so the smallest entry is 1)."""
+    job's smallest configuration among them, × that configuration's GPU count ``N_min`` (so
+    the smallest entry is ``N_min``: 1 for every job that fits on one GPU)."""
     if rows.size == 0:
         return np.zeros(0)
-    base = float(table.samples_per_s[smallest_config(table, rows)])
-    return np.asarray(table.samples_per_s[rows], dtype=np.float64) / base
+    small = smallest_config(table, rows)
+    base = float(table.samples_per_s[small])
+    n_min = float(table.gpus[small].sum())
+    return np.asarray(table.samples_per_s[rows], dtype=np.float64) / base * n_min
 
 
 def restart_factor(age_s: float, restarts: int, restart_s: float) -> float:

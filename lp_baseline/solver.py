@@ -19,12 +19,13 @@ With ``thr_j(X) = sum_{c of j} thr[c] * X[c]`` the objectives are
   LPs ``thr_j(X) >= remaining_j / (r * D_j - age_j)``;
 * ``fair-srpt`` / ``fair-las`` (HeteroSched's JCT objectives, two stages): first the max-min
   optimum ``t*`` of ``thr_j(X) / norm_j``; then, with every job held at
-  ``thr_j(X) / norm_j >= floor * t*`` (a fairness *floor*, ``floor`` ~ 0.5), maximize
-  ``sum_j priority_j * sum_{c of j} switch_c * thr[c] * X[c] / norm_j``. The caller sets
+  ``thr_j(X) / norm_j >= floor * t*`` (a fairness *floor*, default 0.5), maximize
+  ``sum_j priority_j * sum_{c of j} switch_c * thr[c] * X[c] / norm_j`` (plus a 1e-6
+  normalized-throughput term, ``STAGE2_FILL``, so no capacity idles). The caller sets
   ``priority`` (``LPPolicy``: ``norm_j / remaining_j`` for the clairvoyant, SRPT-like
-  ``fair-srpt``; ``1 / (attained_j + tau)`` in fair-share seconds of attained service for the
-  non-clairvoyant, LAS-like ``fair-las``) and ``switch`` (the share of time a candidate would
-  be productive after a restart; 1 for the current one).
+  ``fair-srpt``; a discretized least-attained-service class weight for the non-clairvoyant
+  ``fair-las``) and ``switch`` (the share of time a candidate would be productive after a
+  restart; 1 for the current one). The two names differ only in how the caller weighs jobs.
 
 ``max-min`` and ``min-makespan`` are solved **lexicographically** (unless ``secondary=False``):
 after the primary optimum ``v*`` is found, the primary variable is bounded to
@@ -95,6 +96,9 @@ OBJECTIVES = ("max-min", "max-throughput", "min-makespan", "ftf", "fair-srpt", "
 FLOOR_OBJECTIVES = ("fair-srpt", "fair-las")
 #: Default fairness floor of the two-stage objectives (fraction of the max-min optimum).
 DEFAULT_FLOOR = 0.5
+#: Weight (relative to the largest stage-2 coefficient) of the normalized-throughput term
+#: added to stage 2, so no capacity is left idle whatever the weights' range.
+STAGE2_FILL = 1e-6
 BACKENDS = ("highs", "pulp")
 STATUSES = ("optimal", "time_limit", "infeasible", "error", "unavailable")
 
@@ -466,7 +470,10 @@ def _build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.n
         # coefficient of 1 (the solution does not depend on the scale)
         coef = p.stage2_coefficients()[cand]
         top = float(coef.max()) if coef.size else 0.0
-        fill[:n] = coef / top if top > 0 else p.thr[cand] / p.norm[jobs] / max(run_jobs.size, 1)
+        base = p.thr[cand] / p.norm[jobs]
+        # + a tiny normalized-throughput term: weights far below the solver's tolerance
+        # (a job seconds from its end next to a very long one) must not leave GPUs idle
+        fill[:n] = (coef / top if top > 0 else 0.0) + STAGE2_FILL * base / float(base.max())
     else:
         fill[:n] = p.thr[cand] / p.norm[jobs] / max(run_jobs.size, 1)
     cost = np.zeros(ncol)
@@ -721,7 +728,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         if objective == "ftf":
             status, values, iters, run_s = _solve_ftf(p, spec, driver, best, coef_scale, budget)
         else:
-            keep = floor if objective in FLOOR_OBJECTIVES else 1.0 - LEX_REL_TOL
+            keep = (min(floor, 1.0 - LEX_REL_TOL) if objective in FLOOR_OBJECTIVES
+                    else 1.0 - LEX_REL_TOL)
             status, values, iters, run_s, floor_ratio = _solve_lexicographic(
                 spec, driver, budget, secondary and spec.aux is not None, keep)
     except Exception as exc:   # noqa: BLE001 - reported as a status, the caller falls back

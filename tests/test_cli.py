@@ -199,6 +199,8 @@ def test_simulate_errors(tmp_path):
     (["--max-time-s", "-1"], "--max-time-s"),
     (["--throughputs", "nonsense"], "throughput source"),
     (["--jobs-out", "/nonexistent-dir/x.csv"], "--jobs-out"),
+    (["--floor", "1.5"], "--floor"),
+    (["--objective", "fastest"], "fair-srpt"),
 ])
 def test_bad_simulation_flags_fail_before_simulating(capsys, extra, needle):
     code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
@@ -210,3 +212,18 @@ def test_compare_checks_every_policy_name_first(capsys):
     code, out, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
                          "gavel:rate=4,jobs=3", "--policies", "fifo,nope")
     assert code == 2 and "unknown policy 'nope'" in err and out == ""
+
+
+def test_objective_and_floor_reach_the_co_optimizer():
+    """--objective / --floor change heterosched-lp's schedule, and gavel ignores them."""
+    def avg(*extra, policy="heterosched-lp"):
+        out = subprocess.run([sys.executable, "-m", "hsched_env", "simulate", "--cluster",
+                              "sia-64", "--workload", "gavel:rate=30,jobs=40,seed=3",
+                              "--policy", policy, "--json", "--no-progress", *extra],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)["avg_jct_s"]
+    base = avg()
+    assert avg("--objective", "fair-srpt", "--floor", "0.5") == base     # the defaults
+    assert avg("--objective", "fair-las") != base
+    assert avg("--floor", "0") != base
+    assert avg(policy="gavel") == avg("--floor", "0", policy="gavel")

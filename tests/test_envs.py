@@ -643,7 +643,8 @@ def test_rank_compare_full_objectives():
         assert info["full_lp_vars"] == info["lp_vars"]
         env.set_state(snap)
         # keeping each job's best candidate only (a subset that leaves no job out): the
-        # max-min objective (maximized) can only drop, and the LP is smaller
+        # default objective (fair-srpt, maximized; -inf if the kept allocation breaks the full
+        # problem's fairness floor) can only drop, and the LP is smaller
         keep = np.zeros(env.K, dtype=np.int8)
         keep[[int(np.flatnonzero(sl.k == k)[0]) for k in range(A)]] = 1
         _, _, term, trunc, info = env.step(keep)

@@ -111,3 +111,104 @@ def test_unknown_policy_and_objective():
     with pytest.raises(UnknownNameError, match="max-min"):
         make_policy("heterosched-lp", objective="fastest")
     assert all(make_policy(n) for n in POLICY_NAMES)
+
+
+# ------------------------------------------------------------------------------ issue 10
+def test_new_objectives_run_and_finish():
+    for name, objective in (("heterosched-lp", "fair-srpt"), ("heterosched-lp", "fair-las"),
+                            ("heterosched-lp-las", None), ("heterosched-lp-v0", None)):
+        _, result = simulate(make_policy(name, objective=objective))
+        assert result.metrics()["jobs_completed"] == 40, (name, objective)
+
+
+def _views(policy, spec="gavel:rate=30,jobs=60,seed=4", cluster=SIA):
+    rec, result = simulate(policy, spec, cluster)
+    return rec, result
+
+
+def test_fair_share_normalizer_and_size_cap():
+    policy = make_policy("heterosched-lp")
+    rec, _ = _views(policy)
+    G = float(SIA.num_gpus)
+    checked = 0
+    for view, out in zip(rec.views, rec.decisions):
+        N = view.num_active
+        index = {int(j): k for k, j in enumerate(view.job_ids)}
+        for k in range(N):
+            table = view.candidates[k]
+            fair = min(float(view.requested_gpus[k]), G / N)
+            want = max(float(t) * min(1.0, fair / n)
+                       for t, n in zip(table.samples_per_s, table.num_gpus))
+            assert policy._norm(view, k) == pytest.approx(want, rel=1e-12)
+        for j, rows in out.items():
+            k = index[j]
+            table = view.candidates[k]
+            cap = max(float(view.requested_gpus[k]), G / N)
+            for r in rows:                       # every listed row, fallbacks included
+                assert table.num_gpus[r] <= cap + 1e-9 or table.requested[r]
+                checked += 1
+    assert checked > 100
+    # a job asking for more than its fair share is normalized by fewer GPUs than it asked
+    # for: never above its best candidate within the fair share, time-sliced
+    view = next(v for v in rec.views if np.any(v.requested_gpus > G / v.num_active))
+    k = int(np.flatnonzero(view.requested_gpus > G / view.num_active)[0])
+    table = view.candidates[k]
+    assert policy._norm(view, k) < float(table.samples_per_s.max())
+
+
+def test_a_job_the_rounding_lists_is_never_idled():
+    """Every job a decision names runs that round (its list ends with candidates that fit on
+    the nodes), on the row listed first unless the simulator's placement order differs."""
+    rec, result = _views(make_policy("heterosched-lp"), "gavel:rate=30,jobs=80,seed=2")
+    listed = same_first = 0
+    for (view, out), nxt in zip(zip(rec.views, rec.decisions), rec.views[1:]):
+        pos = {int(j): k for k, j in enumerate(nxt.job_ids)}
+        done = set(nxt.completed)
+        for j, rows in out.items():
+            if j in done or j not in pos:
+                continue
+            listed += 1
+            cur = int(nxt.current[pos[j]])
+            assert cur in rows, f"job {j} was listed {rows} but did not run"
+            same_first += cur == rows[0]
+    assert listed > 200
+    assert same_first >= 0.97 * listed
+    assert 0.5 < result.metrics()["delivered_over_planned"] < 1.5
+
+
+def test_fair_las_never_reads_remaining_work_and_the_restart_discount():
+    import dataclasses
+    rec, _ = _views(make_policy("heterosched-lp"))
+    view = next(v for v in rec.views if np.sum(v.current >= 0) >= 3 and v.num_active >= 5)
+    ks = np.arange(view.num_active)
+    rows = [np.arange(len(t)) for t in view.candidates]
+    other = dataclasses.replace(view, remaining_samples=view.remaining_samples * 3.0,
+                                work_samples=view.work_samples * 3.0)
+    las = make_policy("heterosched-lp-las")
+    srpt = make_policy("heterosched-lp")
+    norms = las._norms(view)
+    p1, s1 = las._stage2(view, ks, rows, norms)
+    p2, _ = las._stage2(other, ks, rows, norms)
+    np.testing.assert_array_equal(p1, p2)          # only done_samples matter
+    q1, w1 = srpt._stage2(view, ks, rows, norms)
+    q2, _ = srpt._stage2(other, ks, rows, norms)
+    assert not np.allclose(q1, q2)                  # the clairvoyant one reads them
+    # restart discount: a running job's current row costs nothing, every other row < 1
+    start = np.r_[0, np.cumsum([len(r) for r in rows])[:-1]]
+    for k in np.flatnonzero(view.current >= 0):
+        f = w1[start[k]:start[k] + len(rows[k])]
+        cur = int(view.current[k])
+        assert f[cur] == 1.0 and np.all(np.delete(f, cur) < 1.0)
+    never = np.flatnonzero((view.current < 0) & (view.attained_s == 0))
+    for k in never:
+        assert np.all(w1[start[k]:start[k] + len(rows[k])] == 1.0)
+
+
+def test_bad_co_optimizer_knobs():
+    from hsched_env.errors import ConfigError
+    with pytest.raises(ConfigError, match="floor"):
+        LPPolicy(floor=1.5)
+    with pytest.raises(ConfigError, match="las_tau_s"):
+        LPPolicy(las_tau_s=0)
+    with pytest.raises(UnknownNameError, match="fair-share"):
+        LPPolicy(normalizer="whole")

@@ -180,7 +180,7 @@ def reference_costs(view, S=60.0):
             out.append({})
             continue
         smallest = min(rows, key=lambda r: (table.gpus[r].sum(), table.samples_per_s[r]))
-        base = table.samples_per_s[smallest]
+        base = table.samples_per_s[smallest] / table.gpus[smallest].sum()   # G_min = N_min
         cur = int(view.current[k])
         age = view.time_s - view.arrival_s[k]
         if age < S:

@@ -52,8 +52,9 @@ class RankEnv(HSchedEnvBase):
     time of the round; 0.0 with ``measure_time=False``), ``lp_vars``, ``kept``, ``total``;
     with ``compare_full=True`` also ``full_objective`` and ``kept_objective`` — the full LP's
     and the kept LP's allocations scored by the LP objective on the round's whole problem
-    (a job with no kept candidate counts with no share), so kept ≤ full for a maximized
-    objective — and ``full_lp_vars``.
+    (a job with no kept candidate counts with no share; for the default ``fair-srpt`` and for
+    ``fair-las``, ``-inf`` when the kept allocation breaks the whole problem's fairness
+    floor), so kept ≤ full for a maximized objective — and ``full_lp_vars``.
 
     ## Starting State
 
