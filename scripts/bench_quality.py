@@ -78,7 +78,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
-DEFAULT_POLICIES = ("heterosched-lp", "heterosched-lp-las", "gavel", "sia")
+DEFAULT_POLICIES = "heterosched-lp,heterosched-lp-las,gavel,sia"
 GROUPS = ("gavel-classic", "gavel-llm", "philly", "pollux")
 # (classic, llm) generator parameters and the throughput source, per cluster
 GAVEL_CASES = {
