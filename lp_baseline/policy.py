@@ -606,8 +606,6 @@ class LPPolicy:
             jobs.append((-prio, -deficit, -share, j, k, order))
         jobs.sort(key=lambda e: e[:4])
         dry = _DryRun(view)
-        for *_, k, order in jobs:
-            dry.reserve(k, order[0])
         out: Assignment = {}
         for _, _, _, j, k, order in jobs:
             # the LP's candidates first; if node fragmentation blocks them all, the job's
@@ -681,41 +679,81 @@ class LPPolicy:
 
 
 class _DryRun:
-    """The round's placements tried on a copy of the cluster's nodes, the way the simulator
-    makes them (``Simulator.place_decision``): first every job whose first choice is its
-    current candidate re-takes the nodes it holds (``reserve``); then each job, here in
-    priority order (the simulator goes largest first, which is why every list keeps its
-    fallbacks), takes the first of its rows that ``NodeState.place`` can place."""
+    """The round's placements tried on a copy of the cluster's nodes, in the rounding's
+    priority order, so that the simulator (which places jobs keeping their candidate first,
+    then the rest largest first) can carry them out.
+
+    A job rerunning its current candidate re-takes the nodes it holds (as
+    ``Simulator.place``). Any other choice is first tried without the nodes still held by
+    running jobs not yet placed — they will keep them if their turn comes — and only if that
+    fails on those nodes too; the running jobs whose nodes it takes are then **evicted**:
+    they may not list their current candidate (the simulator would give them their old nodes
+    back first), so a lower-priority running job never blocks a higher-priority one."""
 
     def __init__(self, view: SchedulerView) -> None:
         self.view = view
         self.nodes = NodeState(view.cluster)
         self.free = view.capacity.astype(np.int64).copy()
-        self._kept: set[int] = set()
+        self._held = {k: a for k, a in enumerate(view.current_nodes)
+                      if a is not None and int(view.current[k]) >= 0}
+        self._mask = np.zeros_like(self.nodes.free)       # GPUs held by pending running jobs
+        for alloc in self._held.values():
+            for v, g in alloc:
+                self._mask[v] += g
+        self._pending = set(self._held)
+        self._evicted: set[int] = set()
 
-    def reserve(self, k: int, first: int) -> None:
-        """Job ``k`` reruns its current candidate ``first`` on the nodes it holds, if any."""
-        view = self.view
-        held = view.current_nodes[k]
-        if first == int(view.current[k]) and held is not None and self.nodes.keep(held):
-            self.free -= view.candidates[k].gpus[first]
-            self._kept.add(k)
+    def _settle(self, k: int) -> None:
+        if k in self._pending:
+            self._pending.discard(k)
+            for v, g in self._held[k]:
+                self._mask[v] -= g
+
+    def _place(self, table, r: int, masked: bool) -> bool:
+        parts, tp = candidate_parts(table, r), int(table.tp[r])
+        if not masked:
+            before = self.nodes.free.copy()
+            if self.nodes.place(parts, tp) is None:
+                return False
+            self._evict(before)
+            return True
+        hide = np.minimum(self._mask, self.nodes.free)
+        self.nodes.free -= hide
+        got = self.nodes.place(parts, tp)
+        self.nodes.free += hide
+        return got is not None
+
+    def _evict(self, before: np.ndarray) -> None:
+        """Pending running jobs whose held nodes the last placement took from."""
+        taken = before - self.nodes.free
+        for k in list(self._pending):
+            if any(taken[v] and self.nodes.free[v] < g for v, g in self._held[k]):
+                self._evicted.add(k)
 
     def place_first(self, k: int, prefs: list[int]) -> list[int] | None:
         """Take the first of ``prefs`` (rows of job ``k``) that fits; returns it followed by
         the job's other rows in ``prefs`` order (the simulator's fallbacks), or ``None``."""
+        view = self.view
+        cur = int(view.current[k])
+        self._settle(k)
+        if k in self._evicted:
+            prefs = [r for r in prefs if r != cur]
         if not prefs:
             return None
-        if k in self._kept and prefs[0] == int(self.view.current[k]):
-            return list(prefs)                     # its nodes are already taken
-        table = self.view.candidates[k]
+        table = view.candidates[k]
         cand = np.asarray(prefs, dtype=np.int64)
-        ok = np.all(table.gpus[cand] <= self.free, axis=1)     # cheap per-type test first
-        for i in np.flatnonzero(ok):
-            r = int(cand[i])
-            if self.nodes.place(candidate_parts(table, r), int(table.tp[r])) is not None:
-                self.free -= table.gpus[r]
-                return [r] + [int(c) for c in prefs if int(c) != r]
+        ok = np.flatnonzero(np.all(table.gpus[cand] <= self.free, axis=1))   # per-type test
+        held = self._held.get(k)
+        for masked in (True, False):
+            for i in ok:
+                r = int(cand[i])
+                if r == cur and held is not None:
+                    got = self.nodes.keep(held)
+                else:
+                    got = self._place(table, r, masked)
+                if got:
+                    self.free -= table.gpus[r]
+                    return [r] + [int(c) for c in prefs if int(c) != r]
         return None
 
 
