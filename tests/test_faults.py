@@ -311,6 +311,7 @@ def _subset(view, ks):
               if isinstance(getattr(view, f.name), np.ndarray) and f.name != "capacity"}
     return dataclasses.replace(view, candidates=tuple(view.candidates[k] for k in ks),
                                models=tuple(view.models[k] for k in ks) if view.models else (),
+                               current_nodes=tuple(view.current_nodes[k] for k in ks),
                                **arrays)
 
 

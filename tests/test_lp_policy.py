@@ -10,38 +10,21 @@ from hsched_env.errors import UnknownNameError
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.workloads import load_workload
 from lp_baseline.policy import POLICY_NAMES, LPPolicy, make_policy
+from policy_recorder import Recorder as PolicyRecorder
 
 SIA = get_cluster("sia-64")
 SHORT_LLM = "gavel:rate=20,jobs=40,seed=7,mix=llm,duration_scale=0.05"
 
 
-class Recorder:
+class Recorder(PolicyRecorder):
     """Wraps a policy and checks every decision against the view."""
 
-    def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
-        self.views, self.decisions = [], []
-
-    def reset(self, cluster, seed):
-        self.inner.reset(cluster, seed)
-
-    @property
-    def last_stats(self):
-        return self.inner.last_stats
-
-    def summary(self):
-        return self.inner.summary()
-
-    def decide(self, view):
-        out = self.inner.decide(view)
+    def check(self, view, out):
         used = np.zeros_like(view.capacity)
         index = {int(j): k for k, j in enumerate(view.job_ids)}
         for j, rows in out.items():
             used += view.candidates[index[j]].gpus[rows[0]]
         assert np.all(used <= view.capacity), "first choices over-allocate a GPU type"
-        self.decisions.append(out)
-        self.views.append(view)
-        return out
 
 
 def simulate(policy, spec=SHORT_LLM, cluster=SIA, **cfg):

@@ -18,6 +18,7 @@ from hsched_env.policy import SchedulerView
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.workloads import load_workload
 from lp_baseline.sia import SiaPolicy, restart_factor
+from policy_recorder import Recorder
 
 TINY = get_cluster("tiny-8")          # types (V100-16GB, T4), 4 + 4 GPUs
 SIA = get_cluster("sia-64")
@@ -66,30 +67,6 @@ def make_view(tables, capacity, *, current=None, arrival=None, time_s=1000.0, re
 def first_choices(decision) -> dict[int, int]:
     return {int(j): (rows[0] if isinstance(rows, list) else int(rows))
             for j, rows in decision.items()}
-
-
-class Recorder:
-    """Wraps a policy, keeping every view and decision."""
-
-    def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
-        self.views, self.decisions = [], []
-
-    def reset(self, cluster, seed):
-        self.inner.reset(cluster, seed)
-
-    @property
-    def last_stats(self):
-        return self.inner.last_stats
-
-    def summary(self):
-        return self.inner.summary()
-
-    def decide(self, view):
-        out = self.inner.decide(view)
-        self.views.append(view)
-        self.decisions.append(out)
-        return out
 
 
 def simulate(policy, spec=WORKLOAD, cluster=SIA, **cfg):
