@@ -26,6 +26,7 @@ from lp_baseline.solver import (
     random_problem,
     solve_allocation,
 )
+from policy_recorder import Recorder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIA = get_cluster("sia-64")
@@ -35,28 +36,15 @@ REAL_SOLVE = solver_mod.solve_allocation
 
 
 # ---------------------------------------------------------------------------------- helpers
-class Checked:
+class Checked(Recorder):
     """Wraps a policy; asserts every decision is a valid assignment for its view."""
 
-    def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
-        self.rounds = 0
-
-    def reset(self, cluster, seed):
-        self.inner.reset(cluster, seed)
+    def check(self, view, out):
+        assert_valid(view, out)
 
     @property
-    def last_stats(self):
-        return self.inner.last_stats
-
-    def summary(self):
-        return getattr(self.inner, "summary", dict)()
-
-    def decide(self, view):
-        out = self.inner.decide(view)
-        assert_valid(view, out)
-        self.rounds += 1
-        return out
+    def rounds(self) -> int:
+        return len(self.decisions)
 
 
 def assert_valid(view, out):
