@@ -25,7 +25,7 @@ from hsched_env.planner import plan
 
 
 DEMO_WORKLOAD = "gavel:rate=3,jobs=60,mix=llm,duration_scale=0.25"     # + a held-out seed
-DEMO_POLICIES = ("pure-lp", "topk", "pop-4", "ranker", "gavel", "fifo")
+DEMO_POLICIES = ("pure-lp", "topk", "pop-4", "ranker", "sia", "gavel", "fifo")
 
 
 def run_demo(cluster: str, out: Path, models: tuple[str, ...],
