@@ -757,7 +757,8 @@ class _DryRun:
         return None
 
 
-POLICY_NAMES = ("heterosched-lp", "lp-on-change", "topk", "topk-dominance", "gavel", "sia",
+POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
+                "gavel", "sia",
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "heterosched-lp-las",
                 "heterosched-lp-v0", "fifo",
                 "fifo-fastest", "srf", "greedy", "random")
@@ -783,6 +784,11 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
     if name == "sia":
         from lp_baseline.sia import SiaPolicy
         return SiaPolicy()
+    if name == "heterosched-ilp":
+        # Sia's ILP over every candidate of the planner with SRPT job weights: an integral
+        # co-optimizer (lp_baseline/sia.py, docs/lp.md)
+        from lp_baseline.sia import SiaPolicy
+        return SiaPolicy(name=name, configurations="all", srpt_weight=0.5)
     objective = DEFAULT_OBJECTIVE if objective is None else objective
     common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s, **lp_options)
     # Gavel's policies as Gavel defines them: max-min over the requested configurations,

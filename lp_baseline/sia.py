@@ -1,4 +1,6 @@
-"""Sia (Jayaram Subramanya et al., SOSP'23) as a baseline policy: ``sia``.
+"""Sia (Jayaram Subramanya et al., SOSP'23) as a baseline policy: ``sia``; and on its ILP, the
+co-optimizing ILP ``heterosched-ilp`` (``configurations="all"``, ``srpt_weight=0.5``: every
+candidate of the planner, job terms weighted toward jobs near their end; see the class).
 
 Sia re-allocates every job each round with one small ILP over (job, configuration) pairs. Its
 formulation is summarized in ``../shared/reference/scheduling_formulations.md``, section 2; this
@@ -169,6 +171,16 @@ class SiaPolicy:
         mip_gap: Relative MIP gap of the solve (Sia's simulator: 1e-4).
         clip: Upper clip of ``G^p`` (Sia: 3000).
         name: Name shown in results.
+        configurations: ``"sia"`` (default): the job's ``sia_config`` rows, Sia's search space;
+            ``"all"``: every candidate of the job with positive throughput (the planner's
+            strategies: tensor / pipeline parallelism, ZeRO, mixed types) — the co-optimizing
+            ILP ``heterosched-ilp``.
+        srpt_weight: ``None`` (Sia): every job weighs the same. A number ``α``: job ``i``'s
+            terms are weighted by ``w_i = clip((median_k R_k / R_i)^α, 0.1, 10)``, ``R`` the
+            remaining time on the requested configuration (remaining work ÷ reference
+            throughput, clairvoyant like ``fair-srpt``): its cost becomes ``w_i·cost +
+            (1 − w_i)·λ``, so both being allocated and speeding up count ``w_i`` times as
+            much for a job near its end.
     """
 
     name = "sia"
@@ -177,7 +189,12 @@ class SiaPolicy:
                  restart_s: float | None = None, scale_up_limit: bool = True,
                  time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
                  mip_gap: float = SIA_MIP_GAP, clip: float = SIA_CLIP,
-                 name: str = "sia") -> None:
+                 name: str = "sia", configurations: str = "sia",
+                 srpt_weight: float | None = None) -> None:
+        if configurations not in ("sia", "all"):
+            raise ValueError(f"configurations must be 'sia' or 'all', got {configurations!r}")
+        if srpt_weight is not None and not (math.isfinite(srpt_weight) and srpt_weight >= 0):
+            raise ValueError(f"srpt_weight must be None or a number >= 0, got {srpt_weight!r}")
         if restart_s is not None and not (restart_s >= 0 and math.isfinite(restart_s)):
             raise ValueError(f"restart_s must be a finite number >= 0, got {restart_s!r}")
         if time_limit_s is not None and not time_limit_s > 0:
@@ -189,6 +206,7 @@ class SiaPolicy:
         self.restart_s = restart_s
         self.scale_up_limit = bool(scale_up_limit)
         self.time_limit_s, self.mip_gap = time_limit_s, float(mip_gap)
+        self.configurations, self.srpt_weight = configurations, srpt_weight
         self.last_stats = PolicyStats()
         self.reset(None, None)
 
@@ -232,7 +250,7 @@ class SiaPolicy:
         out = []
         for k in range(view.num_active):
             table = view.candidates[k]
-            rows = sia_rows(table)
+            rows = self._rows(table)
             if rows.size == 0:
                 out.append((rows, np.zeros(0)))
                 continue
@@ -244,7 +262,27 @@ class SiaPolicy:
             limit = self.gpu_limit(view, k, rows)
             keep = table.gpus[rows].sum(axis=1) <= limit
             out.append((rows[keep], config_cost(g[keep], self.p, self.clip)))
+        if self.srpt_weight is not None and out:
+            w = self.job_weights(view)
+            out = [(rows, w[k] * cost + (1.0 - w[k]) * self.lam)
+                   for k, (rows, cost) in enumerate(out)]
         return out
+
+    def _rows(self, table) -> np.ndarray:
+        """The job's configurations (``configurations``)."""
+        if self.configurations == "sia":
+            return sia_rows(table)
+        thr = np.asarray(table.samples_per_s, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            return np.flatnonzero(np.isfinite(thr) & (thr > 0))
+
+    def job_weights(self, view: SchedulerView) -> np.ndarray:
+        """(A,) the SRPT job weights ``clip((median R / R_i)^α, 0.1, 10)`` (``srpt_weight``)."""
+        rem = view.remaining_samples / view.reference_samples_per_s
+        if rem.size == 0:
+            return np.zeros(0)
+        med = float(np.median(rem))
+        return np.clip((med / np.maximum(rem, 1.0)) ** float(self.srpt_weight), 0.1, 10.0)
 
     def objective(self, problem, choice: dict[int, int]) -> float:
         """Sia's objective of ``choice`` (``{active index: row}``) on ``problem``: chosen
@@ -369,11 +407,10 @@ class SiaPolicy:
             free -= table.gpus[r]
         return out
 
-    @staticmethod
-    def _with_fallbacks(table, row: int) -> list[int]:
-        """``row`` then the job's other configurations on its type with fewer GPUs, largest
-        first (then fastest)."""
-        rows = sia_rows(table)
+    def _with_fallbacks(self, table, row: int) -> list[int]:
+        """``row`` then the job's other one-type configurations on its type with fewer GPUs,
+        largest first (then fastest)."""
+        rows = self._rows(table)
         t = _gpu_type(table.gpus[row])
         n = table.gpus[rows].sum(axis=1)
         same = (table.gpus[rows, t] == n) & (n < int(table.gpus[row].sum()))

@@ -380,3 +380,44 @@ def test_simulation_with_a_broken_solver_still_finishes(monkeypatch):
     m = result.metrics()
     assert m["jobs_completed"] == m["jobs_total"] == 15
     assert m["lp_fallbacks"] == m["lp_solves"] > 0
+
+
+# ------------------------------------------------------------------------------ heterosched-ilp
+def test_co_optimizing_ilp_uses_the_planners_strategies_and_finishes():
+    from lp_baseline.policy import make_policy
+    spec = "gavel:rate=20,jobs=40,seed=7,mix=llm,duration_scale=0.05"
+    rec = Recorder(make_policy("heterosched-ilp"))
+    result = Simulator(SIA, load_workload(spec, SIA), rec, SimConfig(check_invariants=True)).run()
+    assert result.metrics()["jobs_completed"] == 40
+    non_sia = 0
+    for view, out in zip(rec.views, rec.decisions):
+        index = {int(j): k for k, j in enumerate(view.job_ids)}
+        used = np.zeros_like(view.capacity)
+        for j, rows in out.items():
+            table = view.candidates[index[j]]
+            used += table.gpus[rows[0]]
+            non_sia += not table.sia_config[rows[0]]
+        assert np.all(used <= view.capacity)
+    assert non_sia > 0          # it runs strategies Sia's search space does not have
+
+
+def test_srpt_weights_scale_each_jobs_terms():
+    from lp_baseline.policy import make_policy
+    spec = "gavel:rate=20,jobs=40,seed=7,mix=llm,duration_scale=0.05"
+    rec = Recorder(make_policy("heterosched-ilp"))
+    Simulator(SIA, load_workload(spec, SIA), rec, SimConfig()).run()
+    view = next(v for v in rec.views if v.num_active >= 6)
+    ilp = make_policy("heterosched-ilp")
+    plain = SiaPolicy(configurations="all")
+    w = ilp.job_weights(view)
+    rem = view.remaining_samples / view.reference_samples_per_s
+    order = np.argsort(rem)
+    assert np.all(np.diff(w[order]) <= 1e-12)            # shorter remaining, larger weight
+    assert np.all((w >= 0.1) & (w <= 10.0))
+    for k, ((r1, c1), (r2, c2)) in enumerate(zip(ilp.problem(view), plain.problem(view))):
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_allclose(c1 - ilp.lam, w[k] * (c2 - plain.lam), rtol=1e-12)
+    with pytest.raises(ValueError, match="configurations"):
+        SiaPolicy(configurations="some")
+    with pytest.raises(ValueError, match="srpt_weight"):
+        SiaPolicy(srpt_weight=-1.0)
