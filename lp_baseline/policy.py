@@ -788,7 +788,9 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         # Sia's ILP over every candidate of the planner with SRPT job weights: an integral
         # co-optimizer (lp_baseline/sia.py, docs/lp.md)
         from lp_baseline.sia import SiaPolicy
-        return SiaPolicy(name=name, configurations="all", srpt_weight=0.5)
+        # no scale-up limit: Sia creeps up (≤ 2× per round) because it learns a job's scaling
+        # online; the planner prices every candidate up front
+        return SiaPolicy(name=name, configurations="all", srpt_weight=0.5, scale_up_limit=False)
     objective = DEFAULT_OBJECTIVE if objective is None else objective
     common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s, **lp_options)
     # Gavel's policies as Gavel defines them: max-min over the requested configurations,

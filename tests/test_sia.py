@@ -408,7 +408,8 @@ def test_srpt_weights_scale_each_jobs_terms():
     Simulator(SIA, load_workload(spec, SIA), rec, SimConfig()).run()
     view = next(v for v in rec.views if v.num_active >= 6)
     ilp = make_policy("heterosched-ilp")
-    plain = SiaPolicy(configurations="all")
+    plain = SiaPolicy(configurations="all", scale_up_limit=False)
+    assert ilp.scale_up_limit is False
     w = ilp.job_weights(view)
     rem = view.remaining_samples / view.reference_samples_per_s
     order = np.argsort(rem)
