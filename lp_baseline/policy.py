@@ -278,16 +278,17 @@ class LPPolicy:
             or set(self._x) != active or key != self._allowed_key or self._retry
         self._allowed_key = key
         stats = PolicyStats()
+        norms = self._norms(view)          # once per decision: the LP and the plan record
         if self.resolve == "every-round" or changed:
-            self._solve(view, stats, allowed, t0)
+            self._solve(view, stats, allowed, t0, norms)
         assignment = self._round(view, allowed)
-        self._record_plan(view)
+        self._record_plan(view, norms)
         stats.extra["decide_s"] = time.perf_counter() - t0
         self.last_stats = stats
         return assignment
 
     def _solve(self, view: SchedulerView, stats: PolicyStats, allowed=None,
-               t0: float | None = None) -> None:
+               t0: float | None = None, norms: np.ndarray | None = None) -> None:
         # New allocation: move what each pair received into its deficit, restart the shares.
         active = {int(j) for j in view.job_ids}
         for j, (rows, x) in self._x.items():
@@ -299,7 +300,7 @@ class LPPolicy:
             del self._deficit[j]                    # finished jobs
         self._received = {}
         self._elapsed = 0.0
-        self._x = self._allocate(view, stats, allowed, t0)
+        self._x = self._allocate(view, stats, allowed, t0, norms)
         self._retry = bool(stats.extra.get("fallbacks"))
         stats.resolved = True
         self._solves += 1
@@ -358,13 +359,13 @@ class LPPolicy:
         return value
 
     def _allocate(self, view: SchedulerView, stats: PolicyStats, allowed=None,
-                  t0: float | None = None) -> dict:
+                  t0: float | None = None, norms: np.ndarray | None = None) -> dict:
         """The LP allocation of the round; ``t0`` starts the ``time_limit_s`` budget
-        (default: now)."""
+        (default: now); ``norms``: the jobs' normalizers if already computed."""
         deadline = (None if self.time_limit_s is None else
                     (time.perf_counter() if t0 is None else t0) + self.time_limit_s)
         A = view.num_active
-        norms = self._norms(view)
+        norms = self._norms(view) if norms is None else norms
         rows = [self._rows(view, k, norms[k], allowed) for k in range(A)]
         parts = (self.rng.permutation(A) % self.pop if self.pop > 1
                  else np.zeros(A, dtype=np.int64))
@@ -665,8 +666,7 @@ class LPPolicy:
             self._planned_sum += planned * step
             self._delivered_sum += got * step
 
-    def _record_plan(self, view: SchedulerView) -> None:
-        norms = self._norms(view)
+    def _record_plan(self, view: SchedulerView, norms: np.ndarray) -> None:
         self._planned = {}
         for k, j in enumerate(view.job_ids):
             got = self._x.get(int(j))
