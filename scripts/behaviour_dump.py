@@ -175,7 +175,7 @@ def main(argv=None) -> int:
     ap.add_argument("--diff", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     args = ap.parse_args(argv)
     if args.diff:
-        before, after = (json.loads(p.read_text()) for p in args.diff)
+        before, after = (scrub(json.loads(p.read_text())) for p in args.diff)
         lines = diff(before, after)
         for line in lines[:200]:
             print(line)
