@@ -403,7 +403,8 @@ def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = Pl
     priced = _price(model, cluster, rs, sk, config, get_throughput_source(throughputs))
     best = priced.best_per_set()
     if config.prune_dominated and best.size > 1:
-        best = best[_undominated(_gpu_matrix(cluster, rs, priced.set_id[best]), priced.thr[best])]
+        best = best[undominated_rows(_gpu_matrix(cluster, rs, priced.set_id[best]),
+                                     priced.thr[best])]
     if config.max_candidates is not None and best.size > config.max_candidates:
         best = _keep_efficient(best, priced.thr, (rs.n_a + rs.n_b)[priced.set_id],
                                config.max_candidates)
@@ -747,12 +748,21 @@ def _gpu_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.n
     return g
 
 
-def _undominated(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
+def undominated_rows(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
     """Mask of the rows no other row dominates.
 
     Row j dominates row i when it uses no more GPUs of any type and is at least as fast; of
     identical rows the first is kept. In the order fastest first (fewer GPUs first among equal
     throughputs) a row is dominated exactly when an earlier row uses no more of every type.
+    The planner prunes its dominated resource sets with it (``PlannerConfig.prune_dominated``);
+    ``lp_baseline.policy.LPPolicy(dominance=True)`` prunes a job's candidates the same way.
+
+    Args:
+        g: (n, T) GPUs of each type per row.
+        thr: (n,) throughput per row.
+
+    Returns:
+        (n,) bool, True for the rows to keep.
     """
     order = np.lexsort((np.arange(thr.size), g.sum(axis=1), -thr))
     gs = g[order].astype(np.int32)

@@ -1,7 +1,0 @@
-"""``python -m hsched_env`` runs the ``hsched`` command line."""
-
-import sys
-
-from hsched_env.cli import main
-
-sys.exit(main())

@@ -1,0 +1,206 @@
+"""The two backends that solve an ``LPSpec`` with HiGHS, and whether HiGHS can be loaded.
+
+Two backends build the *same* model: ``highs`` assembles the sparse constraint matrix with numpy /
+scipy.sparse and hands it to ``highspy`` in one ``passModel`` call (the default: it is the fast
+path); ``pulp`` builds it with PuLP objects and solves it with PuLP's highspy-based ``HiGHS``
+interface. Both run HiGHS single-threaded with a fixed random seed, so the same input gives the
+same ``x`` bit for bit.
+
+A driver (``HighsDriver``, ``PulpDriver``) is built from one ``LPSpec`` and then changed in place
+between runs (cost vector, a column's or rows' lower bounds), which the lexicographic and the ftf
+solves of ``lp_baseline.solver`` use; each ``run`` returns a ``SolverRun``. This module imports
+without ``highspy`` (``solver_available()`` then says why).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from lp_baseline.formulation import INF, LPSpec
+
+try:
+    import highspy
+except ImportError as _exc:          # the policies fall back to their greedy assignment
+    highspy = None
+    HIGHSPY_IMPORT_ERROR = f"highspy cannot be imported ({_exc})"
+else:
+    HIGHSPY_IMPORT_ERROR = ""
+
+BACKENDS = ("highs", "pulp")
+
+#: HiGHS ``random_seed`` used by both backends (with ``threads = 1``) for reproducible solves.
+HIGHS_SEED = 0
+
+if highspy is not None:
+    _MS = highspy.HighsModelStatus
+    _STATUS_OF = {
+        _MS.kOptimal: "optimal",
+        _MS.kTimeLimit: "time_limit",
+        _MS.kIterationLimit: "time_limit",
+        _MS.kInterrupt: "time_limit",
+        _MS.kInfeasible: "infeasible",
+        _MS.kUnboundedOrInfeasible: "infeasible",
+    }
+    _FEASIBLE = int(highspy.SolutionStatus.kSolutionStatusFeasible)
+else:
+    _STATUS_OF, _FEASIBLE = {}, -1
+
+
+def solver_available() -> tuple[bool, str]:
+    """``(True, "")`` if HiGHS (``highspy``) can be used, else ``(False, why)``."""
+    if highspy is None:
+        return False, HIGHSPY_IMPORT_ERROR or "highspy is not available"
+    return True, ""
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Send file descriptor 1 to stderr for a moment: HiGHS writes its banner straight to the
+    process's stdout (not through Python), which would corrupt JSON on stdout."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):            # no real fd 1 (e.g. captured in tests)
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+@dataclass
+class SolverRun:
+    """Outcome of one backend run: status, column values, HiGHS' run time."""
+
+    status: str
+    values: np.ndarray | None   # column values if a primal feasible point is available
+    run_s: float
+
+
+def _configure(h, options: dict) -> None:
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("random_seed", HIGHS_SEED)
+    for key, value in options.items():
+        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
+            raise ValueError(f"HiGHS rejected option {key}={value!r}")
+
+
+class HighsDriver:
+    """Direct path: one ``passModel`` of CSC arrays into ``highspy.Highs``; warm re-solves."""
+
+    def __init__(self, spec: LPSpec, options: dict) -> None:
+        with _stdout_to_stderr():        # HiGHS prints a banner on fd 1 once per process
+            self.h = highspy.Highs()
+        _configure(self.h, options)
+        a = spec.a.tocsc()   # sums duplicates (there are none) and sorts: deterministic
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = a.shape[1], a.shape[0]
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.col_cost_ = spec.cost
+        lp.col_lower_, lp.col_upper_ = spec.col_lo, spec.col_hi
+        lp.row_lower_, lp.row_upper_ = spec.row_lo, spec.row_hi
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = a.shape[1], a.shape[0]
+        lp.a_matrix_.start_ = a.indptr
+        lp.a_matrix_.index_ = a.indices
+        lp.a_matrix_.value_ = a.data
+        if self.h.passModel(lp) != highspy.HighsStatus.kOk:
+            raise RuntimeError("HiGHS rejected the model (passModel)")
+        self.spec = spec
+        self.ncol = a.shape[1]
+
+    def set_cost(self, cost: np.ndarray) -> None:
+        self.h.changeColsCost(self.ncol, np.arange(self.ncol, dtype=np.int32), cost)
+
+    def set_col_lower(self, col: int, lo: float) -> None:
+        self.h.changeColBounds(col, lo, float(self.spec.col_hi[col]))
+
+    def set_row_lower(self, rows: np.ndarray, lo: np.ndarray) -> None:
+        self.h.changeRowsBounds(rows.size, rows.astype(np.int32), lo, np.full(rows.size, INF))
+
+    def clear_solver(self) -> None:
+        """Drop the warm-start state (basis, factorization); the model is kept."""
+        self.h.clearSolver()
+
+    def run(self, budget_s: float | None) -> SolverRun:
+        # HiGHS 1.x compares time_limit with the run time accumulated over all run() calls of
+        # this object (ERGO-Code/HiGHS#1477), so the limit is re-based before each re-solve.
+        before = self.h.getRunTime()
+        limit = INF if budget_s is None else before + max(budget_s, 0.0)
+        self.h.setOptionValue("time_limit", limit)
+        self.h.run()
+        return _collect(self.h, before)
+
+
+def _collect(h, run_before: float) -> SolverRun:
+    status = _STATUS_OF.get(h.getModelStatus(), "error")
+    info = h.getInfo()
+    values = None
+    if status == "optimal" or (status == "time_limit" and info.primal_solution_status == _FEASIBLE):
+        values = np.asarray(h.getSolution().col_value, dtype=np.float64)
+    return SolverRun(status, values, h.getRunTime() - run_before)
+
+
+class PulpDriver:
+    """PuLP path: the same model as PuLP objects, solved by ``pulp.HiGHS`` (highspy-based)."""
+
+    def __init__(self, spec: LPSpec, options: dict) -> None:
+        import pulp
+
+        self.pulp = pulp
+        self.options = options
+        self.spec = spec
+        a = spec.a.tocsr()
+        ncol = a.shape[1]
+        self.prob = pulp.LpProblem("allocation", pulp.LpMaximize)
+        # zero-padded names: PuLP orders columns by name, this keeps the direct path's order
+        names = [f"x{k:07d}" for k in range(ncol)]
+        if spec.aux is not None:
+            names[spec.aux] = "y_aux"
+        self.vars = [self.prob.add_variable(names[k], float(spec.col_lo[k]), float(spec.col_hi[k]))
+                     for k in range(ncol)]
+        self.prob.setObjective(self._expr(spec.cost))
+        self.cons = []
+        indptr, indices, data = a.indptr.tolist(), a.indices.tolist(), a.data.tolist()
+        row_lo, row_hi = spec.row_lo.tolist(), spec.row_hi.tolist()
+        v = self.vars
+        for i in range(a.shape[0]):
+            lo, s = indptr[i], indptr[i + 1]
+            expr = pulp.lpSum(c * v[j] for j, c in zip(indices[lo:s], data[lo:s]))
+            con = expr <= row_hi[i] if row_hi[i] < INF else expr >= row_lo[i]
+            self.prob.addConstraint(con, f"r{i:07d}")
+            self.cons.append(con)
+
+    def _expr(self, cost: np.ndarray):
+        nz = np.flatnonzero(cost).tolist()
+        values = cost.tolist()
+        return self.pulp.lpSum(values[k] * self.vars[k] for k in nz)
+
+    def set_cost(self, cost: np.ndarray) -> None:
+        self.prob.setObjective(self._expr(cost))
+
+    def set_col_lower(self, col: int, lo: float) -> None:
+        self.vars[col].lowBound = lo
+
+    def set_row_lower(self, rows: np.ndarray, lo: np.ndarray) -> None:
+        for r, value in zip(rows, lo):
+            self.cons[int(r)].changeRHS(float(value))
+
+    def run(self, budget_s: float | None) -> SolverRun:
+        solver = self.pulp.HiGHS(msg=False, mip=False, threads=1,
+                                 timeLimit=None if budget_s is None else max(budget_s, 1e-3),
+                                 random_seed=HIGHS_SEED, **self.options)
+        with _stdout_to_stderr():          # PuLP's own Highs object prints the banner too
+            self.prob.solve(solver)
+        h = self.prob.solverModel
+        return _collect(h, 0.0)

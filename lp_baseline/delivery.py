@@ -1,0 +1,65 @@
+"""Delivered ÷ planned throughput of the LP policy (``summary()["delivered_over_planned"]``).
+
+At each decision ``LPPolicy`` records the normalized throughput its LP allocation plans for each
+job (``Σ_c X thr / norm``); at the next one it accounts what each job still active actually ran
+with over the round that ended — its current candidate's normalized throughput, less the time a
+restart took. The ratio of the two sums over a run is above 1 when the fill pass runs jobs on
+GPUs the plan left idle.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hsched_env.policy import SchedulerView
+
+
+class DeliveryTracker:
+    """Sums of planned and delivered normalized throughput × time over a run."""
+
+    def __init__(self) -> None:
+        # each job's planned normalized rate of the last decision
+        # job -> (Σ X thr / norm, norm, restarts so far)
+        self.planned: dict[int, tuple[float, float, int]] = {}
+        self.planned_sum = 0.0
+        self.delivered_sum = 0.0
+
+    def ratio(self) -> float:
+        """Delivered ÷ planned over the run so far; NaN before a round has run."""
+        return self.delivered_sum / self.planned_sum if self.planned_sum > 0 else math.nan
+
+    def track(self, view: SchedulerView, last_t: float | None) -> None:
+        """Account the round that just ended: what each job still active ran with (its
+        ``current`` candidate's normalized throughput) against what the LP planned;
+        ``last_t``: the time of the previous decision (``None`` before the first)."""
+        if last_t is None or not self.planned:
+            return
+        step = view.time_s - last_t
+        if step <= 0:
+            return
+        for k, j in enumerate(view.job_ids):
+            plan = self.planned.get(int(j))
+            if plan is None:
+                continue
+            planned, norm, restarts = plan
+            cur = int(view.current[k])
+            got = float(view.candidates[k].samples_per_s[cur]) / norm if cur >= 0 else 0.0
+            if int(view.restarts[k]) > restarts:      # it restarted: no progress meanwhile
+                got *= max(step - view.restart_s, 0.0) / step
+            self.planned_sum += planned * step
+            self.delivered_sum += got * step
+
+    def record_plan(self, view: SchedulerView, allocation: dict, norms: np.ndarray) -> None:
+        """Record what ``allocation`` (``{job id: (rows, X)}``) plans for each job; ``norms``: the
+        active jobs' normalizers."""
+        self.planned = {}
+        for k, j in enumerate(view.job_ids):
+            got = allocation.get(int(j))
+            if got is None:
+                continue
+            rows, x = got
+            thr = view.candidates[k].samples_per_s[rows]
+            self.planned[int(j)] = (float(np.sum(x * thr)) / norms[k], float(norms[k]),
+                                    int(view.restarts[k]))

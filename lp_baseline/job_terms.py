@@ -1,0 +1,121 @@
+"""Per-job terms of the allocation problem that ``LPPolicy`` computes from a ``SchedulerView``.
+
+* the normalizer ``norm_j`` (``job_normalizer``): ``"fair-share"``, the job's throughput on its
+  fair share; ``"requested"``, Gavel's ``X_equal``;
+* the finish-time-fairness denominator ``D_j`` (``ftf_denominator``);
+* the second stage of ``fair-srpt`` / ``fair-las`` (``stage2_terms``): each job's priority and
+  each candidate's restart discount ``switch``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hsched_env.policy import SchedulerView
+from lp_baseline.problem import FLOOR_OBJECTIVES
+
+#: Normalizers of a job's throughput (``LPPolicy(normalizer=)``).
+NORMALIZERS = ("fair-share", "requested")
+#: ``fair-las``: the first attained-service class boundary (seconds of the requested config).
+DEFAULT_LAS_TAU_S = 1800.0
+
+
+def job_normalizer(view: SchedulerView, k: int, normalizer: str) -> float:
+    """Active job ``k``'s normalizer of kind ``normalizer`` (one of ``NORMALIZERS``, see
+    ``LPPolicy``); the job's reference throughput where that is not > 0."""
+    table = view.candidates[k]
+    if normalizer == "requested":
+        # Gavel's X_equal: the requested configuration on each type, weighted by the
+        # type's share of the cluster
+        share = view.capacity / max(view.capacity.sum(), 1)
+        value = 0.0
+        for r in np.flatnonzero(table.requested):
+            t = int(np.flatnonzero(table.gpus[r])[0])
+            value += share[t] * float(table.samples_per_s[r])
+    else:
+        # the job's best throughput on its fair share of min(requested, G / N) GPUs,
+        # time-sliced where a candidate needs more
+        fair = min(float(view.requested_gpus[k]),
+                   float(view.capacity.sum()) / max(view.num_active, 1))
+        value = 0.0
+        if len(table):
+            with np.errstate(all="ignore"):
+                thr = table.samples_per_s * np.minimum(1.0, fair / table.num_gpus)
+            thr = thr[np.isfinite(thr)]
+            value = float(thr.max()) if thr.size else 0.0
+    return value if value > 0 else float(view.reference_samples_per_s[k])
+
+
+def job_normalizers(view: SchedulerView, normalizer: str) -> np.ndarray:
+    """(A,) each active job's normalizer (``normalizer``), > 0 where the data allow."""
+    return np.array([job_normalizer(view, k, normalizer) for k in range(view.num_active)])
+
+
+def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
+    """Finish-time-fairness reference: time on the job's fair share (requested reference
+    GPUs, stretched by contention), from arrival."""
+    total = view.work_samples[ks] / view.reference_samples_per_s[ks]
+    contention = max(view.num_active * float(np.mean(view.requested_gpus))
+                     / max(view.capacity.sum(), 1), 1.0)
+    return total * contention
+
+
+def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
+                 objective: str, las_tau_s: float, restart_aware: bool):
+    """``(priority, switch)`` of the jobs ``ks`` (and their candidate ``rows``, in that
+    order) for the second stage of ``fair-srpt`` / ``fair-las``; ``(None, None)`` for the
+    other objectives.
+
+    ``fair-srpt``: ``norm / remaining`` (the stage then maximizes ``Σ_j thr_j /
+    remaining_j``, SRPT-like). ``fair-las``: discretized least attained service — class
+    ``c = ⌊log2(1 + a / las_tau_s)⌋`` of the attained service ``a`` (samples done ÷ the
+    job's reference throughput, in seconds) weighs ``2^-c``, older jobs up to 10% more
+    within a class; it reads only ``done_samples``, never the remaining work, as a
+    non-clairvoyant scheduler would. ``switch`` (``restart_aware``): 1 for a running job's current
+    candidate and for a job that never ran; ``H / (H + restart_s)`` for every other
+    choice (it costs a restart), ``H`` the job's remaining time on that candidate —
+    remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
+    las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work)."""
+    if objective not in FLOOR_OBJECTIVES:
+        return None, None
+    ks = np.asarray(ks, dtype=np.int64)
+    rem = view.remaining_samples[ks]
+    norm = norms[ks]
+    if objective == "fair-srpt":
+        priority = norm / np.maximum(rem, 1e-9)
+    else:
+        # discretized LAS (Tiresias' idea): attained service in seconds of the job's
+        # requested configuration, in geometric classes [0, tau), [tau, 3 tau),
+        # [3 tau, 7 tau), ...; class c weighs 2^-c; within a class the older job weighs
+        # up to 10% more (FIFO), so priorities are stable between class boundaries
+        done = view.done_samples[ks]
+        attained = done / view.reference_samples_per_s[ks]
+        cls = np.floor(np.log2(1.0 + attained / las_tau_s))
+        age = view.time_s - view.arrival_s[ks]
+        oldest = float(age.max()) if age.size and age.max() > 0 else 1.0
+        priority = 2.0 ** -cls * (1.0 + 0.1 * age / oldest)
+    switch = None
+    if restart_aware and view.restart_s > 0:
+        # remaining work as the objective may know it: the true remaining (fair-srpt) or
+        # the LAS estimate, attained + tau fair-share seconds (fair-las)
+        if objective == "fair-srpt":
+            est = rem
+        else:   # the class's upper boundary, in samples
+            est = (2.0 ** (cls + 1) - 1.0) * las_tau_s * view.reference_samples_per_s[ks]
+            est = np.maximum(est - done, 0.5 * las_tau_s
+                             * view.reference_samples_per_s[ks])
+        parts = []
+        for i, (k, r) in enumerate(zip(ks, rows)):
+            cur = int(view.current[k])
+            started = view.attained_s[k] > 0
+            if cur < 0 and not started:
+                parts.append(np.ones(len(r)))   # a first start costs no restart
+                continue
+            horizon = est[i] / view.candidates[k].samples_per_s[r]
+            f = horizon / (horizon + view.restart_s)
+            # a running job's current candidate costs nothing; any other choice (and any
+            # choice of a preempted job) costs a restart
+            parts.append(np.where(r == cur, 1.0, f) if cur >= 0 else f)
+        switch = np.concatenate(parts) if parts else np.zeros(0)
+        switch = np.where(np.isfinite(switch) & (switch > 0), switch, 1.0)
+    return priority, switch

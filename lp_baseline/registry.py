@@ -1,0 +1,86 @@
+"""The scheduling policies by name: ``POLICY_NAMES`` and ``make_policy``.
+
+The LP policies (``lp_baseline.policy.LPPolicy``): ``heterosched-lp`` (all candidates,
+``fair-srpt``), ``heterosched-lp-las`` (the same with ``fair-las``), ``gavel`` (Gavel's
+heterogeneity-aware max-min with its ``X_equal`` normalizer, only each job's requested GPU count
+with plain data parallelism on each type: no strategy co-optimization), ``agnostic-lp`` (the
+same, with every type's throughput taken as equal), ``heterosched-lp-v0`` (an ablation: max-min
+over every candidate with Gavel's normalizer and no size cap, on today's rounding and candidate
+tables), ``topk``, ``pop-K`` and ``lp-on-change``. ``sia`` and ``heterosched-ilp``
+(``lp_baseline.sia``) are Sia's ILP and the co-optimizing ILP on it; the others are the non-LP
+baselines of ``lp_baseline.baselines``.
+"""
+
+from __future__ import annotations
+
+from hsched_env.errors import UnknownNameError
+from lp_baseline.policy import DEFAULT_OBJECTIVE, LPPolicy
+
+POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
+                "gavel", "sia",
+                "agnostic-lp", "pop-2", "pop-4", "pop-8", "heterosched-lp-las",
+                "heterosched-lp-v0", "fifo",
+                "fifo-fastest", "srf", "greedy", "random")
+
+
+def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
+                topk: int = 4, time_limit_s: float | None = None, **lp_options):
+    """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2.
+
+    Args:
+        name: The policy.
+        objective: The LP objective of the co-optimizer's policies (``heterosched-lp``,
+            ``lp-on-change``, ``topk``, ``topk-dominance``, ``pop-K``); ``None``: the default
+            (``DEFAULT_OBJECTIVE``). ``gavel``, ``agnostic-lp`` and ``heterosched-lp-v0`` are
+            max-min by definition.
+        backend, topk, time_limit_s: As in ``LPPolicy``.
+        lp_options: Further ``LPPolicy`` keywords for those policies (``floor``,
+            ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...).
+    """
+    from lp_baseline.baselines import BASELINES
+    if name in BASELINES:
+        return BASELINES[name]()
+    if name == "sia":
+        from lp_baseline.sia import SiaPolicy
+        return SiaPolicy()
+    if name == "heterosched-ilp":
+        # Sia's ILP over every candidate of the planner with SRPT job weights: an integral
+        # co-optimizer (lp_baseline/sia.py, docs/lp.md)
+        from lp_baseline.sia import SiaPolicy
+        # no scale-up limit: Sia creeps up (≤ 2× per round) because it learns a job's scaling
+        # online; the planner prices every candidate up front
+        return SiaPolicy(name=name, configurations="all", srpt_weight=0.5, scale_up_limit=False)
+    objective = DEFAULT_OBJECTIVE if objective is None else objective
+    common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s, **lp_options)
+    # Gavel's policies as Gavel defines them: max-min over the requested configurations,
+    # normalized by X_equal
+    gavel_like = dict(candidates="requested", normalizer="requested", size_cap=False,
+                      backend=backend, time_limit_s=time_limit_s, objective="max-min")
+    if name == "heterosched-lp":
+        return LPPolicy(name, **common)
+    if name == "lp-on-change":
+        return LPPolicy(name, resolve="on-change", **common)
+    if name == "topk":
+        return LPPolicy(name, topk=topk, **common)
+    if name == "topk-dominance":
+        return LPPolicy(name, topk=topk, dominance=True, **common)
+    if name == "gavel":
+        return LPPolicy(name, **gavel_like)
+    if name == "agnostic-lp":
+        return LPPolicy(name, agnostic=True, **gavel_like)
+    if name == "heterosched-lp-v0":
+        # the co-optimizer before the fair-share / size-cap / JCT-stage work (issue 10):
+        # max-min over every candidate with Gavel's normalizer, no size cap
+        return LPPolicy(name, **dict(common, objective="max-min", normalizer="requested",
+                                     size_cap=False))
+    if name == "heterosched-lp-las":
+        # the non-clairvoyant co-optimizer: never reads a job's remaining work
+        return LPPolicy(name, **dict(common, objective="fair-las"))
+    if name.startswith("pop-"):
+        try:
+            k = int(name[4:])
+        except ValueError:
+            k = 0
+        if k >= 2:
+            return LPPolicy(name, pop=k, **common)
+    raise UnknownNameError("policy", name, list(POLICY_NAMES))

@@ -1,0 +1,188 @@
+"""Rounding the LP's fractional allocation into one round's assignment (``LPPolicy``).
+
+``round_allocation`` is the Gavel-style rounding at the job level described in
+``lp_baseline.policy``: jobs in priority order (LP share ÷ share received since the last solve,
+then the accumulated deficit), each with its preference list — its LP candidates (the current
+one first when ``sticky``, then the most under-served), then its other candidates — tried on
+``PlacementDryRun``, a dry run of the simulator's placement on a copy of the cluster's nodes;
+then (``fill``) a work-conserving pass over the waiting jobs. ``other_candidates`` orders a
+job's remaining candidates, the tail of its preference list.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hsched_env.placement import NodeState, candidate_parts
+from hsched_env.policy import Assignment, SchedulerView
+
+#: An LP share ``X`` at or below this is no share (the rounding's support).
+TINY = 1e-6
+SHARE_QUANTUM = 1e-4    # shares closer than this are ties in the rounding's priorities
+
+
+def round_allocation(view: SchedulerView, allocation: dict, received: dict, deficits: dict,
+                     elapsed: float, *, sticky: bool, fill: bool, others) -> Assignment:
+    """Gavel-style rounding at the job level (see ``lp_baseline.policy``), checked against
+    a dry-run placement on the cluster's nodes.
+
+    Args:
+        view: The scheduler view.
+        allocation: The LP allocation, ``{job id: (candidate rows, X)}``.
+        received: ``{job id: {row: seconds run with it}}`` since the last solve.
+        deficits: ``{job id: {row: seconds}}``, the accumulated share × elapsed − received
+            of the earlier allocations.
+        elapsed: Seconds since the last solve.
+        sticky, fill: As in ``LPPolicy``.
+        others: ``others(k, exclude)``: active job ``k``'s candidates not in ``exclude`` in
+            preference order (``other_candidates``), the tail of its preference list.
+    """
+    el = max(elapsed, 1e-9)
+    jobs = []
+    for k, j in enumerate(view.job_ids):
+        j = int(j)
+        if j not in allocation:
+            continue
+        rows, x = allocation[j]
+        support = x > TINY
+        if not support.any():
+            continue
+        rec = received.get(j, {})
+        # Rounded to SHARE_QUANTUM: the LP's solution is exact to ~1e-6, and another
+        # optimal vertex (same problem, other candidates) must not reorder the jobs.
+        share = round(float(x[support].sum()) / SHARE_QUANTUM) * SHARE_QUANTUM
+        got = sum(rec.values())
+        prio = share * 1e9 if got <= 0 else share / (got / el)
+        deficit = round(sum(deficits.get(j, {}).values()), 1)     # seconds
+        # Which candidate: the current one if the LP still gives it a share (a switch costs
+        # a restart), else the most under-served one (share X minus time received).
+        rs, xs = rows[support], x[support]
+        cur = int(view.current[k])
+        under = np.round((xs - np.array([rec.get(int(r), 0.0) / el for r in rs]))
+                         / SHARE_QUANTUM) * SHARE_QUANTUM
+        xs = np.round(xs / SHARE_QUANTUM) * SHARE_QUANTUM
+        order = [int(r) for r in rs[np.lexsort((-xs, -under))]]
+        if sticky and cur in order:
+            order.remove(cur)
+            order.insert(0, cur)
+        jobs.append((-prio, -deficit, -share, j, k, order))
+    jobs.sort(key=lambda e: e[:4])
+    dry = PlacementDryRun(view)
+    out: Assignment = {}
+    for _, _, _, j, k, order in jobs:
+        # the LP's candidates first; if node fragmentation blocks them all, the job's
+        # other candidates that fit, fastest first (a job the LP runs is never idled
+        # for want of the exact set)
+        prefs = order + others(k, order)
+        placed = dry.place_first(k, prefs)
+        if placed is not None:
+            out[j] = placed
+    if fill:
+        _fill_free_gpus(view, jobs, out, dry, others)
+    return out
+
+
+def other_candidates(table, eligible: np.ndarray, exclude, rng=None) -> list[int]:
+    """The rows of ``eligible`` (of the job's candidate ``table``) with positive throughput that
+    are not in ``exclude``, fastest first; with ``rng`` (the agnostic policy: it does not know
+    which type is faster) in the random order ``rng.permutation`` draws."""
+    pool = eligible
+    thr = table.samples_per_s[pool]
+    pool = pool[np.isfinite(thr) & (thr > 0)]      # a candidate that does no work
+    if rng is not None:
+        pool = pool[rng.permutation(pool.size)]
+    else:
+        pool = pool[np.argsort(-table.samples_per_s[pool], kind="stable")]
+    skip = set(exclude)
+    return [int(c) for c in pool if int(c) not in skip]
+
+
+def _fill_free_gpus(view, jobs, out, dry: PlacementDryRun, others) -> None:
+    """Work-conserving pass: waiting jobs, in priority order (then the rest), take a
+    candidate that still fits on the free nodes (preferring the LP's support)."""
+    order = [(j, k, rows) for _, _, _, j, k, rows in jobs if j not in out]
+    listed = {j for j, _, _ in order} | set(out)
+    order += [(int(j), k, []) for k, j in enumerate(view.job_ids) if int(j) not in listed]
+    for j, k, support in order:
+        placed = dry.place_first(k, list(support) + others(k, support))
+        if placed is not None:
+            out[j] = placed
+
+
+class PlacementDryRun:
+    """The round's placements tried on a copy of the cluster's nodes, in the rounding's
+    priority order, so that the simulator (which places jobs keeping their candidate first,
+    then the rest largest first) can carry them out.
+
+    A job rerunning its current candidate re-takes the nodes it holds (as
+    ``Simulator.place``). Any other choice is first tried without the nodes still held by
+    running jobs not yet placed — they will keep them if their turn comes — and only if that
+    fails on those nodes too; the running jobs whose nodes it takes are then **evicted**:
+    they may not list their current candidate (the simulator would give them their old nodes
+    back first), so a lower-priority running job never blocks a higher-priority one."""
+
+    def __init__(self, view: SchedulerView) -> None:
+        self.view = view
+        self.nodes = NodeState(view.cluster)
+        self.free = view.capacity.astype(np.int64).copy()
+        self._held = {k: a for k, a in enumerate(view.current_nodes)
+                      if a is not None and int(view.current[k]) >= 0}
+        self._mask = np.zeros_like(self.nodes.free)       # GPUs held by pending running jobs
+        for alloc in self._held.values():
+            for v, g in alloc:
+                self._mask[v] += g
+        self._pending = set(self._held)
+        self._evicted: set[int] = set()
+
+    def _settle(self, k: int) -> None:
+        if k in self._pending:
+            self._pending.discard(k)
+            for v, g in self._held[k]:
+                self._mask[v] -= g
+
+    def _place(self, table, r: int, masked: bool) -> bool:
+        parts, tp = candidate_parts(table, r), int(table.tp[r])
+        if not masked:
+            before = self.nodes.free.copy()
+            if self.nodes.place(parts, tp) is None:
+                return False
+            self._evict(before)
+            return True
+        hide = np.minimum(self._mask, self.nodes.free)
+        self.nodes.free -= hide
+        got = self.nodes.place(parts, tp)
+        self.nodes.free += hide
+        return got is not None
+
+    def _evict(self, before: np.ndarray) -> None:
+        """Pending running jobs whose held nodes the last placement took from."""
+        taken = before - self.nodes.free
+        for k in list(self._pending):
+            if any(taken[v] and self.nodes.free[v] < g for v, g in self._held[k]):
+                self._evicted.add(k)
+
+    def place_first(self, k: int, prefs: list[int]) -> list[int] | None:
+        """Take the first of ``prefs`` (rows of job ``k``) that fits; returns it followed by
+        the job's other rows in ``prefs`` order (the simulator's fallbacks), or ``None``."""
+        view = self.view
+        cur = int(view.current[k])
+        self._settle(k)
+        if k in self._evicted:
+            prefs = [r for r in prefs if r != cur]
+        if not prefs:
+            return None
+        table = view.candidates[k]
+        cand = np.asarray(prefs, dtype=np.int64)
+        ok = np.flatnonzero(np.all(table.gpus[cand] <= self.free, axis=1))   # per-type test
+        held = self._held.get(k)
+        for masked in (True, False):
+            for i in ok:
+                r = int(cand[i])
+                if r == cur and held is not None:
+                    got = self.nodes.keep(held)
+                else:
+                    got = self._place(table, r, masked)
+                if got:
+                    self.free -= table.gpus[r]
+                    return [r] + [int(c) for c in prefs if int(c) != r]
+        return None
