@@ -1,0 +1,97 @@
+"""Workloads: synthetic job streams (Gavel's generator) and loaders for public traces.
+
+A workload is a sorted tuple of :class:`Job` objects. Every job carries the **work** it must do,
+in samples: its duration × the throughput of its model on the reference GPUs (see
+:mod:`hsched_env.workloads.types` and :mod:`hsched_env.workloads.reference`). A scheduler that
+gives the job faster GPUs or a better parallelization finishes it sooner than ``duration_s``.
+
+Workloads are described by a spec string ``kind[:key=value,key=value...]``:
+
+* ``gavel:rate=4,jobs=100,seed=0,mix=classic`` — Gavel's Poisson generator (``mix=llm`` adds
+  LLM-era models; ``duration_scale=F`` multiplies durations).
+* ``philly:start=2017-10-09T06:00,hours=8[,vc=6214e9][,max_jobs=N][,path=FILE]`` — a window of
+  the Philly trace; models assigned by GPU-time bucket (Pollux / Sia).
+* ``gavel-trace:path=FILE`` (or ``vc=HASH`` for Gavel's ``msr_seed0`` traces) — Gavel's TSV.
+* ``pollux:path=FILE`` (or ``workload=1..4``) — Pollux's evaluation CSVs.
+* ``csv:path=FILE`` — the generic CSV format (see ``docs/workloads.md``).
+
+Every invalid trace row raises :class:`~hsched_env.errors.TraceError` naming the file, the
+1-based line and the field; ``skip_invalid=True`` skips such rows and counts them in
+:attr:`Workload.skipped`. Spec errors raise :class:`~hsched_env.errors.ConfigError`.
+
+Modules (each imports only from the ones listed before it):
+
+* :mod:`~hsched_env.workloads.types` -- :class:`Job` and :class:`Workload`.
+* :mod:`~hsched_env.workloads.reference` -- reference GPUs and throughputs (duration ↔ work).
+* :mod:`~hsched_env.workloads.model_mapping` -- catalog models for trace jobs (Gavel job
+  types, GPU-time buckets).
+* :mod:`~hsched_env.workloads.spec` -- the spec grammar and typed spec values.
+* :mod:`~hsched_env.workloads.rows` -- row validation and assembly shared by the loaders.
+* :mod:`~hsched_env.workloads.generator` -- the ``gavel`` generator and its model mixes.
+* :mod:`~hsched_env.workloads.traces` -- the ``philly``, ``gavel-trace``, ``pollux`` and
+  ``csv`` loaders and the traces directory.
+* this package -- :func:`load_workload`, which dispatches a spec to the generator or a loader.
+
+Example:
+    >>> from hsched_env.cluster import get_cluster
+    >>> w = load_workload("gavel:jobs=3,seed=1", get_cluster("gavel-108"))
+    >>> [j.job_id for j in w.jobs]
+    [0, 1, 2]
+"""
+
+from __future__ import annotations
+
+# Every public name of the former single module stays importable from the package; the
+# ones outside __all__ (GAVEL_TEMPLATES, LLM_MIX_CLASSIC_SHARE, NON_DISTRIBUTED, KINDS,
+# CSV_REQUIRED, CSV_OPTIONAL) are re-exported for that too.
+from hsched_env.catalog import MAX_BATCH
+from hsched_env.cluster import Cluster, get_cluster
+from hsched_env.workloads.generator import (GAVEL_TEMPLATES, LLM_MIX, LLM_MIX_CLASSIC_SHARE,
+                                            MAX_GENERATED_JOBS, NON_DISTRIBUTED, _generate)
+from hsched_env.workloads.model_mapping import gavel_job_type_to_model, model_for_gpu_time
+from hsched_env.workloads.reference import (MAX_REFERENCE_GPUS, REFERENCE_GPUS, reference_gpu,
+                                            reference_throughput)
+from hsched_env.workloads.spec import KINDS, _Params, _parse_spec, workload_kinds
+from hsched_env.workloads.traces import (CSV_OPTIONAL, CSV_REQUIRED, POLLUX_APPLICATIONS,
+                                         POLLUX_GPU_HOURS, _load_csv, _load_gavel_trace,
+                                         _load_philly, _load_pollux, traces_dir)
+from hsched_env.workloads.types import MAX_SECONDS, Job, Workload
+
+__all__ = [
+    "Job", "Workload", "load_workload", "reference_throughput", "reference_gpu",
+    "workload_kinds", "model_for_gpu_time", "gavel_job_type_to_model", "traces_dir",
+    "REFERENCE_GPUS", "MAX_REFERENCE_GPUS", "MAX_SECONDS", "MAX_BATCH", "MAX_GENERATED_JOBS",
+    "POLLUX_APPLICATIONS", "POLLUX_GPU_HOURS",
+    "LLM_MIX",
+]
+
+
+# ---------------------------------------------------------------------------------- entry
+def load_workload(spec: str, cluster: Cluster | str, *, skip_invalid: bool = False,
+                  throughputs: str | None = None) -> Workload:
+    """Generate or load a workload.
+
+    Args:
+        spec: ``kind[:key=value,...]``; kinds: ``gavel``, ``philly``, ``gavel-trace``,
+            ``pollux``, ``csv`` (see the module docstring and ``docs/workloads.md``).
+        cluster: The cluster the jobs must fit (a ``Cluster`` or a preset name / file).
+        skip_invalid: Skip invalid trace rows and count them in ``Workload.skipped`` instead
+            of raising. File-level problems (missing file, bad header) still raise.
+        throughputs: Throughput source of the reference throughputs (``None``/``"analytic"``,
+            ``"gavel"``, or a table path), as for the planner.
+
+    Returns:
+        The :class:`Workload`, jobs numbered in arrival order.
+
+    Raises:
+        ConfigError: Unknown kind or key, bad value, missing or empty file, no jobs.
+        TraceError: An invalid row (file, line and field in the message).
+    """
+    kind, values = _parse_spec(spec)
+    cluster = get_cluster(cluster)
+    params = _Params(spec, values)
+    if kind == "gavel":
+        return _generate(spec, params, cluster, throughputs)
+    loader = {"philly": _load_philly, "gavel-trace": _load_gavel_trace,
+              "pollux": _load_pollux, "csv": _load_csv}[kind]
+    return loader(spec, params, cluster, throughputs, skip_invalid)

@@ -1,0 +1,256 @@
+"""Row validation and assembly, shared by the trace loaders and the generator.
+
+A loader reads its file through :func:`_csv_rows`, :func:`_header` and :func:`_records`,
+validates each row inside ``with rows.row(line):`` of a :class:`_Rows` (a
+:class:`~hsched_env.errors.TraceError` there is raised, or counted under ``skip_invalid``),
+finishes it with :meth:`_Rows.add` (capacity, reference GPUs, work or duration) and builds the
+:class:`~hsched_env.workloads.types.Workload` with :func:`_assemble`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import logging
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hsched_env.catalog import MAX_BATCH, get_gpu, get_model
+from hsched_env.cluster import Cluster
+from hsched_env.errors import ConfigError, TraceError, UnknownNameError, show
+from hsched_env.workloads.model_mapping import gavel_job_type_to_model
+from hsched_env.workloads.reference import _fit_reference, reference_gpu
+from hsched_env.workloads.types import MAX_SECONDS, Job, Workload, _variant
+
+# The package's logger name, as before it was split into modules ("hsched_env.workloads: ...").
+log = logging.getLogger("hsched_env.workloads")
+
+
+# ---------------------------------------------------------------------------------- rows
+@dataclass
+class _Pending:
+    """A validated row before sorting and numbering."""
+
+    order: int
+    name: str
+    model: str
+    batch: int | None
+    arrival_s: float
+    gpus: int
+    duration_s: float
+    work_samples: float
+    gpu_type: str | None
+    asked_gpus: int          # GPUs the row asked for (``gpus`` may have been raised)
+
+
+class _Rows:
+    """Row-level validation context of one file (or of the generator)."""
+
+    def __init__(self, source: str, cluster: Cluster, throughputs: Any,
+                 skip_invalid: bool) -> None:
+        self.source, self.cluster, self.throughputs = source, cluster, throughputs
+        self.skip_invalid = skip_invalid
+        self.skipped = 0
+        self.jobs: list[_Pending] = []
+        self.line = 0
+
+    def error(self, field: str | None, message: str, line: int | None = None) -> TraceError:
+        return TraceError(message, source=self.source, line=self.line if line is None else line,
+                          field=field)
+
+    @contextlib.contextmanager
+    def row(self, line: int) -> Iterator[None]:
+        """Validate one row: a TraceError inside is raised, or counted under skip_invalid."""
+        self.line = line
+        try:
+            yield
+        except TraceError as exc:
+            if not self.skip_invalid:
+                raise
+            self.skipped += 1
+            log.debug("skipping invalid row: %s", exc)
+
+    # ---- field parsers (all raise TraceError naming the field)
+    def _value(self, text: str, field: str) -> str:
+        text = text.strip()
+        if not text:
+            raise self.error(field, "empty value")
+        return text
+
+    def _finite(self, text: str, field: str) -> tuple[str, float]:
+        text = self._value(text, field)
+        try:
+            value = float(text)
+        except ValueError:
+            raise self.error(field, f"not a number: {show(text)}") from None
+        if not math.isfinite(value):
+            raise self.error(field, f"must be finite, got {show(text)}")
+        return text, value
+
+    def number(self, text: str, field: str, *, positive: bool = False) -> float:
+        text, value = self._finite(text, field)
+        if positive and value <= 0:
+            raise self.error(field, f"must be > 0, got {show(text)}")
+        if value < 0:
+            raise self.error(field, f"must be >= 0, got {show(text)}")
+        return value
+
+    def integer(self, text: str, field: str, *, lo: int = 1, hi: int = 2 ** 53) -> int:
+        text, value = self._finite(text, field)
+        if not value.is_integer():
+            raise self.error(field, f"must be a whole number, got {show(text)}")
+        if value < lo:
+            raise self.error(field, f"must be >= {lo}, got {show(text)}")
+        if value > hi:
+            raise self.error(field, f"must be <= {hi}, got {show(text)}")
+        return int(value)
+
+    def model(self, text: str, field: str) -> tuple[str, int | None]:
+        """A catalog model name/alias, or a Gavel job type (``"LM (batch size 20)"``)."""
+        text = self._value(text, field)
+        try:
+            return get_model(text).name, None
+        except UnknownNameError as exc:
+            try:
+                model, batch = gavel_job_type_to_model(text)
+            except UnknownNameError:
+                raise self.error(field, str(exc)) from None
+            self.check_batch(batch, field)
+            return model, batch
+
+    def check_batch(self, batch: int | None, field: str) -> None:
+        """A batch override must be at most :data:`MAX_BATCH`."""
+        if batch is not None and batch > MAX_BATCH:
+            raise self.error(field, f"batch size {batch} is above the limit of {MAX_BATCH}")
+
+    def gpu_type(self, text: str, field: str) -> str:
+        text = self._value(text, field)
+        try:
+            return get_gpu(text).name
+        except UnknownNameError as exc:
+            raise self.error(field, str(exc)) from None
+
+    # ---- completion: reference throughput, raised GPU counts, cluster capacity
+    def add(self, *, order: int, name: str, model: str, batch: int | None, arrival_s: float,
+            arrival_field: str, gpus: int, gpus_field: str, duration_field: str,
+            duration_s: float | None = None, work_samples: float | None = None,
+            gpu_type: str | None = None) -> None:
+        """Finish a row: check capacity, fit the reference GPUs, derive work or duration.
+
+        ``arrival_field`` and ``duration_field`` name the columns blamed when the arrival or
+        the (given or derived) duration is above :data:`MAX_SECONDS`.
+        """
+        if arrival_s > MAX_SECONDS:
+            raise self.error(arrival_field, f"arrival {arrival_s:g} s is after the limit of "
+                             f"{MAX_SECONDS:g} s")
+        self._check_capacity(gpus, gpu_type, gpus_field, "")
+        try:
+            spec = _variant(model, batch)
+            n, thr = _fit_reference(spec, gpus, self.throughputs)
+        except ConfigError as exc:
+            raise self.error(gpus_field, exc.reason) from None
+        if n != gpus:
+            self._check_capacity(n, gpu_type, gpus_field,
+                                 f" (raised from {gpus}: {model} cannot train with data "
+                                 f"parallelism on fewer {reference_gpu(spec)} GPUs)")
+        if work_samples is None:
+            work_samples = duration_s * thr
+        else:
+            duration_s = work_samples / thr
+        if not duration_s <= MAX_SECONDS:
+            raise self.error(duration_field, f"duration {duration_s:g} s on the reference GPUs "
+                             f"is above the limit of {MAX_SECONDS:g} s")
+        if not (0 < work_samples < math.inf and duration_s > 0):
+            raise self.error(duration_field, f"duration {duration_s:g} s gives no work to do "
+                             f"({work_samples:g} samples)")
+        self.jobs.append(_Pending(order, name, model, batch, float(arrival_s), n,
+                                  float(duration_s), float(work_samples), gpu_type, gpus))
+
+    def _check_capacity(self, gpus: int, gpu_type: str | None, field: str, why: str) -> None:
+        c = self.cluster
+        if gpu_type is not None:
+            cap = c.capacity.get(gpu_type, 0)
+            if gpus > cap:
+                raise self.error(field, f"job needs {show(gpus)} GPUs of type {gpu_type}{why} but "
+                                 f"cluster {show(c.name)} has {cap}")
+        elif gpus > c.num_gpus:
+            raise self.error(field, f"job needs {show(gpus)} GPUs{why} but cluster "
+                             f"{show(c.name)} has {c.num_gpus} in total")
+
+
+def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
+              what: str) -> Workload:
+    pending = sorted(rows.jobs, key=lambda p: (p.arrival_s, p.order))
+    if max_jobs is not None:
+        pending = pending[:max_jobs]
+    if not pending:
+        extra = f" ({rows.skipped} invalid rows skipped)" if rows.skipped else ""
+        raise ConfigError(f"no jobs in {what}{extra}", source=rows.source)
+    raised = sum(p.gpus != p.asked_gpus for p in pending)
+    if raised:
+        notes.append(f"raised requested GPUs of {raised} jobs to the smallest power of two "
+                     f"on which their model trains with data parallelism on the reference GPUs")
+    if rows.skipped:
+        notes.append(f"skipped {rows.skipped} invalid rows")
+        log.warning("%s: skipped %d invalid rows", rows.source, rows.skipped)
+    jobs = tuple(Job(job_id=i, name=p.name, model=p.model, batch=p.batch,
+                     arrival_s=p.arrival_s, requested_gpus=p.gpus, duration_s=p.duration_s,
+                     work_samples=p.work_samples, gpu_type=p.gpu_type)
+                 for i, p in enumerate(pending))
+    for note in notes:
+        log.info("%s: %s", spec, note)
+    return Workload(jobs=jobs, spec=spec, skipped=rows.skipped, notes=tuple(notes))
+
+
+def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
+    """(first line number, fields) of each non-blank CSV record."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise TraceError(f"malformed CSV: {exc}", source=source, line=start) from None
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        yield start, row
+
+
+def _header(rows: _Rows, records: Iterator[tuple[int, list[str]]], required: tuple[str, ...],
+            optional: tuple[str, ...] = ()) -> tuple[int, dict[str, int]]:
+    """Read the header record; every required column must be present, nothing unknown."""
+    try:
+        line, names = next(records)
+    except StopIteration:
+        raise ConfigError("file has no header", source=rows.source) from None
+    cols: dict[str, int] = {}
+    for i, raw in enumerate(names):
+        name = raw.strip().lower()
+        if name in cols:
+            raise rows.error(name, f"duplicate column {show(name)}", line)
+        cols[name] = i
+    unknown = [n for n in cols if n not in required + optional]
+    if unknown:
+        raise rows.error(unknown[0], f"unknown column(s) {', '.join(map(repr, unknown))}; "
+                         f"allowed: {', '.join(required + optional)}", line)
+    for name in required:
+        if name not in cols:
+            raise rows.error(name, f"missing column {show(name)}; the header must contain "
+                             f"{', '.join(required)}", line)
+    return line, cols
+
+
+def _records(rows: _Rows, ncols: int,
+             records: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+    """Data records with the right column count (a wrong count is a row error)."""
+    for line, fields in records:
+        if len(fields) != ncols:
+            with rows.row(line):
+                raise rows.error(None, f"expected {ncols} columns, got {len(fields)}")
+            continue
+        yield line, fields
