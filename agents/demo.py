@@ -1,11 +1,11 @@
 """``hsched demo``: the end-to-end demo on the embedded default scenario.
 
 1. Candidates: for each model of the default mix on the default cluster it plans the
-   candidates, prints a summary and the fastest candidates, and draws them as throughput
+   candidates, shows a summary and the fastest candidates, and draws them as throughput
    against GPUs (``<out>/candidates.png``, lists in ``<out>/candidates.json``).
 2. Scheduling: it runs the default workload (an LLM-heavy Gavel-style mix, a held-out seed)
    through the evaluation harness under the pure HeteroSched LP, its top-k and POP-4 pruning,
-   the shipped learned ranker + LP (``agents/data/ranker.pt``), Gavel's LP and FIFO; prints
+   the shipped learned ranker + LP (``agents/data/ranker.pt``), Gavel's LP and FIFO; shows
    schedule quality next to decision time, and writes ``<out>/metrics.json``, TensorBoard logs
    (``<out>/tb``) and plots (``<out>/decision_vs_jct.png``, ``<out>/jct_cdf.png``).
 """
@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tqdm import tqdm
 
 from hsched_env.catalog import get_model
-from hsched_env.cli import candidates_text, format_table
+from agents.evaluate import Scenario, Suite, evaluate, format_report, write_outputs
+from agents.ranker import shipped_ranker_path
 from hsched_env.cluster import get_cluster
 from hsched_env.planner import plan
+from hsched_env.text import candidates_text, format_table
 
 
 DEMO_WORKLOAD = "gavel:rate=3,jobs=60,mix=llm,duration_scale=0.25"     # + a held-out seed
@@ -29,12 +32,12 @@ DEMO_POLICIES = ("pure-lp", "topk", "pop-4", "ranker", "sia", "gavel", "fifo")
 
 
 def run_demo(cluster: str, out: Path, models: tuple[str, ...],
-             workload: str = DEMO_WORKLOAD, policies: tuple[str, ...] = DEMO_POLICIES) -> int:
-    """Run the demo; returns the process exit status."""
+             workload: str = DEMO_WORKLOAD,
+             policies: tuple[str, ...] = DEMO_POLICIES) -> Iterator[str]:
+    """Run the demo, yielding the text to show as it goes (the CLI prints it)."""
     c = get_cluster(cluster)
     out.mkdir(parents=True, exist_ok=True)
-    print(c.describe())
-    print()
+    yield c.describe() + "\n"
     tables, times = {}, {}
     for name in tqdm(models, desc="planning candidates", unit="job", leave=False):
         t0 = time.perf_counter()
@@ -55,36 +58,31 @@ def run_demo(cluster: str, out: Path, models: tuple[str, ...],
             f"{best['samples_per_s']:,.1f}" + (f" ({best['tokens_per_s_per_gpu']:,.0f} tok/s/GPU)"
                                               if spec.tokens_per_sample else ""),
             f"{times[name] * 1e3:.1f}"])
-    print(format_table(["model", "candidates", "mixed", "fastest set", "strategy",
-                        "samples/s", "plan ms"], rows))
+    yield format_table(["model", "candidates", "mixed", "fastest set", "strategy",
+                        "samples/s", "plan ms"], rows)
     for name in ("llama2-7b",):
         if name in tables and len(tables[name]):
-            print(f"\nTop candidates of {name}:")
-            print(candidates_text(tables[name], limit=6))
+            yield f"\nTop candidates of {name}:\n" + candidates_text(tables[name], limit=6)
 
     (out / "candidates.json").write_text(json.dumps(
         {name: t.to_records() for name, t in tables.items()}, indent=1))
     png = _plot(tables, c.name, out / "candidates.png")
-    print(f"\nWrote {out / 'candidates.json'} and {png}")
-    _schedule(c, out, workload, policies)
-    return 0
+    yield f"\nWrote {out / 'candidates.json'} and {png}"
+    yield from _schedule(c, out, workload, policies)
 
 
-def _schedule(c, out: Path, spec: str, policies: tuple[str, ...]) -> None:
+def _schedule(c, out: Path, spec: str, policies: tuple[str, ...]) -> Iterator[str]:
     """Policies on the demo scenario through the evaluation harness: the pure LP, its
     pruning heuristics, the shipped ranker (when present), Gavel and FIFO."""
-    from agents.evaluate import Scenario, Suite, evaluate, format_report, write_outputs
-    from agents.ranker import shipped_ranker_path
-
     names = [p for p in policies if p != "ranker" or shipped_ranker_path().is_file()]
     suite = Suite("demo", (Scenario(c.name, c.name, spec, note="the demo scenario"),),
                   seeds=1, description=f"{c.name}: {spec}, 1 held-out seed")
-    print(f"\nScheduling on {c.name} ({spec}, a held-out seed): 300 s rounds, 60 s restarts")
+    yield f"\nScheduling on {c.name} ({spec}, a held-out seed): 300 s rounds, 60 s restarts"
     report = evaluate(suite, names, progress=None)
-    print(format_report(report))
+    yield format_report(report)
     written = write_outputs(report, out)
-    print("\nWrote " + ", ".join(str(p) for p in written))
-    print(f"Open the TensorBoard logs with:  tensorboard --logdir {out.parent}")
+    yield ("\nWrote " + ", ".join(str(p) for p in written)
+           + f"\nOpen the TensorBoard logs with:  tensorboard --logdir {out.parent}")
 
 
 def _plot(tables: dict, cluster: str, path: Path) -> Path:

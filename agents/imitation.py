@@ -21,7 +21,7 @@ import torch as th
 from tqdm import tqdm
 
 from agents.ranker import RankerNet, candidate_feature_index
-from hsched_env.envs.base import CLUSTER_FEATURES
+from hsched_env.envs.features import CLUSTER_FEATURES
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,9 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from hsched_env.envs.base import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
-                                  JOB_FEATURES)
+from hsched_env.errors import ConfigError
+from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
+                                      JOB_FEATURES, CandidateColumns)
 
 #: Logit given to empty slots (keep probability ~2e-9).
 PAD_LOGIT = -20.0
@@ -49,8 +50,7 @@ FORMAT = "heterosched-ranker/1"
 def candidate_feature_index(num_types: int) -> list[int]:
     """Columns of the (K, F) slot features the ranker reads: the job and candidate features,
     without the per-type GPU counts (so the ranker does not depend on the cluster's types)."""
-    J = len(JOB_FEATURES)
-    return list(range(J)) + list(range(J + num_types, J + num_types + len(CANDIDATE_FEATURES)))
+    return CandidateColumns([f"type{i}" for i in range(num_types)]).type_independent()
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -236,7 +236,6 @@ def save_ranker(net: RankerNet, path: str | Path, **meta) -> Path:
 
 def load_ranker_net(path: str | Path) -> tuple[RankerNet, dict]:
     """Read ``save_ranker``'s file (``weights_only``: tensors and plain values only)."""
-    from hsched_env.errors import ConfigError
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"no ranker file at {path}", field="ranker")

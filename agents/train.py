@@ -35,6 +35,10 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
+from hsched_env.defaults import JOB_CANDIDATES, ROUND_S
+from hsched_env.errors import ConfigError, UnknownNameError
+
 log = logging.getLogger(__name__)
 
 #: Training seeds live in [0, 10_000); evaluation seeds are drawn elsewhere.
@@ -56,9 +60,9 @@ class TrainConfig:
     # scenario
     cluster: str = "large-2048"
     workload: str = "gavel:rate=20000,jobs=300"
-    max_candidates: int = 8192
-    job_candidates: int = 16
-    round_s: float = 300.0
+    slots: int = 8192                           # K, the environment's candidate slots
+    job_candidates: int = JOB_CANDIDATES
+    round_s: float = ROUND_S
     episode_hours: float | None = 3.0           # truncate training episodes (None: to the end)
     train_seeds: int = 8                        # episodes cycle over seeds 0..train_seeds-1
     keep_cost: float = 0.05
@@ -86,7 +90,6 @@ class TrainConfig:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from hsched_env.errors import ConfigError, UnknownNameError
         if self.env not in ENVS:
             raise UnknownNameError("environment", self.env, list(ENVS))
         if self.algo not in ALGOS:
@@ -113,7 +116,7 @@ class TrainConfig:
               "lp_policy": self.lp_policy,
               "max_time_s": None if self.episode_hours is None else self.episode_hours * 3600}
         if self.mode == "rank":
-            kw.update(max_candidates=self.max_candidates, keep_cost=self.keep_cost)
+            kw.update(slots=self.slots, keep_cost=self.keep_cost)
         return kw
 
     def run_dir(self) -> Path:
@@ -143,7 +146,6 @@ class SeedCycle(gym.Wrapper):
 def make_env(config: TrainConfig, rank: int = 0):
     """Thunk for vector envs: the environment, its seed cycle and SB3's Monitor."""
     def thunk():
-        import hsched_env  # noqa: F401  (registration in subprocesses)
         from stable_baselines3.common.monitor import Monitor
         env = gym.make(config.env, **config.env_kwargs())
         env = SeedCycle(env, list(range(config.train_seeds)), rng_seed=config.seed * 1000 + rank)

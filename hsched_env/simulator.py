@@ -14,21 +14,31 @@ result = Simulator(cluster, workload, policy, SimConfig(round_s=300)).run()
 #   sim.reset(); view = sim.next_view(); sim.place(j, row) ...; sim.advance(); sim.result()
 result.metrics()        # avg / p50 / p99 JCT, makespan, utilization, fairness, decision time
 ```
+
+Public API for code that drives or watches a run (the environments, the evaluator, tests):
+``run_view()`` (a read-only ``RunView`` of the run's state), ``try_place_decision`` (the
+placements a decision would get, without making them), ``snapshot()`` / ``restored()``
+(branch a run), and ``candidate_cache=`` (share planned candidate tables between simulators).
+Nothing outside this module touches the run's private state.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
 import time
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from hsched_env.catalog import ModelSpec
+from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.cluster import Cluster
 from hsched_env.errors import ConfigError
+from hsched_env.metrics import compute_metrics
 from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_set, sia_sizes
 from hsched_env.policy import Assignment, Policy, SchedulerView
@@ -36,7 +46,7 @@ from hsched_env.policy import Assignment, Policy, SchedulerView
 log = logging.getLogger(__name__)
 
 QUEUED, RUNNING, DONE, UNRUNNABLE = 0, 1, 2, 3
-DEFAULT_MAX_CANDIDATES = 16
+DEFAULT_MAX_CANDIDATES = JOB_CANDIDATES          # the planner's candidates per job
 # Stop when no job has run for this many rounds although jobs are waiting and none will arrive:
 # the policy cannot or will not place them (reported unfinished, with a warning).
 STALL_ROUNDS = 1000
@@ -65,8 +75,8 @@ class SimConfig:
         progress: Show a progress bar on stderr.
     """
 
-    round_s: float = 300.0
-    restart_s: float = 60.0
+    round_s: float = ROUND_S
+    restart_s: float = RESTART_S
     planner: PlannerConfig = PlannerConfig(max_candidates=DEFAULT_MAX_CANDIDATES)
     throughputs: str | None = None
     seed: int | None = 0
@@ -141,7 +151,6 @@ class SimResult:
     extra: dict = field(default_factory=dict)
 
     def metrics(self) -> dict:
-        from hsched_env.metrics import compute_metrics
         return compute_metrics(self)
 
 
@@ -153,10 +162,15 @@ class Simulator:
         workload: A ``Workload`` (``hsched_env.workloads``) or a sequence of ``Job``.
         policy: The scheduling policy.
         config: ``SimConfig``.
+        candidate_cache: A dict of candidate tables to use and fill (``candidates_of``'s
+            cache, keyed by model, batch, GPU-type constraint and requested GPUs): pass the
+            same dict to simulators of one cluster and planner configuration to plan each
+            model once (the environments do, across episodes). Default: a new one.
     """
 
     def __init__(self, cluster: Cluster, workload, policy: Policy,
-                 config: SimConfig = SimConfig()) -> None:
+                 config: SimConfig = SimConfig(), *,
+                 candidate_cache: dict | None = None) -> None:
         self.cluster = cluster
         self.jobs = tuple(getattr(workload, "jobs", workload))
         if not self.jobs:
@@ -170,7 +184,8 @@ class Simulator:
                               "them)", field="workload")
         self.policy = policy
         self.config = config
-        self._tables: dict[tuple, CandidateTable] = {}
+        self._tables: dict[tuple, CandidateTable] = ({} if candidate_cache is None
+                                                      else candidate_cache)
         self._s: _RunState | None = None
         self._labels: dict[tuple[int, int], str] = {}     # (id(table), row) -> label
 
@@ -250,7 +265,7 @@ class Simulator:
     # ------------------------------------------------------------------ engine
     # ``run`` drives the steps below with ``self.policy``; the Gymnasium environments drive
     # them one placement at a time. Per-run state lives in ``self._s`` (``_RunState``), so a
-    # simulation can be copied mid-round (``copy.deepcopy(sim._s)``) and continued.
+    # simulation can be branched mid-round (``snapshot`` / ``restored``) and continued.
     def reset(self) -> None:
         """Start a new run: no job has arrived, the clock is at the first arrival's round."""
         cfg, jobs = self.config, self.jobs
@@ -429,6 +444,41 @@ class Simulator:
                     break
         return placed
 
+    def try_place_decision(self, decision: Assignment,
+                           who: str = "policy") -> list[tuple[int, int]]:
+        """The placements ``place_decision(decision)`` would make now, in order, without
+        making them (a dry run: the open round is unchanged)."""
+        s = self._s
+        free, new_alloc = s.nodes.free.copy(), dict(s.new_alloc)
+        try:
+            return self.place_decision(decision, who=who)
+        finally:
+            s.nodes.free[:] = free
+            s.new_alloc = new_alloc
+
+    # ------------------------------------------------------------------ reading and branching
+    def run_view(self) -> "RunView":
+        """A read-only view of the run's state (it follows the run as it goes on)."""
+        return RunView(self)
+
+    def snapshot(self) -> "RunSnapshot":
+        """A copy of the run's state to branch from (``restored``); candidate tables and the
+        cluster are shared, not copied (they never change)."""
+        return RunSnapshot(copy.deepcopy(self._s, self._shared_memo()))
+
+    def restored(self, snapshot: "RunSnapshot") -> "Simulator":
+        """A simulator of the same scenario and policy continuing from ``snapshot`` (this one
+        is left as it is); a snapshot can be restored any number of times."""
+        sim = copy.copy(self)
+        sim._s = copy.deepcopy(snapshot.state, self._shared_memo())
+        return sim
+
+    def _shared_memo(self) -> dict:
+        memo = {id(self.cluster): self.cluster}
+        for t in self._tables.values():
+            memo[id(t)] = t
+        return memo
+
     def job_time_s(self) -> float:
         """Σ over jobs of their time in the system (arrival to finish) up to ``time_s``: at
         the end of a completed run, Σ JCT."""
@@ -541,6 +591,117 @@ class Simulator:
             self.place_decision(decision, who=f"policy {self.policy.name!r}")
             self.advance()
         return self.result()
+
+
+class RunView:
+    """Read-only view of a ``Simulator``'s run (``Simulator.run_view()``). Arrays are
+    read-only views indexed by job id (or node index); they follow the run as it goes on."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self._sim = sim
+
+    @property
+    def _s(self) -> "_RunState":
+        return self._sim._s
+
+    @property
+    def time_s(self) -> float:
+        """Simulated time (the open round's start; between rounds its end)."""
+        return self._s.t
+
+    @property
+    def rounds(self) -> int:
+        """Rounds completed."""
+        return self._s.rounds
+
+    @property
+    def in_round(self) -> bool:
+        """Whether a round is open (``next_view`` called, ``advance`` not yet)."""
+        return self._s.in_round
+
+    @property
+    def first_arrival_s(self) -> float:
+        return float(self._s.arrival.min())
+
+    @property
+    def finish_s(self) -> np.ndarray:
+        """(N,) finish time of each job, ``inf`` until it is done."""
+        return _read_only(self._s.finish)
+
+    @property
+    def state(self) -> np.ndarray:
+        """(N,) each job's state: ``QUEUED`` (also before it arrives), ``RUNNING``, ``DONE``
+        or ``UNRUNNABLE`` (no candidate on the cluster), constants of this module."""
+        return _read_only(self._s.state)
+
+    @property
+    def remaining_samples(self) -> np.ndarray:
+        """(N,) work each job has left, in samples."""
+        return _read_only(self._s.remaining)
+
+    @property
+    def attained_s(self) -> np.ndarray:
+        """(N,) seconds each job has run (its attained service)."""
+        return _read_only(self._s.attained)
+
+    @property
+    def jobs_completed(self) -> int:
+        """Jobs done so far."""
+        return int(np.count_nonzero(np.isfinite(self._s.finish)))
+
+    @property
+    def jobs_unfinished(self) -> int:
+        """Jobs queued or running (arrived or not), i.e. neither done nor unrunnable."""
+        return int(np.count_nonzero(self._s.state < DONE))
+
+    @property
+    def jobs_done_or_unrunnable(self) -> int:
+        """Jobs done, or that can never run (no candidate on the cluster)."""
+        return int(np.count_nonzero(self._s.state >= DONE))
+
+    @property
+    def free_gpus(self) -> np.ndarray:
+        """(nodes,) GPUs free on each node in the open round (after its placements)."""
+        return _read_only(self._s.nodes.free)
+
+    @property
+    def node_gpus(self) -> np.ndarray:
+        """(nodes,) GPUs of each node."""
+        return _read_only(self._s.nodes.capacity)
+
+    @property
+    def placements(self):
+        """The open round's placements so far: ``{job id: (row, ((node, gpus), ...))}``
+        (read-only mapping)."""
+        return types.MappingProxyType(self._s.new_alloc)
+
+    @property
+    def allocations(self) -> tuple:
+        """Per job, the nodes ``((node, gpus), ...)`` it ran on in the last round, or None."""
+        return tuple(self._s.alloc)
+
+    @property
+    def tables(self) -> tuple:
+        """Per job, its candidate table (``Simulator.candidates_of``)."""
+        return tuple(self._s.tables)
+
+    @property
+    def records(self) -> tuple:
+        """Per job, its ``JobRecord`` so far (restarts, samples done, finish, ...)."""
+        return tuple(self._s.records)
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """A copy of a run's state (``Simulator.snapshot()``), opaque to other modules."""
+
+    state: object
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 @dataclass

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from hsched_env.catalog import ModelSpec, get_gpu
 from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.files import is_file
 
 # Gavel worker types → catalog GPU names. Gavel's V100s are 16 GB SXM2 parts.
 GAVEL_WORKER_TYPES = {"k80": "K80", "p100": "P100", "v100": "V100-16GB"}
@@ -140,7 +141,6 @@ def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSour
         return ThroughputSource()
     if name == "gavel":
         return _shipped_gavel_table()
-    from hsched_env.files import is_file
     if is_file(Path(name)):
         return MeasuredTable(name)
     raise UnknownNameError("throughput source", str(name), ["analytic", "gavel", "<path.json>"])

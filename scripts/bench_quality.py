@@ -435,7 +435,7 @@ def _targets_in_play(summary: dict) -> list[str]:
 
 def tables(comparisons: dict[str, dict], summary: dict, markdown: bool = False) -> str:
     """The per-case table, the target table and the summary, as text or Markdown."""
-    from hsched_env.cli import format_table
+    from hsched_env.text import format_table
     first = summary["first"]
     heads = ["case", "common/total", "policy", "avg JCT h", f"{first} ÷", "p99 JCT h",
              "makespan h", "FTF worst", "FTF mean", "restarts/job", "deliv/plan", "unfinished",

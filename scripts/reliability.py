@@ -257,7 +257,7 @@ def state_copies(mode: str, before: int, branch: int, seed: int) -> dict:
         if valid.size:
             obs, *_ = u.step(int(valid[0]))
     snap = u.get_state()
-    obs_at = u._observation()
+    obs_at = obs                              # the observation of the snapshot's state
     actions = []
 
     def run_branch(e, acts=None) -> str:
@@ -392,7 +392,7 @@ def _fault_episode(target: str, seed: int, inj) -> tuple[dict, bool]:
     mode = target
     extra = {"measure_time": False} if mode == "rank" else {}
     env = gym.make(MODES[mode]["env_id"], cluster="sia-64", workload="gavel:rate=6,jobs=20",
-                   max_candidates=64 if mode == "schedule" else 256, **extra)
+                   slots=64 if mode == "schedule" else 256, **extra)
     u = env.unwrapped
     u.sim_config = dataclasses.replace(u.sim_config, check_invariants=True)
     rng = np.random.default_rng(seed)

@@ -13,7 +13,7 @@ from calibrate import (A2_GPUS, A2_TOKENS_PER_S_PER_GPU, FP32_CALIBRATION_BATCHE
                        gavel_variant, tokens_per_gpu_at)
 
 from hsched_env.catalog import get_model
-from hsched_env.cli import format_table
+from hsched_env.text import format_table
 from hsched_env.costmodel import DEFAULT_CALIBRATION as CAL
 from hsched_env.planner import plan
 from hsched_env.throughput import get_throughput_source

@@ -117,7 +117,7 @@ def test_train_config_validates():
                                                ("hsched/Schedule-v0", "maskable-ppo", 1)])
 def test_smoke_training_run(tmp_path, env_id, algo, hours):
     cfg = TrainConfig(env=env_id, algo=algo, timesteps=256, n_steps=64, batch_size=32,
-                      n_epochs=2, max_candidates=512 if "Rank" in env_id else 64,
+                      n_epochs=2, slots=512 if "Rank" in env_id else 64,
                       episode_hours=hours, train_seeds=3, imitation_seeds=2, imitation_rounds=10,
                       imitation_epochs=2, checkpoint_steps=128, logdir=str(tmp_path / "run"),
                       **SMALL)

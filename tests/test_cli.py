@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from hsched_env.cli import main
+from hsched_cli.main import main
 
 JSON_KEYS = {"gpus", "nodes", "dp", "tp", "pp", "microbatches", "zero", "recompute",
              "step_time_s", "samples_per_s", "tokens_per_s_per_gpu", "mem_gb_per_gpu"}
@@ -113,10 +114,11 @@ def test_listings(capsys):
     assert code == 0 and "A100-40GB" in out
 
 
-def test_console_script_entry_point():
-    out = subprocess.run([sys.executable, "-m", "hsched_env", "candidates", "--model",
-                          "resnet18", "--cluster", "tiny-8", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+@pytest.mark.parametrize("command", [[str(Path(sys.executable).with_name("hsched"))],
+                                     [sys.executable, "-m", "hsched_cli"]])
+def test_console_script_entry_point(command):
+    out = subprocess.run(command + ["candidates", "--model", "resnet18", "--cluster", "tiny-8",
+                                    "--json"], capture_output=True, text=True, check=True).stdout
     assert json.loads(out)
 
 
@@ -137,7 +139,7 @@ SMALL = "gavel:rate=10,jobs=12,seed=0,mix=llm,duration_scale=0.05"
 
 def hsched(*argv):
     """Run the real console entry in a subprocess: stdout must be pure (HiGHS prints on fd 1)."""
-    return subprocess.run([sys.executable, "-m", "hsched_env", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hsched_cli", *argv], capture_output=True,
                           text=True)
 
 
@@ -217,7 +219,7 @@ def test_compare_checks_every_policy_name_first(capsys):
 def test_objective_and_floor_reach_the_co_optimizer():
     """--objective / --floor change heterosched-lp's schedule, and gavel ignores them."""
     def avg(*extra, policy="heterosched-lp"):
-        out = subprocess.run([sys.executable, "-m", "hsched_env", "simulate", "--cluster",
+        out = subprocess.run([sys.executable, "-m", "hsched_cli", "simulate", "--cluster",
                               "sia-64", "--workload", "gavel:rate=30,jobs=40,seed=3",
                               "--policy", policy, "--json", "--no-progress", *extra],
                              capture_output=True, text=True, check=True).stdout

@@ -22,6 +22,8 @@ import pytest
 import hsched_env
 from hsched_env.envs import RankEnv, ScheduleEnv, replay
 from hsched_env.errors import ConfigError, HSchedError, UnknownNameError
+from lp_baseline.environments import rank_env, schedule_env
+from lp_baseline.policy import make_policy
 
 CLUSTER = "sia-64"
 SMALL = "gavel:rate=4,jobs=20"        # ~220 rounds, a reference episode takes < 1 s
@@ -112,12 +114,12 @@ def run_reference(env, seed: int = 0):
 
 
 def make_select(**kw) -> ScheduleEnv:
-    return ScheduleEnv(CLUSTER, kw.pop("workload", SMALL), **kw)
+    return schedule_env(CLUSTER, kw.pop("workload", SMALL), **kw)
 
 
 def make_rank(**kw) -> RankEnv:
     kw.setdefault("measure_time", False)
-    return RankEnv(CLUSTER, kw.pop("workload", SMALL), **kw)
+    return rank_env(CLUSTER, kw.pop("workload", SMALL), **kw)
 
 
 def run_python(code: str, **env_vars) -> str:
@@ -214,7 +216,7 @@ def test_sb3_env_checker(env_id):
 
 
 def test_rank_decision_time_is_wall_clock_by_default():
-    env = RankEnv(CLUSTER, SMALL)
+    env = rank_env(CLUSTER, SMALL)
     env.reset(seed=0)
     times = [env.step(np.ones(env.K, dtype=np.int8))[4]["decision_time_s"] for _ in range(3)]
     assert all(t > 0 for t in times)
@@ -432,9 +434,9 @@ def test_valid_slot_places_exactly_that_job():
     env = make_select(max_candidates=64)
     env.reset(seed=0)
     # go to a round with several active jobs
-    while env._slots.view.num_active < 3:
+    while env.slots.view.num_active < 3:
         env.step(env.K)
-    sl = env._slots
+    sl = env.slots
     placed_before = 0
     for _ in range(3):
         mask = env.action_masks()
@@ -443,10 +445,10 @@ def test_valid_slot_places_exactly_that_job():
             break
         a = int(valid[-1])                      # not necessarily the LP's first choice
         j, row = int(sl.job[a]), int(sl.row[a])
-        assert j not in env.simulator._s.new_alloc
+        assert j not in env.simulator.run_view().placements
         obs, r, _, _, info = env.step(a)
         assert info["invalid_action"] is False and info["committed"] is False and r == 0.0
-        new_alloc = env.simulator._s.new_alloc
+        new_alloc = env.simulator.run_view().placements
         assert new_alloc[j][0] == row
         assert info["placed"] == len(new_alloc) == placed_before + 1
         placed_before += 1
@@ -457,7 +459,7 @@ def test_valid_slot_places_exactly_that_job():
         assert obs["global"][1] == pytest.approx(placed_before / sl.view.num_active)
         # the chosen GPUs are taken
         held = sum(k for _, k in new_alloc[j][1])
-        assert held == int(env.simulator._s.tables[j].gpus[row].sum())
+        assert held == int(env.simulator.run_view().tables[j].gpus[row].sum())
     assert placed_before >= 1
 
 
@@ -477,12 +479,8 @@ def test_commit_advances_one_round():
 
 
 def _would_place(sim, j: int, r: int) -> bool:
-    """``Simulator.place(j, r)`` tried on a copy of the open round's node state."""
-    trial = copy.copy(sim)
-    trial._s = copy.copy(sim._s)
-    trial._s.nodes = copy.deepcopy(sim._s.nodes)
-    trial._s.new_alloc = dict(sim._s.new_alloc)
-    return trial.place(j, r)
+    """Whether the simulator would place job ``j`` on row ``r`` now (a dry run)."""
+    return bool(sim.try_place_decision({j: [r]}))
 
 
 @pytest.mark.parametrize("candidate_filter", ["lp", "score"])
@@ -496,7 +494,7 @@ def test_mask_is_exact_over_random_rollout(candidate_filter):
         mask = env.action_masks()
         assert mask.dtype == bool and mask.shape == (env.K + 1,) and mask[env.K]
         np.testing.assert_array_equal(obs["valid"].astype(bool), mask[:env.K])
-        sl = env._slots
+        sl = env.slots
         if step % 7 == 0 and sl is not None:
             M = sl.k.size
             assert not mask[M:env.K].any()
@@ -505,7 +503,7 @@ def test_mask_is_exact_over_random_rollout(candidate_filter):
                 assert mask[i] == _would_place(sim, int(sl.job[i]), int(sl.row[i])), \
                     f"step {step}: slot {i} mask {mask[i]} disagrees with Simulator.place"
         a = random_action(env, rng, p_commit=0.15)
-        before = len(env.simulator._s.new_alloc)
+        before = len(env.simulator.run_view().placements)
         obs, _, term, trunc, info = env.step(a)   # raises AssertionError on a mask mismatch
         assert not info["invalid_action"]
         if a != env.K:
@@ -613,14 +611,14 @@ def test_rank_keep_nothing_runs_nobody():
     for _ in range(5):                                   # let some jobs run first
         env.step(np.ones(env.K, dtype=np.int8))
     sim = env.simulator
-    attained = sim._s.attained.copy()
-    remaining = sim._s.remaining.copy()
+    attained = sim.run_view().attained_s.copy()
+    remaining = sim.run_view().remaining_samples.copy()
     jt = sim.job_time_s()
     _, r, _, _, info = env.step(np.zeros(env.K, dtype=np.int8))
     assert info["kept"] == 0 and info["total"] > 0
-    np.testing.assert_array_equal(sim._s.attained, attained)
-    np.testing.assert_array_equal(sim._s.remaining, remaining)
-    assert all(a is None for a in sim._s.alloc)
+    np.testing.assert_array_equal(sim.run_view().attained_s, attained)
+    np.testing.assert_array_equal(sim.run_view().remaining_samples, remaining)
+    assert all(a is None for a in sim.run_view().allocations)
     assert r == pytest.approx(-(sim.job_time_s() - jt) / 3600.0, rel=1e-12)
     assert r < 0
 
@@ -628,11 +626,11 @@ def test_rank_keep_nothing_runs_nobody():
 def test_rank_compare_full_objectives():
     env = make_rank(compare_full=True, max_candidates=256)
     env.reset(seed=0)
-    while env._slots.view.num_active < 3:
+    while env.slots.view.num_active < 3:
         env.step(np.ones(env.K, dtype=np.int8))
     checked = 0
     for _ in range(6):
-        sl = env._slots
+        sl = env.slots
         M, A = sl.k.size, sl.view.num_active
         assert sl.total == M                              # K covers the round
         snap = env.get_state()
@@ -674,7 +672,7 @@ def test_rank_kept_ignored_and_overflow_counts():
     K = 8
     env = make_rank(max_candidates=K)
     obs, info = env.reset(seed=0)
-    sl = env._slots
+    sl = env.slots
     assert sl.total == info["candidates_total"] > K    # the first job alone has more
     assert obs["valid"].sum() == K
     keep = np.zeros(K, dtype=np.int8)
@@ -745,9 +743,9 @@ def test_render_rgb_array_shows_placements(env_id):
         # rank mode shows what runs between decisions: step until a job holds GPUs
         for _ in range(50):
             env.step(np.ones(u.K, dtype=np.int8))
-            if any(a is not None for a in u.simulator._s.alloc):
+            if any(a is not None for a in u.simulator.run_view().allocations):
                 break
-        assert any(a is not None for a in u.simulator._s.alloc)
+        assert any(a is not None for a in u.simulator.run_view().allocations)
     img2 = env.render()
     assert img2.shape == img.shape
     job_colors = _picture_colors(img2) - _PALETTE
@@ -795,7 +793,7 @@ def test_select_get_set_state_branches_identically():
     while not env.action_masks()[:env.K].any():
         env.step(env.K)
     env.step(int(np.flatnonzero(env.action_masks()[:env.K])[0]))
-    assert env.simulator._s.new_alloc
+    assert env.simulator.run_view().placements
     obs_at = env._observation()
     snap = env.get_state()
     rng = np.random.default_rng(9)
@@ -845,7 +843,7 @@ def test_rank_get_set_state_branches_identically():
 
 
 # ---------------------------------------------------------------------------------- 12. errors
-@pytest.mark.parametrize("cls", [ScheduleEnv, RankEnv])
+@pytest.mark.parametrize("cls", [schedule_env, rank_env])
 @pytest.mark.parametrize("kwargs,error,field", [
     ({"cluster": "no-such-cluster"}, UnknownNameError, "cluster"),
     ({"workload": "nonsense:x=1"}, ConfigError, "kind"),
@@ -872,13 +870,25 @@ def test_bad_arguments_raise_named_errors(cls, kwargs, error, field):
         assert err.field == field and field in str(err)
 
 
+@pytest.mark.parametrize("cls", [ScheduleEnv, RankEnv])
+def test_an_environment_built_without_an_lp_says_how_to_give_one(cls):
+    """The world never imports the LP: constructed directly, an environment that needs one
+    names the ``lp`` argument and the registered id that supplies the default."""
+    with pytest.raises(ConfigError) as e:
+        cls(CLUSTER, SMALL)
+    assert e.value.field == "lp" and "lp_factory" in str(e.value) and "gymnasium.make" in str(e.value)
+    env = cls(CLUSTER, SMALL, lp_factory=make_policy)           # given one, it works
+    env.reset(seed=0)
+    assert env.lp.name == "heterosched-lp"
+
+
 def test_bad_select_and_rank_only_arguments():
     with pytest.raises(UnknownNameError) as e:
         ScheduleEnv(CLUSTER, SMALL, candidate_filter="oracle")
     assert e.value.kind == "candidate filter" and "oracle" in str(e.value)
     assert set(e.value.valid) == {"lp", "score"}
     with pytest.raises(ConfigError) as e:
-        RankEnv(CLUSTER, SMALL, keep_cost=-0.1)
+        rank_env(CLUSTER, SMALL, keep_cost=-0.1)
     assert e.value.field == "keep_cost"
     # the same errors through gymnasium.make
     with pytest.raises(UnknownNameError):
@@ -888,7 +898,7 @@ def test_bad_select_and_rank_only_arguments():
     assert e.value.field == "max_candidates"
 
 
-@pytest.mark.parametrize("cls,action", [(ScheduleEnv, 0), (RankEnv, None)])
+@pytest.mark.parametrize("cls,action", [(schedule_env, 0), (rank_env, None)])
 def test_step_before_reset_raises(cls, action):
     env = cls(CLUSTER, SMALL)
     with pytest.raises(RuntimeError, match="reset"):

@@ -22,7 +22,7 @@ from agents.evaluate import (
     report_json,
     write_outputs,
 )
-from hsched_env.cli import main
+from hsched_cli.main import main
 from hsched_env.errors import ConfigError
 
 ROW_KEYS = {"scenario", "policy", "kind", "seeds", "jobs_completed", "jobs_total", "avg_jct_s",

@@ -36,7 +36,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hsched_env import cli
+from hsched_cli import main as cli
+from hsched_cli import simulation as cli_simulation
 from hsched_env.catalog import (
     GpuType,
     ModelSpec,
@@ -815,7 +816,7 @@ def test_fuzz_cli_argv(workdir, argv):
     try:
         os.chdir(run_dir)
         with contextlib.ExitStack() as stack:
-            stack.enter_context(mock.patch.object(cli, "_run_policy", _stub))
+            stack.enter_context(mock.patch.object(cli_simulation, "_run_policy", _stub))
             stack.enter_context(mock.patch.object(cli, "cmd_demo", _stub))
             if hasattr(cli, "cmd_evaluate"):
                 stack.enter_context(mock.patch.object(cli, "cmd_evaluate", _stub))

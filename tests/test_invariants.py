@@ -60,7 +60,7 @@ def drive(cluster, workload, policy, config):
     sim = Simulator(cluster, workload, policy, config)
     policy.reset(cluster, config.seed)
     sim.reset()
-    s = sim._s
+    run = sim.run_view()
     n, R = len(workload.jobs), config.round_s
     node_cap = np.asarray(cluster.node_gpus)
     type_cap = np.asarray(cluster.capacity_vec)
@@ -74,33 +74,33 @@ def drive(cluster, workload, policy, config):
         arrived += view.arrived
         completed += view.completed
         assert {int(j) for j in view.job_ids} <= set(arrived)
-        assert all(s.state[j] < DONE for j in view.job_ids)
+        assert all(run.state[j] < DONE for j in view.job_ids)
         decision = policy.decide(view)
         sim.place_decision(decision, who=policy.name)
         # no node and no GPU type over-allocated
         used = np.zeros(len(node_cap), dtype=np.int64)
-        for j, (r, nodes) in s.new_alloc.items():
+        for j, (r, nodes) in run.placements.items():
             for v, k in nodes:
                 used[v] += k
             assert np.array_equal(np.bincount(np.asarray(cluster.node_type)[[v for v, _ in nodes]],
                                               weights=[k for _, k in nodes],
                                               minlength=len(type_cap)),
-                                  s.tables[j].gpus[r])
+                                  run.tables[j].gpus[r])
         assert np.all(used <= node_cap)
         assert np.all(np.bincount(cluster.node_type, weights=used,
                                   minlength=len(type_cap)) <= type_cap)
-        placed = dict(s.new_alloc)
-        restarts = {j: s.records[j].restarts for j in placed}
+        placed = dict(run.placements)
+        restarts = {j: run.records[j].restarts for j in placed}
         t = sim.time_s
         sim.advance()
         assert sim.time_s == t + R
         # work conservation, from the placements: throughput × productive time
         for j, (r, _) in placed.items():
-            rec = s.records[j]
+            rec = run.records[j]
             restart = config.restart_s * (rec.restarts - restarts[j])
             stop = rec.finish_s if rec.done else t + R
             assert t <= stop <= t + R
-            expected[j] += float(s.tables[j].samples_per_s[r]) * (stop - t - restart)
+            expected[j] += float(run.tables[j].samples_per_s[r]) * (stop - t - restart)
     return sim, arrived, completed, expected
 
 
@@ -150,7 +150,7 @@ def test_simulator_invariants_hold_on_random_scenarios(policy_name, scenario):
     assert 0.0 <= m["gpu_util"] <= 1.0 + 1e-9
     if sim.end_reason == "completed":
         # nothing stalls: every job that has a candidate on the cluster completes
-        assert done == {i for i, tab in enumerate(sim._s.tables) if len(tab)}
+        assert done == {i for i, tab in enumerate(sim.run_view().tables) if len(tab)}
 
 
 # ------------------------------------------------------------------------------- debug mode
@@ -163,7 +163,7 @@ def _run_until_placed(policy="greedy"):
     while True:
         view = sim.next_view()
         sim.place_decision(sim.policy.decide(view))
-        if sim._s.new_alloc:
+        if sim.run_view().placements:
             return sim
         sim.advance()
 
@@ -172,7 +172,7 @@ def _run_until_placed(policy="greedy"):
 def test_debug_mode_catches_a_broken_run(corruption):
     """``check_invariants`` raises on each kind of corruption (and only with it on)."""
     sim = _run_until_placed()
-    s = sim._s
+    s = sim._s            # the simulator's own test: it corrupts the private run state on purpose
     j = next(iter(s.new_alloc))
     if corruption == "node":
         _, nodes = s.new_alloc[j]

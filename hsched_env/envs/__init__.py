@@ -3,17 +3,21 @@
 
 from __future__ import annotations
 
+from hsched_env.envs.base import ENV_IDS_BY_CLASS
 from hsched_env.envs.rank import RankEnv
 from hsched_env.envs.schedule import ScheduleEnv
 
 ENV_IDS = ("hsched/Schedule-v0", "hsched/Rank-v0")
 
 
-def replay(record: dict) -> tuple[dict, float]:
+def replay(record: dict, **overrides) -> tuple[dict, float]:
     """Re-run an ``episode_record()``: returns (metrics, total reward). The metrics equal the
-    recorded episode's except wall-clock fields (``decision_time_*``, ``wall_s``)."""
-    cls = {"ScheduleEnv": ScheduleEnv, "RankEnv": RankEnv}[record["class"]]
-    env = cls(**record["kwargs"])
+    recorded episode's except wall-clock fields (``decision_time_*``, ``wall_s``). The
+    environment is made by its registered id (``gymnasium.make``: the default LP factory);
+    ``overrides`` are extra constructor arguments (e.g. ``lp=`` the policy that was used)."""
+    import gymnasium as gym
+    env_id = record.get("env_id") or ENV_IDS_BY_CLASS[record["class"]]
+    env = gym.make(env_id, disable_env_checker=True, **record["kwargs"], **overrides).unwrapped
     env.reset(seed=record["seed"])
     total = 0.0
     for a in record["actions"]:

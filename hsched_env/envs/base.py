@@ -15,56 +15,24 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
-from hsched_env.cluster import Cluster, get_cluster
+from hsched_env.catalog import get_gpu
+from hsched_env.cluster import Cluster, cluster_presets, get_cluster
+from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
+from hsched_env.envs.features import (CLUSTER_COLUMN, CLUSTER_FEATURES, GLOBAL_COLUMN,
+                                      GLOBAL_FEATURES, LOG_CAP, CandidateColumns,
+                                      observation_space)
 from hsched_env.errors import ConfigError, UnknownNameError
 from hsched_env.placement import FitIndex
 from hsched_env.planner import PlannerConfig
 from hsched_env.policy import SchedulerView
-from hsched_env.simulator import DEFAULT_MAX_CANDIDATES, SimConfig, Simulator
+from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.workloads import load_workload
+from hsched_env.envs import render
 
-#: Clip bound of the log-scaled features: log1p(hours) ≤ 10 covers 2.5 years.
-LOG_CAP = 10.0
-#: Names of the per-slot job/candidate features; ``gpus:<type>`` columns come after ``JOB_FEATURES``.
-JOB_FEATURES = (
-    "remaining_frac",       # remaining work ÷ total work, [0, 1]
-    "remaining_ref_h",      # log1p(remaining hours on its requested GPUs)
-    "age_h",                # log1p(hours since arrival)
-    "wait_h",               # log1p(hours since arrival not running)
-    "requested_gpus",       # log2(1 + requested GPUs) ÷ log2(1 + cluster GPUs), [0, 1]
-    "job_running",          # 1 if the job ran last round
-)
-CANDIDATE_FEATURES = (
-    "is_current",           # 1 if this is the candidate the job ran last round
-    "restart",              # 1 if running it costs a restart (started job, other candidate)
-    "gpus_total",           # GPUs ÷ cluster GPUs, [0, 1]
-    "throughput_norm",      # samples/s ÷ the job's fastest candidate, [0, 1]
-    "throughput_per_gpu",   # (samples/s per GPU) ÷ the job's best per-GPU figure, [0, 1]
-    "speedup_ref",          # log1p(samples/s ÷ the job's requested-GPU reference throughput)
-    "finish_h",             # log1p(hours to finish the remaining work on this candidate)
-    "mem_frac",             # memory per GPU ÷ memory of the smallest GPU it uses, [0, 1]
-    "tp_log",               # log2(tp) ÷ 4, clipped to [0, 1]
-    "pp_log",               # log2(pp) ÷ 5, clipped to [0, 1]
-    "lp_share",             # the LP's share X for this candidate, [0, 1] (0 without the LP)
-    "lp_assigned",          # 1 if the LP's rounded assignment runs it this round
-)
-CLUSTER_FEATURES = (
-    "capacity_frac",        # GPUs of the type ÷ cluster GPUs
-    "free_frac",            # GPUs of the type still free this round ÷ its GPUs
-    "free_nodes_frac",      # completely free nodes of the type ÷ its nodes
-    "speed_rel",            # the type's dense fp16 peak ÷ the fastest type's
-)
-GLOBAL_FEATURES = (
-    "active_jobs",          # log1p(active jobs) ÷ log1p(K)
-    "placed_frac",          # jobs placed this round ÷ active jobs
-    "visible_frac",         # candidates in the slots ÷ candidates of the round
-    "arrived",              # log1p(jobs arrived since the last round)
-    "completed",            # log1p(jobs completed since the last round)
-    "time_h",               # log1p(simulated hours since the first arrival)
-    "jobs_left_frac",       # jobs not yet completed ÷ jobs of the episode
-)
 REWARDS = ("job-time", "completions")
+#: The registered id of each environment class (``hsched_env/__init__.py`` registers them).
+ENV_IDS_BY_CLASS = {"ScheduleEnv": "hsched/Schedule-v0", "RankEnv": "hsched/Rank-v0"}
 
 
 def _log_hours(seconds: np.ndarray) -> np.ndarray:
@@ -87,8 +55,19 @@ class RoundSlots:
     total: int                    # candidates of the round (before the K-slot cut)
 
 
-class _Static:
-    """Per active-job set: concatenated candidate arrays and static feature columns."""
+@dataclass(frozen=True)
+class RoundCandidates:
+    """All candidates of an active-job set, concatenated job by job (cached per set)."""
+
+    total: int                    # candidates of all active jobs
+    starts: np.ndarray            # (A,) first index of each job's candidates
+    k_of: np.ndarray              # (total,) job index in the view
+    row_of: np.ndarray            # (total,) row in the job's candidate table
+    thr: np.ndarray               # (total,) samples/s
+    score: np.ndarray             # (total,) samples/s per GPU ÷ the job's reference samples/s
+    rank: np.ndarray              # (total,) rank by score within the job (0 = best)
+    fit: FitIndex                 # which candidates fit the free GPUs
+    cols: np.ndarray              # (total, F) float32 static feature columns
 
 
 class HSchedEnvBase(gym.Env):
@@ -96,17 +75,19 @@ class HSchedEnvBase(gym.Env):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     _mode = "base"
+    #: Whether the agent's actions place jobs one by one inside an open round (select mode);
+    #: rank mode places the whole decision when the round closes.
+    places_within_round = True
 
     def __init__(self, cluster: str | Cluster = "sia-64",
-                 workload: str = "gavel:rate=4,jobs=100", *, max_candidates: int = 32,
-                 job_candidates: int = DEFAULT_MAX_CANDIDATES, round_s: float = 300.0,
-                 restart_s: float = 60.0, throughputs: str | None = None,
+                 workload: str = "gavel:rate=4,jobs=100", *, slots: int = 32,
+                 job_candidates: int = JOB_CANDIDATES, round_s: float = ROUND_S,
+                 restart_s: float = RESTART_S, throughputs: str | None = None,
                  reward: str = "job-time", reward_scale: float = 3600.0,
-                 lp=None, lp_policy: str = "heterosched-lp", lp_objective: str | None = None,
-                 max_time_s: float | None = None, render_mode: str | None = None) -> None:
-        if not (isinstance(max_candidates, (int, np.integer)) and max_candidates >= 1):
-            raise ConfigError(f"max_candidates (K slots) must be a positive integer, got "
-                              f"{max_candidates!r}", field="max_candidates")
+                 lp=None, lp_factory=None, lp_policy: str = "heterosched-lp",
+                 lp_objective: str | None = None, max_time_s: float | None = None,
+                 render_mode: str | None = None) -> None:
+        slots = slot_count(slots, None, slots)
         if reward not in REWARDS:
             raise UnknownNameError("reward", reward, list(REWARDS))
         if not (reward_scale > 0 and math.isfinite(reward_scale)):
@@ -116,18 +97,18 @@ class HSchedEnvBase(gym.Env):
             raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
         self.cluster = get_cluster(cluster)
         self.workload_spec = str(workload)
-        self.K = int(max_candidates)
+        self.K = slots
         self.reward_kind, self.reward_scale = reward, float(reward_scale)
         self.render_mode = render_mode
         self.sim_config = SimConfig(round_s=round_s, restart_s=restart_s,
                                     planner=PlannerConfig(max_candidates=job_candidates),
                                     throughputs=throughputs, max_time_s=max_time_s)
         self.lp_policy_name, self.lp_objective = lp_policy, lp_objective
-        self._lp_given = lp
+        self._lp_given, self._lp_factory = lp, lp_factory
         self._lp = None
         self._workloads: dict[str, object] = {}
         self._tables: dict = {}
-        self._static_cache: dict[bytes, _Static] = {}
+        self._static_cache: dict[bytes, RoundCandidates] = {}
         self._global_round = self._global_cache = None
         self._sim: Simulator | None = None
         self._slots: RoundSlots | None = None
@@ -137,24 +118,19 @@ class HSchedEnvBase(gym.Env):
         self._completed = 0
         types = self.cluster.gpu_types
         self.T = len(types)
-        self.feature_names = (JOB_FEATURES + tuple(f"gpus:{t}" for t in types)
-                              + CANDIDATE_FEATURES)
+        #: Column indices of the slot features by name (``hsched_env.envs.features``)
+        self.columns = CandidateColumns(types)
+        self.feature_names = self.columns.names
         F = len(self.feature_names)
         #: ``obs["candidates"].reshape(candidate_shape)`` is the (K, F) slot-feature matrix
         self.candidate_shape = (self.K, F)
-        self.observation_space = spaces.Dict({
-            # (K, F) and (T, C) flattened row-major: SB3 expects 1-D vectors (or images)
-            "candidates": spaces.Box(0.0, LOG_CAP, (self.K * F,), np.float32),
-            "valid": spaces.Box(0.0, 1.0, (self.K,), np.float32),
-            "cluster": spaces.Box(0.0, 1.0, (self.T * len(CLUSTER_FEATURES),), np.float32),
-            "global": spaces.Box(0.0, LOG_CAP, (len(GLOBAL_FEATURES),), np.float32),
-        })
-        from hsched_env.catalog import get_gpu
+        self.observation_space = observation_space(self.K, types)
         peak = np.array([get_gpu(t).fp16_tflops for t in types])
         nodes = np.bincount(self.cluster.node_type, minlength=self.T)
         self._type_obs = np.zeros((self.T, len(CLUSTER_FEATURES)), dtype=np.float32)
-        self._type_obs[:, 0] = self.cluster.capacity_vec / self.cluster.num_gpus
-        self._type_obs[:, 3] = peak / peak.max()
+        self._type_obs[:, CLUSTER_COLUMN["capacity_frac"]] = (self.cluster.capacity_vec
+                                                              / self.cluster.num_gpus)
+        self._type_obs[:, CLUSTER_COLUMN["speed_rel"]] = peak / peak.max()
         self._type_cap = np.maximum(self.cluster.capacity_vec, 1).astype(np.float64)
         self._type_nodes_safe = np.maximum(nodes, 1).astype(np.float64)
         self._t0 = 0.0
@@ -167,14 +143,21 @@ class HSchedEnvBase(gym.Env):
     # ------------------------------------------------------------------ scenario
     @property
     def lp(self):
-        """The LP policy (the injected one, else ``lp_baseline.policy.make_policy(lp_policy)``
-        imported on first use)."""
+        """The LP policy: the injected ``lp``, else ``lp_factory(lp_policy,
+        objective=lp_objective)`` built on first use. ``gymnasium.make`` supplies
+        ``lp_factory`` (the registration's entry points, ``lp_baseline.environments``); a
+        directly constructed environment that needs an LP must be given one of the two."""
         if self._lp is None:
             if self._lp_given is not None:
                 self._lp = self._lp_given
+            elif self._lp_factory is not None:
+                self._lp = self._lp_factory(self.lp_policy_name, objective=self.lp_objective)
             else:
-                from lp_baseline.policy import make_policy
-                self._lp = make_policy(self.lp_policy_name, objective=self.lp_objective)
+                raise ConfigError(
+                    f"{type(self).__name__} in this mode needs an LP policy: pass lp=<policy> "
+                    f"or lp_factory=lp_baseline.policy.make_policy, or create it with "
+                    f"gymnasium.make({ENV_IDS_BY_CLASS.get(type(self).__name__)!r}), whose "
+                    f"entry point supplies the default", field="lp")
         return self._lp
 
     def _workload_spec(self, seed: int) -> str:
@@ -187,7 +170,6 @@ class HSchedEnvBase(gym.Env):
         return spec
 
     def _workload(self, seed: int):
-        from hsched_env.workloads import load_workload
         spec = self._workload_spec(seed)
         w = self._workloads.get(spec)
         if w is None:
@@ -205,11 +187,11 @@ class HSchedEnvBase(gym.Env):
         self._episode_seed = episode_seed
         workload = self._workload(episode_seed)
         self._sim = Simulator(self.cluster, workload, _NoPolicy(),
-                              SimConfig(**{**self.sim_config.__dict__, "seed": episode_seed}))
-        self._sim._tables = self._tables                 # plan each model once per env
+                              SimConfig(**{**self.sim_config.__dict__, "seed": episode_seed}),
+                              candidate_cache=self._tables)   # plan each model once per env
         self._static_cache.clear()                       # keyed by job ids of this workload
         self._sim.reset()
-        self._t0 = float(self._sim._s.arrival.min())
+        self._t0 = self._sim.run_view().first_arrival_s
         if self._uses_lp():
             self.lp.reset(self.cluster, episode_seed)
         self._actions = []
@@ -239,63 +221,61 @@ class HSchedEnvBase(gym.Env):
         if self.reward_kind == "job-time":
             return -delta / self.reward_scale
         # counted from finish times: next_view() has already cleared ``completed_since``
-        done = int(np.count_nonzero(np.isfinite(self._sim._s.finish)))
+        done = self._sim.run_view().jobs_completed
         new, self._completed = done - self._completed, done
         return float(new)
 
-    def _round_static(self, view: SchedulerView) -> "_Static":
+    def _round_static(self, view: SchedulerView) -> "RoundCandidates":
         """What the slots need that only depends on which jobs are active (cached)."""
         key = view.job_ids.tobytes()
         st = self._static_cache.get(key)
         if st is not None:
             return st
         tabs = view.candidates
-        st = _Static()
         sizes = np.fromiter((len(t) for t in tabs), dtype=np.int64, count=len(tabs))
-        st.sizes, st.total = sizes, int(sizes.sum())
-        st.starts = np.cumsum(sizes) - sizes
-        st.k_of = np.repeat(np.arange(len(tabs)), sizes)
-        st.row_of = np.arange(st.total) - np.repeat(st.starts, sizes)
+        total = int(sizes.sum())
+        starts = np.cumsum(sizes) - sizes
+        k_of = np.repeat(np.arange(len(tabs)), sizes)
+        row_of = np.arange(total) - np.repeat(starts, sizes)
 
         def cat(name, dtype=np.float64, shape=()):
-            return (np.concatenate([getattr(t, name) for t in tabs]) if st.total
+            return (np.concatenate([getattr(t, name) for t in tabs]) if total
                     else np.zeros((0,) + shape, dtype=dtype))
-        st.thr = cat("samples_per_s")
-        st.gpus = cat("gpus", np.int64, (self.T,))
-        st.ngpu = st.gpus.sum(axis=1)
-        st.tp, st.pp = cat("tp", np.int64), cat("pp", np.int64)
+        thr = cat("samples_per_s")
+        gpus = cat("gpus", np.int64, (self.T,))
+        ngpu = gpus.sum(axis=1)
+        tp, pp = cat("tp", np.int64), cat("pp", np.int64)
         pa, pb = cat("pool_a", np.int64), cat("pool_b", np.int64)
-        na, nb = _part_sizes(st.gpus, pa, pb, self.cluster)
-        st.fit = FitIndex(self.cluster, pa, na, pb, nb, st.tp)
-        st.per_gpu = st.thr / np.maximum(st.ngpu, 1)
-        st.score = st.per_gpu / view.reference_samples_per_s[st.k_of]
-        by_score = np.lexsort((-st.score, st.k_of))        # within each job, best first
-        st.rank = np.empty(st.total, dtype=np.int64)
-        st.rank[by_score] = np.arange(st.total) - np.repeat(st.starts, sizes)
+        na, nb = _part_sizes(gpus, pa, pb, self.cluster)
+        fit = FitIndex(self.cluster, pa, na, pb, nb, tp)
+        per_gpu = thr / np.maximum(ngpu, 1)
+        score = per_gpu / view.reference_samples_per_s[k_of]
+        by_score = np.lexsort((-score, k_of))        # within each job, best first
+        rank = np.empty(total, dtype=np.int64)
+        rank[by_score] = np.arange(total) - np.repeat(starts, sizes)
         best = np.zeros(len(tabs))
         best_pg = np.zeros(len(tabs))
-        np.maximum.at(best, st.k_of, st.thr)
-        np.maximum.at(best_pg, st.k_of, st.per_gpu)
+        np.maximum.at(best, k_of, thr)
+        np.maximum.at(best_pg, k_of, per_gpu)
         G = self.cluster.num_gpus
-        min_mem = np.where(st.gpus > 0, self._gpu_mem[None, :], np.inf).min(axis=1) \
-            if st.total else np.zeros(0)
+        min_mem = np.where(gpus > 0, self._gpu_mem[None, :], np.inf).min(axis=1) \
+            if total else np.zeros(0)
         mem = cat("mem_gb_per_gpu")
-        ref = view.reference_samples_per_s[st.k_of]
-        # static feature columns, in feature order (the dynamic ones are filled per round)
-        F = len(self.feature_names)
-        cols = np.zeros((st.total, F), dtype=np.float32)
-        J, T = len(JOB_FEATURES), self.T
-        cols[:, 4] = np.log2(1 + view.requested_gpus[st.k_of]) / math.log2(1 + G)
-        cols[:, J:J + T] = st.gpus / np.maximum(self.cluster.capacity_vec, 1)
-        c = J + T
-        cols[:, c + 2] = st.ngpu / G
-        cols[:, c + 3] = st.thr / best[st.k_of]
-        cols[:, c + 4] = st.per_gpu / best_pg[st.k_of]
-        cols[:, c + 5] = np.clip(np.log1p(st.thr / ref), 0, LOG_CAP)
-        cols[:, c + 7] = np.clip(mem / min_mem, 0, 1)
-        cols[:, c + 8] = np.clip(np.log2(st.tp) / 4, 0, 1)
-        cols[:, c + 9] = np.clip(np.log2(st.pp) / 5, 0, 1)
-        st.cols = cols
+        ref = view.reference_samples_per_s[k_of]
+        # static feature columns (the dynamic ones are filled per round, in ``_build_slots``)
+        C = self.columns
+        cols = np.zeros((total, len(C)), dtype=np.float32)
+        cols[:, C["requested_gpus"]] = np.log2(1 + view.requested_gpus[k_of]) / math.log2(1 + G)
+        cols[:, C.gpus] = gpus / np.maximum(self.cluster.capacity_vec, 1)
+        cols[:, C["gpus_total"]] = ngpu / G
+        cols[:, C["throughput_norm"]] = thr / best[k_of]
+        cols[:, C["throughput_per_gpu"]] = per_gpu / best_pg[k_of]
+        cols[:, C["speedup_ref"]] = np.clip(np.log1p(thr / ref), 0, LOG_CAP)
+        cols[:, C["mem_frac"]] = np.clip(mem / min_mem, 0, 1)
+        cols[:, C["tp_log"]] = np.clip(np.log2(tp) / 4, 0, 1)
+        cols[:, C["pp_log"]] = np.clip(np.log2(pp) / 5, 0, 1)
+        st = RoundCandidates(total=total, starts=starts, k_of=k_of, row_of=row_of, thr=thr,
+                             score=score, rank=rank, fit=fit, cols=cols)
         if len(self._static_cache) > 256:
             self._static_cache.clear()
         self._static_cache[key] = st
@@ -341,55 +321,61 @@ class HSchedEnvBase(gym.Env):
         M = order.size
         feats = np.zeros((self.K, len(self.feature_names)), dtype=np.float32)
         if M:
-            c = len(JOB_FEATURES) + self.T
+            C = self.columns
             f = st.cols[order]
             rem = view.remaining_samples[k]
             age = view.time_s - view.arrival_s[k]
             running = view.current[k] >= 0
             started = (view.attained_s[k] > 0) | running
             cur = is_current[order]
-            f[:, 0] = rem / view.work_samples[k]
-            f[:, 1] = _log_hours(rem / view.reference_samples_per_s[k])
-            f[:, 2] = _log_hours(age)
-            f[:, 3] = _log_hours(age - view.attained_s[k])
-            f[:, 5] = running
-            f[:, c] = cur
-            f[:, c + 1] = started & ~cur
-            f[:, c + 6] = _log_hours(rem / st.thr[order])
-            f[:, c + 10] = np.clip(share[order], 0, 1)
-            f[:, c + 11] = tier[order] == 0
+            f[:, C["remaining_frac"]] = rem / view.work_samples[k]
+            f[:, C["remaining_ref_h"]] = _log_hours(rem / view.reference_samples_per_s[k])
+            f[:, C["age_h"]] = _log_hours(age)
+            f[:, C["wait_h"]] = _log_hours(age - view.attained_s[k])
+            f[:, C["job_running"]] = running
+            f[:, C["is_current"]] = cur
+            f[:, C["restart"]] = started & ~cur
+            f[:, C["finish_h"]] = _log_hours(rem / st.thr[order])
+            f[:, C["lp_share"]] = np.clip(share[order], 0, 1)
+            f[:, C["lp_assigned"]] = tier[order] == 0
             feats[:M] = np.clip(f, 0.0, LOG_CAP)
         return RoundSlots(view=view, k=k, job=view.job_ids[k], row=row, features=feats,
                           fit=st.fit.take(order), total=total)
 
     def _cluster_obs(self) -> np.ndarray:
-        nodes = self._sim._s.nodes
-        free = nodes.free
+        run = self._sim.run_view()
+        free = run.free_gpus
         out = self._type_obs.copy()
         node_type = self.cluster.node_type
-        out[:, 1] = np.bincount(node_type, weights=free, minlength=self.T) / self._type_cap
-        out[:, 2] = (np.bincount(node_type, weights=free == nodes.capacity, minlength=self.T)
-                     / self._type_nodes_safe)
+        out[:, CLUSTER_COLUMN["free_frac"]] = (np.bincount(node_type, weights=free,
+                                                           minlength=self.T) / self._type_cap)
+        out[:, CLUSTER_COLUMN["free_nodes_frac"]] = (
+            np.bincount(node_type, weights=free == run.node_gpus, minlength=self.T)
+            / self._type_nodes_safe)
         return out
 
     def _global_obs(self) -> np.ndarray:
         sl = self._slots
         if self._global_round is not sl:            # once per round, then only placed_frac
-            s = self._sim._s
+            run = self._sim.run_view()
             out = np.zeros(len(GLOBAL_FEATURES), dtype=np.float32)
+            g = GLOBAL_COLUMN
             if sl is not None:
                 A = sl.view.num_active
-                out[:5] = [math.log1p(A) / math.log1p(self.K), 0.0,
-                           sl.k.size / max(sl.total, 1), math.log1p(len(sl.view.arrived)),
-                           math.log1p(len(sl.view.completed))]
-            hours = max(s.t - self._t0, 0.0) / 3600.0
-            out[5] = min(math.log1p(hours), LOG_CAP)
-            out[6] = np.count_nonzero(s.state < 2) / s.state.size
+                out[g["active_jobs"]] = math.log1p(A) / math.log1p(self.K)
+                out[g["placed_frac"]] = 0.0
+                out[g["visible_frac"]] = sl.k.size / max(sl.total, 1)
+                out[g["arrived"]] = math.log1p(len(sl.view.arrived))
+                out[g["completed"]] = math.log1p(len(sl.view.completed))
+            hours = max(run.time_s - self._t0, 0.0) / 3600.0
+            out[g["time_h"]] = min(math.log1p(hours), LOG_CAP)
+            out[g["jobs_left_frac"]] = run.jobs_unfinished / len(self._sim.jobs)
             self._global_cache = np.clip(out, 0.0, LOG_CAP)
             self._global_round = sl
         out = self._global_cache.copy()
         if sl is not None:
-            out[1] = len(self._sim._s.new_alloc) / max(sl.view.num_active, 1)
+            out[GLOBAL_COLUMN["placed_frac"]] = (len(self._sim.run_view().placements)
+                                                 / max(sl.view.num_active, 1))
         return out
 
     def _valid(self) -> np.ndarray:
@@ -406,8 +392,8 @@ class HSchedEnvBase(gym.Env):
                 "cluster": self._cluster_obs().reshape(-1), "global": self._global_obs()}
 
     def _info(self) -> dict:
-        s = self._sim._s
-        info = {"time_s": float(s.t), "round": int(s.rounds),
+        run = self._sim.run_view()
+        info = {"time_s": float(run.time_s), "round": int(run.rounds),
                 "active_jobs": 0 if self._slots is None else int(self._slots.view.num_active),
                 "candidates_total": 0 if self._slots is None else int(self._slots.total),
                 "episode_seed": int(self._episode_seed)}
@@ -437,6 +423,12 @@ class HSchedEnvBase(gym.Env):
         """The simulator engine of the current episode (read it, do not drive it)."""
         return self._sim
 
+    @property
+    def slots(self) -> RoundSlots | None:
+        """The open round's candidate slots (``None`` when the episode has ended): which job
+        and candidate row each slot shows, and their features. Read it, do not change it."""
+        return self._slots
+
     def episode_record(self) -> dict:
         """What replays this episode: environment id, arguments, episode seed and actions
         (JSON-ready). ``hsched_env.envs.replay(record)`` re-runs it."""
@@ -449,7 +441,7 @@ class HSchedEnvBase(gym.Env):
         cfg = self.sim_config
         return {"cluster": self.cluster.name if self.cluster.name in _presets() else
                 self.cluster.to_dict(), "workload": self.workload_spec,
-                "max_candidates": self.K, "job_candidates": cfg.planner.max_candidates,
+                "slots": self.K, "job_candidates": cfg.planner.max_candidates,
                 "round_s": cfg.round_s, "restart_s": cfg.restart_s,
                 "throughputs": cfg.throughputs, "reward": self.reward_kind,
                 "reward_scale": self.reward_scale, "lp_policy": self.lp_policy_name,
@@ -465,15 +457,14 @@ class HSchedEnvBase(gym.Env):
         state = self._copy_state(snapshot)
         for key, value in state.items():
             if key == "sim_state":
-                self._sim = copy.copy(self._sim)
-                self._sim._s = value
+                self._sim = self._sim.restored(value)
             elif key == "np_random":
                 self._np_random = value
             else:
                 setattr(self, key, value)
 
     def _state_dict(self) -> dict:
-        return {"sim_state": self._sim._s, "_lp": self._lp, "_slots": self._slots,
+        return {"sim_state": self._sim.snapshot(), "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
                 "_actions": self._actions, "_job_time": self._job_time,
                 "_completed": self._completed, **self._extra_state()}
@@ -493,7 +484,6 @@ class HSchedEnvBase(gym.Env):
             gym.logger.warn("render() without render_mode: pass render_mode='ansi' or "
                             "'rgb_array' to the constructor")
             return None
-        from hsched_env.envs import render
         if self.render_mode == "ansi":
             return render.text(self)
         return render.picture(self)
@@ -511,13 +501,26 @@ class _NoPolicy:
         raise RuntimeError("the environment places jobs itself")
 
 
+def slot_count(slots, max_candidates, default: int) -> int:
+    """K, the candidate slots, from ``slots`` or its old name ``max_candidates`` (kept as an
+    alias; ``default`` when neither is given), checked to be a positive integer."""
+    if slots is not None and max_candidates is not None:
+        raise ConfigError("give slots or its old name max_candidates, not both",
+                          field="slots")
+    name, value = (("max_candidates", max_candidates) if max_candidates is not None
+                   else ("slots", default if slots is None else slots))
+    if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            and value >= 1):
+        raise ConfigError(f"{name} (K slots) must be a positive integer, got {value!r}",
+                          field=name)
+    return int(value)
+
+
 def _gpu_mem(name: str) -> float:
-    from hsched_env.catalog import get_gpu
     return get_gpu(name).memory_gb
 
 
 def _presets() -> tuple[str, ...]:
-    from hsched_env.cluster import cluster_presets
     return tuple(cluster_presets())
 
 

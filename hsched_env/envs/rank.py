@@ -8,7 +8,7 @@ import math
 import numpy as np
 from gymnasium import spaces
 
-from hsched_env.envs.base import HSchedEnvBase, timed
+from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
 from hsched_env.errors import ConfigError
 
 
@@ -66,7 +66,7 @@ class RankEnv(HSchedEnvBase):
 
     ## Arguments
 
-    Those of ``hsched/Schedule-v0`` (but ``max_candidates`` defaults to 1024 and there is no
+    Those of ``hsched/Schedule-v0`` (but ``slots`` defaults to 1024 and there is no
     ``candidate_filter``), and:
 
     | Argument | Default | Meaning |
@@ -84,16 +84,19 @@ class RankEnv(HSchedEnvBase):
     """
 
     _mode = "rank"
+    places_within_round = False
 
     def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
-                 max_candidates: int = 1024, keep_cost: float = 0.05,
+                 slots: int | None = None, max_candidates: int | None = None,
+                 keep_cost: float = 0.05,
                  compare_full: bool = False, measure_time: bool = True, **kwargs) -> None:
         if not (keep_cost >= 0 and math.isfinite(keep_cost)):
             raise ConfigError(f"keep_cost must be >= 0, got {keep_cost!r}", field="keep_cost")
         self.keep_cost = float(keep_cost)
         self.compare_full = bool(compare_full)
         self.measure_time = bool(measure_time)
-        super().__init__(cluster, workload, max_candidates=max_candidates, **kwargs)
+        super().__init__(cluster, workload, slots=slot_count(slots, max_candidates, 1024),
+                         **kwargs)
         self.action_space = spaces.MultiBinary(self.K)
         lp = self.lp
         if not all(callable(getattr(lp, m, None)) for m in ("decide", "shares", "evaluate")):

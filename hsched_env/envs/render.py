@@ -11,11 +11,12 @@ GAP = 2
 def _holders(env) -> list[list[int]]:
     """Per node, the job id holding each GPU (-1 free): this round's placements while a
     select-mode round is open, else last round's (rank mode never places inside a round)."""
-    s = env.simulator._s
+    run = env.simulator.run_view()
     nodes = [[-1] * int(g) for g in env.cluster.node_gpus]
-    this_round = s.new_alloc or (s.in_round and env._mode != "rank")
-    allocs = ([(j, a) for j, (_, a) in s.new_alloc.items()] if this_round
-              else [(j, a) for j, a in enumerate(s.alloc) if a is not None])
+    placements = run.placements
+    this_round = placements or (run.in_round and env.places_within_round)
+    allocs = ([(j, a) for j, (_, a) in placements.items()] if this_round
+              else [(j, a) for j, a in enumerate(run.allocations) if a is not None])
     for j, alloc in allocs:
         for v, k in alloc:
             row = nodes[v]
@@ -27,16 +28,16 @@ def _holders(env) -> list[list[int]]:
 def text(env) -> str:
     """Queue and nodes as text."""
     sim = env.simulator
-    s = sim._s
-    lines = [f"t={s.t / 3600:.2f} h  round {s.rounds}  "
-             f"{int(np.sum(s.state >= 2))}/{len(sim.jobs)} jobs done"]
-    sl = env._slots
+    run = sim.run_view()
+    lines = [f"t={run.time_s / 3600:.2f} h  round {run.rounds}  "
+             f"{run.jobs_done_or_unrunnable}/{len(sim.jobs)} jobs done"]
+    sl = env.slots
     if sl is not None:
         v = sl.view
         lines.append(f"queue ({v.num_active} active):")
         for k, j in enumerate(v.job_ids[:20]):
             j = int(j)
-            state = "placed" if j in s.new_alloc else ("ran" if v.current[k] >= 0 else "wait")
+            state = "placed" if j in run.placements else ("ran" if v.current[k] >= 0 else "wait")
             lines.append(f"  job {j:4d} {v.models[k]:<22s} {state:<6s} "
                          f"remaining {v.remaining_samples[k] / v.work_samples[k]:5.1%}")
         if v.num_active > 20:
@@ -61,7 +62,6 @@ def picture(env) -> np.ndarray:
     grey = free, a colour per job."""
     holders = _holders(env)
     width = max(len(h) for h in holders)
-    types = env.cluster.gpu_types
     H = len(holders) * (CELL + GAP) + GAP
     W = (width + 1) * (CELL + GAP) + GAP
     img = np.full((H, W, 3), 255, dtype=np.uint8)
@@ -75,5 +75,4 @@ def picture(env) -> np.ndarray:
         for g, job in enumerate(row):
             x = GAP + (g + 1) * (CELL + GAP)
             img[y:y + CELL, x:x + CELL] = (200 if job < 0 else _color(job))
-    _ = types
     return img

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from gymnasium import spaces
+from gymnasium import logger, spaces
 
-from hsched_env.envs.base import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
-                                  JOB_FEATURES, HSchedEnvBase, timed)
+from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
+from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
+                                      JOB_FEATURES)
 from hsched_env.errors import UnknownNameError
 
 FILTERS = ("lp", "score")
@@ -110,13 +111,13 @@ class ScheduleEnv(HSchedEnvBase):
     |---|---|---|
     | ``cluster`` | ``"sia-64"`` | preset name, cluster file, or ``Cluster`` |
     | ``workload`` | ``"gavel:rate=4,jobs=100"`` | any ``hsched simulate --workload`` spec |
-    | ``max_candidates`` | 64 | K, the candidate slots |
+    | ``slots`` | 64 | K, the candidate slots (old name ``max_candidates``, still accepted) |
     | ``job_candidates`` | 16 | the planner's candidates per job |
     | ``round_s`` / ``restart_s`` | 300 / 60 | round length, restart cost (s) |
     | ``throughputs`` | ``None`` | ``"analytic"``, ``"gavel"`` or a table path |
     | ``candidate_filter`` | ``"lp"`` | ``"lp"`` or ``"score"`` (see Description) |
     | ``lp_policy`` / ``lp_objective`` | ``"heterosched-lp"`` / ``None`` (its default, ``fair-srpt``) | the LP (any LP of ``hsched simulate --policy``) |
-    | ``lp`` | ``None`` | inject an LP policy object instead |
+    | ``lp`` / ``lp_factory`` | ``None`` / ``None`` | an LP policy object, or a factory ``f(lp_policy, objective=lp_objective)``; ``gymnasium.make`` supplies ``lp_baseline.policy.make_policy`` |
     | ``reward`` / ``reward_scale`` | ``"job-time"`` / 3600 | see Rewards |
     | ``max_time_s`` | ``None`` | truncate at this simulated time |
     | ``render_mode`` | ``None`` | ``"ansi"`` (queue and nodes) or ``"rgb_array"`` (GPU occupancy) |
@@ -132,13 +133,16 @@ class ScheduleEnv(HSchedEnvBase):
     """
 
     _mode = "select"
+    places_within_round = True
 
     def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
-                 max_candidates: int = 64, candidate_filter: str = "lp", **kwargs) -> None:
+                 slots: int | None = None, max_candidates: int | None = None,
+                 candidate_filter: str = "lp", **kwargs) -> None:
         if candidate_filter not in FILTERS:
             raise UnknownNameError("candidate filter", candidate_filter, list(FILTERS))
         self.candidate_filter = candidate_filter
-        super().__init__(cluster, workload, max_candidates=max_candidates, **kwargs)
+        super().__init__(cluster, workload, slots=slot_count(slots, max_candidates, 64),
+                         **kwargs)
         self.action_space = spaces.Discrete(self.K + 1)
         self._mask = np.zeros(self.K + 1, dtype=bool)
         self._ref: list[int] = []
@@ -174,10 +178,9 @@ class ScheduleEnv(HSchedEnvBase):
             pos = {(int(j), int(r)): i for i, (j, r) in enumerate(zip(slots.job, slots.row))}
             missing = [p for p in placed if p not in pos]
             if missing:
-                from gymnasium import logger
                 logger.warn(f"the LP runs {len(placed)} jobs this round but only "
                             f"{len(placed) - len(missing)} of them fit in the K={self.K} slots; "
-                            f"reference_action() cannot reproduce the LP (raise max_candidates)")
+                            f"reference_action() cannot reproduce the LP (raise slots)")
             self._ref = [pos[p] for p in placed if p in pos]
         else:
             slots, dt = timed(self._build_slots, view)
@@ -189,19 +192,14 @@ class ScheduleEnv(HSchedEnvBase):
     def _lp_order(self, decision) -> list[tuple[int, int]]:
         """The (job, row) placements ``Simulator.place_decision`` would make, in order, without
         making them."""
-        s = self._sim._s
-        free = s.nodes.free.copy()
-        placed = self._sim.place_decision(decision, who=f"LP {self.lp_policy_name!r}")
-        s.nodes.free[:] = free
-        s.new_alloc = {}
-        return placed
+        return self._sim.try_place_decision(decision, who=f"LP {self.lp_policy_name!r}")
 
     def _refresh_mask(self) -> None:
         sl = self._slots
         mask = np.zeros(self.K + 1, dtype=bool)
         M = sl.k.size
         if M:
-            mask[:M] = ~self._job_placed & sl.fit.fits(self._sim._s.nodes.free)
+            mask[:M] = ~self._job_placed & sl.fit.fits(self._sim.run_view().free_gpus)
         mask[self.K] = True
         self._mask = mask
 
@@ -241,7 +239,7 @@ class ScheduleEnv(HSchedEnvBase):
         terminated, truncated = self._done_flags()
         info = self._info()
         info.update(invalid_action=invalid, committed=committed,
-                    placed=0 if self._slots is None else len(self._sim._s.new_alloc))
+                    placed=0 if self._slots is None else len(self._sim.run_view().placements))
         return self._observation(), float(reward), terminated, truncated, info
 
     def reference_action(self) -> int:

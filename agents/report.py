@@ -1,0 +1,291 @@
+"""What an evaluation reports: ``Report`` (suite, seeds, every run, the seed-averaged rows), the
+aggregation of runs into rows (``summarize``: per scenario and policy, with ratios to
+``pure-lp``; ``scenario_summary``: what a scenario achieved), and the outputs: ``per_seed_rows``,
+``report_json``, the printed tables (``format_report``) and ``write_outputs`` (``metrics.json``,
+TensorBoard scalars, PNG plots). Part of the evaluation harness, ``agents.evaluate``."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from agents.plots import plot_decision_vs_jct, plot_jct_cdf
+from agents.policy_entries import PolicyEntry
+from agents.runners import SUPPORT_TINY, Run
+from agents.suites import TRAIN_SEEDS, Scenario, Suite
+from hsched_env.text import format_table
+
+
+@dataclass
+class Report:
+    """What ``evaluate`` returns: the suite, seeds, every run, and the seed-averaged rows."""
+
+    suite: Suite
+    seeds: list[int]
+    policies: list[str]
+    runs: list[Run]
+    rows: list[dict]
+    scenarios: list[dict]
+    wall_s: float
+
+
+# ---------------------------------------------------------------------------- aggregation
+def _nanmean(values) -> float:
+    vals = np.asarray([v for v in values if v is not None], dtype=float)
+    vals = vals[np.isfinite(vals)]
+    return float(vals.mean()) if vals.size else math.nan
+
+
+def _pooled(arrays) -> np.ndarray:
+    arrays = [a for a in arrays if a is not None and a.size]
+    return np.concatenate(arrays) if arrays else np.zeros(0)
+
+
+def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
+    ms = [r.metrics for r in runs]
+    dec = _pooled([r.decision_s for r in runs])
+    lp_dec = _pooled([r.lp_decision_s for r in runs])
+    row = {
+        "scenario": scenario, "policy": label, "kind": kind, "seeds": [r.seed for r in runs],
+        "jobs_completed": int(sum(m["jobs_completed"] for m in ms)),
+        "jobs_total": int(sum(m["jobs_total"] for m in ms)),
+    }
+    for key in ("avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_queue_s",
+                "avg_time_in_system_s", "gpu_util", "restarts_per_job", "ftf_worst",
+                "ftf_mean", "wall_s"):
+        row[key] = _nanmean(m.get(key) for m in ms)
+    row["rounds"] = float(np.mean([m["rounds"] for m in ms]))
+    row["lp_fallbacks"] = int(sum(m.get("lp_fallbacks", 0) or 0 for m in ms))
+    row["decision_time_mean_s"] = float(dec.mean()) if dec.size else 0.0
+    row["decision_time_p99_s"] = float(np.percentile(dec, 99)) if dec.size else 0.0
+    row["lp_decision_time_mean_s"] = float(lp_dec.mean()) if lp_dec.size else 0.0
+    if kind == "ranker":
+        rk = _pooled([r.ranker_s for r in runs])
+        row["ranker_time_mean_s"] = float(rk.mean()) if rk.size else 0.0
+        row["ranker_time_p99_s"] = float(np.percentile(rk, 99)) if rk.size else 0.0
+        row["overflow_max"] = max(r.overflow_max or 0 for r in runs)
+        row["kept_frac_mean"] = _nanmean(r.kept_frac_mean for r in runs)
+    else:
+        row["ranker_time_mean_s"] = None
+    lpv = _pooled([r.lp_vars for r in runs])
+    row["lp_vars_mean"] = float(lpv.mean()) if lpv.size else 0.0
+    if any(r.recall is None for r in runs):
+        row["recall"] = None
+    else:
+        rec = _pooled([r.recall for r in runs])
+        row["recall"] = float(rec.mean()) if rec.size else None
+    act = _pooled([r.active_jobs.astype(float) for r in runs])
+    row["active_jobs_mean"] = float(act.mean()) if act.size else 0.0
+    row["active_jobs_max"] = int(act.max()) if act.size else 0
+    cpj = _pooled([r.candidates_per_job.astype(float) for r in runs])
+    row["candidates_per_job_mean"] = float(cpj.mean()) if cpj.size else 0.0
+    row["candidates_per_job_min"] = int(cpj.min()) if cpj.size else 0
+    row["end_reasons"] = sorted({r.end_reason for r in runs})
+    return row
+
+
+def summarize(suite: Suite, entries: list[PolicyEntry], runs: list[Run]) -> list[dict]:
+    rows = []
+    for sc in suite.scenarios:
+        block = []
+        for e in entries:
+            mine = [r for r in runs if r.scenario == sc.name and r.label == e.label]
+            block.append(_row(e.label, e.kind, sc.name, mine))
+        ref = next((r for r in block if r["policy"] == "pure-lp"), None)
+        for r in block:
+            r["avg_jct_ratio"] = _ratio(r["avg_jct_s"], ref and ref["avg_jct_s"])
+            r["decision_time_ratio"] = _ratio(r["decision_time_mean_s"],
+                                              ref and ref["decision_time_mean_s"])
+        rows.extend(block)
+    return rows
+
+
+def _ratio(a, b) -> float:
+    if b is None or not b or not math.isfinite(b) or a is None or not math.isfinite(a):
+        return math.nan
+    return float(a / b)
+
+
+def scenario_summary(sc: Scenario, runs: list[Run]) -> dict:
+    act = _pooled([r.active_jobs.astype(float) for r in runs])
+    per_run_mean = [float(r.active_jobs.mean()) for r in runs if r.active_jobs.size]
+    cpj = _pooled([r.candidates_per_job.astype(float) for r in runs])
+    return {"name": sc.name, "cluster": sc.cluster, "workload": sc.workload,
+            "max_time_s": sc.max_time_s, "note": sc.note,
+            "active_jobs_mean": float(act.mean()) if act.size else 0.0,
+            "active_jobs_mean_min_over_runs": min(per_run_mean) if per_run_mean else 0.0,
+            "active_jobs_max": int(act.max()) if act.size else 0,
+            "candidates_per_job_mean": float(cpj.mean()) if cpj.size else 0.0,
+            "candidates_per_job_min": int(cpj.min()) if cpj.size else 0,
+            "candidates_per_job_max": int(cpj.max()) if cpj.size else 0}
+
+
+# ---------------------------------------------------------------------------- output
+def per_seed_rows(report: Report) -> list[dict]:
+    """One JSON-ready row per run (scenario, policy, seed)."""
+    out = []
+    for r in report.runs:
+        m = r.metrics
+        row = {"scenario": r.scenario, "policy": r.label, "kind": r.kind, "seed": r.seed}
+        row.update({k: m.get(k) for k in (
+            "jobs_total", "jobs_completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
+            "makespan_s", "avg_queue_s", "avg_time_in_system_s", "gpu_util",
+            "restarts_per_job", "ftf_worst", "ftf_mean", "rounds", "wall_s", "end_reason",
+            "lp_solves", "lp_fallbacks")})
+        row["decision_time_mean_s"] = float(r.decision_s.mean()) if r.decision_s.size else 0.0
+        row["decision_time_p99_s"] = (float(np.percentile(r.decision_s, 99))
+                                      if r.decision_s.size else 0.0)
+        row["lp_decision_time_mean_s"] = (float(r.lp_decision_s.mean())
+                                          if r.lp_decision_s.size else 0.0)
+        row["ranker_time_mean_s"] = (float(r.ranker_s.mean()) if r.ranker_s is not None
+                                     and r.ranker_s.size else None)
+        row["lp_vars_mean"] = float(r.lp_vars.mean()) if r.lp_vars.size else 0.0
+        row["recall"] = (None if r.recall is None or not r.recall.size
+                         else float(r.recall.mean()))
+        row["active_jobs_mean"] = float(r.active_jobs.mean()) if r.active_jobs.size else 0.0
+        row["active_jobs_max"] = int(r.active_jobs.max()) if r.active_jobs.size else 0
+        row["candidates_per_job_mean"] = float(r.candidates_per_job.mean())
+        if r.kind == "ranker":
+            row["overflow_max"] = r.overflow_max
+            row["kept_frac_mean"] = r.kept_frac_mean
+        out.append(row)
+    for row in out:
+        ref = next((p for p in out if p["policy"] == "pure-lp" and p["seed"] == row["seed"]
+                    and p["scenario"] == row["scenario"]), None)
+        row["avg_jct_ratio"] = _ratio(row["avg_jct_s"], ref and ref["avg_jct_s"])
+        row["decision_time_ratio"] = _ratio(row["decision_time_mean_s"],
+                                            ref and ref["decision_time_mean_s"])
+    return out
+
+
+def _clean(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        return _clean(value.item())
+    return value
+
+
+def report_json(report: Report) -> dict:
+    """The report as one JSON-ready object: suite, seeds, settings, scenarios, rows (seed
+    averages) and per_seed rows. Non-finite numbers are ``null``."""
+    s = report.suite
+    return _clean({
+        "suite": s.name, "description": s.description, "seeds": report.seeds,
+        "train_seeds": [TRAIN_SEEDS.start, TRAIN_SEEDS.stop],
+        "policies": report.policies,
+        "settings": {"job_candidates": s.job_candidates, "round_s": s.round_s,
+                     "restart_s": s.restart_s, "topk": s.topk,
+                     "ranker_lp": "heterosched-lp", "support_threshold": SUPPORT_TINY},
+        "scenarios": report.scenarios, "rows": report.rows,
+        "per_seed": per_seed_rows(report), "wall_s": report.wall_s})
+
+
+def _fmt(v, scale=1.0, digits=2, na="n/a") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return na
+    return f"{v * scale:.{digits}f}"
+
+
+def format_report(report: Report) -> str:
+    """The printed tables: one per scenario, seed-averaged rows."""
+    s = report.suite
+    lines = [(f"suite {s.name}: {s.description}; held-out seeds "
+              f"{', '.join(map(str, report.seeds))}; {s.round_s:.0f} s rounds, restart "
+              f"{s.restart_s:.0f} s, {s.job_candidates} planner candidates per job")]
+    headers = ["policy", "done", "avg JCT h", "p99 JCT h", "makespan h", "in-sys h",
+               "FTF worst", "decide ms", "p99 ms", "LP vars", "JCT ×LP", "time ×LP",
+               "recall@k"]
+    for sc in report.scenarios:
+        window = (f", first {sc['max_time_s'] / 3600:g} h" if sc["max_time_s"] else "")
+        lines.append("")
+        lines.append(f"{sc['name']}: {sc['workload']} on {sc['cluster']}{window} — active jobs "
+                     f"mean {sc['active_jobs_mean']:.0f} (lowest run "
+                     f"{sc['active_jobs_mean_min_over_runs']:.0f}), max "
+                     f"{sc['active_jobs_max']}; candidates per job mean "
+                     f"{sc['candidates_per_job_mean']:.1f} (min {sc['candidates_per_job_min']})")
+        table = []
+        notes = []
+        for r in (r for r in report.rows if r["scenario"] == sc["name"]):
+            table.append([
+                r["policy"], f"{r['jobs_completed']}/{r['jobs_total']}",
+                _fmt(r["avg_jct_s"], 1 / 3600), _fmt(r["p99_jct_s"], 1 / 3600),
+                _fmt(r["makespan_s"], 1 / 3600, 1), _fmt(r["avg_time_in_system_s"], 1 / 3600),
+                _fmt(r["ftf_worst"]), _fmt(r["decision_time_mean_s"], 1e3, 1),
+                _fmt(r["decision_time_p99_s"], 1e3, 1), f"{r['lp_vars_mean']:.0f}",
+                _fmt(r["avg_jct_ratio"]), _fmt(r["decision_time_ratio"]),
+                _fmt(r["recall"], 1, 3)])
+            if r["kind"] == "ranker":
+                notes.append(f"{r['policy']}: decision = LP "
+                             f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker {r['ranker_time_mean_s'] * 1e3:.1f} ms per round "
+                             f"(mean); kept {r['kept_frac_mean']:.1%} of the candidates; "
+                             f"slot overflow {r['overflow_max']}")
+            if r.get("lp_fallbacks"):
+                notes.append(f"{r['policy']}: {r['lp_fallbacks']} LP parts fell back to the "
+                             f"greedy assignment (see docs/lp.md)")
+        lines.append(format_table(headers, table))
+        lines.extend(notes)
+    lines.append("")
+    lines.append("JCT/time ×LP: ratio to pure-lp; recall@k: share of the full LP's support the "
+                 "policy kept (n/a: POP, Gavel, non-LP); decide ms over all rounds of all seeds")
+    return "\n".join(lines)
+
+
+def write_outputs(report: Report, out: Path, data: dict | None = None) -> list[Path]:
+    """``metrics.json``, TensorBoard scalars (``tb/``) and PNG plots under ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = report_json(report) if data is None else data
+    written = []
+    path = out / "metrics.json"
+    path.write_text(json.dumps(data, indent=1))
+    written.append(path)
+    written.append(_write_tensorboard(report, data, out / "tb"))
+    written.append(plot_decision_vs_jct(report, out / "decision_vs_jct.png"))
+    written.append(plot_jct_cdf(report, out / "jct_cdf.png"))
+    return written
+
+
+TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1 / 3600),
+              ("makespan_h", "makespan_s", 1 / 3600), ("ftf_worst", "ftf_worst", 1.0),
+              ("decision_time_ms", "decision_time_mean_s", 1e3),
+              ("decision_time_p99_ms", "decision_time_p99_s", 1e3),
+              ("lp_vars", "lp_vars_mean", 1.0), ("recall", "recall", 1.0),
+              ("avg_jct_ratio", "avg_jct_ratio", 1.0),
+              ("decision_time_ratio", "decision_time_ratio", 1.0))
+
+
+def _write_tensorboard(report: Report, data: dict, path: Path) -> Path:
+    """Per scenario a run directory: scalars ``eval/<policy>/<metric>`` (step = seed index,
+    the seed average at step ``len(seeds)``) and ``add_hparams`` with the suite and seeds."""
+    from torch.utils.tensorboard import SummaryWriter
+    seed_index = {s: i for i, s in enumerate(report.seeds)}
+    n = len(report.seeds)
+    for sc in report.scenarios:
+        with SummaryWriter(log_dir=str(path / sc["name"])) as w:
+            for r in (r for r in data["per_seed"] if r["scenario"] == sc["name"]):
+                for tag, key, scale in TB_METRICS:
+                    if r.get(key) is not None:
+                        w.add_scalar(f"eval/{r['policy']}/{tag}", r[key] * scale,
+                                     seed_index[r["seed"]])
+            metrics = {}
+            for r in (r for r in data["rows"] if r["scenario"] == sc["name"]):
+                for tag, key, scale in TB_METRICS:
+                    if r.get(key) is not None:
+                        w.add_scalar(f"eval/{r['policy']}/{tag}", r[key] * scale, n)
+                        if tag in ("avg_jct_h", "decision_time_ms", "recall"):
+                            metrics[f"hparam/{r['policy']}/{tag}"] = r[key] * scale
+            w.add_hparams({"suite": report.suite.name, "scenario": sc["name"],
+                           "cluster": sc["cluster"], "workload": sc["workload"],
+                           "seeds": ",".join(map(str, report.seeds)),
+                           "policies": ",".join(report.policies)}, metrics,
+                          run_name="hparams")
+    return path

@@ -1,0 +1,230 @@
+"""One run of one policy on one scenario and held-out seed: ``Run`` (its metrics and per-round
+logs), ``run_simulator_policy`` (a ``make_policy`` policy in the simulator, timed and with
+recall@k of the full LP's support), ``run_ranker`` (a ranker driving ``RankEnv``, then the LP
+over the kept candidates), ``rank_slots_bound`` (``RankEnv``'s slot count for a workload),
+``recall_defined`` and ``SUPPORT_TINY``. Part of the evaluation harness, ``agents.evaluate``."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from agents.policy_entries import PolicyEntry
+from agents.suites import Scenario, Suite
+from hsched_env.envs import RankEnv
+from hsched_env.errors import ConfigError
+from hsched_env.planner import PlannerConfig
+from hsched_env.simulator import SimConfig, Simulator
+from lp_baseline.policy import LPPolicy
+from lp_baseline.registry import make_policy
+
+#: Support threshold: a candidate with X above this is in the LP's support.
+SUPPORT_TINY = 1e-6
+
+
+@dataclass
+class Run:
+    """One (scenario, policy, seed) run."""
+
+    scenario: str
+    label: str
+    kind: str
+    seed: int
+    metrics: dict
+    jct_s: np.ndarray
+    decision_s: np.ndarray           # per round: LP (+ ranker) time
+    lp_decision_s: np.ndarray        # per round: the policy's / LP's own time
+    ranker_s: np.ndarray | None      # per round: ranker inference (rankers only)
+    lp_vars: np.ndarray
+    recall: np.ndarray | None        # per round with a non-empty LP support; None: n/a
+    active_jobs: np.ndarray
+    candidates_per_job: np.ndarray   # candidate-table size of every job of the workload
+    end_reason: str
+    records: list = field(default_factory=list, repr=False)
+    overflow_max: int | None = None
+    kept_frac_mean: float | None = None
+
+
+def _support_pairs(support_lp, view) -> set[tuple[int, int]]:
+    alloc, _ = support_lp.shares(view)
+    return {(int(j), int(r)) for j, (rows, x) in alloc.items()
+            for r, xv in zip(rows, x) if xv > SUPPORT_TINY}
+
+
+def recall_defined(policy) -> bool:
+    """Whether recall@k is defined for a simulator policy: an LP over all of each job's
+    candidates or a per-job subset of them (``heterosched-lp``, ``topk``, ``lp-on-change``,
+    ``topk-dominance``); not for POP (it partitions jobs), Gavel and the agnostic LP (requested
+    configurations only) or the non-LP baselines."""
+    return (isinstance(policy, LPPolicy) and policy.candidates == "all" and policy.pop == 1
+            and not policy.agnostic)
+
+
+def _considered_rows(policy, view) -> list[np.ndarray]:
+    """Per active job the candidate rows the LP policy hands to its solver (its top-k etc.)."""
+    return policy.solver_rows(view)
+
+
+def _recall(support: set, considered: set) -> float | None:
+    if not support:
+        return None
+    return len(support & considered) / len(support)
+
+
+class _Measured:
+    """A light wrapper of a simulator policy: times the policy's own ``decide`` and computes
+    recall@k of the full LP's support outside that time (the simulator's own timing of the
+    wrapper is replaced by this one)."""
+
+    def __init__(self, inner, support_lp) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.support_lp = support_lp
+        self.decide_s: list[float] = []
+        self.recall: list[float] = []
+        self.defined = recall_defined(inner)
+
+    @property
+    def last_stats(self):
+        return getattr(self.inner, "last_stats", None)
+
+    def summary(self) -> dict:
+        return dict(getattr(self.inner, "summary", dict)())
+
+    def reset(self, cluster, seed) -> None:
+        self.inner.reset(cluster, seed)
+        self.decide_s, self.recall = [], []
+
+    def decide(self, view):
+        t0 = time.perf_counter()
+        out = self.inner.decide(view)
+        self.decide_s.append(time.perf_counter() - t0)
+        if self.defined and view.num_active:
+            rows = _considered_rows(self.inner, view)
+            if all(r.size == len(t) for r, t in zip(rows, view.candidates)):
+                self.recall.append(1.0)     # it considers every candidate: the whole support
+            else:
+                considered = {(int(j), int(r)) for j, rs in zip(view.job_ids, rows)
+                              for r in rs}
+                value = _recall(_support_pairs(self.support_lp, view), considered)
+                if value is not None:
+                    self.recall.append(value)
+        return out
+
+
+def _sim_config(suite: Suite, scenario: Scenario, seed: int):
+    return SimConfig(round_s=suite.round_s, restart_s=suite.restart_s,
+                     planner=PlannerConfig(max_candidates=suite.job_candidates), seed=seed,
+                     max_time_s=scenario.max_time_s)
+
+
+def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason) -> dict:
+    m = dict(metrics)
+    m["policy"] = label
+    truncated = end_reason == "time_limit" and any(not r.done for r in records)
+    if truncated:
+        m["makespan_s"] = math.nan              # the window ended first: no makespan
+    ends = [r.finish_s if r.done else (max_time_s if truncated else math.nan) for r in records]
+    times = [e - r.arrival_s for e, r in zip(ends, records)
+             if not math.isnan(e) and r.arrival_s <= e]
+    m["avg_time_in_system_s"] = float(np.mean(times)) if times else math.nan
+    m["end_reason"] = end_reason
+    return m
+
+
+def run_simulator_policy(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int,
+                         cluster, workload, support_lp) -> Run:
+    """``entry`` (a ``make_policy`` policy) on the scenario's workload of ``seed``."""
+    policy = make_policy(entry.policy_name, topk=suite.topk)
+    wrapped = _Measured(policy, support_lp)
+    sim = Simulator(cluster, workload, wrapped, _sim_config(suite, scenario, seed))
+    result = sim.run()
+    if len(wrapped.decide_s) != len(result.decision_s):
+        raise RuntimeError("decision log and policy calls disagree")
+    result.decision_s = list(wrapped.decide_s)
+    records = result.jobs
+    metrics = _finish_metrics(result.metrics(), entry.label, records, scenario.max_time_s,
+                              sim.end_reason)
+    dec = np.asarray(wrapped.decide_s, dtype=float)
+    return Run(scenario=scenario.name, label=entry.label, kind="simulator", seed=seed,
+               metrics=metrics, jct_s=np.array([r.jct_s for r in records if r.done]),
+               decision_s=dec, lp_decision_s=dec, ranker_s=None,
+               lp_vars=np.asarray(result.lp_vars, dtype=float),
+               recall=np.asarray(wrapped.recall) if wrapped.defined else None,
+               active_jobs=np.asarray(result.active_jobs),
+               candidates_per_job=np.array([len(t) for t in sim.run_view().tables]),
+               end_reason=sim.end_reason, records=records)
+
+
+def rank_slots_bound(suite: Suite, scenario: Scenario, cluster, workload) -> int:
+    """K for ``RankEnv``: the candidates of every job of the workload together, an upper bound
+    on any round's candidates, so no round overflows the slots."""
+    sim = Simulator(cluster, workload, _NoDecisions(), _sim_config(suite, scenario, 0))
+    return max(1, sum(len(sim.candidates_of(j)) for j in sim.jobs))
+
+
+class _NoDecisions:
+    name = "none"
+
+    def reset(self, cluster, seed) -> None:
+        pass
+
+    def decide(self, view):
+        return {}
+
+
+def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, slots: int,
+               support_lp) -> Run:
+    """A ranker driving ``RankEnv`` (keep bits, then the HeteroSched LP over the kept
+    candidates) on the scenario's workload, episode seed ``seed``."""
+    env = RankEnv(scenario.cluster, scenario.workload, slots=slots,
+                  job_candidates=suite.job_candidates, round_s=suite.round_s,
+                  restart_s=suite.restart_s, lp_policy="heterosched-lp",
+                  lp_factory=make_policy, max_time_s=scenario.max_time_s)
+    ranker = entry.ranker
+    obs, _ = env.reset(seed=seed)
+    lp_s, rank_s, lp_vars, recall, kept_frac = [], [], [], [], []
+    overflow = 0
+    done = env.simulator.finished
+    while not done:
+        sl = env.slots
+        t0 = time.perf_counter()
+        keep = ranker.keep(obs, env)
+        rank_s.append(time.perf_counter() - t0)
+        keep = np.asarray(keep)
+        if keep.shape != (env.K,):
+            raise ConfigError(f"ranker {entry.label!r} returned keep bits of shape "
+                              f"{keep.shape}, expected ({env.K},)", field="ranker")
+        bits = keep.astype(bool)[:sl.k.size]
+        kept = {(int(j), int(r)) for j, r in zip(sl.job[bits], sl.row[bits])}
+        value = _recall(_support_pairs(support_lp, sl.view), kept)
+        if value is not None:
+            recall.append(value)
+        obs, _, terminated, truncated, info = env.step(keep.astype(np.int8))
+        lp_s.append(info["decision_time_s"])
+        lp_vars.append(info["lp_vars"])
+        kept_frac.append(info["kept"] / max(info["total"], 1))
+        overflow = max(overflow, int(info["overflow"]))
+        done = terminated or truncated
+    sim = env.simulator
+    result = sim.result()
+    records = result.jobs
+    lp_arr, rank_arr = np.asarray(lp_s, dtype=float), np.asarray(rank_s, dtype=float)
+    dec = lp_arr + rank_arr
+    result.decision_s = list(dec)
+    result.policy = entry.label
+    metrics = result.metrics()
+    metrics.update(getattr(env.lp, "summary", dict)())
+    metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s,
+                              sim.end_reason)
+    return Run(scenario=scenario.name, label=entry.label, kind="ranker", seed=seed,
+               metrics=metrics, jct_s=np.array([r.jct_s for r in records if r.done]),
+               decision_s=dec, lp_decision_s=lp_arr, ranker_s=rank_arr,
+               lp_vars=np.asarray(lp_vars, dtype=float), recall=np.asarray(recall),
+               active_jobs=np.asarray(result.active_jobs),
+               candidates_per_job=np.array([len(t) for t in sim.run_view().tables]),
+               end_reason=sim.end_reason, records=records, overflow_max=overflow,
+               kept_frac_mean=float(np.mean(kept_frac)) if kept_frac else 0.0)

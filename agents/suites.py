@@ -1,0 +1,122 @@
+"""Evaluation seeds and suites: the seeds training may use (``TRAIN_SEEDS``) and the held-out
+seeds evaluation draws from (``HELDOUT_SEEDS``, ``heldout_seeds``, ``is_training_seed``), and the
+``Scenario`` / ``Suite`` definitions with the shipped suites (``SMOKE``, ``STANDARD``, ``LARGE``,
+by name in ``SUITES``; ``get_suite``). Part of the evaluation harness, ``agents.evaluate``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hsched_env.errors import ConfigError, UnknownNameError
+
+#: Seeds the trainers may use (episode seeds of training and validation during training).
+TRAIN_SEEDS = range(0, 10_000)
+#: First held-out evaluation seed; evaluation seeds are ``HELDOUT_SEEDS[:n]``.
+HELDOUT_SEED_BASE = 1_000_000
+#: Held-out evaluation seeds: disjoint from ``TRAIN_SEEDS`` (checked at import).
+HELDOUT_SEEDS = range(HELDOUT_SEED_BASE, 2_000_000)
+assert HELDOUT_SEEDS.start >= TRAIN_SEEDS.stop
+
+
+def heldout_seeds(n: int) -> list[int]:
+    """The first ``n`` held-out evaluation seeds."""
+    if n < 1:
+        raise ConfigError(f"must be >= 1, got {n}", field="--seeds")
+    return list(HELDOUT_SEEDS[:n])
+
+
+def is_training_seed(seed: int) -> bool:
+    """Whether ``seed`` may have been used for training (so must not be evaluated on)."""
+    return int(seed) in TRAIN_SEEDS
+
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One cluster and generated workload of a suite.
+
+    Attributes:
+        name: Short label (table headers, TensorBoard tags).
+        cluster: Cluster preset.
+        workload: Generated workload spec without ``seed=`` (the evaluation seed is added).
+        max_time_s: Stop each run at this simulated time (``SimConfig.max_time_s``); ``None``:
+            run until every job completes. Runs cut short report the jobs done by then; their
+            makespan is n/a and ``avg_time_in_system_s`` is the fair JCT-like figure.
+        note: What the scenario is for.
+    """
+
+    name: str
+    cluster: str
+    workload: str
+    max_time_s: float | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        kind = self.workload.split(":", 1)[0].strip()
+        if kind != "gavel":
+            raise ConfigError(f"an evaluation scenario needs a generated ('gavel:...') "
+                              f"workload, got {self.workload!r}", field="workload")
+        if any(p.split("=", 1)[0].strip() == "seed"
+               for p in self.workload.split(":", 1)[-1].split(",")):
+            raise ConfigError(f"the evaluation seed is added to the workload; remove seed= "
+                              f"from {self.workload!r}", field="workload")
+
+    def workload_for(self, seed: int) -> str:
+        """The workload spec of evaluation seed ``seed``."""
+        return f"{self.workload}{',' if ':' in self.workload else ':'}seed={int(seed)}"
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A set of scenarios evaluated on the same held-out seeds and scheduler settings.
+
+    Attributes:
+        name: ``smoke``, ``standard`` or ``large``.
+        scenarios: The scenarios.
+        seeds: Number of held-out seeds by default (``--seeds`` overrides).
+        job_candidates: Candidates the planner keeps per job (``PlannerConfig.max_candidates``;
+            the simulator then appends the requested-GPU data-parallel ones).
+        round_s, restart_s: Round length and restart cost.
+        topk: k of the ``topk`` policy.
+        description: One line for the report.
+    """
+
+    name: str
+    scenarios: tuple[Scenario, ...]
+    seeds: int
+    job_candidates: int = 16
+    round_s: float = 300.0
+    restart_s: float = 60.0
+    topk: int = 4
+    description: str = ""
+
+
+SMOKE = Suite(
+    "smoke",
+    (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=30",
+              note="30 Gavel-style jobs on Sia's 64-GPU cluster; a check that runs in seconds"),),
+    seeds=1,
+    description="sia-64, 30 jobs, 1 held-out seed (under a minute)")
+STANDARD = Suite(
+    "standard",
+    (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=100",
+              note="RankEnv's default scenario: 100 jobs at 4/h on 64 GPUs of 3 types"),
+     Scenario("modern-512", "modern-512", "gavel:rate=30,jobs=200",
+              note="200 jobs at 30/h on 512 GPUs: up to ~110 active jobs")),
+    seeds=3,
+    description="sia-64 (100 jobs) and modern-512 (200 jobs), 3 held-out seeds")
+LARGE = Suite(
+    "large",
+    (Scenario("large-2048", "large-2048", "gavel:rate=20000,jobs=1000", max_time_s=3 * 3600.0,
+              note="a burst of 1,000 jobs (all arrive within ~3 min) on 2,048 GPUs of 5 types, "
+                   "first 3 simulated hours (36 rounds): 500-1,000 active jobs, ~20 candidates "
+                   "each, ~15,000 LP variables per round"),),
+    seeds=1,
+    description="large-2048, 1,000-job burst, 3 h window, 1 held-out seed")
+SUITES = {s.name: s for s in (SMOKE, STANDARD, LARGE)}
+
+
+def get_suite(name: str) -> Suite:
+    if name not in SUITES:
+        raise UnknownNameError("suite", name, list(SUITES))
+    return SUITES[name]

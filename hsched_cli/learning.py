@@ -1,0 +1,83 @@
+"""``hsched demo``, ``hsched evaluate`` and ``hsched train``: the learned side (``agents``),
+whose results this module prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hsched_env.errors import ConfigError
+
+DEMO_CLUSTER = "sia-64"
+DEMO_MODELS = ("resnet50", "transformer", "bert-large", "gpt2-xl", "vit-l", "llama2-7b",
+               "llama2-13b")
+
+
+# ``agents`` loads torch, SB3 and matplotlib: imported by the commands that need it only, so
+# that ``hsched candidates`` / ``simulate`` start fast.
+def cmd_demo(args) -> int:
+    from agents.demo import run_demo
+    for block in run_demo(cluster=args.cluster, out=Path(args.out), models=DEMO_MODELS):
+        print(block, flush=True)
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    """``hsched evaluate`` (``args``: suite, policies, seeds, out, json, no_progress)."""
+    from agents import evaluate as ev
+    suite = ev.get_suite(args.suite)
+    entries = ev.parse_policies(args.policies or ev.default_policies())  # unknown names: exit 2
+    out = Path(args.out) if args.out else Path("runs") / f"eval-{suite.name}"
+    try:                                            # an unwritable --out fails before the runs
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create {str(out)!r}: {exc.strerror or exc}",
+                          field="--out") from None
+    progress = False if args.no_progress else None
+    report = ev.evaluate(suite, ev.entries_to_items(entries), seeds=args.seeds,
+                         progress=progress)
+    data = ev.report_json(report)
+    written = ev.write_outputs(report, out, data)
+    if args.json:
+        json.dump(data, sys.stdout, indent=1)
+        print()
+    else:
+        print(ev.format_report(report))
+        print(f"\n{len(report.runs)} runs in {report.wall_s:.1f} s; wrote "
+              + ", ".join(str(p) for p in written))
+    return 0
+
+
+def cmd_train(args) -> int:
+    from agents.train import TrainConfig, train
+    fields = {"env": args.env, "algo": args.algo, "timesteps": args.timesteps,
+              "n_envs": args.n_envs, "seed": args.seed, "logdir": args.logdir}
+    for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost",
+                 "learning_rate", "hidden"):
+        value = getattr(args, name)
+        if value is not None:
+            fields[name] = value
+    if args.episode_hours is not None:
+        fields["episode_hours"] = args.episode_hours if args.episode_hours > 0 else None
+    config = TrainConfig(**fields)
+    print(f"training {config.env} with {config.algo} for {config.timesteps} steps on "
+          f"{config.cluster} ({config.workload}); run directory {config.run_dir()}",
+          file=sys.stderr)
+    summary = train(config, progress=not args.no_progress and sys.stderr.isatty())
+    out = config.run_dir()
+    imitation = summary.get("imitation")
+    if imitation:
+        v = imitation["valid"]
+        print(f"imitation: {imitation['rounds']} LP rounds; held-out precision "
+              f"{v['precision']:.2f}, recall {v['recall']:.2f}, kept {v['kept_fraction']:.1%}")
+    eps = summary["episodes"]
+    if eps:
+        last = eps[-min(len(eps), 5):]
+        print(f"last {len(last)} episodes: avg JCT {np.mean([e['avg_jct_h'] for e in last]):.2f} h,"
+              f" return / LP's {np.mean([e['return_vs_lp'] for e in last]):.3f}")
+    print(f"wrote {out}/ (ranker.pt, model.zip, config.json, tb/) in {summary['total_s']:.0f} s;"
+          f" tensorboard --logdir {out}")
+    return 0

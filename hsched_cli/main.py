@@ -1,0 +1,159 @@
+"""The ``hsched`` argument parser and entry point (``hsched = "hsched_cli.main:main"``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
+from hsched_env.errors import HSchedError, show
+from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
+from hsched_cli.simulation import cmd_compare, cmd_simulate
+from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hsched", description=(
+        "HeteroSched: co-optimize parallelization and scheduling of deep-learning training "
+        "jobs on heterogeneous GPU clusters."))
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    c = sub.add_parser("candidates", help="a job's candidates: resource set × best strategy")
+    c.add_argument("--model", required=True, help="model name (see 'hsched models')")
+    c.add_argument("--cluster", required=True,
+                   help="preset name (see 'hsched clusters') or a .yaml/.json cluster file")
+    c.add_argument("--max-candidates", type=_positive_int, default=None, metavar="N",
+                   help="keep at most N candidates (highest throughput per GPU, and the fastest)")
+    c.add_argument("--throughputs", default="analytic",
+                   help="'analytic' (default), 'gavel' (Gavel's measured table where it has an "
+                        "entry) or a table file in Gavel's format")
+    c.add_argument("--no-mixed", action="store_true", help="single-GPU-type sets only")
+    c.add_argument("--json", action="store_true", help="one JSON list on stdout")
+    c.set_defaults(func=cmd_candidates)
+
+    m = sub.add_parser("models", help="list the model catalog")
+    m.set_defaults(func=cmd_models)
+    cl = sub.add_parser("clusters", help="list cluster presets, or describe one")
+    cl.add_argument("name", nargs="?", help="preset name or cluster file")
+    cl.set_defaults(func=cmd_clusters)
+
+    for cmd, helptext in (("simulate", "simulate a workload under one policy"),
+                          ("compare", "simulate a workload under several policies")):
+        sp = sub.add_parser(cmd, help=helptext)
+        sp.add_argument("--cluster", required=True, help="preset or cluster file")
+        sp.add_argument("--workload", required=True, help=(
+            "gavel:rate=R,jobs=N,seed=S,mix=classic|llm | philly:start=DATE,hours=H[,vc=V] | "
+            "gavel-trace:path=F | pollux:path=F | csv:path=F"))
+        if cmd == "simulate":
+            sp.add_argument("--policy", default="heterosched-lp",
+                            help="heterosched-lp (default), heterosched-lp-las, gavel, sia, "
+                                 "agnostic-lp, topk, lp-on-change, pop-K, heterosched-lp-v0, "
+                                 "fifo, fifo-fastest, srf, greedy, random")
+        else:
+            sp.add_argument("--policies", required=True, help="comma-separated policy names")
+        sp.add_argument("--objective", default=None,
+                        help="LP objective of the co-optimizer's policies: fair-srpt "
+                             "(default), fair-las (non-clairvoyant), max-min, max-throughput, "
+                             "min-makespan, ftf")
+        sp.add_argument("--floor", type=float, default=None,
+                        help="fairness floor of fair-srpt / fair-las: every job keeps this "
+                             "fraction of the max-min optimum (0..1, default 0.5); the "
+                             "co-optimizer's policies only")
+        sp.add_argument("--throughputs", default="analytic", help="'analytic' or 'gavel'")
+        sp.add_argument("--round-s", type=float, default=ROUND_S,
+                        help=f"round length ({ROUND_S:g})")
+        sp.add_argument("--restart-s", type=float, default=RESTART_S,
+                        help=f"restart cost ({RESTART_S:g})")
+        sp.add_argument("--max-candidates", type=_positive_int, default=16, metavar="N",
+                        help="candidates kept per job (16)")
+        sp.add_argument("--topk", type=_positive_int, default=4, help="k of the topk policy (4)")
+        sp.add_argument("--backend", default="highs", choices=["highs", "pulp"],
+                        help="LP backend: direct sparse HiGHS (default) or PuLP + HiGHS")
+        sp.add_argument("--lp-time-limit-s", type=float, default=None,
+                        help="per-solve LP time limit")
+        sp.add_argument("--seed", type=int, default=0, help="policy seed (0)")
+        sp.add_argument("--max-time-s", type=float, default=None,
+                        help="stop the simulation at this time")
+        sp.add_argument("--measure-jobs", metavar="A:B", default=None,
+                        help="metrics over job ids A..B-1, stop when they are done")
+        sp.add_argument("--skip-invalid", action="store_true",
+                        help="skip invalid trace rows (their count is reported)")
+        sp.add_argument("--check-invariants", action="store_true",
+                        help="verify the simulator's invariants every round (slower)")
+        sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+        sp.add_argument("--json", action="store_true", help="JSON on stdout")
+        if cmd == "simulate":
+            sp.add_argument("--jobs-out", metavar="FILE.csv", help="one row per job")
+            sp.set_defaults(func=cmd_simulate)
+        else:
+            sp.set_defaults(func=cmd_compare)
+
+    d = sub.add_parser("demo", help="end-to-end demo on the default scenario")
+    d.add_argument("--cluster", default=DEMO_CLUSTER, help=f"default {DEMO_CLUSTER}")
+    d.add_argument("--out", default="runs/demo", help="output folder (plots, JSON)")
+    d.set_defaults(func=cmd_demo)
+
+    ev = sub.add_parser("evaluate", help="policies and learned rankers on held-out seeds")
+    ev.add_argument("--suite", default="smoke", help="smoke (default), standard or large")
+    ev.add_argument("--policies", default=None, help=(
+        "comma-separated: pure-lp, topk, pop-4, gavel, fifo (any 'simulate' policy), "
+        "ranker (agents/data/ranker.pt) or ranker:PATH; default pure-lp,topk,pop-4,[ranker,]"
+        "gavel,fifo"))
+    ev.add_argument("--seeds", type=_positive_int, default=None, metavar="N",
+                    help="first N held-out seeds (default: the suite's)")
+    ev.add_argument("--out", default=None, help="output folder (default runs/eval-SUITE)")
+    ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.set_defaults(func=cmd_evaluate)
+
+    tr = sub.add_parser("train", help="train a ranker (Rank-v0) or a scheduler (Schedule-v0)")
+    tr.add_argument("--env", default="hsched/Rank-v0", help="hsched/Rank-v0 (default) or "
+                    "hsched/Schedule-v0")
+    tr.add_argument("--algo", default="ppo", help="ppo (default) or maskable-ppo")
+    tr.add_argument("--timesteps", type=_positive_int, default=1008)
+    tr.add_argument("--n-envs", type=_positive_int, default=1)
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--logdir", default=None, help="run directory (default runs/ENV-ALGO-SEED)")
+    tr.add_argument("--cluster", default=None, help="training cluster (default large-2048)")
+    tr.add_argument("--workload", default=None, help="training workload spec, without seed= "
+                    "(default gavel:rate=20000,jobs=300)")
+    tr.add_argument("--slots", "--max-candidates", dest="slots", type=_positive_int,
+                    default=None, metavar="K",
+                    help="K, the environment's candidate slots (--max-candidates: old name)")
+    tr.add_argument("--imitation-seeds", type=int, default=None,
+                    help="LP-reference episodes for the warm start (0: none)")
+    tr.add_argument("--keep-cost", type=float, default=None, help="λ of the rank reward")
+    tr.add_argument("--episode-hours", type=float, default=None,
+                    help="truncate training episodes at this simulated time (default 3; "
+                         "0: run every episode to its end)")
+    tr.add_argument("--learning-rate", type=float, default=None)
+    tr.add_argument("--hidden", type=_positive_int, default=None)
+    tr.add_argument("--no-progress", action="store_true")
+    tr.set_defaults(func=cmd_train)
+    return p
+
+
+def _positive_int(text: str) -> int:
+    error = argparse.ArgumentTypeError(f"expected a positive integer, got {show(text)}")
+    try:
+        value = int(text)
+    except ValueError:
+        raise error from None
+    if value <= 0:
+        raise error
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except HSchedError as exc:
+        print(f"hsched {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0

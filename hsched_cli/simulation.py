@@ -1,0 +1,160 @@
+"""``hsched simulate`` and ``hsched compare``: workloads through the simulator under policies."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import sys
+
+from hsched_env.cluster import get_cluster
+from hsched_env.errors import ConfigError, show
+from hsched_env.planner import PlannerConfig
+from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.text import format_table
+from hsched_env.throughput import get_throughput_source
+from hsched_env.workloads import load_workload
+from hsched_cli.world import check_throughputs
+from lp_baseline.registry import make_policy
+
+
+def _check_simulation_args(args, policies: list[str]) -> None:
+    """Reject bad values before any simulation runs (each names its flag)."""
+    check_throughputs(args.throughputs)
+    get_throughput_source(args.throughputs)
+    if args.floor is not None and not 0.0 <= args.floor <= 1.0:
+        raise ConfigError(f"must be a fraction in [0, 1], got {args.floor}", field="--floor")
+    for name in policies:
+        make_policy(name, objective=args.objective, **_lp_options(args))
+    if args.lp_time_limit_s is not None and not (args.lp_time_limit_s > 0
+                                                 and math.isfinite(args.lp_time_limit_s)):
+        raise ConfigError(f"must be a positive number of seconds, got {args.lp_time_limit_s}",
+                          field="--lp-time-limit-s")
+    if args.max_time_s is not None and not (args.max_time_s > 0
+                                            and math.isfinite(args.max_time_s)):
+        raise ConfigError(f"must be a positive number of seconds, got {args.max_time_s}",
+                          field="--max-time-s")
+    if args.seed < 0:
+        raise ConfigError(f"must be >= 0, got {args.seed}", field="--seed")
+    jobs_out = getattr(args, "jobs_out", None)
+    if jobs_out:
+        try:
+            with open(jobs_out, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"cannot write {jobs_out}: {exc.strerror or exc}",
+                              field="--jobs-out") from None
+
+
+def _simulation_args(args):
+    cluster = get_cluster(args.cluster)
+    workload = load_workload(args.workload, cluster, skip_invalid=args.skip_invalid,
+                             throughputs=args.throughputs)
+    if workload.skipped:
+        print(f"hsched: skipped {workload.skipped} invalid trace rows (--skip-invalid)",
+              file=sys.stderr)
+    for note in workload.notes:
+        logging.getLogger("hsched").info("%s", note)
+    measure = _measure(args.measure_jobs) if args.measure_jobs else None
+    config = SimConfig(round_s=args.round_s, restart_s=args.restart_s,
+                       planner=PlannerConfig(max_candidates=args.max_candidates),
+                       throughputs=args.throughputs, seed=args.seed,
+                       max_time_s=args.max_time_s, measure_jobs=measure,
+                       check_invariants=args.check_invariants,
+                       progress=not args.no_progress and sys.stderr.isatty())
+    return cluster, workload, config
+
+
+def _measure(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise ConfigError(f"expected A:B (job ids A..B-1), got {show(text)}",
+                          field="--measure-jobs") from None
+    return a, b
+
+
+def _lp_options(args) -> dict:
+    """Co-optimizer knobs given on the command line (``--floor``)."""
+    return {} if args.floor is None else {"floor": args.floor}
+
+
+def _run_policy(name, cluster, workload, config, args):
+    policy = make_policy(name, objective=args.objective, backend=args.backend, topk=args.topk,
+                         **_lp_options(args),
+                         time_limit_s=args.lp_time_limit_s)
+    return Simulator(cluster, workload, policy, config).run()
+
+
+def _metrics_rows(all_metrics: list[dict]) -> str:
+    ref = all_metrics[0]
+    rows = []
+    for m in all_metrics:
+        ratio = m["avg_jct_s"] / ref["avg_jct_s"] if ref["avg_jct_s"] else float("nan")
+        rows.append([m["policy"], f"{m['jobs_completed']}/{m['jobs_total']}",
+                     f"{m['avg_jct_s'] / 3600:.2f}", f"{ratio:.2f}",
+                     f"{m['p50_jct_s'] / 3600:.2f}", f"{m['p99_jct_s'] / 3600:.2f}",
+                     f"{m['makespan_s'] / 3600:.1f}", f"{m['avg_queue_s'] / 3600:.2f}",
+                     f"{m['gpu_util']:.0%}", f"{m['restarts_per_job']:.2f}",
+                     f"{m['ftf_worst']:.2f}", f"{m['decision_time_mean_s'] * 1e3:.1f}",
+                     f"{m['decision_time_p99_s'] * 1e3:.1f}", f"{m['lp_vars_mean']:.0f}",
+                     f"{m['wall_s']:.1f}"])
+    return format_table(["policy", "done", "avg JCT h", "× first", "p50 h", "p99 h",
+                         "makespan h", "queue h", "util", "restarts", "FTF worst",
+                         "decide ms", "p99 ms", "LP vars", "wall s"], rows)
+
+
+def _write_jobs(path: str, result) -> None:
+    types = list(result.cluster.gpu_types)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["job_id", "name", "model", "arrival_s", "first_start_s", "finish_s",
+                    "jct_s", "restarts"] + [f"gpu_s_{t}" for t in types] + ["candidates_used"])
+        for r in result.jobs:
+            w.writerow([r.job_id, r.name, r.model, f"{r.arrival_s:.3f}",
+                        f"{r.first_start_s:.3f}", f"{r.finish_s:.3f}",
+                        f"{r.jct_s:.3f}" if r.done else "", r.restarts]
+                       + [f"{r.gpu_s_by_type[t]:.1f}" for t in types]
+                       + [";".join(r.candidates_used)])
+
+
+def cmd_simulate(args) -> int:
+    _check_simulation_args(args, [args.policy])
+    cluster, workload, config = _simulation_args(args)
+    result = _run_policy(args.policy, cluster, workload, config, args)
+    metrics = result.metrics()
+    if args.jobs_out:
+        _write_jobs(args.jobs_out, result)
+    if args.json:
+        json.dump(_jsonable(metrics), sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
+              f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
+        print(_metrics_rows([metrics]))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    names = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if not names:
+        raise ConfigError("no policy named", field="--policies")
+    _check_simulation_args(args, names)
+    cluster, workload, config = _simulation_args(args)
+    results = []
+    for name in names:
+        results.append(_run_policy(name, cluster, workload, config, args).metrics())
+    if args.json:
+        json.dump([_jsonable(m) for m in results], sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
+              f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
+        print(_metrics_rows(results))
+    return 0
+
+
+def _jsonable(metrics: dict) -> dict:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in metrics.items()}

@@ -1,0 +1,31 @@
+"""Entry points of the registered environments (``gymnasium.make("hsched/Schedule-v0")``,
+``"hsched/Rank-v0"``): the environment with the default LP factory, ``make_policy``.
+
+``hsched_env`` registers these by name only, so the world never imports the LP; the
+environments take their LP as an argument (``lp=`` a policy, or ``lp_factory=``), and this
+module supplies the default one. Pass ``lp=`` or ``lp_factory=`` to ``gymnasium.make`` to use
+another.
+"""
+
+from __future__ import annotations
+
+from hsched_env.envs.rank import RankEnv
+from hsched_env.envs.schedule import ScheduleEnv
+from lp_baseline.registry import make_policy
+
+
+def schedule_env(*args, **kwargs) -> ScheduleEnv:
+    """``ScheduleEnv(*args, **kwargs)`` with ``lp_factory=make_policy`` unless given."""
+    kwargs.setdefault("lp_factory", make_policy)
+    return ScheduleEnv(*args, **kwargs)
+
+
+def rank_env(*args, **kwargs) -> RankEnv:
+    """``RankEnv(*args, **kwargs)`` with ``lp_factory=make_policy`` unless given."""
+    kwargs.setdefault("lp_factory", make_policy)
+    return RankEnv(*args, **kwargs)
+
+
+# ``gymnasium.make`` reads the entry point's ``metadata`` (render modes), as of a class.
+schedule_env.metadata = ScheduleEnv.metadata
+rank_env.metadata = RankEnv.metadata
