@@ -9,6 +9,8 @@ groups never straddle nodes: a part is placeable only if every node share is a m
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from hsched_env.cluster import Cluster
@@ -33,6 +35,12 @@ class NodeState:
 
     def reset(self) -> None:
         self.free[:] = self.capacity
+
+    def copy(self) -> "NodeState":
+        """An independent copy (its own free counts; the cluster layout is shared)."""
+        other = copy.copy(self)
+        other.free = self.free.copy()
+        return other
 
     def free_by_type(self) -> np.ndarray:
         """(T,) free GPUs per type, aligned with ``cluster.gpu_types``."""

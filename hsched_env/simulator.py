@@ -400,22 +400,40 @@ class Simulator:
         its current nodes when ``r`` is its current candidate and they are free (no restart),
         else on nodes picked by ``NodeState.place``. Returns whether it was placed."""
         s = self._s
-        if j in s.new_alloc:
+        return self._place_on(s.nodes, s.new_alloc, j, r)
+
+    def _place_on(self, nodes: NodeState, new_alloc: dict, j: int, r: int) -> bool:
+        """``place`` on the given node state and round placements (the run's, or copies)."""
+        if j in new_alloc:
             return False
-        if self.can_keep(j, r) and s.nodes.keep(s.alloc[j]):
-            s.new_alloc[j] = (r, s.alloc[j])
+        s = self._s
+        if self.can_keep(j, r) and nodes.keep(s.alloc[j]):
+            new_alloc[j] = (r, s.alloc[j])
             return True
         table = s.tables[j]
-        got = s.nodes.place(candidate_parts(table, r), int(table.tp[r]))
+        got = nodes.place(candidate_parts(table, r), int(table.tp[r]))
         if got is None:
             return False
-        s.new_alloc[j] = (r, got)
+        new_alloc[j] = (r, got)
         return True
 
     def place_decision(self, decision: Assignment, who: str = "policy") -> list[tuple[int, int]]:
         """Place a policy's decision the simulator's way: jobs keeping their candidate first
         (same candidate ⇒ same nodes), then the rest by GPUs (largest first, then job id),
         each trying its rows in order. Returns the placements made, in order."""
+        s = self._s
+        return self._place_decision_on(s.nodes, s.new_alloc, decision, who)
+
+    def try_place_decision(self, decision: Assignment,
+                           who: str = "policy") -> list[tuple[int, int]]:
+        """The placements ``place_decision(decision)`` would make now, in order, without
+        making them: a dry run on copies of the open round's node state and placements (the
+        run's state is only read)."""
+        s = self._s
+        return self._place_decision_on(s.nodes.copy(), dict(s.new_alloc), decision, who)
+
+    def _place_decision_on(self, nodes: NodeState, new_alloc: dict, decision: Assignment,
+                           who: str) -> list[tuple[int, int]]:
         s = self._s
         n, t = len(self.jobs), s.t
         prefs: dict[int, list[int]] = {}
@@ -433,28 +451,16 @@ class Simulator:
                 prefs[j] = rows
         placed = []
         for j, rows in prefs.items():
-            if self.can_keep(j, rows[0]) and self.place(j, rows[0]):
+            if self.can_keep(j, rows[0]) and self._place_on(nodes, new_alloc, j, rows[0]):
                 placed.append((j, rows[0]))
-        order = sorted((j for j in prefs if j not in s.new_alloc),
+        order = sorted((j for j in prefs if j not in new_alloc),
                        key=lambda j: (-int(s.tables[j].gpus[prefs[j][0]].sum()), j))
         for j in order:
             for r in prefs[j]:
-                if self.place(j, r):
+                if self._place_on(nodes, new_alloc, j, r):
                     placed.append((j, r))
                     break
         return placed
-
-    def try_place_decision(self, decision: Assignment,
-                           who: str = "policy") -> list[tuple[int, int]]:
-        """The placements ``place_decision(decision)`` would make now, in order, without
-        making them (a dry run: the open round is unchanged)."""
-        s = self._s
-        free, new_alloc = s.nodes.free.copy(), dict(s.new_alloc)
-        try:
-            return self.place_decision(decision, who=who)
-        finally:
-            s.nodes.free[:] = free
-            s.new_alloc = new_alloc
 
     # ------------------------------------------------------------------ reading and branching
     def run_view(self) -> "RunView":
