@@ -1,5 +1,5 @@
 # Each target sets up .venv first (idempotent, fast when already installed).
-.PHONY: setup demo test bench validate calibrate
+.PHONY: setup demo test test-fast bench validate calibrate
 
 setup:
 	bash scripts/setup.sh
@@ -9,6 +9,10 @@ demo: setup
 
 test: setup
 	.venv/bin/python -m pytest
+
+# Everything but the tests marked slow (half a second or more each).
+test-fast: setup
+	.venv/bin/python -m pytest -m "not slow"
 
 bench: setup
 	.venv/bin/python scripts/bench_planner.py --markdown

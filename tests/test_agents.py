@@ -16,6 +16,8 @@ from agents.ranker import (PAD_LOGIT, Ranker, RankerNet, SlotLayout, load_ranker
 from agents.train import TrainConfig, train
 from hsched_env.errors import ConfigError, UnknownNameError
 
+slow = pytest.mark.slow
+
 th.set_num_threads(1)
 SMALL = dict(cluster="sia-64", workload="gavel:rate=4,jobs=20")
 
@@ -84,6 +86,7 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
         load_ranker_net(tmp_path / "missing.pt")
 
 
+@slow
 def test_imitation_learns_the_lp_support(rank_env):
     demos = collect_demos(rank_env, [0, 1, 2, 3], max_rounds=25, progress=False)
     assert len(demos) > 50
@@ -115,6 +118,7 @@ def test_train_config_validates():
 
 @pytest.mark.parametrize("env_id,algo,hours", [("hsched/Rank-v0", "ppo", 4),
                                                ("hsched/Schedule-v0", "maskable-ppo", 1)])
+@slow
 def test_smoke_training_run(tmp_path, env_id, algo, hours):
     cfg = TrainConfig(env=env_id, algo=algo, timesteps=256, n_steps=64, batch_size=32,
                       n_epochs=2, slots=512 if "Rank" in env_id else 64,
@@ -151,6 +155,7 @@ def _episode_avg_jct(env, keep_fn) -> float:
             return info["metrics"]["avg_jct_s"]
 
 
+@slow
 def test_shipped_ranker_beats_random_pruning_at_the_same_budget():
     """The pre-trained ranker (trained on large-2048) keeps the same number of candidates
     as random pruning, on a held-out seed of another cluster; its schedule is better.

@@ -13,6 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import bench_quality as bq  # noqa: E402  (scripts/ is not a package)
 
+slow = pytest.mark.slow
+
 TINY = bq.Case("tiny/gavel-s0", "tiny", "tiny-8", "gavel:rate=30,jobs=10,seed=0,duration_scale=0.05")
 
 
@@ -125,6 +127,7 @@ def test_cases_of_the_benchmark():
         bq.build_cases(["nope"])
 
 
+@slow
 def test_tiny_real_case_end_to_end(tmp_path):
     policies = ["gavel", "fifo"]
     runs = bq.run_all([TINY], policies, workers=1, progress=False)

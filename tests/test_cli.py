@@ -11,6 +11,8 @@ import pytest
 
 from hsched_cli.main import main
 
+slow = pytest.mark.slow
+
 JSON_KEYS = {"gpus", "nodes", "dp", "tp", "pp", "microbatches", "zero", "recompute",
              "step_time_s", "samples_per_s", "tokens_per_s_per_gpu", "mem_gb_per_gpu"}
 
@@ -122,6 +124,7 @@ def test_console_script_entry_point(command):
     assert json.loads(out)
 
 
+@slow
 def test_demo_writes_plot_and_json(capsys, tmp_path):
     code, out, _ = run(capsys, "demo", "--out", str(tmp_path))
     assert code == 0
@@ -143,6 +146,7 @@ def hsched(*argv):
                           text=True)
 
 
+@slow
 def test_simulate_json_is_pure_and_complete():
     for backend in ("highs", "pulp"):
         out = hsched("simulate", "--cluster", "sia-64", "--workload", SMALL, "--policy",
@@ -154,6 +158,7 @@ def test_simulate_json_is_pure_and_complete():
         assert m["lp_vars_mean"] > 0 and m["avg_jct_s"] > 0
 
 
+@slow
 def test_compare_json_one_object_per_policy():
     out = hsched("compare", "--cluster", "sia-64", "--workload", SMALL, "--policies",
                  "heterosched-lp,gavel,fifo,greedy", "--json")
@@ -166,6 +171,7 @@ def test_compare_json_one_object_per_policy():
     assert "avg JCT h" in table.stdout and "fifo" in table.stdout
 
 
+@slow
 def test_jobs_out_and_measure_jobs(tmp_path):
     path = tmp_path / "jobs.csv"
     out = hsched("simulate", "--cluster", "sia-64", "--workload", SMALL, "--policy", "greedy",
@@ -178,6 +184,7 @@ def test_jobs_out_and_measure_jobs(tmp_path):
     assert len(lines) == 13 and lines[-1].split(",")[-1]      # candidates used
 
 
+@slow
 def test_simulate_errors(tmp_path):
     out = hsched("simulate", "--cluster", "sia-64", "--workload", "gavel:rate=x",
                  "--policy", "gavel")
@@ -216,6 +223,7 @@ def test_compare_checks_every_policy_name_first(capsys):
     assert code == 2 and "unknown policy 'nope'" in err and out == ""
 
 
+@slow
 def test_objective_and_floor_reach_the_co_optimizer():
     """--objective / --floor change heterosched-lp's schedule, and gavel ignores them."""
     def avg(*extra, policy="heterosched-lp"):

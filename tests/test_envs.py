@@ -25,6 +25,8 @@ from hsched_env.errors import ConfigError, HSchedError, UnknownNameError
 from lp_baseline.environments import rank_env, schedule_env
 from lp_baseline.policy import make_policy
 
+slow = pytest.mark.slow
+
 CLUSTER = "sia-64"
 SMALL = "gavel:rate=4,jobs=20"        # ~220 rounds, a reference episode takes < 1 s
 REF = "gavel:rate=4,jobs=30"          # the reference-reproduction scenario
@@ -198,6 +200,7 @@ def test_make_with_module_prefix_in_fresh_process(env_id, cls, n):
 
 # ---------------------------------------------------------------------------------- 2. checkers
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+@slow
 def test_gymnasium_env_checker(env_id):
     from gymnasium.utils.env_checker import check_env
     env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, **DET_KWARGS[env_id])
@@ -257,6 +260,7 @@ def test_gymnasium_vector_envs(vector, env_id):
 
 
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+@slow
 def test_sb3_subproc_vec_env(env_id):
     from stable_baselines3.common.vec_env import SubprocVecEnv
     K = 16
@@ -293,6 +297,7 @@ class _CountInvalid(gym.Wrapper):
         return out
 
 
+@slow
 def test_maskable_ppo_learns_with_masks():
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks
@@ -317,6 +322,7 @@ def test_maskable_ppo_learns_with_masks():
 
 # ---------------------------------------------------------------------------------- 4. determinism
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+@slow
 def test_same_seed_same_trajectory(env_id):
     env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, max_candidates=32,
                    **DET_KWARGS[env_id])
@@ -336,6 +342,7 @@ def test_same_seed_same_trajectory(env_id):
 
 
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+@slow
 def test_different_seeds_different_workloads(env_id):
     env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, **DET_KWARGS[env_id])
     episodes = {}
@@ -357,6 +364,7 @@ def test_different_seeds_different_workloads(env_id):
     assert arrivals[0] == arrivals[1]
 
 
+@slow
 def test_unseeded_reset_draws_episode_seed_from_env_rng():
     env = make_select(candidate_filter="score")
     seeds = []
@@ -394,6 +402,7 @@ _CROSS_PROCESS = """
 
 
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+@slow
 def test_same_seed_same_trajectory_across_processes(env_id):
     steps = 200 if env_id == SCHEDULE else 30
     code = textwrap.dedent(_CROSS_PROCESS.format(env_id=env_id, workload=SMALL, steps=steps,
@@ -484,6 +493,7 @@ def _would_place(sim, j: int, r: int) -> bool:
 
 
 @pytest.mark.parametrize("candidate_filter", ["lp", "score"])
+@slow
 def test_mask_is_exact_over_random_rollout(candidate_filter):
     env = make_select(max_candidates=32, candidate_filter=candidate_filter)
     rng = np.random.default_rng(1)
@@ -539,6 +549,7 @@ def test_time_limit_truncates():
 
 
 # ---------------------------------------------------------------------------------- 6. reward
+@slow
 def test_select_episode_return_is_minus_total_jct(select_reference):
     env, rewards, infos = select_reference
     m = infos[-1]["metrics"]
@@ -551,6 +562,7 @@ def test_select_episode_return_is_minus_total_jct(select_reference):
     assert all(r == 0.0 for r, i in zip(rewards, infos) if not i["committed"])
 
 
+@slow
 def test_rank_episode_return_decomposes(rank_reference):
     env, rewards, infos = rank_reference
     m = infos[-1]["metrics"]
@@ -561,6 +573,7 @@ def test_rank_episode_return_decomposes(rank_reference):
         -m["avg_jct_s"] * m["jobs_completed"] / 3600.0 - keep_term, rel=1e-6)
 
 
+@slow
 def test_reward_scale_and_completions_reward():
     base = make_select(candidate_filter="lp", reward_scale=60.0)
     rewards, infos = run_reference(base, seed=1)
@@ -582,6 +595,7 @@ EXACT_KEYS = ("avg_jct_s", "makespan_s", "p99_jct_s", "jobs_completed", "rounds"
               "restarts_per_job", "ftf_worst")
 
 
+@slow
 def test_select_reference_reproduces_lp_policy(select_reference, simulator_reference):
     _, _, infos = select_reference
     got, want = infos[-1]["metrics"], simulator_reference.metrics()
@@ -591,6 +605,7 @@ def test_select_reference_reproduces_lp_policy(select_reference, simulator_refer
     assert got["policy"] == "env:select"
 
 
+@slow
 def test_rank_reference_close_to_lp_policy(rank_reference, simulator_reference):
     _, _, infos = rank_reference
     got, want = infos[-1]["metrics"], simulator_reference.metrics()
@@ -760,6 +775,7 @@ def test_render_without_mode_warns():
 
 
 # ---------------------------------------------------------------------------------- 10. replay
+@slow
 def test_replay_full_select_episode(select_reference):
     env, rewards, infos = select_reference
     record = json.loads(json.dumps(env.episode_record()))
@@ -771,6 +787,7 @@ def test_replay_full_select_episode(select_reference):
 
 
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+@slow
 def test_replay_partial_episode_through_make(env_id):
     env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, max_candidates=24,
                    reward_scale=100.0)
@@ -786,6 +803,7 @@ def test_replay_partial_episode_through_make(env_id):
 
 
 # ---------------------------------------------------------------------------------- 11. copies
+@slow
 def test_select_get_set_state_branches_identically():
     env = make_select(max_candidates=32)
     rollout(env, seed=5, steps=60, rng_seed=2)

@@ -25,6 +25,8 @@ from agents.evaluate import (
 from hsched_cli.main import main
 from hsched_env.errors import ConfigError
 
+slow = pytest.mark.slow
+
 ROW_KEYS = {"scenario", "policy", "kind", "seeds", "jobs_completed", "jobs_total", "avg_jct_s",
             "p99_jct_s", "makespan_s", "ftf_worst", "decision_time_mean_s",
             "decision_time_p99_s", "lp_decision_time_mean_s", "ranker_time_mean_s",
@@ -71,6 +73,7 @@ def _row(report, policy):
     return next(r for r in report.rows if r["policy"] == policy)
 
 
+@slow
 def test_smoke_suite_table_and_json(report):
     assert report.seeds == heldout_seeds(SMOKE.seeds)
     assert [r["policy"] for r in report.rows] == ["pure-lp", "topk", "fifo",
@@ -93,6 +96,7 @@ def test_smoke_suite_table_and_json(report):
     assert data["suite"] == "smoke" and len(data["per_seed"]) == 5
 
 
+@slow
 def test_ranker_decision_time_is_lp_plus_inference(report):
     for label in ("ranker:top4-standin", "ranker:reference"):
         r = _row(report, label)
@@ -105,6 +109,7 @@ def test_ranker_decision_time_is_lp_plus_inference(report):
     assert standin["lp_vars_mean"] < _row(report, "pure-lp")["lp_vars_mean"]
 
 
+@slow
 def test_recall(report):
     assert _row(report, "pure-lp")["recall"] == 1.0
     assert 0 < _row(report, "topk")["recall"] <= 1.0
@@ -113,6 +118,7 @@ def test_recall(report):
     assert _row(report, "ranker:reference")["recall"] >= 0.99
 
 
+@slow
 def test_rank_env_and_simulator_see_the_same_scenario(report):
     """RankEnv(workload without seed).reset(seed=s) ≡ the simulator on '<workload>,seed=s':
     keeping the LP's support reproduces the pure LP (same jobs, avg JCT within 3%)."""
@@ -125,6 +131,7 @@ def test_rank_env_and_simulator_see_the_same_scenario(report):
     assert abs(b - a) / a < 0.03
 
 
+@slow
 def test_outputs(report, tmp_path):
     written = write_outputs(report, tmp_path / "eval")
     out = tmp_path / "eval"
@@ -170,6 +177,7 @@ def test_cli_unknown_names_exit_2(capsys):
     assert "--out" in capsys.readouterr().err
 
 
+@slow
 def test_cli_json_with_a_ranker_file(capsys, tmp_path, monkeypatch):
     """``ranker:PATH`` goes through ``agents.ranker.Ranker.load`` (here a stand-in module)."""
     path = tmp_path / "standin.pt"

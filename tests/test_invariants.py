@@ -19,6 +19,8 @@ from hsched_env.simulator import DONE, SimConfig, Simulator
 from hsched_env.workloads import load_workload
 from lp_baseline.policy import make_policy
 
+slow = pytest.mark.slow
+
 GPU_TYPES = sorted(gpu_catalog())
 POLICIES = ("heterosched-lp", "topk", "gavel", "fifo", "srf", "greedy", "random", "pop-2")
 MAX_ROUNDS = 120         # cap per example: a big model on one K80 would run for days
@@ -104,6 +106,7 @@ def drive(cluster, workload, policy, config):
     return sim, arrived, completed, expected
 
 
+@slow
 @pytest.mark.parametrize("policy_name", POLICIES)
 @given(scenario=scenarios())
 @PROPERTY
@@ -195,6 +198,7 @@ def test_debug_mode_catches_a_broken_run(corruption):
         sim.advance()
 
 
+@slow
 def test_debug_mode_is_silent_on_a_clean_run():
     cluster = get_cluster("sia-64")
     workload = load_workload("gavel:rate=30,jobs=20,seed=4,mix=llm,duration_scale=0.05", cluster)

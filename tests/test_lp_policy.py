@@ -7,47 +7,30 @@ import pytest
 
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import UnknownNameError
-from hsched_env.simulator import SimConfig, Simulator
-from hsched_env.workloads import load_workload
 from lp_baseline.policy import POLICY_NAMES, LPPolicy, make_policy
-from policy_recorder import Recorder as PolicyRecorder
 
 SIA = get_cluster("sia-64")
 SHORT_LLM = "gavel:rate=20,jobs=40,seed=7,mix=llm,duration_scale=0.05"
-
-
-class Recorder(PolicyRecorder):
-    """Wraps a policy and checks every decision against the view."""
-
-    def check(self, view, out):
-        used = np.zeros_like(view.capacity)
-        index = {int(j): k for k, j in enumerate(view.job_ids)}
-        for j, rows in out.items():
-            used += view.candidates[index[j]].gpus[rows[0]]
-        assert np.all(used <= view.capacity), "first choices over-allocate a GPU type"
-
-
-def simulate(policy, spec=SHORT_LLM, cluster=SIA, **cfg):
-    workload = load_workload(spec, cluster)
-    rec = Recorder(policy)
-    result = Simulator(cluster, workload, rec, SimConfig(check_invariants=True, **cfg)).run()
-    return rec, result
+slow = pytest.mark.slow
 
 
 @pytest.mark.parametrize("name", ["heterosched-lp", "gavel", "agnostic-lp", "topk", "pop-4",
                                   "lp-on-change"])
-def test_lp_policies_complete_and_respect_capacity(name):
-    rec, result = simulate(make_policy(name))
+@slow
+def test_lp_policies_complete_and_respect_capacity(simulate, name):
+    """Every decision within capacity (``simulate`` checks it) and every job done."""
+    _, result = simulate(make_policy(name), SHORT_LLM)
     m = result.metrics()
     assert m["jobs_completed"] == m["jobs_total"] == 40
     assert m["lp_vars_mean"] > 0
 
 
 @pytest.mark.parametrize("name", ["gavel", "agnostic-lp"])
-def test_gavel_baselines_run_only_requested_configurations(name):
+@slow
+def test_gavel_baselines_run_only_requested_configurations(simulate, name):
     """No strategy co-optimization may leak into Gavel's baselines, not even through the
     work-conserving fill."""
-    rec, result = simulate(make_policy(name))
+    rec, _ = simulate(make_policy(name), SHORT_LLM)
     for view, out in zip(rec.views, rec.decisions):
         index = {int(j): k for k, j in enumerate(view.job_ids)}
         for j, rows in out.items():
@@ -56,29 +39,33 @@ def test_gavel_baselines_run_only_requested_configurations(name):
             assert all(table.tp[r] == 1 and table.pp[r] == 1 for r in rows)
 
 
-def test_objectives_all_run():
+@slow
+def test_objectives_all_run(simulate):
     for objective in ("max-min", "max-throughput", "min-makespan", "ftf"):
-        _, result = simulate(make_policy("heterosched-lp", objective=objective))
+        _, result = simulate(make_policy("heterosched-lp", objective=objective), SHORT_LLM)
         assert result.metrics()["jobs_completed"] == 40, objective
 
 
-def test_heuristics_shrink_the_lp():
-    full = simulate(make_policy("heterosched-lp"))[1].metrics()["lp_vars_mean"]
-    topk = simulate(make_policy("topk", topk=2))[1].metrics()["lp_vars_mean"]
+@slow
+def test_heuristics_shrink_the_lp(simulate):
+    full = simulate(make_policy("heterosched-lp"), SHORT_LLM)[1].metrics()["lp_vars_mean"]
+    topk = simulate(make_policy("topk", topk=2), SHORT_LLM)[1].metrics()["lp_vars_mean"]
     assert topk < full
-    rec, result = simulate(make_policy("lp-on-change"))
+    _, result = simulate(make_policy("lp-on-change"), SHORT_LLM)
     solves = result.metrics()["lp_solves"]
     assert solves < result.metrics()["rounds"]
 
 
-def test_pop_partitions_the_jobs():
+@slow
+def test_pop_partitions_the_jobs(simulate):
     policy = LPPolicy("pop-4", pop=4)
-    rec, result = simulate(policy)
+    _, result = simulate(policy, SHORT_LLM)
     assert result.metrics()["jobs_completed"] == 40
     assert policy.last_stats.extra["pop_parallel_s"] <= policy.last_stats.extra["decide_s"]
 
 
-def test_strategy_co_optimization_beats_gavel_on_an_llm_mix():
+@slow
+def test_strategy_co_optimization_beats_gavel_on_an_llm_mix(simulate):
     """Fixed scenario: 100 jobs of the LLM mix on sia-64 at 3 jobs/h (measured: ~32% lower
     average JCT; asserted with margin)."""
     spec = "gavel:rate=3,jobs=100,seed=1,mix=llm,duration_scale=0.25"
@@ -97,21 +84,25 @@ def test_unknown_policy_and_objective():
 
 
 # ------------------------------------------------------------------------------ issue 10
-def test_new_objectives_run_and_finish():
+@slow
+def test_new_objectives_run_and_finish(simulate):
     for name, objective in (("heterosched-lp", "fair-srpt"), ("heterosched-lp", "fair-las"),
                             ("heterosched-lp-las", None), ("heterosched-lp-v0", None)):
-        _, result = simulate(make_policy(name, objective=objective))
+        _, result = simulate(make_policy(name, objective=objective), SHORT_LLM)
         assert result.metrics()["jobs_completed"] == 40, (name, objective)
 
 
-def _views(policy, spec="gavel:rate=30,jobs=60,seed=4", cluster=SIA):
-    rec, result = simulate(policy, spec, cluster)
-    return rec, result
-
-
-def test_fair_share_normalizer_and_size_cap():
+@pytest.fixture(scope="module")
+def lp_run(simulate):
+    """heterosched-lp on a contended 60-job workload: (policy, recorder, result)."""
     policy = make_policy("heterosched-lp")
-    rec, _ = _views(policy)
+    rec, result = simulate(policy, "gavel:rate=30,jobs=60,seed=4", SIA)
+    return policy, rec, result
+
+
+@slow
+def test_fair_share_normalizer_and_size_cap(lp_run):
+    policy, rec, _ = lp_run
     G = float(SIA.num_gpus)
     checked = 0
     for view, out in zip(rec.views, rec.decisions):
@@ -139,10 +130,11 @@ def test_fair_share_normalizer_and_size_cap():
     assert policy._norm(view, k) < float(table.samples_per_s.max())
 
 
-def test_a_job_the_rounding_lists_is_never_idled():
+@slow
+def test_a_job_the_rounding_lists_is_never_idled(simulate):
     """Every job a decision names runs that round (its list ends with candidates that fit on
     the nodes), on the row listed first unless the simulator's placement order differs."""
-    rec, result = _views(make_policy("heterosched-lp"), "gavel:rate=30,jobs=80,seed=2")
+    rec, result = simulate(make_policy("heterosched-lp"), "gavel:rate=30,jobs=80,seed=2", SIA)
     listed = same_first = 0
     for (view, out), nxt in zip(zip(rec.views, rec.decisions), rec.views[1:]):
         pos = {int(j): k for k, j in enumerate(nxt.job_ids)}
@@ -159,9 +151,10 @@ def test_a_job_the_rounding_lists_is_never_idled():
     assert 0.5 < result.metrics()["delivered_over_planned"] < 1.5
 
 
-def test_fair_las_never_reads_remaining_work_and_the_restart_discount():
+@slow
+def test_fair_las_never_reads_remaining_work_and_the_restart_discount(lp_run):
     import dataclasses
-    rec, _ = _views(make_policy("heterosched-lp"))
+    _, rec, _ = lp_run
     view = next(v for v in rec.views if np.sum(v.current >= 0) >= 3 and v.num_active >= 5)
     ks = np.arange(view.num_active)
     rows = [np.arange(len(t)) for t in view.candidates]

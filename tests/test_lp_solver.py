@@ -20,6 +20,8 @@ from lp_baseline.solver import (BACKENDS, FLOOR_OBJECTIVES, FTF_REL_TOL, OBJECTI
                                 AllocationProblem, LPResult, check_feasible, evaluate_objective,
                                 random_problem, solve_allocation)
 
+slow = pytest.mark.slow
+
 #: The single-stage objectives with closed forms and grid brute force below.
 CLASSIC = tuple(o for o in OBJECTIVES if o not in FLOOR_OBJECTIVES)
 
@@ -261,6 +263,7 @@ def _digest(res: LPResult) -> str:
     return hashlib.sha256(res.x.tobytes()).hexdigest()
 
 
+@slow
 def test_same_input_same_x_bit_for_bit():
     p = random_problem(150, np.random.default_rng(5), n_types=5, total_gpus=512)
     for objective in OBJECTIVES:
@@ -271,6 +274,7 @@ def test_same_input_same_x_bit_for_bit():
     assert np.array_equal(a.x, b.x)
 
 
+@slow
 def test_same_x_in_a_fresh_process():
     code = ("import numpy as np, hashlib\n"
             "from lp_baseline.solver import random_problem, solve_allocation\n"
@@ -404,7 +408,8 @@ def test_finished_jobs_do_not_constrain(objective):
     assert res.x.sum() == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=slow) if b == "pulp" else b
+                                     for b in BACKENDS])
 def test_time_limit_returns_a_feasible_answer(backend):
     p = random_problem(1500 if backend == "highs" else 600, np.random.default_rng(9), n_types=5)
     for objective in ("max-min", "ftf"):

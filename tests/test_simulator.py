@@ -17,6 +17,8 @@ from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.workloads import load_workload
 from lp_baseline.baselines import BASELINES
 
+slow = pytest.mark.slow
+
 TINY = get_cluster("tiny-8")
 SIA = get_cluster("sia-64")
 
@@ -30,6 +32,7 @@ def run(cluster, spec, policy="greedy", **cfg):
 
 @pytest.mark.parametrize("policy", sorted(BASELINES))
 @pytest.mark.parametrize("seed", [0, 1])
+@slow
 def test_invariants_and_conservation_on_random_scenarios(policy, seed):
     spec = f"gavel:rate=30,jobs=40,seed={seed},mix=llm,duration_scale=0.05"
     workload, result = run(SIA, spec, policy)
@@ -51,15 +54,17 @@ def test_invariants_and_conservation_on_random_scenarios(policy, seed):
         assert 0 <= u <= 1, t
 
 
+@slow
 def test_every_job_completes_without_a_time_limit():
     _, result = run(SIA, "gavel:rate=20,jobs=60,seed=3,duration_scale=0.05", "fifo-fastest")
     assert all(r.done for r in result.jobs)
 
 
+@slow
 def test_max_time_reports_unfinished_jobs():
     _, result = run(SIA, "gavel:rate=20,jobs=60,seed=3", "fifo", max_time_s=3600)
     m = result.metrics()
-    assert m["jobs_total"] == 60 and 0 <= m["jobs_completed"] < 60
+    assert m["jobs_total"] == 60 and m["jobs_completed"] < 60
 
 
 def test_single_job_jct_matches_its_throughput():
@@ -76,6 +81,7 @@ def test_single_job_jct_matches_its_throughput():
     assert rec.restarts == 0
 
 
+@slow
 def test_restart_cost_is_charged_on_change():
     spec = "gavel:rate=30,jobs=30,seed=2,mix=llm,duration_scale=0.1"
     _, r0 = run(SIA, spec, "random", restart_s=0)
@@ -84,6 +90,7 @@ def test_restart_cost_is_charged_on_change():
     assert r1.metrics()["avg_jct_s"] > r0.metrics()["avg_jct_s"]
 
 
+@slow
 def test_same_seed_same_result_across_processes():
     spec = "gavel:rate=30,jobs=30,seed=5,mix=llm,duration_scale=0.1"
     _, result = run(SIA, spec, "random")
@@ -103,6 +110,7 @@ def test_same_seed_same_result_across_processes():
     assert [(a, b, list(c)) for a, b, c in here] == [(a, b, list(c)) for a, b, c in there]
 
 
+@slow
 def test_measure_jobs_window():
     spec = "gavel:rate=30,jobs=60,seed=4,duration_scale=0.05"
     _, result = run(SIA, spec, "greedy", measure_jobs=(10, 30))
@@ -168,6 +176,7 @@ SIX = cluster_from_dict({"name": "six-gpu-nodes", "nodes": [
     {"gpu_type": "V100-16GB", "gpus_per_node": 6, "count": 2}]})
 
 
+@slow
 def test_every_candidate_is_placeable_on_nodes_of_six():
     from hsched_env.placement import candidate_parts
     workload = load_workload("gavel:rate=6,jobs=60,seed=0,mix=llm,duration_scale=0.2", SIX)
@@ -179,6 +188,7 @@ def test_every_candidate_is_placeable_on_nodes_of_six():
                 (job.model, table.take([r]).to_records()[0])
 
 
+@slow
 def test_lp_completes_every_job_on_nodes_of_six():
     from lp_baseline.policy import make_policy
     workload = load_workload("gavel:rate=6,jobs=60,seed=0,mix=llm,duration_scale=0.2", SIX)

@@ -22,6 +22,8 @@ from hsched_env.workloads import (GAVEL_TEMPLATES, LLM_MIX, POLLUX_GPU_HOURS, Jo
                                   reference_gpu, reference_throughput, traces_dir,
                                   workload_kinds)
 
+slow = pytest.mark.slow
+
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="shared traces not present")
 
@@ -243,6 +245,7 @@ def test_philly_window():
 
 
 @needs_traces
+@slow
 def test_philly_vc_and_max_jobs():
     w = load_workload("philly:start=2017-10-09,hours=24,vc=6214e9,max_jobs=30", GAVEL108)
     lines = _philly_rows_in(datetime(2017, 10, 9), 24, vc="6214e9")

@@ -1,0 +1,82 @@
+"""Shared fixtures.
+
+``simulate`` runs a policy through the simulator (its debug invariants on) behind a
+``Recorder``, which keeps every view and decision and checks that each decision is a valid
+assignment for its view; ``valid_decision`` makes the same check on a decision taken by hand.
+
+Tests that take half a second or more (measured with ``--durations``) are marked ``slow``:
+``make test-fast`` (``-m "not slow"``) skips them, ``make test`` runs everything.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hsched_env.cluster import get_cluster
+from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.workloads import load_workload
+
+
+def assert_valid_decision(view, out) -> None:
+    """Known active jobs, each with a non-empty list of rows in range, and first choices
+    within every GPU type's capacity."""
+    index = {int(j): k for k, j in enumerate(view.job_ids)}
+    used = np.zeros_like(view.capacity)
+    for j, rows in out.items():
+        assert int(j) in index, f"job {j} is not active"
+        rows = [rows] if np.ndim(rows) == 0 else list(rows)
+        assert rows, f"job {j} got an empty choice"
+        table = view.candidates[index[int(j)]]
+        assert all(0 <= int(r) < len(table) for r in rows), (j, rows)
+        used = used + table.gpus[int(rows[0])]
+    assert np.all(used <= view.capacity), f"over-allocation: {used} > {view.capacity}"
+
+
+class Recorder:
+    """Wraps a policy: checks every decision against its view and keeps both."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.views, self.decisions = [], []
+
+    def reset(self, cluster, seed):
+        self.inner.reset(cluster, seed)
+
+    @property
+    def last_stats(self):
+        return self.inner.last_stats
+
+    def summary(self):
+        return getattr(self.inner, "summary", dict)()
+
+    def decide(self, view):
+        out = self.inner.decide(view)
+        assert_valid_decision(view, out)
+        self.views.append(view)
+        self.decisions.append(out)
+        return out
+
+
+def _simulate(policy, spec: str, cluster="sia-64", **config):
+    """Run ``policy`` on workload ``spec`` (cluster: a name or a ``Cluster``) with
+    ``SimConfig(check_invariants=True, **config)``; returns ``(recorder, result)``."""
+    if isinstance(cluster, str):
+        cluster = get_cluster(cluster)
+    recorder = Recorder(policy)
+    result = Simulator(cluster, load_workload(spec, cluster), recorder,
+                       SimConfig(check_invariants=True, **config)).run()
+    return recorder, result
+
+
+@pytest.fixture(scope="session")
+def simulate():
+    """``simulate(policy, spec, cluster="sia-64", **sim_config) -> (recorder, result)``: every
+    decision of the run checked and kept (``recorder.views``, ``recorder.decisions``)."""
+    return _simulate
+
+
+@pytest.fixture(scope="session")
+def valid_decision():
+    """``valid_decision(view, decision)`` asserts the decision is a valid assignment."""
+    return assert_valid_decision
