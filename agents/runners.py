@@ -19,6 +19,7 @@ from hsched_env.errors import ConfigError
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
 from lp_baseline.policy import LPPolicy
+from lp_baseline.support_reuse import SupportReusePolicy
 from lp_baseline.registry import make_policy
 
 #: Support threshold: a candidate with X above this is in the LP's support.
@@ -59,6 +60,8 @@ def recall_defined(policy) -> bool:
     candidates or a per-job subset of them (``heterosched-lp``, ``topk``, ``lp-on-change``,
     ``topk-dominance``); not for POP (it partitions jobs), Gavel and the agnostic LP (requested
     configurations only) or the non-LP baselines."""
+    if isinstance(policy, SupportReusePolicy):
+        return recall_defined(policy.lp)
     return (isinstance(policy, LPPolicy) and policy.candidates == "all" and policy.pop == 1
             and not policy.agnostic)
 

@@ -228,7 +228,7 @@ class LPPolicy:
         return job_normalizer(view, k, self.normalizer)
 
     # ------------------------------------------------------------------ decide
-    def decide(self, view: SchedulerView, allowed=None) -> Assignment:
+    def decide(self, view: SchedulerView, allowed=None, lp_rows=None) -> Assignment:
         """This round's assignment.
 
         Args:
@@ -236,6 +236,9 @@ class LPPolicy:
             allowed: Optional, per active job (aligned with ``view.job_ids``), the candidate
                 rows the LP may use (e.g. the ones a ranker kept); the rounding and the fill
                 pass use only these too. ``None``: every candidate.
+            lp_rows: Optional, per active job, rows only the LP solve is restricted to (a
+                pruning such as ``support-reuse``); the rounding's fallbacks and the fill pass
+                still use every allowed candidate. ``None``: the LP uses ``allowed``.
         """
         t0 = time.perf_counter()
         self._delivery.track(view, self._last_t)
@@ -249,15 +252,21 @@ class LPPolicy:
                     rec[cur] = rec.get(cur, 0.0) + step
         self._last_t = view.time_s
         active = {int(j) for j in view.job_ids}
-        key = None if allowed is None else tuple(np.asarray(a, dtype=np.int64).tobytes()
-                                                 for a in allowed)
+        solve_rows = allowed
+        if lp_rows is not None:
+            solve_rows = (lp_rows if allowed is None else
+                          [np.intersect1d(np.asarray(a, dtype=np.int64),
+                                          np.asarray(b, dtype=np.int64))
+                           for a, b in zip(allowed, lp_rows)])
+        key = None if solve_rows is None else tuple(np.asarray(a, dtype=np.int64).tobytes()
+                                                    for a in solve_rows)
         changed = bool(view.arrived or view.completed) or not self._x \
             or set(self._x) != active or key != self._allowed_key or self._retry
         self._allowed_key = key
         stats = PolicyStats()
         norms = self._norms(view)          # once per decision: the LP and the plan record
         if self.resolve == "every-round" or changed:
-            self._solve(view, stats, allowed, t0, norms)
+            self._solve(view, stats, solve_rows, t0, norms)
         assignment = self._round(view, allowed)
         self._delivery.record_plan(view, self._x, norms)
         stats.extra["decide_s"] = time.perf_counter() - t0

@@ -6,7 +6,8 @@ heterogeneity-aware max-min with its ``X_equal`` normalizer, only each job's req
 with plain data parallelism on each type: no strategy co-optimization), ``agnostic-lp`` (the
 same, with every type's throughput taken as equal), ``heterosched-lp-v0`` (an ablation: max-min
 over every candidate with Gavel's normalizer and no size cap, on today's rounding and candidate
-tables), ``topk``, ``pop-K`` and ``lp-on-change``. ``sia`` and ``heterosched-ilp``
+tables), ``topk``, ``pop-K``, ``lp-on-change`` and ``support-reuse``
+(``lp_baseline.support_reuse``: the LP over each job's previous support). ``sia`` and ``heterosched-ilp``
 (``lp_baseline.sia``) are Sia's ILP and the co-optimizing ILP on it; the others are the non-LP
 baselines of ``lp_baseline.baselines``.
 """
@@ -17,6 +18,7 @@ from hsched_env.errors import UnknownNameError
 from lp_baseline.policy import DEFAULT_OBJECTIVE, LPPolicy
 
 POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
+                "support-reuse",
                 "gavel", "sia",
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "heterosched-lp-las",
                 "heterosched-lp-v0", "fifo",
@@ -62,6 +64,10 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         return LPPolicy(name, resolve="on-change", **common)
     if name == "topk":
         return LPPolicy(name, topk=topk, **common)
+    if name == "support-reuse":
+        # the LP over each job's previous support + best-by-score, full solve every hour
+        from lp_baseline.support_reuse import SupportReusePolicy
+        return SupportReusePolicy(LPPolicy(name, **common), name=name)
     if name == "topk-dominance":
         return LPPolicy(name, topk=topk, dominance=True, **common)
     if name == "gavel":
