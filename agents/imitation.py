@@ -51,6 +51,15 @@ class Demos:
                 getattr(dst, name).append(getattr(self, name)[i])
         return a, b
 
+    @classmethod
+    def merge(cls, parts) -> "Demos":
+        """The rounds of several ``Demos`` together (e.g. one per training regime)."""
+        out = cls()
+        for d in parts:
+            for name in ("cand", "label", "cluster", "glob", "seed"):
+                getattr(out, name).extend(getattr(d, name))
+        return out
+
     def positive_fraction(self) -> float:
         n = sum(len(x) for x in self.label)
         return float(sum(x.sum() for x in self.label) / max(n, 1))
@@ -98,7 +107,8 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
     return demos
 
 
-def _batch(demos: Demos, ids) -> tuple[th.Tensor, ...]:
+def batch_demos(demos: Demos, ids) -> tuple[th.Tensor, ...]:
+    """Rounds ``ids`` of ``demos`` as padded tensors ``(cand, valid, cluster, glob, label)``."""
     M = max(len(demos.label[i]) for i in ids)
     B = len(ids)
     n_in = demos.cand[ids[0]].shape[1]
@@ -116,6 +126,20 @@ def _batch(demos: Demos, ids) -> tuple[th.Tensor, ...]:
             th.as_tensor(glob), th.as_tensor(label))
 
 
+def batches(demos: Demos, order, batch_rounds: int, rng=None) -> list[list[int]]:
+    """``order`` (round indices) cut into batches of ``batch_rounds`` rounds of one cluster
+    shape each (rounds of clusters with different numbers of GPU types cannot share a batch).
+    With one shape the batches are consecutive chunks of ``order``; with several, each shape's
+    rounds are chunked in ``order`` and the batches shuffled with ``rng`` (when given)."""
+    groups: dict[tuple, list[int]] = {}
+    for i in order:
+        groups.setdefault(demos.cluster[int(i)].shape, []).append(int(i))
+    out = [g[s:s + batch_rounds] for g in groups.values() for s in range(0, len(g), batch_rounds)]
+    if len(groups) > 1 and rng is not None:
+        out = [out[i] for i in rng.permutation(len(out))]
+    return out
+
+
 @th.no_grad()
 def evaluate_keep(net: RankerNet, demos: Demos, threshold: float = 0.5,
                   batch_rounds: int = 16) -> dict:
@@ -123,9 +147,8 @@ def evaluate_keep(net: RankerNet, demos: Demos, threshold: float = 0.5,
     net.eval()
     cut = math.log(threshold / (1 - threshold))
     tp = fp = fn = kept = total = 0
-    for s in range(0, len(demos), batch_rounds):
-        ids = list(range(s, min(s + batch_rounds, len(demos))))
-        cand, valid, cluster, glob, label = _batch(demos, ids)
+    for ids in batches(demos, range(len(demos)), batch_rounds):
+        cand, valid, cluster, glob, label = batch_demos(demos, ids)
         logits, _ = net(cand, valid, cluster, glob)
         pred = (logits > cut) & (valid > 0.5)
         y = label > 0.5
@@ -160,9 +183,8 @@ def behaviour_clone(net: RankerNet, demos: Demos, *, epochs: int = 30,
         order = rng.permutation(len(demos))
         losses = []
         t0 = time.perf_counter()
-        for s in range(0, len(order), batch_rounds):
-            ids = [int(i) for i in order[s:s + batch_rounds]]
-            cand, valid, cluster, glob, label = _batch(demos, ids)
+        for ids in batches(demos, order, batch_rounds, rng):
+            cand, valid, cluster, glob, label = batch_demos(demos, ids)
             logits, _ = net(cand, valid, cluster, glob)
             loss = th.nn.functional.binary_cross_entropy_with_logits(
                 logits, label, pos_weight=weight, reduction="none")

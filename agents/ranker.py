@@ -260,19 +260,36 @@ class Ranker:
     ``keep(obs, env)`` keeps the candidates whose keep probability exceeds ``threshold``, and
     at least each job's ``min_per_job`` best-scored candidates (so no job is left out of the
     LP); with ``budget`` (a fraction of the candidates) it keeps the best-scored ones instead.
+    ``threshold`` defaults to the ranker file's operating point (``meta["threshold"]``,
+    chosen in training for a target recall of the LP's support, ``agents.regimes``), else ½.
+
+    **Gate.** A round with fewer than ``gate_candidates`` candidates is not ranked at all:
+    ``keep`` keeps every candidate without running the network, so the LP is solved whole —
+    on a small round the LP costs less than the inference that would prune it (an explicit
+    ``budget`` is always applied). Default: the file's ``meta["gate_candidates"]``
+    (``scripts/calibrate_gate.py``), else 0 (always rank). ``gated_rounds`` counts them.
     """
 
-    def __init__(self, net: RankerNet, name: str = "ranker", threshold: float = 0.5,
+    def __init__(self, net: RankerNet, name: str = "ranker", threshold: float | None = None,
                  min_per_job: int = 1, meta: dict | None = None,
-                 torch_threads: int | None = 1) -> None:
+                 torch_threads: int | None = 1, gate_candidates: int | None = None) -> None:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
         # only adds spin-waiting (measured 0.5 ms with 1 thread, 29 ms with 2 on a busy
         # 2-core machine). ``torch_threads=None`` leaves PyTorch's setting alone.
         if torch_threads is not None:
             th.set_num_threads(int(torch_threads))
         self.net, self.name = net.eval(), name
-        self.threshold, self.min_per_job = float(threshold), int(min_per_job)
         self.meta = meta or {}
+        if threshold is None:
+            threshold = float(self.meta.get("threshold", 0.5))
+        if not 0.0 < threshold < 1.0:
+            raise ConfigError(f"threshold must be in (0, 1), got {threshold!r}",
+                              field="threshold")
+        if gate_candidates is None:
+            gate_candidates = int(self.meta.get("gate_candidates", 0))
+        self.threshold, self.min_per_job = float(threshold), int(min_per_job)
+        self.gate_candidates = int(gate_candidates)
+        self.gated_rounds = 0
         self._layouts: dict[int, SlotLayout] = {}
 
     @classmethod
@@ -310,8 +327,11 @@ class Ranker:
 
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
         """(K,) int8 keep bits for a ``RankEnv`` observation."""
-        s = self.scores(obs, env)
         valid = np.asarray(obs["valid"]) > 0.5
+        if budget is None and self.gate_candidates and int(valid.sum()) < self.gate_candidates:
+            self.gated_rounds += 1
+            return valid.astype(np.int8)             # a small round: the LP solves it whole
+        s = self.scores(obs, env)
         if budget is not None:
             n = int(np.ceil(budget * valid.sum()))
             keep = np.zeros(s.size, dtype=bool)

@@ -69,6 +69,7 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
         row["ranker_time_p99_s"] = float(np.percentile(rk, 99)) if rk.size else 0.0
         row["overflow_max"] = max(r.overflow_max or 0 for r in runs)
         row["kept_frac_mean"] = _nanmean(r.kept_frac_mean for r in runs)
+        row["gated_fraction"] = _nanmean(m.get("gated_fraction") for m in ms)
     else:
         row["ranker_time_mean_s"] = None
     lpv = _pooled([r.lp_vars for r in runs])
@@ -227,7 +228,8 @@ def format_report(report: Report) -> str:
                 notes.append(f"{r['policy']}: decision = LP "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker {r['ranker_time_mean_s'] * 1e3:.1f} ms per round "
                              f"(mean); kept {r['kept_frac_mean']:.1%} of the candidates; "
-                             f"slot overflow {r['overflow_max']}")
+                             f"gated (solved whole) {r.get('gated_fraction') or 0:.0%} of the "
+                             f"rounds; slot overflow {r['overflow_max']}")
             if r.get("lp_fallbacks"):
                 notes.append(f"{r['policy']}: {r['lp_fallbacks']} LP parts fell back to the "
                              f"greedy assignment (see docs/lp.md)")

@@ -188,6 +188,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                   restart_s=suite.restart_s, lp_policy="heterosched-lp",
                   lp_factory=make_policy, max_time_s=scenario.max_time_s)
     ranker = entry.ranker
+    gated_before = getattr(ranker, "gated_rounds", 0)
     obs, _ = env.reset(seed=seed)
     lp_s, rank_s, lp_vars, recall, kept_frac = [], [], [], [], []
     overflow = 0
@@ -221,6 +222,9 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     result.policy = entry.label
     metrics = result.metrics()
     metrics.update(getattr(env.lp, "summary", dict)())
+    # rounds the ranker's gate solved whole (no inference): see ``Ranker``
+    metrics["gated_fraction"] = ((getattr(ranker, "gated_rounds", 0) - gated_before)
+                                 / max(len(rank_s), 1))
     metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s,
                               sim.end_reason)
     return Run(scenario=scenario.name, label=entry.label, kind="ranker", seed=seed,

@@ -71,7 +71,7 @@ class Suite:
     """A set of scenarios evaluated on the same held-out seeds and scheduler settings.
 
     Attributes:
-        name: ``smoke``, ``standard`` or ``large``.
+        name: ``smoke``, ``standard``, ``large`` or ``large-family``.
         scenarios: The scenarios.
         seeds: Number of held-out seeds by default (``--seeds`` overrides).
         job_candidates: Candidates the planner keeps per job (``PlannerConfig.max_candidates``;
@@ -113,7 +113,20 @@ LARGE = Suite(
                    "each, ~15,000 LP variables per round"),),
     seeds=1,
     description="large-2048, 1,000-job burst, 3 h window, 1 held-out seed")
-SUITES = {s.name: s for s in (SMOKE, STANDARD, LARGE)}
+def _burst(jobs: int, active: int) -> Scenario:
+    return Scenario(f"large-2048-{active}", "large-2048", f"gavel:rate=20000,jobs={jobs}",
+                    max_time_s=5400.0,
+                    note=f"a burst of {jobs:,} jobs on 2,048 GPUs of 5 types, first 1.5 simulated "
+                         f"hours (18 rounds): about {active:,} active jobs")
+
+
+LARGE_FAMILY = Suite(
+    "large-family",
+    (_burst(550, 500), _burst(1100, 1000), _burst(2200, 2000)),
+    seeds=3,
+    description="large-2048 at ~500, ~1,000 and ~2,000 active jobs (bursts, 1.5 h windows), "
+                "3 held-out seeds")
+SUITES = {s.name: s for s in (SMOKE, STANDARD, LARGE, LARGE_FAMILY)}
 
 
 def get_suite(name: str) -> Suite:

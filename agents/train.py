@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 #: Training seeds live in [0, 10_000); evaluation seeds are drawn elsewhere.
 TRAIN_SEED_RANGE = (0, 10_000)
 ENVS = ("hsched/Rank-v0", "hsched/Schedule-v0")
-ALGOS = ("ppo", "maskable-ppo")
+ALGOS = ("ppo", "maskable-ppo", "imitation")
 
 
 @dataclass
@@ -73,6 +73,13 @@ class TrainConfig:
     imitation_epochs: int = 30
     imitation_lr: float = 1e-3
     pos_weight: float = 3.0
+    # imitation over a mix of regimes (``agents.regimes.REGIMES``; None: the one scenario)
+    regimes: str | None = None
+    # the ranker's operating point: the keep threshold reaching this recall of the LP's
+    # support on held-out rounds (None: keep probability > ½)
+    target_recall: float | None = None
+    # rounds with fewer candidates are not ranked (the LP solves them whole); 0: always rank
+    gate_candidates: int = 0
     # network and PPO
     hidden: int = 64
     # A keep decision is K Bernoulli bits whose log-probabilities add up, so the policy ratio
@@ -94,6 +101,21 @@ class TrainConfig:
             raise UnknownNameError("environment", self.env, list(ENVS))
         if self.algo not in ALGOS:
             raise UnknownNameError("algorithm", self.algo, list(ALGOS))
+        if self.algo == "imitation" and self.env != "hsched/Rank-v0":
+            raise ConfigError("imitation trains the ranker of hsched/Rank-v0", field="--algo")
+        if self.algo == "imitation" and not (self.imitation_seeds > 0 or self.regimes):
+            raise ConfigError("imitation needs demonstrations: --imitation-seeds > 0 or "
+                              "--regimes", field="--imitation-seeds")
+        if self.regimes is not None:
+            from agents.regimes import REGIMES
+            if self.regimes not in REGIMES:
+                raise UnknownNameError("regime mix", self.regimes, list(REGIMES))
+        if self.target_recall is not None and not 0.0 < self.target_recall <= 1.0:
+            raise ConfigError(f"must be in (0, 1], got {self.target_recall}",
+                              field="--target-recall")
+        if self.gate_candidates < 0:
+            raise ConfigError(f"must be >= 0, got {self.gate_candidates}",
+                              field="--gate-candidates")
         if self.algo == "maskable-ppo" and self.env != "hsched/Schedule-v0":
             raise ConfigError("maskable-ppo needs the Discrete action of hsched/Schedule-v0 "
                               "(Rank-v0's keep bits only mask empty slots: use ppo)",
@@ -214,9 +236,8 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-    from torch.utils.tensorboard import SummaryWriter
 
-    from agents.ranker import MaskableRankerPolicy, RankerNet, RankerPolicy, save_ranker
+    from agents.ranker import MaskableRankerPolicy, RankerPolicy, save_ranker
 
     th.set_num_threads(max(int(config.torch_threads), 1))
     th.manual_seed(config.seed)
@@ -228,33 +249,17 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
 
     imitation_net = None
     known_returns: dict[int, float] = {}
-    if config.mode == "rank" and config.imitation_seeds > 0:
-        from agents.imitation import behaviour_clone, collect_demos, evaluate_keep
-        env = gym.make(config.env, **config.env_kwargs())
-        seeds = list(range(config.imitation_seeds))
-        t0 = time.perf_counter()
-        demos = collect_demos(env, seeds, max_rounds=config.imitation_rounds, progress=progress)
-        known_returns.update(demos.returns)
-        held = seeds[-max(1, len(seeds) // 8):]
-        valid_demos, train_demos = demos.split(held)
-        if len(train_demos) == 0:
-            train_demos = valid_demos
-        writer = SummaryWriter(str(out / "tb" / "imitation"))
-        imitation_net = RankerNet(hidden=config.hidden)
-        history = behaviour_clone(
-            imitation_net, train_demos, epochs=config.imitation_epochs, lr=config.imitation_lr,
-            pos_weight=config.pos_weight, seed=config.seed, valid_demos=valid_demos,
-            progress=progress,
-            log_fn=lambda e, r: [writer.add_scalar(f"imitation/{k}", v, e)
-                                 for k, v in r.items() if k != "epoch"])
-        writer.close()
-        save_ranker(imitation_net, out / "imitation_ranker.pt", stage="imitation",
-                    cluster=config.cluster, workload=config.workload)
-        summary["imitation"] = {
-            "rounds": len(demos), "train_rounds": len(train_demos),
-            "valid_rounds": len(valid_demos), "positive_fraction": demos.positive_fraction(),
-            "collect_s": time.perf_counter() - t0, "final": history[-1],
-            "valid": evaluate_keep(imitation_net, valid_demos)}
+    if config.mode == "rank" and (config.imitation_seeds > 0 or config.regimes):
+        imitation_net, record, returns = _imitation(config, out, progress)
+        summary["imitation"] = record
+        known_returns.update(returns)
+    if config.algo == "imitation":
+        # imitation is the method: the ranker is the cloned network at its operating point
+        save_ranker(imitation_net, out / "ranker.pt", stage="imitation",
+                    **_ranker_meta(config, summary["imitation"]))
+        summary["total_s"] = time.perf_counter() - t_start
+        (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+        return summary
 
     vec_cls = SubprocVecEnv if config.n_envs > 1 else DummyVecEnv
     venv = vec_cls([make_env(config, i) for i in range(config.n_envs)])
@@ -287,10 +292,86 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
     model.save(out / "model.zip")
     if hasattr(model.policy, "ranker"):
         save_ranker(model.policy.ranker, out / "ranker.pt", stage="ppo",
-                    cluster=config.cluster, workload=config.workload,
-                    timesteps=config.timesteps)
+                    timesteps=config.timesteps,
+                    **_ranker_meta(config, summary.get("imitation")))
     venv.close()
     summary["episodes"] = episodes.episodes
     summary["total_s"] = time.perf_counter() - t_start
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
     return summary
+
+
+def _imitation(config: TrainConfig, out: Path, progress: bool):
+    """Collect the LP reference's keep bits (on the one scenario, or on every regime of
+    ``config.regimes``), fit ``RankerNet`` to them, choose its operating point; returns
+    ``(net, summary record, {seed: reference return})``."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from agents.imitation import Demos, behaviour_clone, collect_demos, evaluate_keep
+    from agents.ranker import RankerNet, save_ranker
+    from agents.regimes import REGIMES, Regime, recall_threshold
+
+    if config.regimes:
+        regimes = REGIMES[config.regimes]
+    else:
+        regimes = (Regime(config.cluster, config.workload, seeds=config.imitation_seeds,
+                          rounds=config.imitation_rounds, slots=config.slots),)
+    t0 = time.perf_counter()
+    trains, valids, per_regime, returns = [], [], [], {}
+    for reg in regimes:
+        kw = {**config.env_kwargs(), "cluster": reg.cluster, "workload": reg.workload,
+              "slots": reg.slots}
+        env = gym.make(config.env, **kw)
+        seeds = list(range(reg.seeds))
+        demos = collect_demos(env, seeds, max_rounds=reg.rounds, progress=progress)
+        env.close()
+        if len(regimes) == 1:
+            returns.update(demos.returns)
+        held = seeds[-max(1, len(seeds) // 8):]
+        valid, train = demos.split(held)
+        trains.append(train if len(train) else valid)
+        valids.append(valid)
+        per_regime.append({"cluster": reg.cluster, "workload": reg.workload,
+                           "rounds": len(demos), "positive_fraction": demos.positive_fraction(),
+                           "held_out_seeds": held})
+    train_demos, valid_demos = Demos.merge(trains), Demos.merge(valids)
+    collect_s = time.perf_counter() - t0
+    writer = SummaryWriter(str(out / "tb" / "imitation"))
+    net = RankerNet(hidden=config.hidden)
+    history = behaviour_clone(
+        net, train_demos, epochs=config.imitation_epochs, lr=config.imitation_lr,
+        pos_weight=config.pos_weight, seed=config.seed, valid_demos=valid_demos,
+        progress=progress,
+        log_fn=lambda e, r: [writer.add_scalar(f"imitation/{k}", v, e)
+                             for k, v in r.items() if k != "epoch"])
+    record = {"rounds": len(train_demos) + len(valid_demos), "train_rounds": len(train_demos),
+              "valid_rounds": len(valid_demos),
+              "positive_fraction": Demos.merge([train_demos, valid_demos]).positive_fraction(),
+              "collect_s": collect_s, "final": history[-1],
+              "valid": evaluate_keep(net, valid_demos), "regimes": per_regime}
+    if config.target_recall is not None:
+        op = recall_threshold(net, valid_demos, config.target_recall)
+        record["operating_point"] = op
+        record["valid_at_operating_point"] = evaluate_keep(net, valid_demos, op["threshold"])
+        writer.add_scalar("imitation/operating_threshold", op["threshold"], len(history))
+        writer.add_scalar("imitation/operating_kept_fraction", op["kept_fraction"],
+                          len(history))
+    writer.close()
+    save_ranker(net, out / "imitation_ranker.pt", stage="imitation",
+                **_ranker_meta(config, record))
+    return net, record, returns
+
+
+def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
+    """What a ranker file records of its training: scenario or regimes, operating point,
+    gate."""
+    meta = {"cluster": config.cluster, "workload": config.workload}
+    if config.regimes:
+        meta = {"regimes": config.regimes}
+    op = (imitation or {}).get("operating_point")
+    if op is not None:
+        meta.update(threshold=op["threshold"], target_recall=op["target_recall"],
+                    valid_recall=op["recall"], valid_kept_fraction=op["kept_fraction"])
+    if config.gate_candidates:
+        meta["gate_candidates"] = int(config.gate_candidates)
+    return meta

@@ -55,7 +55,8 @@ def cmd_train(args) -> int:
     from agents.train import TrainConfig, train
     fields = {"env": args.env, "algo": args.algo, "timesteps": args.timesteps,
               "n_envs": args.n_envs, "seed": args.seed, "logdir": args.logdir}
-    for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost",
+    for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
+                 "target_recall", "gate_candidates",
                  "learning_rate", "hidden"):
         value = getattr(args, name)
         if value is not None:
@@ -63,9 +64,11 @@ def cmd_train(args) -> int:
     if args.episode_hours is not None:
         fields["episode_hours"] = args.episode_hours if args.episode_hours > 0 else None
     config = TrainConfig(**fields)
-    print(f"training {config.env} with {config.algo} for {config.timesteps} steps on "
-          f"{config.cluster} ({config.workload}); run directory {config.run_dir()}",
-          file=sys.stderr)
+    where = (f"the {config.regimes!r} regimes" if config.regimes
+             else f"{config.cluster} ({config.workload})")
+    steps = "" if config.algo == "imitation" else f" for {config.timesteps} steps"
+    print(f"training {config.env} with {config.algo}{steps} on {where}; run directory "
+          f"{config.run_dir()}", file=sys.stderr)
     summary = train(config, progress=not args.no_progress and sys.stderr.isatty())
     out = config.run_dir()
     imitation = summary.get("imitation")
@@ -73,11 +76,17 @@ def cmd_train(args) -> int:
         v = imitation["valid"]
         print(f"imitation: {imitation['rounds']} LP rounds; held-out precision "
               f"{v['precision']:.2f}, recall {v['recall']:.2f}, kept {v['kept_fraction']:.1%}")
-    eps = summary["episodes"]
+        op = imitation.get("operating_point")
+        if op:
+            print(f"operating point: keep threshold {op['threshold']:.3g} for recall "
+                  f"{op['recall']:.3f} (target {op['target_recall']}), kept "
+                  f"{op['kept_fraction']:.1%} of the held-out rounds' candidates")
+    eps = summary.get("episodes", [])
     if eps:
         last = eps[-min(len(eps), 5):]
         print(f"last {len(last)} episodes: avg JCT {np.mean([e['avg_jct_h'] for e in last]):.2f} h,"
               f" return / LP's {np.mean([e['return_vs_lp'] for e in last]):.3f}")
-    print(f"wrote {out}/ (ranker.pt, model.zip, config.json, tb/) in {summary['total_s']:.0f} s;"
+    files = "ranker.pt, config.json, tb/" + ("" if config.algo == "imitation" else ", model.zip")
+    print(f"wrote {out}/ ({files}) in {summary['total_s']:.0f} s;"
           f" tensorboard --logdir {out}")
     return 0

@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     ev = sub.add_parser("evaluate", help="policies and learned rankers on held-out seeds")
-    ev.add_argument("--suite", default="smoke", help="smoke (default), standard or large")
+    ev.add_argument("--suite", default="smoke",
+                    help="smoke (default), standard, large or large-family")
     ev.add_argument("--policies", default=None, help=(
         "comma-separated: pure-lp, topk, pop-4, gavel, fifo (any 'simulate' policy), "
         "ranker (agents/data/ranker.pt) or ranker:PATH; default pure-lp,topk,pop-4,[ranker,]"
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr = sub.add_parser("train", help="train a ranker (Rank-v0) or a scheduler (Schedule-v0)")
     tr.add_argument("--env", default="hsched/Rank-v0", help="hsched/Rank-v0 (default) or "
                     "hsched/Schedule-v0")
-    tr.add_argument("--algo", default="ppo", help="ppo (default) or maskable-ppo")
+    tr.add_argument("--algo", default="ppo", help="ppo (default), maskable-ppo, or imitation "
+                    "(Rank-v0: the cloned LP reference, no PPO)")
     tr.add_argument("--timesteps", type=_positive_int, default=1008)
     tr.add_argument("--n-envs", type=_positive_int, default=1)
     tr.add_argument("--seed", type=int, default=0)
@@ -125,6 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--imitation-seeds", type=int, default=None,
                     help="LP-reference episodes for the warm start (0: none)")
     tr.add_argument("--keep-cost", type=float, default=None, help="λ of the rank reward")
+    tr.add_argument("--regimes", default=None,
+                    help="imitation over a mix of scenarios (agents/regimes.py: mixed)")
+    tr.add_argument("--target-recall", type=float, default=None,
+                    help="choose the ranker's keep threshold for this recall of the LP's "
+                         "support on held-out rounds (e.g. 0.95)")
+    tr.add_argument("--gate-candidates", type=int, default=None, metavar="N",
+                    help="rounds with fewer candidates are not ranked: the LP solves them "
+                         "whole (recorded in the ranker file)")
     tr.add_argument("--episode-hours", type=float, default=None,
                     help="truncate training episodes at this simulated time (default 3; "
                          "0: run every episode to its end)")

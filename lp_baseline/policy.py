@@ -146,6 +146,7 @@ class LPPolicy:
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
         self.last_stats = PolicyStats()
+        self._eligible_memo = None
         self.reset(None, 0)
 
     # ------------------------------------------------------------------ state
@@ -188,12 +189,29 @@ class LPPolicy:
     # ------------------------------------------------------------------ candidates
     def _eligible(self, view: SchedulerView, k: int, allowed=None) -> np.ndarray:
         """The rows job ``k`` may run with: the candidate set (all or requested), the
-        ``allowed`` rows, the size cap; ascending."""
+        ``allowed`` rows, the size cap; ascending. Memoized within one ``decide`` (the LP and
+        the rounding ask for the same rows)."""
+        memo = self._eligible_memo
+        if memo is not None and memo[0] is view and memo[1] is allowed:
+            rows = memo[2].get(k)
+            if rows is None:
+                rows = memo[2][k] = self._eligible_rows(view, k, allowed)
+            return rows
+        return self._eligible_rows(view, k, allowed)
+
+    def _eligible_rows(self, view: SchedulerView, k: int, allowed=None) -> np.ndarray:
         table = view.candidates[k]
-        rows = (np.flatnonzero(table.requested) if self.candidates == "requested"
-                else np.arange(len(table)))
-        if allowed is not None:
-            rows = np.intersect1d(rows, np.asarray(allowed[k], dtype=np.int64))
+        if allowed is not None and self.candidates == "all":
+            # = np.intersect1d(arange(n), allowed[k]), without its sort when already sorted
+            rows = np.asarray(allowed[k], dtype=np.int64)
+            rows = rows[(rows >= 0) & (rows < len(table))]
+            if rows.size > 1 and not np.all(rows[1:] > rows[:-1]):
+                rows = np.unique(rows)
+        else:
+            rows = (np.flatnonzero(table.requested) if self.candidates == "requested"
+                    else np.arange(len(table)))
+            if allowed is not None:
+                rows = np.intersect1d(rows, np.asarray(allowed[k], dtype=np.int64))
         if self.size_cap and rows.size:
             n = table.num_gpus[rows]
             cap = max(float(view.requested_gpus[k]),
@@ -241,6 +259,13 @@ class LPPolicy:
                 still use every allowed candidate. ``None``: the LP uses ``allowed``.
         """
         t0 = time.perf_counter()
+        try:
+            self._eligible_memo = (view, allowed, {})
+            return self._decide(view, allowed, lp_rows, t0)
+        finally:
+            self._eligible_memo = None
+
+    def _decide(self, view: SchedulerView, allowed, lp_rows, t0: float) -> Assignment:
         self._delivery.track(view, self._last_t)
         if self._last_t is not None:
             step = view.time_s - self._last_t

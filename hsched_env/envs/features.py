@@ -43,6 +43,7 @@ CANDIDATE_FEATURES = (
     "pp_log",               # log2(pp) ÷ 5, clipped to [0, 1]
     "lp_share",             # the LP's share X for this candidate, [0, 1] (0 without the LP)
     "lp_assigned",          # 1 if the LP's rounded assignment runs it this round
+    "within_fair_share",    # 1 if its GPUs ≤ max(requested, cluster GPUs ÷ active jobs)
 )
 #: Per-GPU-type features (one row per type).
 CLUSTER_FEATURES = (

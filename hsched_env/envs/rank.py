@@ -153,7 +153,9 @@ class RankEnv(HSchedEnvBase):
         ignored = int(a[M:].sum())
         view = sl.view
         lp = self.lp
-        allowed = self._allowed(keep)
+        # every candidate kept (and none cut by the slots): the whole LP, with nothing to
+        # intersect — the same allocation as ``allowed`` = every row, without its cost
+        allowed = None if keep.all() and sl.total == M else self._allowed(keep)
         decision, dt = timed(lp.decide, view, allowed=allowed)
         stats = lp.last_stats
         self._sim.record_decision(dt, getattr(stats, "lp_vars", 0) or 0)

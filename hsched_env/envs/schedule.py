@@ -43,7 +43,7 @@ class ScheduleEnv(HSchedEnvBase):
 
     ## Observation Space
 
-    A ``Dict`` of float32 ``Box``es (K slots, F = 18 + T features, T GPU types):
+    A ``Dict`` of float32 ``Box``es (K slots, F = 19 + T features, T GPU types):
 
     | Key | Shape | Content |
     |---|---|---|
@@ -75,6 +75,7 @@ class ScheduleEnv(HSchedEnvBase):
     | 15+T | log2(pipeline degree) ÷ 5 | 0 | 1 |
     | 16+T | the LP's time share X for it (0 with ``"score"``) | 0 | 1 |
     | 17+T | the LP's rounded assignment runs it this round | 0 | 1 |
+    | 18+T | its GPUs ≤ the job's fair share max(requested, cluster GPUs ÷ active jobs) (the LP's size cap) | 0 | 1 |
 
     ## Rewards
 

@@ -1,0 +1,122 @@
+"""Calibrate the ranker's gate: from how many candidates per round does ranking pay?
+
+On each probed round of ``hsched/Rank-v0`` the same state is decided twice (``get_state`` /
+``set_state``): once with every candidate kept (the pure LP: its decision time) and once with
+the ranker's keep bits (its inference time plus the LP over the kept candidates). The gate is
+the smallest candidate count from which the ranker is clearly faster on the probed rounds with
+more candidates (``suggest_gate``: 80% of them at ≤ 0.9× the pure LP's time, and 0.9× on
+average); below it, ``Ranker.keep`` keeps everything without inference.
+
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/calibrate_gate.py --ranker runs/ranker-mixed/ranker.pt
+
+Prints one line per probed round and the suggested ``--gate-candidates``; ``--json`` for the
+table; ``--write`` stores the gate in the ranker file (``meta["gate_candidates"]``, which
+``Ranker.load`` uses). Timings are wall-clock medians of ``--repeats`` runs on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+
+import hsched_env  # noqa: F401  (registers the environments)
+from agents.ranker import Ranker, load_ranker_net, save_ranker
+
+#: (cluster, workload, rounds to advance before probing, probes) from small to large rounds.
+PROBES = (
+    ("sia-64", "gavel:rate=4,jobs=100,seed=5000", (4, 12, 24)),
+    ("modern-512", "gavel:rate=30,jobs=200,seed=5000", (4, 12, 24)),
+    ("large-2048", "gavel:rate=20000,jobs=150,seed=5000", (1, 4)),
+    ("large-2048", "gavel:rate=20000,jobs=300,seed=5000", (1, 4)),
+    ("large-2048", "gavel:rate=20000,jobs=600,seed=5000", (1, 4)),
+    ("large-2048", "gavel:rate=20000,jobs=1200,seed=5000", (1, 4)),
+    ("large-2048", "gavel:rate=20000,jobs=2400,seed=5000", (1,)),
+)
+
+
+def probe(ranker: Ranker, cluster: str, workload: str, at: tuple[int, ...], repeats: int):
+    jobs = int(workload.split("jobs=")[1].split(",")[0])
+    env = gym.make("hsched/Rank-v0", cluster=cluster, workload=workload,
+                   slots=80 * jobs,              # every candidate of every job: no overflow
+                   disable_env_checker=True).unwrapped
+    obs, _ = env.reset(seed=0)
+    rows, step = [], 0
+    for target in at:
+        while step < target:
+            obs, _, term, trunc, _ = env.step(np.ones(env.K, dtype=np.int8))
+            step += 1
+            if term or trunc:
+                return rows
+        snap = env.get_state()
+        n = int(np.asarray(obs["valid"]).sum())
+        full, ranked, infer = [], [], []
+        for _ in range(repeats):
+            env.set_state(snap)
+            _, _, _, _, info = env.step(np.ones(env.K, dtype=np.int8))
+            full.append(info["decision_time_s"])
+            env.set_state(snap)
+            t0 = time.perf_counter()
+            keep = ranker.keep(obs, env)
+            t_inf = time.perf_counter() - t0
+            _, _, _, _, info = env.step(keep)
+            infer.append(t_inf)
+            ranked.append(t_inf + info["decision_time_s"])
+        env.set_state(snap)
+        rows.append({"cluster": cluster, "workload": workload, "round": target,
+                     "candidates": n, "pure_lp_s": statistics.median(full),
+                     "ranker_s": statistics.median(ranked),
+                     "inference_s": statistics.median(infer),
+                     "kept": int(np.asarray(keep).sum())})
+    return rows
+
+
+def suggest_gate(rows: list[dict], margin: float = 0.9, share: float = 0.8) -> int:
+    """The smallest candidate count ``c`` such that, over the probed rounds with at least ``c``
+    candidates, at least ``share`` of them had ranker time ≤ ``margin`` × the pure LP's and
+    the mean ratio is ≤ ``margin`` (no such count: above every probed round)."""
+    rows = sorted(rows, key=lambda r: r["candidates"])
+    for i, r in enumerate(rows):
+        ratios = [x["ranker_s"] / x["pure_lp_s"] for x in rows[i:]]
+        if np.mean([q <= margin for q in ratios]) >= share and np.mean(ratios) <= margin:
+            return int(r["candidates"])
+    return int(rows[-1]["candidates"]) + 1 if rows else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranker", required=True, help="a ranker file (ranker.pt)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write", action="store_true",
+                    help="store the suggested gate in the ranker file")
+    args = ap.parse_args(argv)
+    ranker = Ranker.load(args.ranker, gate_candidates=0)   # measure the ungated ranker
+    rows = []
+    for cluster, workload, at in PROBES:
+        for r in probe(ranker, cluster, workload, at, args.repeats):
+            rows.append(r)
+            if not args.json:
+                print(f"{r['cluster']:<11s} {r['workload']:<36s} round {r['round']:>2d}: "
+                      f"{r['candidates']:>6d} candidates, pure LP {r['pure_lp_s'] * 1e3:7.1f} ms, "
+                      f"ranker {r['ranker_s'] * 1e3:7.1f} ms (inference "
+                      f"{r['inference_s'] * 1e3:5.1f} ms, kept {r['kept']})", flush=True)
+    gate = suggest_gate(rows)
+    if args.write:
+        net, meta = load_ranker_net(args.ranker)
+        save_ranker(net, args.ranker, **{**meta, "gate_candidates": gate})
+    if args.json:
+        json.dump({"rows": rows, "gate_candidates": gate}, sys.stdout, indent=1)
+        print()
+    else:
+        print(f"suggested --gate-candidates {gate}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
