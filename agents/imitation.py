@@ -65,7 +65,8 @@ class Demos:
         return float(sum(x.sum() for x in self.label) / max(n, 1))
 
 
-def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = True) -> Demos:
+def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = True,
+                  fair_share_only: bool = False) -> Demos:
     """Run the LP reference on ``env`` (a ``RankEnv``) for each seed and record its rounds.
 
     Args:
@@ -73,9 +74,13 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
         seeds: Episode seeds (training seeds only: evaluation seeds must stay unseen).
         max_rounds: Stop an episode after this many rounds (``None``: to the end).
         progress: Show a progress bar.
+        fair_share_only: Record only the candidates within their job's fair share (the
+            ``within_fair_share`` feature: the LP's size cap never lets it use the others), as
+            a ranker with ``inputs="within-fair-share"`` sees them.
     """
     u = env.unwrapped
     idx = np.asarray(candidate_feature_index(u.T))
+    share_col = u.columns["within_fair_share"]
     demos = Demos()
     bar = tqdm(total=len(seeds) * (max_rounds or 0) or None, desc="LP demonstrations",
                unit="round", disable=not progress, leave=False)
@@ -88,9 +93,13 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
             valid = obs["valid"] > 0.5
             M = int(valid.sum())
             if M:
-                cand = obs["candidates"].reshape(u.candidate_shape)[:M][:, idx]
-                demos.cand.append(cand.astype(np.float32))
-                demos.label.append(action[:M].astype(np.float32))
+                rows = obs["candidates"].reshape(u.candidate_shape)[:M]
+                label = action[:M]
+                if fair_share_only:
+                    inside = rows[:, share_col] > 0.5
+                    rows, label = rows[inside], label[inside]
+                demos.cand.append(rows[:, idx].astype(np.float32))
+                demos.label.append(label.astype(np.float32))
                 demos.cluster.append(obs["cluster"].reshape(-1, len(CLUSTER_FEATURES)).copy())
                 demos.glob.append(obs["global"].copy())
                 demos.seed.append(int(seed))

@@ -119,6 +119,8 @@ class SlotLayout:
         self.T = observation_space["cluster"].shape[0] // len(CLUSTER_FEATURES)
         self.G = observation_space["global"].shape[0]
         self.index = th.as_tensor(candidate_feature_index(self.T), dtype=th.long)
+        #: column of ``within_fair_share`` in the (K, F) slot features
+        self.share_col = CandidateColumns([f"type{i}" for i in range(self.T)])["within_fair_share"]
         self.sizes = (self.K * self.F, self.K, self.T * len(CLUSTER_FEATURES), self.G)
 
     def split(self, flat: th.Tensor):
@@ -317,12 +319,18 @@ class Ranker:
         if M == 0:
             return out
         cand = np.asarray(obs["candidates"], dtype=np.float32).reshape(layout.K, layout.F)
-        cand = cand[:M][:, layout.index.numpy()]
+        rows = np.arange(M)
+        if self.meta.get("inputs") == "within-fair-share":
+            # the LP's size cap never uses the others: they are not scored (nor kept)
+            rows = np.flatnonzero(cand[:M, layout.share_col] > 0.5)
+            if rows.size == 0:
+                return out
+        cand = cand[rows][:, layout.index.numpy()]
         cluster = np.asarray(obs["cluster"], dtype=np.float32).reshape(layout.T, -1)
-        logits, _ = self.net(th.as_tensor(cand)[None], th.ones(1, M),
+        logits, _ = self.net(th.as_tensor(cand)[None], th.ones(1, rows.size),
                              th.as_tensor(cluster)[None],
                              th.as_tensor(np.asarray(obs["global"], dtype=np.float32))[None])
-        out[:M] = logits[0, :M].numpy()
+        out[rows] = logits[0].numpy()
         return out
 
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:

@@ -80,6 +80,9 @@ class TrainConfig:
     target_recall: float | None = None
     # rounds with fewer candidates are not ranked (the LP solves them whole); 0: always rank
     gate_candidates: int = 0
+    # imitation and inference over the candidates within their job's fair share only (the
+    # LP's size cap never uses the others)
+    fair_share_inputs: bool = False
     # network and PPO
     hidden: int = 64
     # A keep decision is K Bernoulli bits whose log-probabilities add up, so the policy ratio
@@ -323,7 +326,8 @@ def _imitation(config: TrainConfig, out: Path, progress: bool):
               "slots": reg.slots}
         env = gym.make(config.env, **kw)
         seeds = list(range(reg.seeds))
-        demos = collect_demos(env, seeds, max_rounds=reg.rounds, progress=progress)
+        demos = collect_demos(env, seeds, max_rounds=reg.rounds, progress=progress,
+                              fair_share_only=config.fair_share_inputs)
         env.close()
         if len(regimes) == 1:
             returns.update(demos.returns)
@@ -374,4 +378,6 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
                     valid_recall=op["recall"], valid_kept_fraction=op["kept_fraction"])
     if config.gate_candidates:
         meta["gate_candidates"] = int(config.gate_candidates)
+    if config.fair_share_inputs:
+        meta["inputs"] = "within-fair-share"
     return meta

@@ -56,7 +56,7 @@ def cmd_train(args) -> int:
     fields = {"env": args.env, "algo": args.algo, "timesteps": args.timesteps,
               "n_envs": args.n_envs, "seed": args.seed, "logdir": args.logdir}
     for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
-                 "target_recall", "gate_candidates",
+                 "target_recall", "gate_candidates", "fair_share_inputs",
                  "learning_rate", "hidden"):
         value = getattr(args, name)
         if value is not None:

@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--target-recall", type=float, default=None,
                     help="choose the ranker's keep threshold for this recall of the LP's "
                          "support on held-out rounds (e.g. 0.95)")
+    tr.add_argument("--fair-share-inputs", action="store_true", default=None,
+                    help="imitation and inference over the candidates within their job's fair "
+                         "share only (the LP's size cap never uses the others)")
     tr.add_argument("--gate-candidates", type=int, default=None, metavar="N",
                     help="rounds with fewer candidates are not ranked: the LP solves them "
                          "whole (recorded in the ranker file)")

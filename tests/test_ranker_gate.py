@@ -115,3 +115,28 @@ def test_large_family_suite():
     assert [s.name for s in fam.scenarios] == ["large-2048-500", "large-2048-1000",
                                                "large-2048-2000"]
     assert SUITES["large"].scenarios[0].workload == "gavel:rate=20000,jobs=1000"  # unchanged
+
+
+def test_fair_share_inputs_score_only_candidates_the_lp_may_use(tmp_path):
+    from agents.ranker import PAD_LOGIT
+    env = rank_env("sia-64", "gavel:rate=400,jobs=40", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    for _ in range(20):                         # until enough jobs share the cluster
+        cand = obs["candidates"].reshape(env.candidate_shape)
+        M = int(obs["valid"].sum())
+        inside = cand[:M, env.columns["within_fair_share"]] > 0.5
+        if 0 < inside.sum() < M:
+            break
+        obs, *_ = env.step(np.ones(env.K, dtype=np.int8))
+    assert 0 < inside.sum() < M                 # some candidates are above the fair share
+    th.manual_seed(0)
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "fs.pt", inputs="within-fair-share",
+                       threshold=0.01)
+    r = Ranker.load(path)
+    s = r.scores(obs, env)
+    assert np.all(s[:M][~inside] == PAD_LOGIT) and np.all(s[:M][inside] > PAD_LOGIT)
+    keep = r.keep(obs, env).astype(bool)[:M]
+    assert not keep[~inside].any()
+    # the default (no inputs key) scores every valid slot
+    plain = Ranker.load(save_ranker(RankerNet(hidden=8), tmp_path / "p.pt"))
+    assert np.all(plain.scores(obs, env)[:M] > PAD_LOGIT)
