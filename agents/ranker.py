@@ -251,7 +251,13 @@ def load_ranker_net(path: str | Path) -> tuple[RankerNet, dict]:
                           f"{blob.get('format') if isinstance(blob, dict) else None!r})",
                           field="ranker")
     net = RankerNet(hidden=int(blob["hidden"]), commit=bool(blob["commit"]))
-    net.load_state_dict(blob["state_dict"])
+    try:
+        net.load_state_dict(blob["state_dict"])
+    except RuntimeError as exc:             # weights of another feature set (older file)
+        raise ConfigError(f"{path} was trained on other observation features than this "
+                          f"version's ({len(JOB_FEATURES) + len(CANDIDATE_FEATURES)} inputs "
+                          f"per candidate): retrain it ({str(exc).splitlines()[0]})",
+                          field="ranker") from None
     net.eval()
     return net, dict(blob.get("meta", {}))
 
@@ -336,7 +342,9 @@ class Ranker:
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
         """(K,) int8 keep bits for a ``RankEnv`` observation."""
         valid = np.asarray(obs["valid"]) > 0.5
-        if budget is None and self.gate_candidates and int(valid.sum()) < self.gate_candidates:
+        slots = getattr(getattr(env, "unwrapped", env), "slots", None)
+        total = int(slots.total) if slots is not None else int(valid.sum())   # the round's
+        if budget is None and self.gate_candidates and total < self.gate_candidates:
             self.gated_rounds += 1
             return valid.astype(np.int8)             # a small round: the LP solves it whole
         s = self.scores(obs, env)

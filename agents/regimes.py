@@ -68,8 +68,10 @@ def keep_logits(net, demos, batch_rounds: int = 16):
 
 def recall_threshold(net, demos, target_recall: float = DEFAULT_TARGET_RECALL) -> dict:
     """The highest keep-probability threshold whose recall of the LP's support over
-    ``demos`` is at least ``target_recall`` (each job's best-scored candidate is kept in any
-    case, as ``Ranker.keep`` does), with the recall and kept fraction it reaches there."""
+    ``demos`` (pooled over all their candidates) is at least ``target_recall``, with the
+    recall and kept fraction it reaches there. ``Ranker.keep`` also keeps each job's
+    best-scored candidate, which the demonstrations (no job ids) cannot model: at run time the
+    recall is at least this and the kept fraction a little higher."""
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall must be in (0, 1], got {target_recall}")
     logits = keep_logits(net, demos)
@@ -79,7 +81,7 @@ def recall_threshold(net, demos, target_recall: float = DEFAULT_TARGET_RECALL) -
         raise ValueError("no positive candidate in the demonstrations")
     # recall ≥ target  ⇔  at most (1 − target)·P positives below the cut
     pos_sorted = np.sort(pos)
-    misses = int(math.floor((1.0 - target_recall) * pos.size))
+    misses = pos.size - int(math.ceil(target_recall * pos.size - 1e-9))
     cut = float(pos_sorted[misses]) - 1e-6         # keep every positive from index ``misses`` on
     recall = float(np.mean(pos > cut))
     kept = float(np.mean(allv > cut))

@@ -106,6 +106,9 @@ class TrainConfig:
             raise UnknownNameError("algorithm", self.algo, list(ALGOS))
         if self.algo == "imitation" and self.env != "hsched/Rank-v0":
             raise ConfigError("imitation trains the ranker of hsched/Rank-v0", field="--algo")
+        if self.fair_share_inputs and self.algo != "imitation":
+            raise ConfigError("--fair-share-inputs needs --algo imitation (PPO's policy sees "
+                              "every candidate)", field="--fair-share-inputs")
         if self.algo == "imitation" and not (self.imitation_seeds > 0 or self.regimes):
             raise ConfigError("imitation needs demonstrations: --imitation-seeds > 0 or "
                               "--regimes", field="--imitation-seeds")
@@ -294,9 +297,9 @@ def train(config: TrainConfig, progress: bool = True) -> dict:
     summary["ppo_s"] = time.perf_counter() - t0
     model.save(out / "model.zip")
     if hasattr(model.policy, "ranker"):
+        # the imitation network's operating point was measured before PPO changed it: not kept
         save_ranker(model.policy.ranker, out / "ranker.pt", stage="ppo",
-                    timesteps=config.timesteps,
-                    **_ranker_meta(config, summary.get("imitation")))
+                    timesteps=config.timesteps, **_ranker_meta(config, None))
     venv.close()
     summary["episodes"] = episodes.episodes
     summary["total_s"] = time.perf_counter() - t_start
@@ -378,6 +381,6 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
                     valid_recall=op["recall"], valid_kept_fraction=op["kept_fraction"])
     if config.gate_candidates:
         meta["gate_candidates"] = int(config.gate_candidates)
-    if config.fair_share_inputs:
+    if config.fair_share_inputs and imitation is not None:
         meta["inputs"] = "within-fair-share"
     return meta

@@ -66,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"round length ({ROUND_S:g})")
         sp.add_argument("--restart-s", type=float, default=RESTART_S,
                         help=f"restart cost ({RESTART_S:g})")
-        sp.add_argument("--max-candidates", type=_positive_int, default=16, metavar="N",
-                        help="candidates kept per job (16)")
+        sp.add_argument("--max-candidates", type=_positive_int, default=JOB_CANDIDATES,
+                        metavar="N", help=f"candidates kept per job ({JOB_CANDIDATES})")
         sp.add_argument("--topk", type=_positive_int, default=4, help="k of the topk policy (4)")
         sp.add_argument("--backend", default="highs", choices=["highs", "pulp"],
                         help="LP backend: direct sparse HiGHS (default) or PuLP + HiGHS")

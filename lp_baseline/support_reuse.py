@@ -45,6 +45,8 @@ class SupportReusePolicy:
             used as they are.
         full_every: Rounds between full solves (1: every round, i.e. the pure LP).
         new_job_k: Candidates by score for a job the previous solve did not see.
+        fastest: Also keep each job's fastest candidate within the LP's size cap (so a job
+            can grow onto GPUs that other jobs freed between full solves).
         name: Name shown in results.
     """
 

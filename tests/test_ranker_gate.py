@@ -140,3 +140,20 @@ def test_fair_share_inputs_score_only_candidates_the_lp_may_use(tmp_path):
     # the default (no inputs key) scores every valid slot
     plain = Ranker.load(save_ranker(RankerNet(hidden=8), tmp_path / "p.pt"))
     assert np.all(plain.scores(obs, env)[:M] > PAD_LOGIT)
+
+
+def test_a_ranker_file_of_another_feature_set_is_a_clear_error(tmp_path):
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "old.pt")
+    blob = th.load(path, weights_only=True)
+    w = blob["state_dict"]["phi.0.weight"]
+    blob["state_dict"]["phi.0.weight"] = w[:, :-1].clone()       # one input fewer (older file)
+    th.save(blob, path)
+    with pytest.raises(ConfigError) as e:
+        load_ranker_net(path)
+    assert e.value.field == "ranker" and "retrain" in str(e.value)
+
+
+def test_fair_share_inputs_need_imitation():
+    with pytest.raises(ConfigError):
+        TrainConfig(fair_share_inputs=True)                      # default algo: ppo
+    TrainConfig(algo="imitation", regimes="mixed", fair_share_inputs=True)

@@ -17,7 +17,8 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
     ``overrides`` are extra constructor arguments (e.g. ``lp=`` the policy that was used)."""
     import gymnasium as gym
     env_id = record.get("env_id") or ENV_IDS_BY_CLASS[record["class"]]
-    env = gym.make(env_id, disable_env_checker=True, **record["kwargs"], **overrides).unwrapped
+    env = gym.make(env_id, disable_env_checker=True,
+                   **{**record["kwargs"], **overrides}).unwrapped
     env.reset(seed=record["seed"])
     total = 0.0
     for a in record["actions"]:

@@ -480,10 +480,13 @@ class HSchedEnvBase(gym.Env):
         return {}
 
     def _copy_state(self, state: dict) -> dict:
+        """A deep copy of ``state`` (candidate tables and the cluster shared); the simulator's
+        snapshot is not copied again: it is never changed, and ``restored`` copies it."""
+        rest = {k: v for k, v in state.items() if k != "sim_state"}
         memo = {id(self.cluster): self.cluster}
         for t in self._tables.values():
             memo[id(t)] = t
-        return copy.deepcopy(state, memo)
+        return {"sim_state": state["sim_state"], **copy.deepcopy(rest, memo)}
 
     # ------------------------------------------------------------------ rendering
     def render(self):
