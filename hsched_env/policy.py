@@ -97,6 +97,17 @@ class SchedulerView:
     def num_active(self) -> int:
         return int(self.job_ids.size)
 
+    def fair_share_gpus(self, k=None):
+        """Active job ``k``'s fair share of GPUs, ``max(requested, G / N)`` (G the cluster's
+        GPUs, N the active jobs): the co-optimizer's size cap and the ``within_fair_share``
+        observation feature. ``k`` an index: a float; an index array or ``None`` (every
+        active job): an array."""
+        even = float(self.capacity.sum()) / max(self.num_active, 1)
+        if k is not None and np.ndim(k) == 0:
+            return max(float(self.requested_gpus[k]), even)
+        req = self.requested_gpus if k is None else self.requested_gpus[k]
+        return np.maximum(req, even)
+
 
 class Policy(Protocol):
     """A scheduling policy (see the module docstring)."""

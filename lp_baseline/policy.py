@@ -214,8 +214,7 @@ class LPPolicy:
                 rows = np.intersect1d(rows, np.asarray(allowed[k], dtype=np.int64))
         if self.size_cap and rows.size:
             n = table.num_gpus[rows]
-            cap = max(float(view.requested_gpus[k]),
-                      float(view.capacity.sum()) / max(view.num_active, 1))
+            cap = view.fair_share_gpus(k)
             ok = (n <= cap + 1e-9) | table.requested[rows]
             rows = rows[ok] if ok.any() else rows[n == n.min()]
         return rows

@@ -108,9 +108,12 @@ class SupportReusePolicy:
                 out.append(np.zeros(0, dtype=np.int64))
                 continue
             score = table.samples_per_s / np.maximum(table.num_gpus, 1)
-            by_score = np.argsort(-score, kind="stable")
+            score = np.where(np.isfinite(score), score, -np.inf)
             previous = self._support.get(int(j))
-            keep = [by_score[:1] if previous is not None else by_score[:self.new_job_k]]
+            if previous is not None:                      # the best by score: argmax's first
+                keep = [np.array([int(np.argmax(score))])]
+            else:
+                keep = [np.argsort(-score, kind="stable")[:self.new_job_k]]
             if self.fastest:
                 keep.append(np.array([self._fastest_within_cap(view, k)]))
             if previous is not None:
@@ -125,8 +128,7 @@ class SupportReusePolicy:
         """Job ``k``'s fastest candidate of at most ``max(requested, G / N)`` GPUs (the LP's
         size cap; its smallest one when none is that small)."""
         table = view.candidates[k]
-        cap = max(float(view.requested_gpus[k]),
-                  float(view.capacity.sum()) / max(view.num_active, 1))
+        cap = view.fair_share_gpus(k)
         n = table.num_gpus
         ok = np.flatnonzero(n <= cap + 1e-9)
         if ok.size == 0:

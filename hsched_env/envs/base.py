@@ -342,8 +342,7 @@ class HSchedEnvBase(gym.Env):
             f[:, C["lp_share"]] = np.clip(share[order], 0, 1)
             f[:, C["lp_assigned"]] = tier[order] == 0
             # the fair share the LP's size cap allows: max(requested, G / N) GPUs
-            fair = np.maximum(view.requested_gpus[k], float(self.cluster.num_gpus)
-                              / max(view.num_active, 1))
+            fair = view.fair_share_gpus(k)
             f[:, C["within_fair_share"]] = (st.ngpu[order] <= fair + 1e-9) | st.requested[order]
             feats[:M] = np.clip(f, 0.0, LOG_CAP)
         return RoundSlots(view=view, k=k, job=view.job_ids[k], row=row, features=feats,
