@@ -693,7 +693,8 @@ class RunView:
 
     @property
     def records(self) -> tuple:
-        """Per job, its ``JobRecord`` so far (restarts, samples done, finish, ...)."""
+        """Per job, its ``JobRecord`` so far (restarts, samples done, finish, ...): the live
+        records, to read (changing them corrupts the run)."""
         return tuple(self._s.records)
 
 

@@ -73,9 +73,12 @@ def test_no_module_reads_another_packages_private_names():
             tree = ast.parse(path.read_text(encoding="utf-8"))
             own = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
             for node in ast.walk(tree):
-                if not isinstance(node, ast.ImportFrom) or node.level:
+                if not isinstance(node, ast.ImportFrom):
                     continue
                 module = node.module or ""
+                if node.level:                       # relative: resolve it against this package
+                    base = own.split(".")[:len(own.split(".")) - node.level + 1]
+                    module = ".".join(base + ([module] if module else []))
                 sibling = module.rsplit(".", 1)[0] == own or module == own
                 if module.split(".")[0] not in PROJECT or sibling:
                     continue
