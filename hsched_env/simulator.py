@@ -187,6 +187,7 @@ class Simulator:
         self._tables: dict[tuple, CandidateTable] = ({} if candidate_cache is None
                                                       else candidate_cache)
         self._s: _RunState | None = None
+        self._run_view = RunView(self)
         self._labels: dict[tuple[int, int], str] = {}     # (id(table), row) -> label
 
     # ------------------------------------------------------------------ candidates
@@ -464,8 +465,9 @@ class Simulator:
 
     # ------------------------------------------------------------------ reading and branching
     def run_view(self) -> "RunView":
-        """A read-only view of the run's state (it follows the run as it goes on)."""
-        return RunView(self)
+        """A read-only view of the run's state (one per simulator: it follows the run as it
+        goes on, so callers on a hot path need not keep their own)."""
+        return self._run_view
 
     def snapshot(self) -> "RunSnapshot":
         """A copy of the run's state to branch from (``restored``); candidate tables and the
@@ -477,6 +479,7 @@ class Simulator:
         is left as it is); a snapshot can be restored any number of times."""
         sim = copy.copy(self)
         sim._s = copy.deepcopy(snapshot.state, self._shared_memo())
+        sim._run_view = RunView(sim)
         return sim
 
     def _shared_memo(self) -> dict:
