@@ -68,8 +68,6 @@ class RoundCandidates:
     rank: np.ndarray              # (total,) rank by score within the job (0 = best)
     fit: FitIndex                 # which candidates fit the free GPUs
     cols: np.ndarray              # (total, F) float32 static feature columns
-    ngpu: np.ndarray              # (total,) GPUs of each candidate
-    requested: np.ndarray         # (total,) bool: a requested configuration of its job
 
 
 class HSchedEnvBase(gym.Env):
@@ -276,9 +274,11 @@ class HSchedEnvBase(gym.Env):
         cols[:, C["mem_frac"]] = np.clip(mem / min_mem, 0, 1)
         cols[:, C["tp_log"]] = np.clip(np.log2(tp) / 4, 0, 1)
         cols[:, C["pp_log"]] = np.clip(np.log2(pp) / 5, 0, 1)
+        # the fair share the LP's size cap allows, max(requested, G / N): fixed by the active set
+        cols[:, C["within_fair_share"]] = ((ngpu <= view.fair_share_gpus(k_of) + 1e-9)
+                                           | cat("requested", bool))
         st = RoundCandidates(total=total, starts=starts, k_of=k_of, row_of=row_of, thr=thr,
-                             score=score, rank=rank, fit=fit, cols=cols, ngpu=ngpu,
-                             requested=cat("requested", bool))
+                             score=score, rank=rank, fit=fit, cols=cols)
         if len(self._static_cache) > 256:
             self._static_cache.clear()
         self._static_cache[key] = st
@@ -341,9 +341,6 @@ class HSchedEnvBase(gym.Env):
             f[:, C["finish_h"]] = _log_hours(rem / st.thr[order])
             f[:, C["lp_share"]] = np.clip(share[order], 0, 1)
             f[:, C["lp_assigned"]] = tier[order] == 0
-            # the fair share the LP's size cap allows: max(requested, G / N) GPUs
-            fair = view.fair_share_gpus(k)
-            f[:, C["within_fair_share"]] = (st.ngpu[order] <= fair + 1e-9) | st.requested[order]
             feats[:M] = np.clip(f, 0.0, LOG_CAP)
         return RoundSlots(view=view, k=k, job=view.job_ids[k], row=row, features=feats,
                           fit=st.fit.take(order), total=total)
