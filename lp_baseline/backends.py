@@ -15,8 +15,10 @@ without ``highspy`` (``solver_available()`` then says why).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,23 +60,34 @@ def solver_available() -> tuple[bool, str]:
     return True, ""
 
 
+#: HiGHS' own console output (its banner) goes to this logger, at INFO (``hsched -v``).
+highs_log = logging.getLogger("lp_baseline.highs")
+
+
 @contextlib.contextmanager
-def _stdout_to_stderr():
-    """Send file descriptor 1 to stderr for a moment: HiGHS writes its banner straight to the
-    process's stdout (not through Python), which would corrupt JSON on stdout."""
+def _highs_output_to_log():
+    """Capture what HiGHS writes to file descriptor 1 for a moment and log it
+    (``highs_log``). HiGHS prints a banner straight to the process's stdout, not through
+    Python, once per process: on stdout it would corrupt JSON output, and on stderr every
+    process and worker would print it. Here it is kept, in the log."""
     try:
         sys.stdout.flush()
         saved = os.dup(1)
     except (OSError, ValueError):            # no real fd 1 (e.g. captured in tests)
         yield
         return
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+    with tempfile.TemporaryFile() as sink:
+        try:
+            os.dup2(sink.fileno(), 1)
+            yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+            sink.seek(0)
+            for line in sink.read().decode("utf-8", "replace").splitlines():
+                if line.strip():
+                    highs_log.info("%s", line.rstrip())
 
 
 @dataclass
@@ -99,7 +112,7 @@ class HighsDriver:
     """Direct path: one ``passModel`` of CSC arrays into ``highspy.Highs``; warm re-solves."""
 
     def __init__(self, spec: LPSpec, options: dict) -> None:
-        with _stdout_to_stderr():        # HiGHS prints a banner on fd 1 once per process
+        with _highs_output_to_log():      # HiGHS prints a banner on fd 1 once per process
             self.h = highspy.Highs()
         _configure(self.h, options)
         a = spec.a.tocsc()   # sums duplicates (there are none) and sorts: deterministic
@@ -200,7 +213,7 @@ class PulpDriver:
         solver = self.pulp.HiGHS(msg=False, mip=False, threads=1,
                                  timeLimit=None if budget_s is None else max(budget_s, 1e-3),
                                  random_seed=HIGHS_SEED, **self.options)
-        with _stdout_to_stderr():          # PuLP's own Highs object prints the banner too
+        with _highs_output_to_log():        # PuLP's own Highs object prints the banner too
             self.prob.solve(solver)
         h = self.prob.solverModel
         return _collect(h, 0.0)

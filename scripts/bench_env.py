@@ -70,7 +70,8 @@ def run_select(seconds: float, seed: int, **kwargs) -> dict:
 
 
 def run_rank(seconds: float, seed: int, keep: float = 0.5, **kwargs) -> dict:
-    env = gym.make("hsched/Rank-v0", cluster=CLUSTER, workload=WORKLOAD, **kwargs)
+    env = gym.make("hsched/Rank-v0", cluster=CLUSTER, workload=WORKLOAD, measure_time=True,
+                   **kwargs)
     unwrapped = env.unwrapped
     rng = np.random.default_rng(seed)
     env.reset(seed=seed)

@@ -44,7 +44,7 @@ def probe(ranker: Ranker, cluster: str, workload: str, at: tuple[int, ...], repe
     jobs = int(workload.split("jobs=")[1].split(",")[0])
     env = gym.make("hsched/Rank-v0", cluster=cluster, workload=workload,
                    slots=80 * jobs,              # every candidate of every job: no overflow
-                   disable_env_checker=True).unwrapped
+                   measure_time=True, disable_env_checker=True).unwrapped
     obs, _ = env.reset(seed=0)
     rows, step = [], 0
     for target in at:

@@ -1,12 +1,16 @@
 """The Gymnasium environments: ``hsched/Schedule-v0`` (select mode) and ``hsched/Rank-v0``
-(rank mode). Importing ``hsched_env`` registers both; see ``docs/environments.md``."""
+(rank mode), and their difficulty levels (``VARIANT_IDS``: ``-Tiny-v0`` … ``-Large-v0``).
+Importing ``hsched_env`` registers them all (``hsched_env.registration``); see
+``docs/environments.md``."""
 
 from __future__ import annotations
 
 from hsched_env.envs.base import ENV_IDS_BY_CLASS
 from hsched_env.envs.rank import RankEnv
 from hsched_env.envs.schedule import ScheduleEnv
+from hsched_env.registration import VARIANT_IDS
 
+#: The two environments at their defaults (every registered id: ``VARIANT_IDS``).
 ENV_IDS = ("hsched/Schedule-v0", "hsched/Rank-v0")
 
 
@@ -17,7 +21,7 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
     ``overrides`` are extra constructor arguments (e.g. ``lp=`` the policy that was used)."""
     import gymnasium as gym
     env_id = record.get("env_id") or ENV_IDS_BY_CLASS[record["class"]]
-    env = gym.make(env_id, disable_env_checker=True,
+    env = gym.make(env_id, disable_env_checker=True, max_episode_steps=-1,
                    **{**record["kwargs"], **overrides}).unwrapped
     env.reset(seed=record["seed"])
     total = 0.0
@@ -29,4 +33,4 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
     return env.metrics(), total
 
 
-__all__ = ["ENV_IDS", "RankEnv", "ScheduleEnv", "replay"]
+__all__ = ["ENV_IDS", "VARIANT_IDS", "RankEnv", "ScheduleEnv", "replay"]

@@ -116,6 +116,7 @@ class HSchedEnvBase(gym.Env):
         self._actions: list = []
         self._job_time = 0.0
         self._completed = 0
+        self._end_reason: str | None = None      # an end the environment decides (not the sim)
         types = self.cluster.gpu_types
         self.T = len(types)
         #: Column indices of the slot features by name (``hsched_env.envs.features``)
@@ -197,6 +198,7 @@ class HSchedEnvBase(gym.Env):
         self._actions = []
         self._job_time = 0.0
         self._completed = 0
+        self._end_reason = None
         self._open_round()
         return self._observation(), self._info()
 
@@ -400,15 +402,40 @@ class HSchedEnvBase(gym.Env):
                 "active_jobs": 0 if self._slots is None else int(self._slots.view.num_active),
                 "candidates_total": 0 if self._slots is None else int(self._slots.total),
                 "episode_seed": int(self._episode_seed)}
-        if self._sim.finished:
-            info["end_reason"] = self._sim.end_reason
+        if self.ended:
+            info["end_reason"] = self.end_reason
             info["metrics"] = self.metrics()
         return info
 
+    @property
+    def ended(self) -> bool:
+        """Whether the episode is over (the simulation ended, or the environment ended it)."""
+        return self._end_reason is not None or self._sim.finished
+
+    @property
+    def end_reason(self) -> str | None:
+        """Why the episode ended: the simulator's ``end_reason`` (``"completed"``,
+        ``"time_limit"``, ``"stalled"``) or the environment's own (select mode:
+        ``"invalid_action"``, ``"invalid_actions"``); ``None`` while it runs."""
+        return self._end_reason or (self._sim.end_reason if self._sim.finished else None)
+
+    def _end(self, reason: str) -> None:
+        self._end_reason = reason
+
     def _done_flags(self) -> tuple[bool, bool]:
-        if not self._sim.finished:
+        """(terminated, truncated): terminated when every job completed or an invalid action
+        ended the episode (``invalid_action="terminate"``), truncated by any other end."""
+        reason = self.end_reason
+        if reason is None:
             return False, False
-        return self._sim.end_reason == "completed", self._sim.end_reason != "completed"
+        terminal = reason in ("completed", "invalid_action")
+        return terminal, not terminal
+
+    def _check_running(self) -> None:
+        if self._sim is None:
+            raise RuntimeError("call reset() before step()")
+        if self.ended:
+            raise RuntimeError("the episode has ended; call reset()")
 
     # ------------------------------------------------------------------ public helpers
     def metrics(self) -> dict:
@@ -470,7 +497,8 @@ class HSchedEnvBase(gym.Env):
         return {"sim_state": self._sim.snapshot(), "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
                 "_actions": self._actions, "_job_time": self._job_time,
-                "_completed": self._completed, **self._extra_state()}
+                "_completed": self._completed, "_end_reason": self._end_reason,
+                **self._extra_state()}
 
     def _extra_state(self) -> dict:
         return {}

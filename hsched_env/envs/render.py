@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 CELL = 10          # pixels per GPU cell
@@ -57,22 +59,40 @@ def _color(job: int) -> np.ndarray:
     return (60 + rng.integers(0, 196, 3)).astype(np.uint8)
 
 
+#: The picture is at least this many pixels wide (cells are scaled up by a whole factor).
+MIN_WIDTH = 640
+
+
+def _layout(n_nodes: int, block_w: int, row_h: int) -> int:
+    """Columns of node rows that make the picture roughly 3:2 landscape."""
+    return max(1, min(n_nodes, round(math.sqrt(1.5 * n_nodes * row_h / block_w))))
+
+
 def picture(env) -> np.ndarray:
-    """(H, W, 3) uint8: one row of cells per node, a GPU type's colour band on the left;
-    grey = free, a colour per job."""
+    """(H, W, 3) uint8, W ≥ ``MIN_WIDTH``: one row of cells per node (in columns of nodes on
+    large clusters), a GPU type's colour band on the left; grey = free, a colour per job."""
     holders = _holders(env)
     width = max(len(h) for h in holders)
-    H = len(holders) * (CELL + GAP) + GAP
-    W = (width + 1) * (CELL + GAP) + GAP
+    row_h = CELL + GAP
+    block_w = (width + 1) * (CELL + GAP) + 2 * GAP      # one node row, with a margin
+    cols = _layout(len(holders), block_w, row_h)
+    rows = math.ceil(len(holders) / cols)
+    H = rows * row_h + GAP
+    W = cols * block_w
     img = np.full((H, W, 3), 255, dtype=np.uint8)
     palette = np.array([[31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40],
                         [148, 103, 189], [140, 86, 75], [227, 119, 194], [127, 127, 127]],
                        dtype=np.uint8)
     for v, row in enumerate(holders):
-        y = GAP + v * (CELL + GAP)
+        c, r = divmod(v, rows)
+        y = GAP + r * row_h
+        x0 = c * block_w + GAP
         t = int(env.cluster.node_type[v])
-        img[y:y + CELL, GAP:GAP + CELL] = palette[t % len(palette)]
+        img[y:y + CELL, x0:x0 + CELL] = palette[t % len(palette)]
         for g, job in enumerate(row):
-            x = GAP + (g + 1) * (CELL + GAP)
+            x = x0 + (g + 1) * (CELL + GAP)
             img[y:y + CELL, x:x + CELL] = (200 if job < 0 else _color(job))
+    scale = max(1, math.ceil(MIN_WIDTH / W))
+    if scale > 1:
+        img = np.repeat(np.repeat(img, scale, axis=0), scale, axis=1)
     return img

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from gymnasium import logger, spaces
 
 from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
 from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
                                       JOB_FEATURES)
-from hsched_env.errors import UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.simulator import DONE
 
 FILTERS = ("lp", "score")
+#: What an invalid action does (``invalid_action=``); see the class docstring, "Rewards".
+INVALID_ACTIONS = ("penalize", "noop", "terminate")
+#: Consecutive invalid actions after which an episode is truncated (``invalid_limit=``).
+INVALID_LIMIT = 1000
 
 
 class ScheduleEnv(HSchedEnvBase):
@@ -38,18 +45,22 @@ class ScheduleEnv(HSchedEnvBase):
     commits the round. ``action_masks()`` returns the (K + 1,) bool mask of valid actions,
     as sb3-contrib's ``MaskablePPO`` expects: a slot is valid when it holds a candidate, its
     job has not been placed this round and its GPUs fit on the free nodes (exactly: the mask
-    evaluates the placement rule); commit is always valid. A masked action is a no-op
-    flagged ``info["invalid_action"] = True`` (reward 0), never an exception.
+    evaluates the placement rule); commit is always valid. A masked (invalid) action is
+    never an exception: it places nothing, is flagged ``info["invalid_action"] = True``
+    (``info["invalid_actions"]`` counts them in the episode) and does what
+    ``invalid_action`` says (see Rewards and Episode End). ``hsched_env.wrappers`` puts the
+    mask into the observation (``action_mask``) for RLlib and TorchRL.
 
     ## Observation Space
 
-    A ``Dict`` of float32 ``Box``es (K slots, F = 19 + T features, T GPU types):
+    A ``Dict`` of flat float32 ``Box``es (K slots, F = 19 + T features, T GPU types);
+    ``obs["candidates"].reshape(env.unwrapped.candidate_shape)`` is the (K, F) matrix:
 
     | Key | Shape | Content |
     |---|---|---|
-    | ``candidates`` | (K, F) | per slot, the job's and the candidate's features (below); zero rows for empty slots |
+    | ``candidates`` | (K·F,) | per slot (row-major, F per slot), the job's and the candidate's features (below); zero rows for empty slots |
     | ``valid`` | (K,) | 1 where the slot's action is valid (``action_masks()[:K]``) |
-    | ``cluster`` | (T, 4) | per GPU type: share of the cluster's GPUs, free fraction this round, completely free nodes fraction, relative fp16 peak |
+    | ``cluster`` | (T·4,) | per GPU type (4 each): share of the cluster's GPUs, free fraction this round, completely free nodes fraction, relative fp16 peak |
     | ``global`` | (7,) | log1p(active jobs)/log1p(K), jobs placed this round ÷ active, visible ÷ all candidates, log1p(arrivals) and log1p(completions) since the last round, log1p(simulated hours), fraction of jobs not completed |
 
     Candidate features (``env.feature_names``), all in [0, 10]; "log h" is log1p(hours):
@@ -85,6 +96,14 @@ class ScheduleEnv(HSchedEnvBase):
     does. An episode that completes returns −Σ JCT ÷ scale ≡ −avg JCT × jobs ÷ scale.
     ``reward="completions"``: +1 per job completed (sparse).
 
+    Invalid actions (``invalid_action``): ``"penalize"`` (default) costs
+    ``invalid_penalty``, by default the job-time one wasted round costs (active jobs ×
+    ``round_s`` ÷ ``reward_scale``; 0 with ``"completions"``), so an agent that ignores the
+    mask cannot look perfect by stalling; ``"noop"`` costs nothing (time does not move);
+    ``"terminate"`` ends the episode (``terminated``, ``end_reason="invalid_action"``) with
+    the penalty plus ``cost_to_go()``, the remaining reference duration of every unfinished
+    job ÷ ``reward_scale``, so ending early is never cheaper than playing on.
+
     ## Starting State
 
     ``reset(seed=s)`` loads the workload — a generated spec without ``seed=`` is drawn with
@@ -95,10 +114,13 @@ class ScheduleEnv(HSchedEnvBase):
     ## Episode End
 
     Terminated when every job has completed (jobs that fit nowhere are never admitted by the
-    generators). Truncated at ``max_time_s`` of simulated time, or when jobs wait with no
-    arrivals left and nothing ran for 1000 rounds (an agent that only commits). Wrap it in
-    ``TimeLimit`` (``gymnasium.make(..., max_episode_steps=N)``) for a step budget. The last
-    step's ``info["metrics"]`` holds ``hsched simulate``'s metrics of the episode.
+    generators), or at an invalid action with ``invalid_action="terminate"``. Truncated at
+    ``max_time_s`` of simulated time, when jobs wait with no arrivals left and nothing ran
+    for 1000 rounds (an agent that only commits), after ``invalid_limit`` (1000) invalid
+    actions in a row (``end_reason="invalid_actions"``, with ``"noop"`` and ``"penalize"``
+    alike), or at the registered id's step limit (``max_episode_steps``: 50,000 for
+    ``hsched/Schedule-v0``; ``end_reason="step_limit"``). The last step's ``info`` holds
+    ``end_reason`` and ``metrics`` (``hsched simulate``'s metrics of the episode so far).
 
     ## Arguments
 
@@ -117,6 +139,9 @@ class ScheduleEnv(HSchedEnvBase):
     | ``round_s`` / ``restart_s`` | 300 / 60 | round length, restart cost (s) |
     | ``throughputs`` | ``None`` | ``"analytic"``, ``"gavel"`` or a table path |
     | ``candidate_filter`` | ``"lp"`` | ``"lp"`` or ``"score"`` (see Description) |
+    | ``invalid_action`` | ``"penalize"`` | ``"penalize"``, ``"noop"`` or ``"terminate"`` (see Rewards) |
+    | ``invalid_penalty`` | ``None`` | the penalty of an invalid action (``None``: one wasted round of job-time) |
+    | ``invalid_limit`` | 1000 | invalid actions in a row that truncate the episode |
     | ``lp_policy`` / ``lp_objective`` | ``"heterosched-lp"`` / ``None`` (its default, ``fair-srpt``) | the LP (any LP of ``hsched simulate --policy``) |
     | ``lp`` / ``lp_factory`` | ``None`` / ``None`` | an LP policy object, or a factory ``f(lp_policy, objective=lp_objective)``; ``gymnasium.make`` supplies ``lp_baseline.policy.make_policy`` |
     | ``reward`` / ``reward_scale`` | ``"job-time"`` / 3600 | see Rewards |
@@ -138,10 +163,28 @@ class ScheduleEnv(HSchedEnvBase):
 
     def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
                  slots: int | None = None, max_candidates: int | None = None,
-                 candidate_filter: str = "lp", **kwargs) -> None:
+                 candidate_filter: str = "lp", invalid_action: str = "penalize",
+                 invalid_penalty: float | None = None, invalid_limit: int = INVALID_LIMIT,
+                 **kwargs) -> None:
         if candidate_filter not in FILTERS:
             raise UnknownNameError("candidate filter", candidate_filter, list(FILTERS))
+        if invalid_action not in INVALID_ACTIONS:
+            raise UnknownNameError("invalid_action", invalid_action, list(INVALID_ACTIONS),
+                                   field="invalid_action")
+        if invalid_penalty is not None and not (invalid_penalty >= 0
+                                                and math.isfinite(invalid_penalty)):
+            raise ConfigError(f"invalid_penalty must be a number >= 0 (or None for the "
+                              f"default), got {invalid_penalty!r}", field="invalid_penalty")
+        if not (isinstance(invalid_limit, (int, np.integer)) and not isinstance(invalid_limit, bool)
+                and invalid_limit >= 1):
+            raise ConfigError(f"invalid_limit must be a positive integer, got "
+                              f"{invalid_limit!r}", field="invalid_limit")
         self.candidate_filter = candidate_filter
+        self.invalid_action = invalid_action
+        self.invalid_penalty = None if invalid_penalty is None else float(invalid_penalty)
+        self.invalid_limit = int(invalid_limit)
+        self._invalid_streak = 0
+        self._invalid_total = 0
         super().__init__(cluster, workload, slots=slot_count(slots, max_candidates, 64),
                          **kwargs)
         self.action_space = spaces.Discrete(self.K + 1)
@@ -153,10 +196,46 @@ class ScheduleEnv(HSchedEnvBase):
         return self.candidate_filter == "lp"
 
     def _kwargs_record(self) -> dict:
-        return {**super()._kwargs_record(), "candidate_filter": self.candidate_filter}
+        return {**super()._kwargs_record(), "candidate_filter": self.candidate_filter,
+                "invalid_action": self.invalid_action, "invalid_penalty": self.invalid_penalty,
+                "invalid_limit": self.invalid_limit}
 
     def _extra_state(self) -> dict:
-        return {"_mask": self._mask, "_ref": self._ref, "_job_placed": self._job_placed}
+        return {"_mask": self._mask, "_ref": self._ref, "_job_placed": self._job_placed,
+                "_invalid_streak": self._invalid_streak, "_invalid_total": self._invalid_total}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self._invalid_streak = 0
+        self._invalid_total = 0
+        return super().reset(seed=seed, options=options)
+
+    def invalid_action_penalty(self) -> float:
+        """What an invalid action costs now under ``invalid_action="penalize"``: the given
+        ``invalid_penalty``, else with ``reward="job-time"`` the job-time one wasted round
+        of the open round's active jobs costs (active jobs × ``round_s`` ÷ ``reward_scale``),
+        and 0 with ``reward="completions"`` (an agent that only plays invalid actions then
+        completes nothing, which is visible)."""
+        if self.invalid_penalty is not None:
+            return self.invalid_penalty
+        if self.reward_kind != "job-time" or self._slots is None:
+            return 0.0
+        return self._slots.view.num_active * self.sim_config.round_s / self.reward_scale
+
+    def cost_to_go(self) -> float:
+        """An estimate of the reward the rest of the episode would cost, charged when
+        ``invalid_action="terminate"`` ends it: every unfinished job's remaining work at
+        its requested-GPU speed (its remaining reference duration), ÷ ``reward_scale``;
+        0 with ``reward="completions"``."""
+        if self.reward_kind != "job-time":
+            return 0.0
+        run = self._sim.run_view()
+        left = run.remaining_samples
+        total = 0.0
+        for job in self._sim.jobs:
+            j = job.job_id
+            if run.state[j] < DONE and job.work_samples > 0:
+                total += job.duration_s * left[j] / job.work_samples
+        return total / self.reward_scale
 
     # ------------------------------------------------------------------ rounds
     def _open_round(self) -> None:
@@ -213,10 +292,7 @@ class ScheduleEnv(HSchedEnvBase):
         return self._mask.copy()
 
     def step(self, action):
-        if self._sim is None:
-            raise RuntimeError("call reset() before step()")
-        if self._sim.finished:
-            raise RuntimeError("the episode has ended; call reset()")
+        self._check_running()
         a = _action_int(action)
         self._actions.append(a)
         reward, invalid, committed = 0.0, False, False
@@ -237,11 +313,28 @@ class ScheduleEnv(HSchedEnvBase):
             self._refresh_mask()
         else:
             invalid = True
+            reward = self._invalid(a)
+        if not invalid:
+            self._invalid_streak = 0
         terminated, truncated = self._done_flags()
         info = self._info()
-        info.update(invalid_action=invalid, committed=committed,
+        info.update(invalid_action=invalid, invalid_actions=self._invalid_total,
+                    committed=committed,
                     placed=0 if self._slots is None else len(self._sim.run_view().placements))
         return self._observation(), float(reward), terminated, truncated, info
+
+    def _invalid(self, action: int) -> float:
+        """Count an invalid action and apply ``invalid_action``; returns its reward."""
+        self._invalid_total += 1
+        self._invalid_streak += 1
+        if self.invalid_action == "terminate":
+            reward = -(self.invalid_action_penalty() + self.cost_to_go())
+            self._end("invalid_action")
+            return reward
+        reward = -self.invalid_action_penalty() if self.invalid_action == "penalize" else 0.0
+        if self._invalid_streak >= self.invalid_limit:
+            self._end("invalid_actions")
+        return reward
 
     def reference_action(self) -> int:
         """The LP reference policy's next action (needs ``candidate_filter="lp"``)."""

@@ -1,0 +1,226 @@
+"""The environments as an RL benchmark: the registered ids and their step limits, checkers clean
+with default kwargs, invalid actions that cost (and end episodes), metrics on a step-limit cut,
+the HiGHS banner kept out of stdout/stderr, a readable ``rgb_array`` frame."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import hsched_env
+from hsched_env.envs import ENV_IDS, VARIANT_IDS
+from hsched_env.envs.episode import EpisodeEndInfo
+from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.registration import VARIANTS, variant
+
+slow = pytest.mark.slow
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY_S, TINY_R = "hsched/Schedule-Tiny-v0", "hsched/Rank-Tiny-v0"
+SMALL_IDS = [v.id for v in VARIANTS if v.level != "Large"]
+
+
+# ------------------------------------------------------------------------- registration
+def test_every_variant_is_registered_with_its_limit_and_end_info_wrapper():
+    assert set(ENV_IDS) <= set(VARIANT_IDS)
+    assert len(VARIANT_IDS) == 10 and len(set(VARIANT_IDS)) == 10
+    for v in VARIANTS:
+        spec = gym.spec(v.id)
+        assert spec.max_episode_steps == v.max_episode_steps > 0
+        assert spec.kwargs == v.kwargs
+        assert [w.name for w in spec.additional_wrappers] == ["EpisodeEndInfo"]
+    # the v0 ids keep their defaults: no scenario kwargs in the registration
+    assert gym.spec("hsched/Schedule-v0").kwargs == {} == gym.spec("hsched/Rank-v0").kwargs
+    with pytest.raises(UnknownNameError, match="Schedule-Huge"):
+        variant("hsched/Schedule-Huge-v0")
+
+
+@pytest.mark.parametrize("env_id", SMALL_IDS)
+def test_variant_makes_its_scenario(env_id):
+    v = variant(env_id)
+    env = gym.make(env_id)
+    u = env.unwrapped
+    assert u.cluster.name == v.kwargs.get("cluster", "sia-64")
+    assert u.workload_spec == v.kwargs.get("workload", "gavel:rate=4,jobs=100")
+    assert u.K == v.kwargs.get("slots", 64 if v.env == "Schedule" else 1024)
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    # a gym.make override of the step limit is honoured
+    assert gym.make(env_id, max_episode_steps=7).spec.max_episode_steps == 7
+
+
+# ------------------------------------------------------------------------- checkers
+def _check(env_id):
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(gym.make(env_id).unwrapped)
+        sb3_check_env(gym.make(env_id))
+
+
+@pytest.mark.parametrize("env_id", [TINY_S, TINY_R])
+def test_checkers_clean_on_default_kwargs_tiny(env_id):
+    _check(env_id)
+
+
+@slow
+@pytest.mark.parametrize("env_id", [i for i in SMALL_IDS if "Tiny" not in i])
+def test_checkers_clean_on_default_kwargs(env_id):
+    _check(env_id)
+
+
+@slow
+@pytest.mark.parametrize("env_id", [v.id for v in VARIANTS if v.level == "Large"])
+def test_checkers_clean_on_default_kwargs_large(env_id):
+    _check(env_id)                 # 20-30 s each: a 1,000-job LP per step
+
+
+# ------------------------------------------------------------------------- invalid actions
+def _first_round_with_invalid_slot(env):
+    u = env.unwrapped
+    obs, info = env.reset(seed=1)
+    mask = u.action_masks()
+    bad = np.flatnonzero(~mask[:u.K])
+    assert bad.size
+    return u, int(bad[0]), info
+
+
+def test_penalize_is_the_default_and_costs_one_wasted_round():
+    env = gym.make(TINY_S)
+    u, bad, info = _first_round_with_invalid_slot(env)
+    assert u.invalid_action == "penalize"
+    active = u.slots.view.num_active
+    _, r, term, trunc, info2 = env.step(bad)
+    assert info2["invalid_action"] and info2["invalid_actions"] == 1
+    assert r == pytest.approx(-active * u.sim_config.round_s / u.reward_scale)
+    assert not term and not trunc and info2["time_s"] == info["time_s"]
+    # a given penalty replaces the default; "noop" costs nothing
+    env = gym.make(TINY_S, invalid_penalty=0.25)
+    _, bad, _ = _first_round_with_invalid_slot(env)
+    assert env.step(bad)[1] == -0.25
+    env = gym.make(TINY_S, invalid_action="noop")
+    _, bad, _ = _first_round_with_invalid_slot(env)
+    assert env.step(bad)[1] == 0.0
+
+
+def test_terminate_ends_with_the_cost_to_go():
+    env = gym.make(TINY_S, invalid_action="terminate")
+    u, bad, _ = _first_round_with_invalid_slot(env)
+    expected = u.invalid_action_penalty() + u.cost_to_go()
+    # cost to go: every job's remaining reference duration (nothing ran yet: all of it)
+    total = sum(j.duration_s for j in u.simulator.jobs) / u.reward_scale
+    assert u.cost_to_go() == pytest.approx(total)
+    _, r, term, trunc, info = env.step(bad)
+    assert term and not trunc and r == pytest.approx(-expected)
+    assert info["end_reason"] == "invalid_action" and "metrics" in info
+    with pytest.raises(RuntimeError, match="ended"):
+        env.step(u.K)
+
+
+@pytest.mark.parametrize("mode", ["noop", "penalize"])
+def test_invalid_streak_truncates_and_a_valid_action_resets_it(mode):
+    env = gym.make(TINY_S, invalid_action=mode, invalid_limit=5)
+    u, bad, _ = _first_round_with_invalid_slot(env)
+    for _ in range(4):
+        assert not any(env.step(bad)[2:4])
+    env.step(u.K)                                   # commit: valid, the streak restarts
+    for i in range(5):
+        _, _, term, trunc, info = env.step(-1)
+    assert trunc and not term and info["end_reason"] == "invalid_actions"
+    assert info["invalid_actions"] == 9 and "metrics" in info
+
+
+def test_an_unmasked_random_agent_cannot_look_perfect():
+    """Uniform actions over all K + 1 (mostly invalid) score far below the LP reference."""
+    returns = {}
+    for who in ("lp", "unmasked-random"):
+        env = gym.make(TINY_S)
+        u = env.unwrapped
+        rng = np.random.default_rng(0)
+        env.reset(seed=3)
+        total, done = 0.0, False
+        while not done:
+            a = u.reference_action() if who == "lp" else int(rng.integers(u.K + 1))
+            _, r, term, trunc, info = env.step(a)
+            total += r
+            done = term or trunc
+        returns[who] = total
+    assert returns["unmasked-random"] < 3 * returns["lp"] < 0
+
+
+@pytest.mark.parametrize("kwargs,field", [({"invalid_action": "ignore"}, "invalid_action"),
+                                          ({"invalid_penalty": -1.0}, "invalid_penalty"),
+                                          ({"invalid_limit": 0}, "invalid_limit")])
+def test_bad_invalid_action_options(kwargs, field):
+    with pytest.raises((ConfigError, UnknownNameError)) as exc:
+        gym.make(TINY_S, **kwargs)
+    assert exc.value.field == field
+
+
+# ------------------------------------------------------------------------- step limit
+@pytest.mark.parametrize("env_id,action", [(TINY_S, "commit"), (TINY_R, "keep")])
+def test_step_limit_cut_reports_metrics(env_id, action):
+    env = gym.make(env_id, max_episode_steps=6)
+    u = env.unwrapped
+    env.reset(seed=0)
+    for i in range(6):
+        a = u.K if action == "commit" else np.ones(u.K, dtype=np.int8)
+        _, _, term, trunc, info = env.step(a)
+        assert (trunc, i) == (i == 5, i) and not term
+    assert info["end_reason"] == "step_limit"
+    assert info["metrics"]["jobs_total"] == len(u.simulator.jobs)
+    assert info["metrics"] == {**u.metrics(), "wall_s": info["metrics"]["wall_s"]}
+
+
+def test_end_info_wrapper_leaves_the_environments_own_end_alone():
+    env = EpisodeEndInfo(gym.make(TINY_S, max_episode_steps=-1).unwrapped)
+    u = env.unwrapped
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, term, trunc, info = env.step(u.reference_action())
+        done = term or trunc
+    assert term and info["end_reason"] == "completed"
+
+
+# ------------------------------------------------------------------------- HiGHS banner, render
+def test_highs_banner_goes_to_the_log_not_to_stdout_or_stderr():
+    code = textwrap.dedent("""
+        import logging, sys
+        logging.basicConfig(level=logging.INFO, stream=open(sys.argv[1], "w"))
+        import gymnasium as gym, hsched_env
+        env = gym.make("hsched/Rank-Tiny-v0")
+        env.reset(seed=0)
+        env.step(env.action_space.sample())
+        print("ok")
+    """)
+    log = os.path.join(ROOT, "runs", f"highs-log-{os.getpid()}.txt")
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    try:
+        done = subprocess.run([sys.executable, "-c", code, log], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "ok\n"
+        assert "HiGHS" not in done.stderr
+        with open(log) as f:
+            assert "lp_baseline.highs" in f.read()
+    finally:
+        if os.path.exists(log):
+            os.remove(log)
+
+
+@pytest.mark.parametrize("cluster", ["tiny-8", "sia-64", "large-2048"])
+def test_rgb_array_frame_is_readable(cluster):
+    env = gym.make(TINY_S, cluster=cluster, render_mode="rgb_array")
+    env.reset(seed=0)
+    img = env.render()
+    assert img.dtype == np.uint8 and img.shape[2] == 3
+    assert img.shape[1] >= 640
+    assert img.shape[0] <= 1.5 * img.shape[1]          # landscape-ish, even at 288 nodes
