@@ -186,7 +186,8 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     env = RankEnv(scenario.cluster, scenario.workload, slots=slots,
                   job_candidates=suite.job_candidates, round_s=suite.round_s,
                   restart_s=suite.restart_s, lp_policy="heterosched-lp",
-                  lp_factory=make_policy, max_time_s=scenario.max_time_s)
+                  lp_factory=make_policy, max_time_s=scenario.max_time_s,
+                  measure_time=True)                # the LP's wall-clock time in info
     ranker = entry.ranker
     gated_before = getattr(ranker, "gated_rounds", 0)
     obs, _ = env.reset(seed=seed)
