@@ -17,28 +17,40 @@ Policies (``parse_policies``):
 * any other ``make_policy`` name (``topk``, ``pop-4``, ``gavel``, ``fifo``, …) — run by the
   simulator on the identical scenario;
 * ``ranker:PATH`` (``ranker`` alone: the shipped ``agents/data/ranker.pt``) —
-  ``Ranker.load(PATH)`` from ``agents.ranker`` driving ``hsched_env.envs.RankEnv`` (keep bits per round, then the
-  HeteroSched LP over the kept candidates). Its decision time per round is the LP's plus the
-  ranker's own inference time (both reported). ``evaluate`` also accepts ranker objects directly
-  (anything with ``name`` and ``keep(obs, env) -> (K,) int8``).
+  ``Ranker.load(PATH)`` from ``agents.ranker`` driving ``hsched_env.envs.RankEnv`` (keep bits
+  per round, then the HeteroSched LP over the kept candidates). Its decision time per round is
+  the LP's plus the ranker's own inference time (both reported);
+* ``module:callable`` — your own agent (``agents.policy_entries.load_entry_point``): rank mode
+  (``keep(obs, env) -> (K,) int8``, driven like a ranker) or select mode
+  (``act(obs, env) -> int`` on ``hsched_env.envs.ScheduleEnv``, ``run_scheduler``), with
+  optional ``name``, ``slots`` (a fixed K) and ``env_kwargs``;
+* ``sb3:PATH.zip`` / ``sb3:ALGO:PATH.zip`` — a Stable-Baselines3 / sb3-contrib model, only
+  with ``trust_sb3_zip=True`` (a zip carries pickled code); its action space decides the mode
+  and K.
+
+``evaluate`` also accepts agent objects directly (``keep`` or ``act``, as above).
 
 ```python
-from agents.evaluate import SUITES, evaluate, format_report
+from agents.evaluate import SUITES, custom_suite, evaluate, format_report
 report = evaluate(SUITES["smoke"], ["pure-lp", "topk", "fifo"])
 print(format_report(report))
+report = evaluate(custom_suite("tiny-8", "gavel:rate=8,jobs=16,duration_scale=0.05"),
+                  ["pure-lp", "sb3:model.zip"], trust_sb3_zip=True)
 ```
 
 Modules. This module holds ``evaluate`` itself and re-exports the harness's public names; the
 parts live in one module per job (imports flow one way, each only from those before it):
 
 * ``agents.suites`` — the seeds, ``Scenario`` / ``Suite``, ``SMOKE`` / ``STANDARD`` / ``LARGE``,
-  ``SUITES``, ``get_suite``;
+  ``SUITES``, ``get_suite``, ``custom_suite``;
 * ``agents.policy_entries`` — the policy list: ``PolicyEntry``, ``parse_policies``,
-  ``policy_names``, ``default_policies``, ``load_ranker``, ``entries_to_items``;
+  ``policy_names``, ``default_policies``, ``load_ranker``, ``load_entry_point``, ``load_sb3``,
+  ``agent_entry``, ``entries_to_items``;
 * ``agents.runners`` — one run of one policy on one scenario and seed: ``Run``,
-  ``run_simulator_policy``, ``run_ranker``, ``rank_slots_bound``, recall@k;
+  ``run_simulator_policy``, ``run_ranker``, ``run_scheduler``, ``rank_slots_bound``,
+  ``check_observation``, recall@k;
 * ``agents.report`` — ``Report``, the aggregation into seed-averaged rows, ``report_json``,
-  ``format_report``, ``write_outputs`` (``metrics.json``, TensorBoard, plots).
+  ``format_report``, ``output_dir``, ``write_outputs`` (``metrics.json``, TensorBoard, plots).
 """
 
 from __future__ import annotations
@@ -48,16 +60,18 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from agents.policy_entries import (DEFAULT_POLICIES, DEFAULT_RANKER_PATH, PolicyEntry,
-                                   default_policies, entries_to_items, load_ranker,
+from agents.policy_entries import (DEFAULT_POLICIES, DEFAULT_RANKER_PATH, SB3_ALGOS,
+                                   PolicyEntry, agent_entry, default_policies, describe_entry,
+                                   entries_to_items, load_entry_point, load_ranker, load_sb3,
                                    parse_policies, policy_names)
-from agents.report import (TB_METRICS, Report, format_report, per_seed_rows, report_json,
-                           scenario_summary, summarize, write_outputs)
-from agents.runners import (SUPPORT_TINY, Run, rank_slots_bound, recall_defined, run_ranker,
+from agents.report import (TB_METRICS, Report, format_report, output_dir, per_seed_rows,
+                           report_json, scenario_summary, summarize, write_outputs)
+from agents.runners import (STEP_CAP, SUPPORT_TINY, Run, check_observation, rank_slots_bound,
+                            recall_defined, round_step_cap, run_ranker, run_scheduler,
                             run_simulator_policy)
-from agents.suites import (HELDOUT_SEED_BASE, HELDOUT_SEEDS, LARGE, SMOKE, STANDARD, SUITES,
-                           TRAIN_SEEDS, Scenario, Suite, get_suite, heldout_seeds,
-                           is_training_seed)
+from agents.suites import (CUSTOM_SUITE, HELDOUT_SEED_BASE, HELDOUT_SEEDS, LARGE, SMOKE,
+                           STANDARD, SUITES, TRAIN_SEEDS, Scenario, Suite, custom_suite,
+                           get_suite, heldout_seeds, is_training_seed)
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError
 from hsched_env.workloads import load_workload
@@ -66,26 +80,31 @@ from lp_baseline.registry import make_policy
 __all__ = [
     # agents.suites
     "TRAIN_SEEDS", "HELDOUT_SEED_BASE", "HELDOUT_SEEDS", "heldout_seeds", "is_training_seed",
-    "Scenario", "Suite", "SMOKE", "STANDARD", "LARGE", "SUITES", "get_suite",
+    "Scenario", "Suite", "SMOKE", "STANDARD", "LARGE", "SUITES", "get_suite", "CUSTOM_SUITE",
+    "custom_suite",
     # agents.policy_entries
-    "DEFAULT_RANKER_PATH", "DEFAULT_POLICIES", "PolicyEntry", "policy_names", "default_policies",
-    "load_ranker", "parse_policies", "entries_to_items",
+    "DEFAULT_RANKER_PATH", "DEFAULT_POLICIES", "SB3_ALGOS", "PolicyEntry", "policy_names",
+    "default_policies", "load_ranker", "load_entry_point", "load_sb3", "agent_entry",
+    "describe_entry",
+    "parse_policies", "entries_to_items",
     # agents.runners
-    "SUPPORT_TINY", "Run", "recall_defined", "run_simulator_policy", "rank_slots_bound",
-    "run_ranker",
+    "SUPPORT_TINY", "STEP_CAP", "Run", "recall_defined", "run_simulator_policy",
+    "rank_slots_bound", "run_ranker", "run_scheduler", "round_step_cap", "check_observation",
     # agents.report
-    "Report", "per_seed_rows", "report_json", "format_report", "write_outputs", "TB_METRICS",
+    "Report", "per_seed_rows", "report_json", "format_report", "output_dir", "write_outputs",
+    "TB_METRICS",
     # this module
     "evaluate",
 ]
 
 
 def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = None,
-             progress: bool | None = None) -> Report:
-    """Run ``policies`` (names and/or ranker objects; default ``default_policies()``) on every
-    scenario of ``suite`` for each held-out seed (``seeds``: a count, or explicit held-out
-    seeds; default the suite's count). ``progress``: a tqdm bar on stderr (``None``: only on a
-    terminal)."""
+             progress: bool | None = None, trust_sb3_zip: bool = False) -> Report:
+    """Run ``policies`` (names, agent objects and/or ``PolicyEntry`` objects; default
+    ``default_policies()``) on every scenario of ``suite`` for each held-out seed (``seeds``:
+    a count, or explicit held-out seeds; default the suite's count). ``progress``: a tqdm bar
+    on stderr (``None``: only on a terminal). ``trust_sb3_zip``: allow ``sb3:PATH.zip`` items
+    (loading a zip runs its pickled code)."""
     if isinstance(suite, str):
         suite = get_suite(suite)
     if seeds is None:
@@ -98,7 +117,12 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
         raise ConfigError(f"evaluation seeds must be held-out ({HELDOUT_SEEDS.start}.."
                           f"{HELDOUT_SEEDS.stop - 1}), not training seeds; got {bad}",
                           field="seeds")
-    entries = parse_policies(default_policies() if policies is None else policies)
+    entries = parse_policies(default_policies() if policies is None else policies,
+                             trust_sb3_zip=trust_sb3_zip)
+    for sc in suite.scenarios:              # SB3 models trained on other shapes: fail now
+        cluster = get_cluster(sc.cluster)
+        for e in entries:
+            check_observation(e, sc, cluster)
     support_lp = make_policy("heterosched-lp")
     total = len(suite.scenarios) * len(seeds) * len(entries)
     bar = tqdm(total=total, desc=f"evaluate {suite.name}", unit="run",
@@ -114,9 +138,11 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
                 for e in entries:
                     bar.set_postfix_str(f"{sc.name} {e.label} seed {seed}")
                     if e.kind == "ranker":
-                        if slots is None:
+                        if slots is None and e.slots is None:
                             slots = rank_slots_bound(suite, sc, cluster, workload)
                         runs.append(run_ranker(e, suite, sc, seed, slots, support_lp))
+                    elif e.kind == "scheduler":
+                        runs.append(run_scheduler(e, suite, sc, seed))
                     else:
                         runs.append(run_simulator_policy(e, suite, sc, seed, cluster,
                                                          workload, support_lp))
@@ -126,5 +152,7 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     rows = summarize(suite, entries, runs)
     scenarios = [scenario_summary(sc, [r for r in runs if r.scenario == sc.name])
                  for sc in suite.scenarios]
+    sources = {e.label: describe_entry(e) for e in entries if e.kind != "simulator"}
     return Report(suite=suite, seeds=seeds, policies=[e.label for e in entries], runs=runs,
-                  rows=rows, scenarios=scenarios, wall_s=time.perf_counter() - t_start)
+                  rows=rows, scenarios=scenarios, wall_s=time.perf_counter() - t_start,
+                  sources=sources)

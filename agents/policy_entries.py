@@ -1,15 +1,40 @@
 """The policy list of an evaluation: ``PolicyEntry`` (a ``make_policy`` policy run by the
-simulator, or a ranker), ``parse_policies`` (names such as ``pure-lp``, ``topk``,
-``ranker:PATH`` and/or ranker objects to entries, unknown names rejected before anything runs),
-``policy_names``, ``default_policies`` / ``DEFAULT_POLICIES``, ``load_ranker`` /
-``DEFAULT_RANKER_PATH`` (the shipped ranker) and ``entries_to_items``. Part of the evaluation
-harness, ``agents.evaluate``."""
+simulator, a rank-mode agent driving ``RankEnv`` or a select-mode agent driving
+``ScheduleEnv``), ``parse_policies`` (names such as ``pure-lp``, ``topk``, ``ranker:PATH``,
+``module:callable`` entry points, ``sb3:PATH.zip`` models and/or agent objects to entries,
+unknown names rejected before anything runs), ``policy_names``, ``default_policies`` /
+``DEFAULT_POLICIES``, ``load_ranker`` / ``DEFAULT_RANKER_PATH`` (the shipped ranker),
+``load_entry_point``, ``load_sb3`` / ``SB3_ALGOS``, ``agent_entry`` and ``entries_to_items``.
+Part of the evaluation harness, ``agents.evaluate``.
+
+The agent protocol (``docs/agents.md``, "Your own agent"): an object with
+
+* ``keep(obs, env) -> (K,) int8`` keep bits — rank mode, driven by ``hsched/Rank-v0``
+  (``RankEnv``): the HeteroSched LP solves each round over the kept candidates; or
+* ``act(obs, env) -> int`` — select mode, driven by ``hsched/Schedule-v0`` (``ScheduleEnv``):
+  an action ``i < K`` places the candidate of slot ``i``, ``K`` commits the round;
+
+and optionally ``name`` (its label), ``slots`` (a fixed K: the environment is built with exactly
+that many slots; rounds with more candidates lose their lowest-ranked ones, reported as slot
+overflow) and ``env_kwargs`` (extra environment constructor arguments, e.g.
+``{"candidate_filter": "score"}``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+import inspect
+import os
+import re
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from hsched_env.envs import RankEnv, ScheduleEnv
+from hsched_env.envs.base import HSchedEnvBase
+from hsched_env.envs.features import CLUSTER_FEATURES
 from hsched_env.errors import ConfigError, UnknownNameError
 from lp_baseline.registry import POLICY_NAMES, make_policy
 
@@ -17,22 +42,51 @@ from lp_baseline.registry import POLICY_NAMES, make_policy
 DEFAULT_RANKER_PATH = Path(__file__).resolve().parent / "data" / "ranker.pt"
 #: ``--policies`` when not given; ``ranker`` is added when the shipped ranker is present.
 DEFAULT_POLICIES = ("pure-lp", "topk", "pop-4", "gavel", "fifo")
+#: ``sb3:ALGO:PATH.zip`` algorithms (without ALGO the zip's policy class decides).
+SB3_ALGOS = ("ppo", "maskable-ppo", "a2c", "dqn")
+#: Prefixes of ``--policies`` items that are not Python modules.
+_PREFIXES = ("ranker", "sb3")
+#: ``module.path:attribute.path``
+_ENTRY_POINT = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+#: Environment arguments an agent's ``env_kwargs`` may not set: the suite's scenario and
+#: settings decide them (and ``measure_time=False`` would hide the LP's time).
+SCENARIO_KWARGS = ("cluster", "workload", "job_candidates", "round_s", "restart_s",
+                   "max_time_s", "throughputs", "measure_time", "max_candidates", "lp_factory")
+FIELD = "--policies"
 
 
 @dataclass
 class PolicyEntry:
-    """One policy of an evaluation: a simulator policy (``make_policy`` name) or a ranker."""
+    """One policy of an evaluation.
+
+    ``kind``: ``"simulator"`` (a ``make_policy`` policy), ``"ranker"`` (a rank-mode agent,
+    ``keep(obs, env)``, driving ``RankEnv``) or ``"scheduler"`` (a select-mode agent,
+    ``act(obs, env)``, driving ``ScheduleEnv``). ``slots``: the agent's fixed K (``None``: the
+    harness chooses); ``env_kwargs``: extra environment arguments; ``observation_space``: the
+    space an SB3 model was trained on (checked against each scenario before anything runs).
+    """
 
     label: str
-    kind: str                         # "simulator" or "ranker"
+    kind: str                         # "simulator", "ranker" or "scheduler"
     policy_name: str | None = None    # make_policy name
-    ranker: object | None = None      # loaded ranker (keep(obs, env), name)
+    ranker: object | None = None      # rank-mode agent (keep(obs, env), name)
     path: str | None = None
+    agent: object | None = None       # select-mode agent (act(obs, env), name)
+    slots: int | None = None
+    env_kwargs: dict = field(default_factory=dict)
+    source: str | None = None         # where it came from: "module:callable", "sb3 PPO x.zip"
+    observation_space: object | None = None
+
+    @property
+    def actor(self):
+        """The agent object (rank or select mode); ``None`` for a simulator policy."""
+        return self.ranker if self.kind == "ranker" else self.agent
 
 
 def policy_names() -> list[str]:
     """Names accepted by ``--policies`` (besides ``ranker:PATH``)."""
-    return ["pure-lp", "ranker", "ranker:PATH", *POLICY_NAMES]
+    return ["pure-lp", "ranker", "ranker:PATH", "module:callable", "sb3:PATH.zip",
+            *POLICY_NAMES]
 
 
 def default_policies() -> list[str]:
@@ -50,16 +104,21 @@ def _ranker_class(required: bool = True):
     except ImportError as exc:
         if required:
             raise ConfigError(f"rankers need agents.ranker.Ranker, which cannot be imported "
-                              f"({exc})", field="--policies") from None
+                              f"({exc})", field=FIELD) from None
         return None
     return Ranker
 
 
 def load_ranker(path: str | Path):
-    """``Ranker.load(path)`` (``agents.ranker``), with a one-line error for a missing file."""
+    """``Ranker.load(path)`` (``agents.ranker``), with a one-line error for a missing file
+    and a pointer to ``sb3:`` for an SB3 model zip."""
     p = Path(path)
+    if p.suffix.lower() == ".zip":
+        raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
+                          f"HeteroSched ranker file (.pt, from 'hsched train' or save_ranker): "
+                          f"evaluate it with sb3:{p} --trust-sb3-zip", field=FIELD)
     if not p.exists():
-        raise ConfigError(f"no ranker file {str(p)!r}", field="--policies")
+        raise ConfigError(f"no ranker file {str(p)!r}", field=FIELD)
     return _ranker_class().load(str(p))
 
 
@@ -68,38 +127,358 @@ def _ranker_label(name: str) -> str:
     return name if name.startswith("ranker") else f"ranker:{name}"
 
 
-def parse_policies(items) -> list[PolicyEntry]:
-    """Policy entries from names (a comma-separated string or a list) and/or ranker objects.
+# ---------------------------------------------------------------------------- agents
+def _env_arguments(cls) -> set[str]:
+    names = set()
+    for c in (cls, HSchedEnvBase):
+        names |= {p.name for p in inspect.signature(c.__init__).parameters.values()
+                  if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    return names - {"self"}
 
-    Raises ``UnknownNameError`` (listing the valid names) for an unknown name, before anything
-    runs; ranker files are loaded here.
+
+def _agent_mode(obj, what: str) -> str:
+    keep, act = callable(getattr(obj, "keep", None)), callable(getattr(obj, "act", None))
+    if keep and act:
+        raise ConfigError(f"{what} has both keep() and act(): give it one of them (keep: rank "
+                          f"mode on hsched/Rank-v0, act: select mode on hsched/Schedule-v0)",
+                          field=FIELD)
+    if not (keep or act):
+        raise ConfigError(f"{what} is not an agent: it has neither keep(obs, env) -> (K,) "
+                          f"keep bits (rank mode) nor act(obs, env) -> int (select mode)",
+                          field=FIELD)
+    return "ranker" if keep else "scheduler"
+
+
+def _agent_slots(obj, what: str, env_kwargs: dict) -> int | None:
+    slots = getattr(obj, "slots", None)
+    if slots is None:
+        slots = env_kwargs.get("slots")
+    elif "slots" in env_kwargs and env_kwargs["slots"] != slots:
+        raise ConfigError(f"{what}: slots = {slots!r} but env_kwargs['slots'] = "
+                          f"{env_kwargs['slots']!r}; give one", field=FIELD)
+    if slots is None:
+        return None
+    if not (isinstance(slots, (int, np.integer)) and not isinstance(slots, bool)
+            and slots >= 1):
+        raise ConfigError(f"{what}: slots (its fixed K) must be a positive integer, got "
+                          f"{slots!r}", field=FIELD)
+    return int(slots)
+
+
+def _agent_env_kwargs(obj, what: str, kind: str) -> dict:
+    kw = getattr(obj, "env_kwargs", None)
+    if kw is None:
+        return {}
+    if not isinstance(kw, dict) or not all(isinstance(k, str) for k in kw):
+        raise ConfigError(f"{what}: env_kwargs must be a dict of environment arguments, got "
+                          f"{kw!r}", field=FIELD)
+    cls = RankEnv if kind == "ranker" else ScheduleEnv
+    fixed = sorted(set(kw) & set(SCENARIO_KWARGS))
+    if fixed:
+        raise ConfigError(f"{what}: env_kwargs cannot set {', '.join(fixed)} (the evaluated "
+                          f"scenario and suite decide them)", field=FIELD)
+    allowed = _env_arguments(cls) - set(SCENARIO_KWARGS)
+    unknown = sorted(set(kw) - allowed)
+    if unknown:
+        raise ConfigError(f"{what}: env_kwargs {', '.join(map(repr, unknown))} are not "
+                          f"arguments of {cls.__name__} ({'hsched/Rank-v0' if kind == 'ranker' else 'hsched/Schedule-v0'}); "
+                          f"valid: {', '.join(sorted(allowed))}", field=FIELD)
+    return dict(kw)
+
+
+def agent_entry(obj, label: str | None = None, source: str | None = None) -> PolicyEntry:
+    """The entry of an agent object (``keep`` or ``act``; optional ``name``, ``slots``,
+    ``env_kwargs``). ``label`` defaults to ``name`` (rank agents: ``ranker:<name>``)."""
+    what = source or repr(obj)
+    kind = _agent_mode(obj, what)
+    env_kwargs = _agent_env_kwargs(obj, what, kind)
+    slots = _agent_slots(obj, what, env_kwargs)
+    env_kwargs.pop("slots", None)
+    if label is None:
+        name = getattr(obj, "name", None) or type(obj).__name__
+        label = _ranker_label(name) if kind == "ranker" else str(name)
+    entry = PolicyEntry(label, kind, slots=slots, env_kwargs=env_kwargs, source=source)
+    if kind == "ranker":
+        entry.ranker = obj
+    else:
+        entry.agent = obj
+    return entry
+
+
+def _import_module(name: str):
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())       # like 'python -m': the current directory first
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise ConfigError(f"cannot import module {name!r} (no module named {exc.name!r}); "
+                              f"it must be importable from the current directory or the "
+                              f"Python path", field=FIELD) from None
+        raise ConfigError(f"importing module {name!r} failed: {type(exc).__name__}: {exc}",
+                          field=FIELD) from exc
+    except Exception as exc:                      # noqa: BLE001 (the user's module: report it)
+        raise ConfigError(f"importing module {name!r} failed: {type(exc).__name__}: {exc}",
+                          field=FIELD) from exc
+
+
+def load_entry_point(spec: str):
+    """The agent of a ``module:callable`` entry point: the module is imported (the current
+    directory is on the path), the dotted attribute read; an object with ``keep`` or ``act``
+    is the agent, a class or any other callable is called with no arguments to make it."""
+    if not _ENTRY_POINT.match(spec):
+        raise ConfigError(f"{spec!r} is not a module:callable entry point", field=FIELD)
+    module_name, attr = spec.split(":", 1)
+    obj = _import_module(module_name)
+    for i, part in enumerate(attr.split(".")):
+        if not hasattr(obj, part):
+            where = ".".join([module_name] + attr.split(".")[:i])
+            raise ConfigError(f"{spec}: {where!r} has no attribute {part!r}", field=FIELD)
+        obj = getattr(obj, part)
+    is_agent = (not inspect.isclass(obj)
+                and (callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))))
+    if not is_agent:
+        if not callable(obj):
+            raise ConfigError(f"{spec} is {type(obj).__name__} {obj!r}: neither an agent (keep "
+                              f"or act) nor a callable that makes one", field=FIELD)
+        try:
+            obj = obj()
+        except Exception as exc:                  # noqa: BLE001 (the user's factory)
+            raise ConfigError(f"calling {spec}() to make the agent failed: "
+                              f"{type(exc).__name__}: {exc}", field=FIELD) from exc
+    _agent_mode(obj, f"{spec} (an object of type {type(obj).__name__})")
+    return obj
+
+
+# ---------------------------------------------------------------------------- SB3 models
+def _sb3_class(algo: str):
+    try:
+        if algo == "maskable-ppo":
+            from sb3_contrib import MaskablePPO
+            return MaskablePPO
+        import stable_baselines3 as sb3
+    except ImportError as exc:
+        raise ConfigError(f"sb3:{algo}: needs stable-baselines3 / sb3-contrib ({exc})",
+                          field=FIELD) from None
+    return {"ppo": sb3.PPO, "a2c": sb3.A2C, "dqn": sb3.DQN}[algo]
+
+
+def _detect_algo(data: dict, path: str) -> str:
+    """The algorithm of an SB3 zip, from its (unpickled) policy class and hyper-parameters."""
+    from stable_baselines3.common.policies import ActorCriticPolicy
+    from stable_baselines3.dqn.policies import DQNPolicy
+    policy = data.get("policy_class")
+    if isinstance(policy, type):
+        try:
+            from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+            from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+        except ImportError:
+            MaskableActorCriticPolicy = RecurrentActorCriticPolicy = ()
+        if RecurrentActorCriticPolicy and issubclass(policy, RecurrentActorCriticPolicy):
+            raise ConfigError(f"{path}: a recurrent policy ({policy.__name__}); the harness "
+                              f"evaluates PPO, MaskablePPO, A2C and DQN models", field=FIELD)
+        if MaskableActorCriticPolicy and issubclass(policy, MaskableActorCriticPolicy):
+            return "maskable-ppo"
+        if issubclass(policy, DQNPolicy):
+            return "dqn"
+        if issubclass(policy, ActorCriticPolicy):
+            return "ppo" if "clip_range" in data else "a2c"
+    raise ConfigError(f"{path}: cannot tell the algorithm of policy {policy!r}; name it: "
+                      f"sb3:ALGO:{path} with ALGO one of {', '.join(SB3_ALGOS)}", field=FIELD)
+
+
+def _sb3_mode(action_space, path: str) -> tuple[str, int]:
+    """(kind, K) from an SB3 model's action space."""
+    from gymnasium import spaces
+    if isinstance(action_space, spaces.Discrete) and int(action_space.n) >= 2:
+        return "scheduler", int(action_space.n) - 1
+    if isinstance(action_space, spaces.MultiBinary) and np.ndim(action_space.n) == 0:
+        return "ranker", int(action_space.n)
+    raise ConfigError(f"{path}: its action space {action_space} is neither Discrete(K + 1) "
+                      f"(hsched/Schedule-v0, select mode) nor MultiBinary(K) (hsched/Rank-v0, "
+                      f"rank mode)", field=FIELD)
+
+
+def observation_mismatch(trained, expected, K: int) -> str | None:
+    """``None`` when an SB3 model's observation space ``trained`` matches the environment's
+    ``expected`` (K slots); else what differs, in words."""
+    from gymnasium import spaces
+    if not isinstance(trained, spaces.Dict):
+        return (f"it was trained on observation space {trained}, not the HeteroSched "
+                f"environments' Dict (candidates, valid, cluster, global) — was it trained "
+                f"behind an observation wrapper?")
+    got = {k: tuple(s.shape) for k, s in trained.spaces.items()}
+    want = {k: tuple(s.shape) for k, s in expected.spaces.items()}
+    if got == want:
+        return None
+    if set(got) != set(want):
+        return (f"it was trained on observation keys {sorted(got)}, the environments give "
+                f"{sorted(want)}")
+    per_type = len(CLUSTER_FEATURES)
+    T, F = want["cluster"][0] // per_type, want["candidates"][0] // K
+    t_T = got["cluster"][0] // per_type if len(got["cluster"]) == 1 else "?"
+    t_F = got["candidates"][0] // K if len(got["candidates"]) == 1 else "?"
+    return (f"it was trained on observations of K={K} slots × F={t_F} candidate features "
+            f"(candidates {got['candidates']}, cluster {got['cluster']}: T={t_T} GPU types), "
+            f"this scenario gives F={F} (candidates {want['candidates']}, cluster "
+            f"{want['cluster']}: T={T} GPU types); evaluate it on a cluster with {t_T} GPU "
+            f"types (--cluster), or retrain it")
+
+
+class SB3Agent:
+    """A loaded SB3 / sb3-contrib model as an evaluation agent: ``predict(obs,
+    deterministic=True)`` (MaskablePPO: with ``action_masks=env.action_masks()``); K is the
+    model's (``slots``)."""
+
+    def __init__(self, model, algo: str, path: str, slots: int) -> None:
+        self.model, self.algo, self.path, self.slots = model, algo, path, int(slots)
+        self.name = f"sb3:{Path(path).name}"
+        self.observation_space = model.observation_space
+        self._checked: set[int] = set()
+
+    def _predict(self, obs, env):
+        u = getattr(env, "unwrapped", env)
+        if id(u.observation_space) not in self._checked:
+            bad = observation_mismatch(self.observation_space, u.observation_space, u.K)
+            if bad:
+                raise ConfigError(f"{self.name}: {bad}", field=FIELD)
+            self._checked.add(id(u.observation_space))
+        kw = {"action_masks": u.action_masks()} if self.algo == "maskable-ppo" else {}
+        action, _ = self.model.predict(obs, deterministic=True, **kw)
+        return np.asarray(action)
+
+
+class SB3Ranker(SB3Agent):
+    """A ``MultiBinary(K)`` model: keep bits on ``hsched/Rank-v0``."""
+
+    def keep(self, obs, env) -> np.ndarray:
+        return self._predict(obs, env).astype(np.int8).reshape(-1)
+
+
+class SB3Scheduler(SB3Agent):
+    """A ``Discrete(K + 1)`` model: actions on ``hsched/Schedule-v0``."""
+
+    def act(self, obs, env) -> int:
+        return int(self._predict(obs, env).reshape(-1)[0])
+
+
+def load_sb3(path: str | Path, algo: str | None = None, *, trust: bool = False) -> SB3Agent:
+    """An SB3 / sb3-contrib model zip as an agent (``SB3Ranker`` or ``SB3Scheduler``, by its
+    action space). The zip holds pickled Python objects that run code when loaded, so this
+    needs ``trust=True``. ``algo`` (one of ``SB3_ALGOS``) defaults to what the zip's policy
+    class says (``agent.algo``)."""
+    p = str(path)
+    if algo is not None and algo not in SB3_ALGOS:
+        raise UnknownNameError("SB3 algorithm", algo, list(SB3_ALGOS), field=FIELD)
+    if not Path(p).is_file():
+        raise ConfigError(f"no SB3 model file {p!r}", field=FIELD)
+    if not trust:
+        raise ConfigError(f"sb3:{p}: a Stable-Baselines3 zip carries pickled Python code that "
+                          f"runs when it is loaded; load only files you trust, and say so with "
+                          f"--trust-sb3-zip (Python: trust_sb3_zip=True)", field=FIELD)
+    try:
+        from stable_baselines3.common.save_util import load_from_zip_file
+    except ImportError as exc:
+        raise ConfigError(f"sb3:{p} needs stable-baselines3 ({exc})", field=FIELD) from None
+    try:
+        data, _, _ = load_from_zip_file(p, device="cpu")
+    except Exception as exc:                      # noqa: BLE001 (any unreadable file)
+        raise ConfigError(f"cannot read {p!r} as a Stable-Baselines3 model zip "
+                          f"({type(exc).__name__}: {exc})", field=FIELD) from None
+    if not isinstance(data, dict) or "action_space" not in data:
+        raise ConfigError(f"{p!r} is not a Stable-Baselines3 model zip (no saved spaces)",
+                          field=FIELD)
+    kind, K = _sb3_mode(data["action_space"], p)
+    algo = algo or _detect_algo(data, p)
+    try:
+        model = _sb3_class(algo).load(p, device="cpu")
+    except ConfigError:
+        raise
+    except Exception as exc:                      # noqa: BLE001
+        raise ConfigError(f"loading {p!r} as {algo} failed ({type(exc).__name__}: {exc})",
+                          field=FIELD) from None
+    try:
+        import torch
+        torch.set_num_threads(1)     # one observation per call: threads only add spin-waiting
+    except ImportError:
+        pass
+    cls = SB3Ranker if kind == "ranker" else SB3Scheduler
+    return cls(model, algo, p, K)
+
+
+def _sb3_item(item: str) -> tuple[str | None, str]:
+    """(algo, path) of ``sb3:PATH`` / ``sb3:ALGO:PATH``."""
+    rest = item.split(":", 1)[1].strip() if ":" in item else ""
+    head, sep, tail = rest.partition(":")
+    algo = head.strip().lower()
+    if sep and algo in SB3_ALGOS:
+        return algo, tail.strip()
+    if sep and re.fullmatch(r"[a-z0-9_-]+", algo) and not Path(rest).exists():
+        raise UnknownNameError("SB3 algorithm", algo, list(SB3_ALGOS), field=FIELD)
+    return None, rest
+
+
+def sb3_entry(item: str, trust: bool) -> PolicyEntry:
+    algo, path = _sb3_item(item)
+    if not path:
+        raise ConfigError("sb3: needs a model zip (sb3:PATH.zip or sb3:ALGO:PATH.zip)",
+                          field=FIELD)
+    agent = load_sb3(path, algo, trust=trust)
+    how = "given" if algo else "detected from the zip's policy class"
+    entry = agent_entry(agent, label=agent.name,
+                        source=f"{type(agent.model).__name__} ({how}) from {path}")
+    entry.path = path
+    entry.observation_space = agent.observation_space
+    return entry
+
+
+# ---------------------------------------------------------------------------- the list
+def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
+    """Policy entries from names (a comma-separated string or a list), agent objects and/or
+    ``PolicyEntry`` objects (kept as they are).
+
+    Names: ``pure-lp``, any ``make_policy`` name, ``ranker`` / ``ranker:PATH``,
+    ``module:callable`` (an agent entry point, ``load_entry_point``) and ``sb3:PATH.zip`` /
+    ``sb3:ALGO:PATH.zip`` (``load_sb3``; needs ``trust_sb3_zip=True``). Raises
+    ``UnknownNameError`` (listing the valid names) for an unknown name and ``ConfigError`` for
+    an entry that cannot be loaded, before anything runs; files are loaded here.
     """
     if isinstance(items, str):
         items = [p.strip() for p in items.split(",") if p.strip()]
     if not items:
-        raise ConfigError("no policy named", field="--policies")
+        raise ConfigError("no policy named", field=FIELD)
     out, seen = [], set()
     for item in items:
-        if not isinstance(item, str):
-            if not callable(getattr(item, "keep", None)):
-                raise ConfigError(f"{item!r} is neither a policy name nor a ranker "
-                                  f"(keep(obs, env))", field="policies")
-            entry = PolicyEntry(_ranker_label(getattr(item, "name", type(item).__name__)),
-                                "ranker", ranker=item)
+        if isinstance(item, PolicyEntry):
+            entry = item
+        elif not isinstance(item, str):
+            if not (callable(getattr(item, "keep", None)) or callable(getattr(item, "act", None))):
+                raise ConfigError(f"{item!r} is neither a policy name nor an agent "
+                                  f"(keep(obs, env) or act(obs, env))", field="policies")
+            entry = agent_entry(item)
         elif item == "ranker" or item.startswith("ranker:"):
             path = item.split(":", 1)[1].strip() if ":" in item else str(DEFAULT_RANKER_PATH)
             if not path:
-                raise ConfigError("ranker: needs a path (ranker:PATH)", field="--policies")
+                raise ConfigError("ranker: needs a path (ranker:PATH)", field=FIELD)
             r = load_ranker(path)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
-                                ranker=r, path=path)
+                                ranker=r, path=path, source=f"ranker file {path}")
+        elif item == "sb3" or item.startswith("sb3:"):
+            entry = sb3_entry(item, trust_sb3_zip)
+        elif ":" in item and item.split(":", 1)[0] not in _PREFIXES:
+            if not _ENTRY_POINT.match(item):
+                raise ConfigError(f"{item!r} is not a policy name, ranker:PATH, sb3:PATH.zip "
+                                  f"or a module:callable entry point (module and attribute "
+                                  f"are dotted Python names)", field=FIELD)
+            obj = load_entry_point(item)
+            entry = agent_entry(obj, label=getattr(obj, "name", None) or item, source=item)
         else:
             name = "heterosched-lp" if item == "pure-lp" else item
             try:
                 make_policy(name)
             except UnknownNameError:
                 raise UnknownNameError("policy", item, policy_names(),
-                                       field="--policies") from None
+                                       field=FIELD) from None
             entry = PolicyEntry(item, "simulator", policy_name=name)
         label, i = entry.label, 2
         while entry.label in seen:                  # the same ranker twice: distinct labels
@@ -110,7 +489,25 @@ def parse_policies(items) -> list[PolicyEntry]:
     return out
 
 
+def describe_entry(entry: PolicyEntry) -> str | None:
+    """One line on where an agent entry came from, its mode and K (``None``: a simulator
+    policy)."""
+    if entry.kind == "simulator":
+        return None
+    mode = ("rank mode (keep bits, hsched/Rank-v0)" if entry.kind == "ranker"
+            else "select mode (actions, hsched/Schedule-v0)")
+    if entry.slots is not None:
+        k = f"K = {entry.slots} (the agent's own)"
+    elif entry.kind == "ranker":
+        k = "K = every candidate of the workload (rank_slots_bound)"
+    else:
+        k = "K = hsched/Schedule-v0's default"
+    extra = f"; env_kwargs {entry.env_kwargs}" if entry.env_kwargs else ""
+    src = f"{entry.source}; " if entry.source else ""
+    return f"{src}{mode}, {k}{extra}"
+
+
 def entries_to_items(entries: list[PolicyEntry]) -> list:
-    """Policy entries back to what ``evaluate`` accepts (names, loaded rankers), so a ranker
-    file is loaded once."""
-    return [e.ranker if e.kind == "ranker" else e.label for e in entries]
+    """Policy entries back to what ``evaluate`` accepts (names for simulator policies, the
+    entries themselves for agents), so a file is loaded once."""
+    return [e.label if e.kind == "simulator" else e for e in entries]

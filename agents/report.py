@@ -1,22 +1,26 @@
 """What an evaluation reports: ``Report`` (suite, seeds, every run, the seed-averaged rows), the
 aggregation of runs into rows (``summarize``: per scenario and policy, with ratios to
 ``pure-lp``; ``scenario_summary``: what a scenario achieved), and the outputs: ``per_seed_rows``,
-``report_json``, the printed tables (``format_report``) and ``write_outputs`` (``metrics.json``,
-TensorBoard scalars, PNG plots). Part of the evaluation harness, ``agents.evaluate``."""
+``report_json``, the printed tables (``format_report``), ``output_dir`` (where a run writes, never
+over an earlier ``metrics.json`` unasked) and ``write_outputs`` (``metrics.json``, TensorBoard
+scalars in a new run folder each time, PNG plots). Part of the evaluation harness,
+``agents.evaluate``."""
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from agents.plots import plot_decision_vs_jct, plot_jct_cdf
 from agents.policy_entries import PolicyEntry
-from agents.runners import SUPPORT_TINY, Run
+from agents.runners import STEP_CAP, SUPPORT_TINY, Run, round_step_cap
 from agents.suites import TRAIN_SEEDS, Scenario, Suite
+from hsched_env.errors import ConfigError
 from hsched_env.text import format_table
 
 
@@ -31,6 +35,8 @@ class Report:
     rows: list[dict]
     scenarios: list[dict]
     wall_s: float
+    #: per agent label: where it came from, its mode and K (``describe_entry``)
+    sources: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------- aggregation
@@ -63,15 +69,24 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
     row["decision_time_mean_s"] = float(dec.mean()) if dec.size else 0.0
     row["decision_time_p99_s"] = float(np.percentile(dec, 99)) if dec.size else 0.0
     row["lp_decision_time_mean_s"] = float(lp_dec.mean()) if lp_dec.size else 0.0
-    if kind == "ranker":
+    if kind in ("ranker", "scheduler"):
         rk = _pooled([r.ranker_s for r in runs])
-        row["ranker_time_mean_s"] = float(rk.mean()) if rk.size else 0.0
-        row["ranker_time_p99_s"] = float(np.percentile(rk, 99)) if rk.size else 0.0
-        row["overflow_max"] = max(r.overflow_max or 0 for r in runs)
+        prefix = "ranker" if kind == "ranker" else "agent"
+        row[f"{prefix}_time_mean_s"] = float(rk.mean()) if rk.size else 0.0
+        row[f"{prefix}_time_p99_s"] = float(np.percentile(rk, 99)) if rk.size else 0.0
+        row["overflow_max"] = max((r.overflow_max or 0 for r in runs), default=0)
+        row["slots"] = max((r.slots or 0 for r in runs), default=0)
+        row["slots_fixed"] = any(r.slots_fixed for r in runs)
+        row["round_candidates_max"] = max((r.round_candidates_max or 0 for r in runs),
+                                          default=0)
+    if kind == "ranker":
         row["kept_frac_mean"] = _nanmean(r.kept_frac_mean for r in runs)
         row["gated_fraction"] = _nanmean(m.get("gated_fraction") for m in ms)
     else:
         row["ranker_time_mean_s"] = None
+    if kind == "scheduler":
+        row["placements"] = int(sum(r.placements or 0 for r in runs))
+        row["invalid_actions"] = int(sum(r.invalid_actions or 0 for r in runs))
     lpv = _pooled([r.lp_vars for r in runs])
     row["lp_vars_mean"] = float(lpv.mean()) if lpv.size else 0.0
     if any(r.recall is None for r in runs):
@@ -117,6 +132,7 @@ def scenario_summary(sc: Scenario, runs: list[Run]) -> dict:
     cpj = _pooled([r.candidates_per_job.astype(float) for r in runs])
     return {"name": sc.name, "cluster": sc.cluster, "workload": sc.workload,
             "max_time_s": sc.max_time_s, "note": sc.note,
+            "fixed_workload": sc.fixed_workload,
             "active_jobs_mean": float(act.mean()) if act.size else 0.0,
             "active_jobs_mean_min_over_runs": min(per_run_mean) if per_run_mean else 0.0,
             "active_jobs_max": int(act.max()) if act.size else 0,
@@ -150,9 +166,18 @@ def per_seed_rows(report: Report) -> list[dict]:
         row["active_jobs_mean"] = float(r.active_jobs.mean()) if r.active_jobs.size else 0.0
         row["active_jobs_max"] = int(r.active_jobs.max()) if r.active_jobs.size else 0
         row["candidates_per_job_mean"] = float(r.candidates_per_job.mean())
-        if r.kind == "ranker":
+        if r.kind in ("ranker", "scheduler"):
             row["overflow_max"] = r.overflow_max
+            row["slots"] = r.slots
+            row["slots_fixed"] = r.slots_fixed
+            row["round_candidates_max"] = r.round_candidates_max
+        if r.kind == "ranker":
             row["kept_frac_mean"] = r.kept_frac_mean
+        if r.kind == "scheduler":
+            row["agent_time_mean_s"] = (float(r.ranker_s.mean()) if r.ranker_s is not None
+                                        and r.ranker_s.size else 0.0)
+            row["placements"] = r.placements
+            row["invalid_actions"] = r.invalid_actions
         out.append(row)
     for row in out:
         ref = next((p for p in out if p["policy"] == "pure-lp" and p["seed"] == row["seed"]
@@ -182,7 +207,7 @@ def report_json(report: Report) -> dict:
     return _clean({
         "suite": s.name, "description": s.description, "seeds": report.seeds,
         "train_seeds": [TRAIN_SEEDS.start, TRAIN_SEEDS.stop],
-        "policies": report.policies,
+        "policies": report.policies, "sources": report.sources,
         "settings": {"job_candidates": s.job_candidates, "round_s": s.round_s,
                      "restart_s": s.restart_s, "topk": s.topk,
                      "ranker_lp": "heterosched-lp", "support_threshold": SUPPORT_TINY},
@@ -196,17 +221,26 @@ def _fmt(v, scale=1.0, digits=2, na="n/a") -> str:
     return f"{v * scale:.{digits}f}"
 
 
+#: End reasons of a run that went as far as its scenario lets it.
+_NORMAL_ENDS = ("completed", "time_limit", "stalled")
+
+
 def format_report(report: Report) -> str:
     """The printed tables: one per scenario, seed-averaged rows."""
     s = report.suite
     lines = [(f"suite {s.name}: {s.description}; held-out seeds "
               f"{', '.join(map(str, report.seeds))}; {s.round_s:.0f} s rounds, restart "
               f"{s.restart_s:.0f} s, {s.job_candidates} planner candidates per job")]
+    for label, src in report.sources.items():
+        lines.append(f"  {label}: {src}")
     headers = ["policy", "done", "avg JCT h", "p99 JCT h", "makespan h", "in-sys h",
                "FTF worst", "decide ms", "p99 ms", "LP vars", "JCT ×LP", "time ×LP",
                "recall@k"]
     for sc in report.scenarios:
         window = (f", first {sc['max_time_s'] / 3600:g} h" if sc["max_time_s"] else "")
+        if sc.get("fixed_workload"):
+            window += (" (a fixed workload: the same jobs on every seed)"
+                       if len(report.seeds) > 1 else " (a fixed workload)")
         lines.append("")
         lines.append(f"{sc['name']}: {sc['workload']} on {sc['cluster']}{window} — active jobs "
                      f"mean {sc['active_jobs_mean']:.0f} (lowest run "
@@ -226,10 +260,30 @@ def format_report(report: Report) -> str:
                 _fmt(r["recall"], 1, 3)])
             if r["kind"] == "ranker":
                 notes.append(f"{r['policy']}: decision = LP "
-                             f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker {r['ranker_time_mean_s'] * 1e3:.1f} ms per round "
+                             f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker "
+                             f"{r['ranker_time_mean_s'] * 1e3:.1f} ms per round "
                              f"(mean); kept {r['kept_frac_mean']:.1%} of the candidates; "
                              f"gated (solved whole) {r.get('gated_fraction') or 0:.0%} of the "
                              f"rounds; slot overflow {r['overflow_max']}")
+            if r["kind"] == "scheduler":
+                notes.append(f"{r['policy']}: decision = environment "
+                             f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms (filling the slots) "
+                             f"+ agent {r['agent_time_mean_s'] * 1e3:.1f} ms per round (mean); "
+                             f"{r['placements']} placements, {r['invalid_actions']} invalid "
+                             f"actions; slot overflow {r['overflow_max']}")
+            if r.get("slots_fixed"):
+                cut = (f"; the lowest-ranked were cut (overflow up to {r['overflow_max']}): "
+                       f"K >= {r['round_candidates_max']} shows every candidate"
+                       if r["overflow_max"] else "")
+                notes.append(f"{r['policy']}: K = {r['slots']} slots, fixed by the agent; "
+                             f"rounds had up to {r['round_candidates_max']} candidates{cut}")
+            early = [e for e in r.get("end_reasons", ()) if e not in _NORMAL_ENDS]
+            if early:
+                why = (f"{STEP_CAP}: a round took {round_step_cap(r['slots'])} steps without a "
+                       f"commit" if STEP_CAP in early else "the environment ended the episode")
+                notes.append(f"{r['policy']}: ended early ({', '.join(early)}; {why}); the "
+                             f"metrics cover the rounds before, unfinished jobs count in "
+                             f"in-sys h up to then")
             if r.get("lp_fallbacks"):
                 notes.append(f"{r['policy']}: {r['lp_fallbacks']} LP parts fell back to the "
                              f"greedy assignment (see docs/lp.md)")
@@ -241,19 +295,61 @@ def format_report(report: Report) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(report: Report, out: Path, data: dict | None = None) -> list[Path]:
-    """``metrics.json``, TensorBoard scalars (``tb/``) and PNG plots under ``out``."""
+METRICS_FILE = "metrics.json"
+
+
+def output_dir(out: str | Path | None, suite_name: str, overwrite: bool = False) -> Path:
+    """Where an evaluation writes (``hsched evaluate --out``): ``out`` itself, unless it
+    already holds a ``metrics.json`` (a ``ConfigError`` naming ``--overwrite``, unless
+    ``overwrite``); without ``out``, ``runs/eval-<suite>``, or when that holds an earlier
+    evaluation's ``metrics.json`` the first free ``runs/eval-<suite>-2``, ``-3``, …
+    (``overwrite``: ``runs/eval-<suite>`` itself)."""
+    if out is not None:
+        path = Path(out)
+        if (path / METRICS_FILE).exists() and not overwrite:
+            raise ConfigError(f"{str(path)!r} already holds a {METRICS_FILE} of an earlier "
+                              f"evaluation: pass --overwrite to replace it (and the plots; "
+                              f"TensorBoard runs are kept side by side), or choose another "
+                              f"--out", field="--out")
+        return path
+    base = Path("runs") / f"eval-{suite_name}"
+    path, i = base, 2
+    while (path / METRICS_FILE).exists() and not overwrite:
+        path = base.with_name(f"{base.name}-{i}")
+        i += 1
+    return path
+
+
+def write_outputs(report: Report, out: Path, data: dict | None = None,
+                  overwrite: bool = True) -> list[Path]:
+    """``metrics.json``, TensorBoard scalars and PNG plots under ``out``. The TensorBoard
+    events go to a new run folder ``tb/<YYYYmmdd-HHMMSS>-<suite>/<scenario>/`` each time, so
+    repeated evaluations into one folder stay apart. ``overwrite=False``: a ``ConfigError``
+    when ``out`` already holds a ``metrics.json`` (``hsched evaluate`` checks this with
+    ``output_dir`` before it runs)."""
     out = Path(out)
+    if not overwrite:
+        output_dir(out, report.suite.name, overwrite=False)
     out.mkdir(parents=True, exist_ok=True)
     data = report_json(report) if data is None else data
     written = []
-    path = out / "metrics.json"
+    path = out / METRICS_FILE
     path.write_text(json.dumps(data, indent=1))
     written.append(path)
-    written.append(_write_tensorboard(report, data, out / "tb"))
+    written.append(_write_tensorboard(report, data, _tb_run_dir(out / "tb", report.suite.name)))
     written.append(plot_decision_vs_jct(report, out / "decision_vs_jct.png"))
     written.append(plot_jct_cdf(report, out / "jct_cdf.png"))
     return written
+
+
+def _tb_run_dir(tb: Path, suite_name: str) -> Path:
+    """A new folder under ``tb``: ``<YYYYmmdd-HHMMSS>-<suite>`` (``-2``, … when taken)."""
+    base = f"{time.strftime('%Y%m%d-%H%M%S')}-{suite_name}"
+    path, i = tb / base, 2
+    while path.exists():
+        path = tb / f"{base}-{i}"
+        i += 1
+    return path
 
 
 TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1 / 3600),
@@ -266,7 +362,7 @@ TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1
 
 
 def _write_tensorboard(report: Report, data: dict, path: Path) -> Path:
-    """Per scenario a run directory: scalars ``eval/<policy>/<metric>`` (step = seed index,
+    """Under ``path`` (this evaluation's run folder), per scenario a run directory: scalars ``eval/<policy>/<metric>`` (step = seed index,
     the seed average at step ``len(seeds)``) and ``add_hparams`` with the suite and seeds."""
     from torch.utils.tensorboard import SummaryWriter
     seed_index = {s: i for i, s in enumerate(report.seeds)}

@@ -1,8 +1,11 @@
 """One run of one policy on one scenario and held-out seed: ``Run`` (its metrics and per-round
 logs), ``run_simulator_policy`` (a ``make_policy`` policy in the simulator, timed and with
-recall@k of the full LP's support), ``run_ranker`` (a ranker driving ``RankEnv``, then the LP
-over the kept candidates), ``rank_slots_bound`` (``RankEnv``'s slot count for a workload),
-``recall_defined`` and ``SUPPORT_TINY``. Part of the evaluation harness, ``agents.evaluate``."""
+recall@k of the full LP's support), ``run_ranker`` (a rank-mode agent driving ``RankEnv``, then
+the LP over the kept candidates), ``run_scheduler`` (a select-mode agent driving
+``ScheduleEnv``), ``rank_slots_bound`` (``RankEnv``'s slot count for a workload),
+``check_observation`` (an SB3 model's trained observation space against a scenario's),
+``round_step_cap``, ``recall_defined`` and ``SUPPORT_TINY``. Part of the evaluation harness,
+``agents.evaluate``."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.policy_entries import PolicyEntry
+from agents.policy_entries import PolicyEntry, observation_mismatch
 from agents.suites import Scenario, Suite
-from hsched_env.envs import RankEnv
+from hsched_env.envs import RankEnv, ScheduleEnv
+from hsched_env.envs.features import observation_space
 from hsched_env.errors import ConfigError
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
@@ -24,6 +28,15 @@ from lp_baseline.registry import make_policy
 
 #: Support threshold: a candidate with X above this is in the LP's support.
 SUPPORT_TINY = 1e-6
+#: ``Run.end_reason`` of a select-mode run stopped by ``round_step_cap``.
+STEP_CAP = "step_cap"
+
+
+def round_step_cap(K: int) -> int:
+    """Steps a select-mode agent may take in one round before the run is stopped
+    (``end_reason = "step_cap"``): a round needs at most K placements and a commit, so this
+    only stops an agent that keeps sending invalid actions and never commits."""
+    return max(1000, 4 * (int(K) + 1))
 
 
 @dataclass
@@ -36,9 +49,9 @@ class Run:
     seed: int
     metrics: dict
     jct_s: np.ndarray
-    decision_s: np.ndarray           # per round: LP (+ ranker) time
-    lp_decision_s: np.ndarray        # per round: the policy's / LP's own time
-    ranker_s: np.ndarray | None      # per round: ranker inference (rankers only)
+    decision_s: np.ndarray           # per round: LP / environment (+ agent) time
+    lp_decision_s: np.ndarray        # per round: the policy's / LP's / environment's own time
+    ranker_s: np.ndarray | None      # per round: the agent's inference (rank, select agents)
     lp_vars: np.ndarray
     recall: np.ndarray | None        # per round with a non-empty LP support; None: n/a
     active_jobs: np.ndarray
@@ -47,6 +60,11 @@ class Run:
     records: list = field(default_factory=list, repr=False)
     overflow_max: int | None = None
     kept_frac_mean: float | None = None
+    slots: int | None = None              # K of the agent's environment (agents only)
+    slots_fixed: bool = False             # K was the agent's own (``slots``), not the harness's
+    round_candidates_max: int | None = None   # the largest round's candidates (agents only)
+    placements: int | None = None         # select mode: valid placements
+    invalid_actions: int | None = None    # select mode: invalid (no-op) actions
 
 
 def _support_pairs(support_lp, view) -> set[tuple[int, int]]:
@@ -125,9 +143,12 @@ def _sim_config(suite: Suite, scenario: Scenario, seed: int):
 
 
 def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason) -> dict:
+    """``max_time_s``: where the run's window ended (a time limit, or the time a step-capped
+    run stopped)."""
     m = dict(metrics)
     m["policy"] = label
-    truncated = end_reason == "time_limit" and any(not r.done for r in records)
+    truncated = (end_reason not in ("completed", "stalled") and max_time_s is not None
+                 and any(not r.done for r in records))
     if truncated:
         m["makespan_s"] = math.nan              # the window ended first: no makespan
     ends = [r.finish_s if r.done else (max_time_s if truncated else math.nan) for r in records]
@@ -179,20 +200,54 @@ class _NoDecisions:
         return {}
 
 
+def check_observation(entry: PolicyEntry, scenario: Scenario, cluster) -> None:
+    """For an entry with a trained observation space (an SB3 model): a ``ConfigError`` naming
+    the trained and the scenario's shapes when they differ (e.g. a cluster with a different
+    number of GPU types), before anything runs."""
+    trained = entry.observation_space
+    if trained is None or entry.slots is None:
+        return
+    bad = observation_mismatch(trained, observation_space(entry.slots, cluster.gpu_types),
+                               entry.slots)
+    if bad:
+        raise ConfigError(f"{entry.label} cannot run on scenario {scenario.name!r} (cluster "
+                          f"{scenario.cluster}, {len(cluster.gpu_types)} GPU types): {bad}",
+                          field="--policies")
+
+
+def _env_kwargs(entry: PolicyEntry, suite: Suite, scenario: Scenario) -> dict:
+    kw = {"job_candidates": suite.job_candidates, "round_s": suite.round_s,
+          "restart_s": suite.restart_s, "lp_policy": "heterosched-lp",
+          "lp_factory": make_policy, "max_time_s": scenario.max_time_s}
+    kw.update(entry.env_kwargs)
+    return kw
+
+
+def _make_env(cls, entry: PolicyEntry, suite: Suite, scenario: Scenario, slots):
+    kw = _env_kwargs(entry, suite, scenario)
+    if cls is RankEnv:
+        kw["measure_time"] = True               # the LP's wall-clock time in info
+    try:
+        return cls(scenario.cluster, scenario.workload, slots=slots, **kw)
+    except TypeError as exc:                   # env_kwargs the constructor does not take
+        raise ConfigError(f"{entry.label}: cannot build {cls.__name__} with its env_kwargs "
+                          f"{entry.env_kwargs!r}: {exc}", field="--policies") from None
+
+
 def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, slots: int,
                support_lp) -> Run:
-    """A ranker driving ``RankEnv`` (keep bits, then the HeteroSched LP over the kept
-    candidates) on the scenario's workload, episode seed ``seed``."""
-    env = RankEnv(scenario.cluster, scenario.workload, slots=slots,
-                  job_candidates=suite.job_candidates, round_s=suite.round_s,
-                  restart_s=suite.restart_s, lp_policy="heterosched-lp",
-                  lp_factory=make_policy, max_time_s=scenario.max_time_s,
-                  measure_time=True)                # the LP's wall-clock time in info
+    """A rank-mode agent driving ``RankEnv`` (keep bits, then the HeteroSched LP over the kept
+    candidates) on the scenario's workload, episode seed ``seed``. ``slots``: K (the agent's
+    own ``entry.slots`` when it has one: rounds with more candidates are cut, the overflow
+    is reported)."""
+    if entry.slots is not None:
+        slots = entry.slots
+    env = _make_env(RankEnv, entry, suite, scenario, slots)
     ranker = entry.ranker
     gated_before = getattr(ranker, "gated_rounds", 0)
     obs, _ = env.reset(seed=seed)
     lp_s, rank_s, lp_vars, recall, kept_frac = [], [], [], [], []
-    overflow = 0
+    overflow = total_max = 0
     done = env.simulator.finished
     while not done:
         sl = env.slots
@@ -201,18 +256,21 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
         rank_s.append(time.perf_counter() - t0)
         keep = np.asarray(keep)
         if keep.shape != (env.K,):
-            raise ConfigError(f"ranker {entry.label!r} returned keep bits of shape "
-                              f"{keep.shape}, expected ({env.K},)", field="ranker")
+            raise ConfigError(
+                f"{entry.label!r} returned keep bits of shape {keep.shape}, expected "
+                f"({env.K},): this RankEnv has K={env.K} slots ({_k_origin(entry)})",
+                field="--policies")
         bits = keep.astype(bool)[:sl.k.size]
         kept = {(int(j), int(r)) for j, r in zip(sl.job[bits], sl.row[bits])}
         value = _recall(_support_pairs(support_lp, sl.view), kept)
         if value is not None:
             recall.append(value)
         obs, _, terminated, truncated, info = env.step(keep.astype(np.int8))
-        lp_s.append(info["decision_time_s"])
+        lp_s.append(float(info.get("decision_time_s", 0.0)))
         lp_vars.append(info["lp_vars"])
         kept_frac.append(info["kept"] / max(info["total"], 1))
         overflow = max(overflow, int(info["overflow"]))
+        total_max = max(total_max, int(info["total"]))
         done = terminated or truncated
     sim = env.simulator
     result = sim.result()
@@ -226,13 +284,119 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     # rounds the ranker's gate solved whole (no inference): see ``Ranker``
     metrics["gated_fraction"] = ((getattr(ranker, "gated_rounds", 0) - gated_before)
                                  / max(len(rank_s), 1))
-    metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s,
-                              sim.end_reason)
+    end_reason = getattr(env, "end_reason", None) or sim.end_reason
+    metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s, end_reason)
     return Run(scenario=scenario.name, label=entry.label, kind="ranker", seed=seed,
                metrics=metrics, jct_s=np.array([r.jct_s for r in records if r.done]),
                decision_s=dec, lp_decision_s=lp_arr, ranker_s=rank_arr,
                lp_vars=np.asarray(lp_vars, dtype=float), recall=np.asarray(recall),
                active_jobs=np.asarray(result.active_jobs),
                candidates_per_job=np.array([len(t) for t in sim.run_view().tables]),
-               end_reason=sim.end_reason, records=records, overflow_max=overflow,
-               kept_frac_mean=float(np.mean(kept_frac)) if kept_frac else 0.0)
+               end_reason=end_reason, records=records, overflow_max=overflow,
+               kept_frac_mean=float(np.mean(kept_frac)) if kept_frac else 0.0,
+               slots=env.K, slots_fixed=entry.slots is not None,
+               round_candidates_max=total_max)
+
+
+def _k_origin(entry: PolicyEntry) -> str:
+    if entry.slots is not None:
+        return "the agent's own slots"
+    return "chosen by the harness: read env.K, or give the agent a fixed 'slots' attribute"
+
+
+def _select_action(action, entry: PolicyEntry, K: int) -> int:
+    """One integer action of ``act``; ``ConfigError`` for anything else (a vector, a bool,
+    ``None``). Out-of-range integers are passed on: the environment counts them invalid."""
+    if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
+        return int(action)
+    try:
+        a = np.asarray(action)
+    except Exception:                                 # noqa: BLE001 (any object: rejected)
+        a = np.asarray(None)
+    if a.size == 1 and a.dtype.kind in "iuf":
+        value = a.reshape(-1)[0].item()
+        if float(value).is_integer():
+            return int(value)
+    got = f"shape {a.shape} {a.dtype}" if a.dtype.kind != "O" else type(action).__name__
+    raise ConfigError(f"{entry.label!r}: act() returned {got} ({str(action)[:60]}), expected "
+                      f"one int action of hsched/Schedule-v0 (shape (): 0..{K - 1} places the "
+                      f"candidate of that slot, {K} commits the round; K={K} slots, "
+                      f"{_k_origin(entry)})", field="--policies")
+
+
+def run_scheduler(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int) -> Run:
+    """A select-mode agent driving ``ScheduleEnv`` (``act(obs, env)``: place a slot's
+    candidate or commit the round) on the scenario's workload, episode seed ``seed``, until
+    the episode ends. Decision time per round: the agent's inference time during the round
+    plus the environment's own recorded time for it (the LP that fills the slots with
+    ``candidate_filter="lp"``). A round that takes ``round_step_cap(K)`` steps without a
+    commit stops the run (``end_reason = "step_cap"``); an episode the environment ends
+    itself (too many invalid actions in a row) keeps the environment's ``end_reason``."""
+    env = _make_env(ScheduleEnv, entry, suite, scenario, entry.slots)
+    agent = entry.agent
+    obs, _ = env.reset(seed=seed)
+    cap = round_step_cap(env.K)
+    agent_s: list[float] = []
+    in_round = 0.0
+    steps = placements = invalid = 0
+    overflow = total_max = 0
+    end_reason = None
+
+    def note_round():
+        nonlocal overflow, total_max
+        sl = env.slots
+        if sl is not None:
+            overflow = max(overflow, int(sl.total - sl.k.size))
+            total_max = max(total_max, int(sl.total))
+
+    note_round()
+    done = env.simulator.finished
+    while not done:
+        t0 = time.perf_counter()
+        action = agent.act(obs, env)
+        in_round += time.perf_counter() - t0
+        obs, _, terminated, truncated, info = env.step(_select_action(action, entry, env.K))
+        steps += 1
+        if info["invalid_action"]:
+            invalid += 1
+        elif info["committed"]:
+            agent_s.append(in_round)
+            in_round, steps = 0.0, 0
+            note_round()
+        else:
+            placements += 1
+        done = terminated or truncated
+        if not done and steps >= cap:
+            end_reason = STEP_CAP
+            break
+    sim = env.simulator
+    # the environment may end an episode itself (e.g. too many invalid actions in a row)
+    end_reason = end_reason or getattr(env, "end_reason", None) or sim.end_reason
+    result = sim.result()
+    records = result.jobs
+    env_arr = np.asarray(result.decision_s, dtype=float)
+    if env_arr.size == len(agent_s) + 1:
+        agent_s.append(in_round)                # ended in an open round: its time so far
+    agent_arr = np.asarray(agent_s, dtype=float)
+    if env_arr.size != agent_arr.size:
+        raise RuntimeError(f"{entry.label}: {env_arr.size} rounds recorded by the environment, "
+                           f"{agent_arr.size} by the harness")
+    dec = env_arr + agent_arr
+    result.decision_s = list(dec)
+    result.policy = entry.label
+    metrics = result.metrics()
+    if env.candidate_filter == "lp":
+        metrics.update(getattr(env.lp, "summary", dict)())
+    metrics["placements"], metrics["invalid_actions"] = placements, invalid
+    window = scenario.max_time_s if sim.finished else sim.time_s   # ended early: up to now
+    metrics = _finish_metrics(metrics, entry.label, records, window, end_reason)
+    return Run(scenario=scenario.name, label=entry.label, kind="scheduler", seed=seed,
+               metrics=metrics, jct_s=np.array([r.jct_s for r in records if r.done]),
+               decision_s=dec, lp_decision_s=env_arr, ranker_s=agent_arr,
+               lp_vars=np.asarray(result.lp_vars, dtype=float), recall=None,
+               active_jobs=np.asarray(result.active_jobs),
+               candidates_per_job=np.array([len(t) for t in sim.run_view().tables]),
+               end_reason=end_reason, records=records, overflow_max=overflow,
+               slots=env.K, slots_fixed=entry.slots is not None,
+               round_candidates_max=total_max, placements=placements,
+               invalid_actions=invalid)

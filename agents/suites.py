@@ -1,12 +1,15 @@
 """Evaluation seeds and suites: the seeds training may use (``TRAIN_SEEDS``) and the held-out
 seeds evaluation draws from (``HELDOUT_SEEDS``, ``heldout_seeds``, ``is_training_seed``), and the
 ``Scenario`` / ``Suite`` definitions with the shipped suites (``SMOKE``, ``STANDARD``, ``LARGE``,
-by name in ``SUITES``; ``get_suite``). Part of the evaluation harness, ``agents.evaluate``."""
+by name in ``SUITES``; ``get_suite``) and ``custom_suite`` (one scenario of your own). Part of
+the evaluation harness, ``agents.evaluate``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, UnknownNameError
 
 #: Seeds the trainers may use (episode seeds of training and validation during training).
@@ -37,12 +40,17 @@ class Scenario:
 
     Attributes:
         name: Short label (table headers, TensorBoard tags).
-        cluster: Cluster preset.
-        workload: Generated workload spec without ``seed=`` (the evaluation seed is added).
+        cluster: Cluster preset (or cluster file).
+        workload: Generated workload spec without ``seed=`` (the evaluation seed is added);
+            with ``fixed_ok``, also a trace (``philly:``, ``pollux:``, ``csv:``,
+            ``gavel-trace:``) or a seeded ``gavel:`` spec: the same jobs on every seed.
         max_time_s: Stop each run at this simulated time (``SimConfig.max_time_s``); ``None``:
             run until every job completes. Runs cut short report the jobs done by then; their
             makespan is n/a and ``avg_time_in_system_s`` is the fair JCT-like figure.
         note: What the scenario is for.
+        fixed_ok: Allow a fixed workload (a trace, or a ``gavel:`` spec with ``seed=``): a
+            custom scenario (``custom_suite``). The shipped suites need generated workloads,
+            so each held-out seed is a different job sequence.
     """
 
     name: str
@@ -50,20 +58,37 @@ class Scenario:
     workload: str
     max_time_s: float | None = None
     note: str = ""
+    fixed_ok: bool = False
 
     def __post_init__(self) -> None:
-        kind = self.workload.split(":", 1)[0].strip()
-        if kind != "gavel":
+        if self.fixed_ok:
+            return
+        if _workload_kind(self.workload) != "gavel":
             raise ConfigError(f"an evaluation scenario needs a generated ('gavel:...') "
                               f"workload, got {self.workload!r}", field="workload")
-        if any(p.split("=", 1)[0].strip() == "seed"
-               for p in self.workload.split(":", 1)[-1].split(",")):
+        if _seeded(self.workload):
             raise ConfigError(f"the evaluation seed is added to the workload; remove seed= "
                               f"from {self.workload!r}", field="workload")
 
+    @property
+    def fixed_workload(self) -> bool:
+        """Whether every seed runs the same jobs (a trace or a seeded ``gavel:`` spec)."""
+        return _workload_kind(self.workload) != "gavel" or _seeded(self.workload)
+
     def workload_for(self, seed: int) -> str:
-        """The workload spec of evaluation seed ``seed``."""
+        """The workload spec of evaluation seed ``seed`` (a fixed workload: itself)."""
+        if self.fixed_workload:
+            return self.workload
         return f"{self.workload}{',' if ':' in self.workload else ':'}seed={int(seed)}"
+
+
+def _workload_kind(spec: str) -> str:
+    return spec.split(":", 1)[0].strip()
+
+
+def _seeded(spec: str) -> bool:
+    return ":" in spec and any(p.split("=", 1)[0].strip() == "seed"
+                               for p in spec.split(":", 1)[1].split(","))
 
 
 @dataclass(frozen=True)
@@ -71,7 +96,7 @@ class Suite:
     """A set of scenarios evaluated on the same held-out seeds and scheduler settings.
 
     Attributes:
-        name: ``smoke``, ``standard``, ``large`` or ``large-family``.
+        name: ``smoke``, ``standard``, ``large``, ``large-family`` or ``custom``.
         scenarios: The scenarios.
         seeds: Number of held-out seeds by default (``--seeds`` overrides).
         job_candidates: Candidates the planner keeps per job (``PlannerConfig.max_candidates``;
@@ -133,3 +158,35 @@ def get_suite(name: str) -> Suite:
     if name not in SUITES:
         raise UnknownNameError("suite", name, list(SUITES))
     return SUITES[name]
+
+
+#: Name of the one-scenario suite of ``custom_suite`` (``hsched evaluate --cluster/--workload``).
+CUSTOM_SUITE = "custom"
+
+
+def custom_suite(cluster: str, workload: str, max_time_s: float | None = None,
+                 seeds: int = 1) -> Suite:
+    """A one-scenario suite named ``custom`` (``hsched evaluate --cluster C --workload W``),
+    with the shipped suites' settings (300 s rounds, 60 s restarts, 16 planner candidates per
+    job, ``topk`` k = 4). A generated ``gavel:`` spec without ``seed=`` gets each held-out
+    seed appended; a trace or a seeded spec is the same jobs on every seed (a note says so).
+    The scenario is named after the cluster (a file: its stem)."""
+    cluster, workload = str(cluster).strip(), str(workload).strip()
+    if not cluster:
+        raise ConfigError("needs a cluster preset or file", field="--cluster")
+    if not workload:
+        raise ConfigError("needs a workload spec", field="--workload")
+    if max_time_s is not None and not max_time_s > 0:
+        raise ConfigError(f"must be > 0, got {max_time_s}", field="--max-time-s")
+    get_cluster(cluster)                              # unknown preset / bad file: fail now
+    name = Path(cluster).stem if Path(cluster).suffix else cluster
+    if _workload_kind(workload) != "gavel":
+        note = "a trace: the same jobs on every seed"
+    elif _seeded(workload):
+        note = "a seeded generated workload: the same jobs on every seed"
+    else:
+        note = "a generated workload: each held-out seed draws new jobs"
+    sc = Scenario(name, cluster, workload, max_time_s=max_time_s, note=note, fixed_ok=True)
+    window = f", first {max_time_s / 3600:g} h" if max_time_s else ""
+    return Suite(CUSTOM_SUITE, (sc,), seeds=int(seeds),
+                 description=f"{workload} on {cluster}{window}")

@@ -26,28 +26,48 @@ def cmd_demo(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    """``hsched evaluate`` (``args``: suite, policies, seeds, out, json, no_progress)."""
+    """``hsched evaluate`` (``args``: suite, cluster, workload, max_time_s, policies,
+    trust_sb3_zip, seeds, out, overwrite, json, no_progress)."""
     from agents import evaluate as ev
-    suite = ev.get_suite(args.suite)
-    entries = ev.parse_policies(args.policies or ev.default_policies())  # unknown names: exit 2
-    out = Path(args.out) if args.out else Path("runs") / f"eval-{suite.name}"
+    custom = args.cluster is not None or args.workload is not None
+    if custom:
+        if args.suite is not None:
+            raise ConfigError("give --suite or --cluster/--workload (a custom scenario), not "
+                              "both", field="--suite")
+        if args.cluster is None or args.workload is None:
+            missing = "--workload" if args.cluster is not None else "--cluster"
+            raise ConfigError("a custom scenario needs both --cluster and --workload",
+                              field=missing)
+        suite = ev.custom_suite(args.cluster, args.workload, max_time_s=args.max_time_s)
+    else:
+        if args.max_time_s is not None:
+            raise ConfigError("--max-time-s sets the window of a custom scenario: give it "
+                              "with --cluster and --workload", field="--max-time-s")
+        suite = ev.get_suite(args.suite or "smoke")
+    out = ev.output_dir(args.out, suite.name, overwrite=args.overwrite)  # never over results
+    entries = ev.parse_policies(args.policies or ev.default_policies(),   # unknown: exit 2
+                                trust_sb3_zip=args.trust_sb3_zip)
     try:                                            # an unwritable --out fails before the runs
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create {str(out)!r}: {exc.strerror or exc}",
                           field="--out") from None
+    if args.out is None and out != Path("runs") / f"eval-{suite.name}":
+        print(f"runs/eval-{suite.name} holds an earlier evaluation: writing to {out} "
+              f"(--out DIR to choose, --overwrite to replace)", file=sys.stderr)
     progress = False if args.no_progress else None
     report = ev.evaluate(suite, ev.entries_to_items(entries), seeds=args.seeds,
                          progress=progress)
     data = ev.report_json(report)
-    written = ev.write_outputs(report, out, data)
+    written = ev.write_outputs(report, out, data, overwrite=True)   # checked above
+    where = f"wrote {', '.join(str(p) for p in written)}"
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         print()
+        print(where, file=sys.stderr)
     else:
         print(ev.format_report(report))
-        print(f"\n{len(report.runs)} runs in {report.wall_s:.1f} s; wrote "
-              + ", ".join(str(p) for p in written))
+        print(f"\n{len(report.runs)} runs in {report.wall_s:.1f} s; {where}")
     return 0
 
 

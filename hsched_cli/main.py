@@ -95,16 +95,35 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="runs/demo", help="output folder (plots, JSON)")
     d.set_defaults(func=cmd_demo)
 
-    ev = sub.add_parser("evaluate", help="policies and learned rankers on held-out seeds")
-    ev.add_argument("--suite", default="smoke",
+    ev = sub.add_parser("evaluate", help="policies, rankers and your own agents on held-out "
+                        "seeds")
+    ev.add_argument("--suite", default=None,
                     help="smoke (default), standard, large or large-family")
+    ev.add_argument("--cluster", default=None, help="a custom one-scenario suite ('custom', "
+                    "instead of --suite): cluster preset or file; needs --workload")
+    ev.add_argument("--workload", default=None, help=(
+        "the custom scenario's workload: gavel:... without seed= (each held-out seed draws "
+        "new jobs), or a trace (philly:, pollux:, csv:, gavel-trace:; the same jobs every "
+        "seed); needs --cluster"))
+    ev.add_argument("--max-time-s", type=float, default=None,
+                    help="stop the custom scenario's runs at this simulated time")
     ev.add_argument("--policies", default=None, help=(
-        "comma-separated: pure-lp, topk, pop-4, gavel, fifo (any 'simulate' policy), "
-        "ranker (agents/data/ranker.pt) or ranker:PATH; default pure-lp,topk,pop-4,[ranker,]"
-        "gavel,fifo"))
+        "comma-separated: pure-lp, topk, pop-4, gavel, fifo (any 'simulate' policy); "
+        "ranker (agents/data/ranker.pt) or ranker:PATH.pt; module:callable (your agent: "
+        "keep(obs, env) for rank mode or act(obs, env) for select mode, optional name, slots, "
+        "env_kwargs; the module is imported from the current directory or the Python path); "
+        "sb3:PATH.zip or sb3:ALGO:PATH.zip (ALGO ppo, maskable-ppo, a2c, dqn; needs "
+        "--trust-sb3-zip). Default pure-lp,topk,pop-4,[ranker,]gavel,fifo"))
+    ev.add_argument("--trust-sb3-zip", action="store_true",
+                    help="allow sb3:PATH.zip: loading an SB3 zip runs the pickled Python code "
+                         "inside it, so only for files you trust")
     ev.add_argument("--seeds", type=_positive_int, default=None, metavar="N",
-                    help="first N held-out seeds (default: the suite's)")
-    ev.add_argument("--out", default=None, help="output folder (default runs/eval-SUITE)")
+                    help="first N held-out seeds (default: the suite's; custom: 1)")
+    ev.add_argument("--out", default=None, help="output folder (default runs/eval-SUITE, or "
+                    "runs/eval-SUITE-2, -3, ... when it holds an earlier evaluation)")
+    ev.add_argument("--overwrite", action="store_true",
+                    help="replace the metrics.json and plots of an earlier evaluation in the "
+                         "output folder (TensorBoard runs are always kept side by side)")
     ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
