@@ -128,9 +128,11 @@ class PlacementDryRun:
         self._held = {k: a for k, a in enumerate(view.current_nodes)
                       if a is not None and int(view.current[k]) >= 0}
         self._mask = np.zeros_like(self.nodes.free)       # GPUs held by pending running jobs
-        for alloc in self._held.values():
+        self._holding: dict[int, list[tuple[int, int]]] = {}   # node -> [(job index, GPUs)]
+        for k, alloc in self._held.items():
             for v, g in alloc:
                 self._mask[v] += g
+                self._holding.setdefault(int(v), []).append((k, int(g)))
         self._pending = set(self._held)
         self._evicted: set[int] = set()
 
@@ -155,11 +157,13 @@ class PlacementDryRun:
         return got is not None
 
     def _evict(self, before: np.ndarray) -> None:
-        """Pending running jobs whose held nodes the last placement took from."""
-        taken = before - self.nodes.free
-        for k in list(self._pending):
-            if any(taken[v] and self.nodes.free[v] < g for v, g in self._held[k]):
-                self._evicted.add(k)
+        """Pending running jobs whose held nodes the last placement took from (a node it
+        holds g GPUs of was taken from and has fewer than g free now)."""
+        free = self.nodes.free
+        for v in np.flatnonzero(before != free):
+            for k, g in self._holding.get(int(v), ()):
+                if k in self._pending and free[v] < g:
+                    self._evicted.add(k)
 
     def place_first(self, k: int, prefs: list[int]) -> list[int] | None:
         """Take the first of ``prefs`` (rows of job ``k``) that fits; returns it followed by
