@@ -54,9 +54,26 @@ class Calibration:
     """Efficiency factors and fixed costs of the analytic model.
 
     Attributes:
-        eta_llm: Kernel efficiency (fraction of dense fp16/bf16 peak) of transformer layers on
-            NVLink Ampere/Hopper GPUs. Fitted to anchor A2 (LLaMA-1 65B, 380 tok/s/GPU on 2048
-            A100-80GB); see the module docstring.
+        eta_llm: Matmul efficiency (fraction of dense fp16/bf16 peak) of half-precision
+            transformer layers on NVLink Ampere GPUs (A100), and on NVLink Hopper parts when
+            ``eta_llm_by_arch`` has no entry. Fitted with the other half-precision factors
+            (``scripts/calibrate.py``, ``fit_half``) on ``scripts/measured.py``'s FIT_ROWS and
+            anchor A2 (LLaMA-1 65B, 380 tok/s/GPU on 2048 A100-80GB).
+        eta_llm_by_arch: The same for the NVLink parts of other architectures (fitted: Hopper
+            on MPT on 8 H100, Volta on BERT-large on one V100). Hopper's dense peak is 3.2×
+            Ampere's, but measured LLM training runs 2.1–2.5× faster: its matmuls reach a
+            smaller fraction of the peak.
+        llm_elementwise_traffic: HBM traffic of the bandwidth-bound kernels between the
+            matmuls of a half-precision transformer layer (norms, residual adds, activation
+            function, rotary embedding, attention input/output; forward + backward), as
+            ``c · s · h · dtype`` bytes per sample (c bytes per token and hidden unit per byte
+            of the data type); this time adds to the matmuls'. It makes small models and fast
+            GPUs relatively slower (FLOPs grow with h², traffic with h; Hopper has 3.2× the
+            FLOP/s but 1.6× the bandwidth of an A100-80GB). Fitted; a count of a layer's
+            kernels gives about 90. Two more terms were tried and left out because the fit put
+            them at "no effect": attention-score traffic without FlashAttention (fitted 0 on
+            the BERT rows) and a separate efficiency of the attention-score matmuls (fitted
+            1.0, the dense matmuls' own, with a 4096-token MPT-7B row added to the fit).
         eta_half_by_arch: Efficiency of fp16/bf16 kernels on other architectures (PCIe parts,
             pre-Ampere tensor cores). Reference defaults (0.25–0.35, ``cost_model.md`` §5).
         eta_fp32_by_arch: Efficiency of fp32 kernels, fitted to Gavel's single-GPU throughputs of
@@ -84,7 +101,9 @@ class Calibration:
     """
 
     # Fitted by scripts/calibrate.py (see the module docstring for the anchors).
-    eta_llm: float = 0.676
+    eta_llm: float = 0.6928
+    eta_llm_by_arch: dict = field(default_factory=lambda: {"hopper": 0.5121, "volta": 0.6476})
+    llm_elementwise_traffic: float = 75.49
     # Reference defaults (cost_model.md §5), not fitted: PCIe parts and older tensor cores.
     eta_half_by_arch: dict = field(default_factory=lambda: {
         "hopper": 0.45, "ampere": 0.45, "ada": 0.35, "turing": 0.30, "volta": 0.35,
@@ -108,6 +127,8 @@ class Calibration:
         if model.precision == "fp32":
             return self.eta_fp32_by_arch[gpu.arch]
         nvlink = gpu.link.lower().startswith("nvlink")
+        if nvlink and gpu.arch in self.eta_llm_by_arch:
+            return self.eta_llm_by_arch[gpu.arch]
         if gpu.arch in ("ampere", "hopper") and nvlink:
             return self.eta_llm
         return self.eta_half_by_arch[gpu.arch]
@@ -169,7 +190,8 @@ def model_shape(model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> M
             logits_fwd_flops=2.0 * s * h * V,
             layer_params=float(layer_params),
             embed_params=float(V * h),
-            traffic_bytes=0.0,                 # fused kernels: folded into eta_llm
+            # bandwidth-bound kernels between the matmuls (forward + backward)
+            traffic_bytes=dtype * calib.llm_elementwise_traffic * s * h,
             act_layer=s * h * (34 + attn_score) * scale,     # s·b·h·(34 + 5as/h)
             act_rc=2.0 * s * h * scale,        # full recompute keeps each layer's input
             logits_act=4.0 * s * V,            # fp32 logits for the loss
@@ -232,8 +254,10 @@ def layer_time_per_sample(shape: ModelShape, calib: Calibration, hw: PoolArrays,
     tp = np.asarray(tp, dtype=np.float64)
     mult = np.where(rc, 4.0, 3.0)
     tp_share = np.where(rc, 1.5, 1.0) * (tp - 1) / tp
+    # a transformer's traffic is per forward + backward: recompute adds a forward (4/3)
+    traffic = shape.traffic_bytes * (mult / 3.0 if shape.transformer else 1.0)
     return (mult * shape.layer_fwd_flops / (tp * hw.flops[pool])
-            + shape.traffic_bytes / (tp * hw.hbm_bw[pool])
+            + traffic / (tp * hw.hbm_bw[pool])
             + tp_share * shape.tp_comm_bytes / hw.intra_bw[pool])
 
 

@@ -132,14 +132,54 @@ def fit_llm(calib: Calibration) -> float:
     return round((lo + hi) / 2, 3)
 
 
+HALF_FACTORS = ("eta_llm", "eta_hopper", "eta_volta", "llm_elementwise_traffic")
+
+
+def half_calibration(calib: Calibration, x) -> Calibration:
+    """``calib`` with the half-precision factors ``x`` (in ``HALF_FACTORS`` order)."""
+    return dataclasses.replace(
+        calib, eta_llm=float(x[0]),
+        eta_llm_by_arch={**calib.eta_llm_by_arch, "hopper": float(x[1]), "volta": float(x[2])},
+        llm_elementwise_traffic=float(x[3]))
+
+
+def fit_half(calib: Calibration, progress: bool = True) -> dict[str, float]:
+    """The half-precision factors: matmul efficiency of NVLink Ampere (``eta_llm``), Hopper
+    and Volta parts, and the elementwise HBM traffic of a transformer layer, by least squares
+    in log space on ``measured.FIT_ROWS`` and anchor A2. Priors: efficiency in [0.3, 0.9];
+    traffic ≥ 0, starting from a count of a layer's kernels (about 90 bytes per token and
+    hidden unit per byte, forward + backward)."""
+    import measured
+    rows = [r for r in measured.load_rows() if r.id in measured.FIT_ROWS]
+    if len(rows) != len(measured.FIT_ROWS) or not all(r.compared for r in rows):
+        raise SystemExit("a FIT_ROWS id is missing or not comparable in the CSV")
+
+    def residuals(x):
+        c = half_calibration(calib, x)
+        res = [np.log(max(measured.predict(r, c), 1e-9) / r.value) for r in rows]
+        res.append(np.log(tokens_per_gpu_at(LLAMA1_65B, A2_GPUS, c) / A2_TOKENS_PER_S_PER_GPU))
+        if progress:
+            print(f"  {np.round(x, 4).tolist()}: rms log error "
+                  f"{np.sqrt(np.mean(np.square(res))):.4f}", flush=True)
+        return res
+
+    fit = least_squares(residuals, x0=[0.68, 0.5, 0.6, 90.0],
+                        bounds=([0.3, 0.3, 0.3, 0.0], [0.9, 0.9, 0.9, 1000.0]),
+                        x_scale=[0.1, 0.1, 0.1, 30.0], diff_step=1e-3)
+    out = dict(zip(HALF_FACTORS, (round(float(v), 4) for v in fit.x)))
+    out["rms_log_error"] = round(float(np.sqrt(np.mean(np.square(fit.fun)))), 4)
+    return out
+
+
 def main() -> None:
     calib = DEFAULT_CALIBRATION
     fp32 = fit_fp32(calib)
     print("eta_fp32_by_arch and kernel launch cost (fitted on ResNet-18, CycleGAN, LM):", fp32)
-    eta = fit_llm(calib)
-    print(f"eta_llm (fitted on A2, LLaMA-1 65B on {A2_GPUS} A100-80GB = "
-          f"{A2_TOKENS_PER_S_PER_GPU:.0f} tok/s/GPU): {eta}")
+    half = fit_half(calib)
+    print("half-precision factors (fitted on measured.FIT_ROWS and anchor A2):", half)
     print("shipped defaults:", calib.eta_fp32_by_arch, "eta_llm =", calib.eta_llm,
+          "eta_llm_by_arch =", calib.eta_llm_by_arch,
+          "llm_elementwise_traffic =", calib.llm_elementwise_traffic,
           "kernel_launch_us =", calib.kernel_launch_s * 1e6,
           "mem_traffic_factor =", calib.mem_traffic_factor,
           "overlap_gamma =", calib.overlap_gamma)

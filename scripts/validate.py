@@ -1,9 +1,13 @@
-"""Print the cost model's figures against every anchor, calibration and held-out alike.
+"""Print the cost model's figures against every anchor and every comparable public
+measurement, calibration and held-out alike.
 
-Usage: python scripts/validate.py
+Usage: python scripts/validate.py [--markdown] [--anchors-only]
 
-The same anchors are asserted in tests/test_validation.py; this prints the numbers behind them
-(the table in docs/cost_model.md comes from here).
+Three tables: the anchors (A1, A2, Gavel's A8), every compared row of
+``scripts/data/measured_throughput.csv`` (``scripts/measured.py`` says which rows are compared,
+and which fit the half-precision factors: every other row is held out), and the cross-type
+ratios of rows measured the same way on two GPU types. The same figures are asserted in
+tests/test_validation.py; docs/cost_model.md shows this output.
 """
 
 from __future__ import annotations
@@ -12,6 +16,13 @@ from calibrate import (A2_GPUS, A2_TOKENS_PER_S_PER_GPU, FP32_CALIBRATION_BATCHE
                        GAVEL_TYPES, LLAMA1_65B, a100_cluster, analytic_single_gpu_steps,
                        gavel_variant, tokens_per_gpu_at)
 
+import argparse
+import sys
+
+import numpy as np
+from tqdm import tqdm
+
+import measured
 from hsched_env.catalog import get_model
 from hsched_env.text import format_table
 from hsched_env.costmodel import DEFAULT_CALIBRATION as CAL
@@ -19,7 +30,7 @@ from hsched_env.planner import plan
 from hsched_env.throughput import get_throughput_source
 
 
-def main() -> None:
+def anchor_rows() -> list[list[str]]:
     rows = []
     got = tokens_per_gpu_at(LLAMA1_65B, A2_GPUS, CAL)
     rows.append(["A2 LLaMA-1 65B, 2048 A100-80GB, tok/s/GPU", "calibration",
@@ -48,7 +59,91 @@ def main() -> None:
                 meas = gavel.steps_per_s(spec.gavel_job_type, t, 1)
                 rows.append([f"A8 {spec.gavel_job_type} on {t}, steps/s", "calibration",
                              f"{pred[t]:.2f}", f"{meas:.2f}", f"{pred[t] / meas - 1:+.1%}"])
-    print(format_table(["anchor", "role", "model", "published", "error"], rows))
+    return rows
+
+
+def measured_rows(progress: bool = True) -> list[dict]:
+    """Every compared CSV row with the model's prediction and its error."""
+    rows = [r for r in measured.load_rows() if r.compared]
+    out = []
+    for r in tqdm(rows, desc="measured rows", disable=not progress, leave=False):
+        pred = measured.predict(r, CAL)
+        out.append({"row": r, "pred": pred, "error": pred / r.value - 1})
+    return out
+
+
+def ratio_rows(results: list[dict]) -> list[dict]:
+    """Cross-type ratios: measured and predicted, faster type first by measurement."""
+    by_id = {x["row"].id: x for x in results}
+    out = []
+    for a, b in measured.ratio_pairs([x["row"] for x in results]):
+        pa, pb = by_id[a.id]["pred"], by_id[b.id]["pred"]
+        meas = a.value / b.value
+        pred = pa / pb if pb > 0 else float("nan")
+        roles = {a.role, b.role}
+        out.append({"pair": f"{a['gpu']}/{b['gpu']}", "a": a, "b": b, "measured": meas,
+                    "pred": pred, "error": pred / meas - 1,
+                    "role": "held out" if roles == {"held out"} else "uses a fit row"})
+    return out
+
+
+def summary(results: list[dict], ratios: list[dict]) -> list[str]:
+    lines = []
+    for role in ("fit", "held out"):
+        errs = np.array([x["error"] for x in results if x["row"].role == role])
+        if errs.size:
+            lines.append(f"{role}: {errs.size} rows, median |error| {np.median(np.abs(errs)):.1%}, "
+                         f"within ±15%: {np.mean(np.abs(errs) <= 0.15):.0%}, worst "
+                         f"{errs[np.argmax(np.abs(errs))]:+.0%}")
+    for pair in sorted({x["pair"] for x in ratios}):
+        errs = np.array([x["error"] for x in ratios if x["pair"] == pair
+                         and x["role"] == "held out" and np.isfinite(x["error"])])
+        if errs.size:
+            lines.append(f"ratio {pair} (held-out pairs): {errs.size}, median |error| "
+                         f"{np.median(np.abs(errs)):.1%}, within ±10%: "
+                         f"{np.mean(np.abs(errs) <= 0.10):.0%}")
+    return lines
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", action="store_true", help="markdown tables")
+    ap.add_argument("--anchors-only", action="store_true", help="skip the measured rows")
+    args = ap.parse_args(argv)
+    table = _markdown if args.markdown else format_table
+    print(table(["anchor", "role", "model", "published", "error"], anchor_rows()))
+    if args.anchors_only:
+        return
+    results = measured_rows(progress=sys.stderr.isatty())
+    print()
+    print(table(["id", "GPUs", "model", "seq", "metric", "measured", "model", "error", "role"],
+                [[x["row"].id, f"{x['row']['num_gpus']} × {x['row']['gpu']}",
+                  x["row"]["model"], x["row"]["seq_len"],
+                  "tok/s/GPU" if x["row"]["metric"] == "tokens_per_s_per_gpu" else "samples/s/GPU",
+                  f"{x['row'].value:.5g}", f"{x['pred']:.5g}", f"{x['error']:+.0%}",
+                  x["row"].role] for x in results]))
+    ratios = ratio_rows(results)
+    print()
+    print(table(["ratio", "rows", "model", "GPUs", "measured", "model", "error", "role"],
+                [[x["pair"], f"{x['a'].id} / {x['b'].id}", x["a"]["model"],
+                  x["a"]["num_gpus"], f"{x['measured']:.2f}", f"{x['pred']:.2f}",
+                  f"{x['error']:+.0%}", x["role"]] for x in ratios]))
+    print()
+    for line in summary(results, ratios):
+        print(line)
+    skipped = [r for r in measured.load_rows() if not r.compared]
+    reasons: dict[str, int] = {}
+    for r in skipped:
+        key = r.reason.split(" (")[0].split(":")[0]
+        reasons[key] = reasons.get(key, 0) + 1
+    print(f"not compared: {len(skipped)} rows (" + ", ".join(
+        f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])) + ")")
+
+
+def _markdown(headers, rows) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

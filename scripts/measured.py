@@ -1,0 +1,182 @@
+"""Public measured training throughput (``scripts/data/measured_throughput.csv``) against the
+cost model: which rows are compared, how each row becomes a model and a cluster, which rows
+FIT the half-precision factors (``scripts/calibrate.py``) and which are HELD OUT.
+
+A row is compared when it is half-precision (bf16/fp16/AMP) training of a transformer whose
+shape is known (the Llama-2 catalog models, BERT-large, MPT-1B…70B from llm-foundry's YAMLs,
+Megatron's 8.3B GPT-2) on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
+planner's fastest strategy on exactly that many GPUs of that type (8 per node; NIC 200 GB/s
+per node for A100 and V100 systems, 400 GB/s for H100 systems — the sources' DGX-class
+nodes), with the row's global batch and sequence length. fp32/TF32 rows, CNN rows (the
+catalog's CNNs are Gavel's fp32 jobs, validated on Gavel's table), H100 PCIe rows (no such
+catalog type), FP8 rows and rows the source's notes flag as unreliable are listed as not
+compared, with the reason.
+
+``FIT_ROWS`` are the only rows the calibration sees; every other compared row is held out.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from hsched_env.catalog import ModelSpec, get_model
+from hsched_env.cluster import cluster_from_dict
+from hsched_env.costmodel import DEFAULT_CALIBRATION, Calibration
+from hsched_env.planner import PlannerConfig, plan
+
+CSV_PATH = Path(__file__).resolve().parent / "data" / "measured_throughput.csv"
+
+#: The rows the half-precision factors are fitted to (``scripts/calibrate.py``): per GPU
+#: architecture one model size at its most common setting, plus a second size (LLMs) or
+#: sequence length (BERT) for the size-dependent, bandwidth-bound share. Everything else
+#: compared is held out.
+FIT_ROWS = (
+    "mosaic-022",              # MPT-7B, s 2048, 8 × A100-80GB
+    "mosaic-025",              # MPT-1B, s 2048, 8 × A100-80GB
+    "mosaic-013",              # MPT-7B, s 2048, 8 × H100
+    "mosaic-016",              # MPT-1B, s 2048, 8 × H100
+    "dle-pyt-bert-2022-002",   # BERT-large pretraining, s 128, 1 × A100-80GB
+    "dle-pyt-bert-2022-006",   # same, s 512
+    "dle-pyt-bert-2022-010",   # BERT-large pretraining, s 128, 1 × V100-32GB
+    "dle-pyt-bert-2022-014",   # same, s 512
+)
+
+# Model shapes: MPT from llm-foundry's pretrain YAMLs (n_layers, d_model, n_heads; GELU MLP
+# with expansion 4, vocabulary 50368, FlashAttention), as the CSV's notes quote them.
+MPT_SHAPES = {"mpt-1b": (24, 2048, 16), "mpt-3b": (32, 2560, 20), "mpt-7b": (32, 4096, 32),
+              "mpt-13b": (40, 5120, 40), "mpt-30b": (48, 7168, 56), "mpt-70b": (80, 8192, 64)}
+MPT_VOCAB = 50368
+# Megatron-LM's 8.3B GPT-2 (72 layers, hidden 3072, 32 heads); the smaller Megatron models'
+# shapes are not quoted by the source, so their rows are not compared.
+MEGATRON_SHAPES = {"megatron-gpt2-8b": (72, 3072, 32)}
+GPT2_VOCAB = 50257
+CATALOG_MODELS = ("llama2-7b", "llama2-13b", "llama2-70b", "bert-large")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One measured row: its CSV fields and whether / how it is compared."""
+
+    fields: dict
+    compared: bool
+    reason: str = ""                # why not compared
+
+    def __getitem__(self, key):
+        return self.fields[key]
+
+    @property
+    def id(self) -> str:
+        return self.fields["id"]
+
+    @property
+    def role(self) -> str:
+        return "fit" if self.id in FIT_ROWS else "held out"
+
+    @property
+    def value(self) -> float:
+        return float(self.fields["value"])
+
+
+def _half(precision: str) -> bool:
+    p = precision.lower()
+    return not any(t in p for t in ("fp32", "tf32", "fp8")) and any(
+        t in p for t in ("bf16", "fp16", "amp", "mixed"))
+
+
+def _skip_reason(f: dict) -> str:
+    if f["metric"] not in ("tokens_per_s_per_gpu", "samples_per_s_per_gpu"):
+        return f"metric {f['metric']}"
+    if not _half(f["precision"]):
+        return f"precision {f['precision']} (the catalog's half-precision models only)"
+    if "pcie" in f["notes"].lower() and f["gpu"].startswith("H100"):
+        return "H100 PCIe (the catalog has the SXM part only)"
+    if "LOW QUALITY" in f["notes"]:
+        return "flagged unreliable in the notes"
+    name = f["model"]
+    if name not in MPT_SHAPES and name not in MEGATRON_SHAPES and name not in CATALOG_MODELS:
+        return f"model {name}: shape not known to the comparison"
+    if not (1 <= int(f["num_gpus"]) <= 128):
+        return "more than 128 GPUs"
+    if not f["global_batch"]:
+        return "global batch not given"
+    return ""
+
+
+def load_rows(path: Path = CSV_PATH) -> list[Row]:
+    """Every CSV row, marked compared or not (with the reason)."""
+    with open(path, newline="") as fh:
+        out = []
+        for f in csv.DictReader(fh):
+            reason = _skip_reason(f)
+            out.append(Row(f, not reason, reason))
+    return out
+
+
+def row_model(row: Row) -> ModelSpec:
+    """The row's model at its sequence length and global batch."""
+    f = row.fields
+    name, seq, batch = f["model"], int(f["seq_len"]), int(f["global_batch"])
+    if name in MPT_SHAPES or name in MEGATRON_SHAPES:
+        layers, hidden, heads = MPT_SHAPES.get(name) or MEGATRON_SHAPES[name]
+        vocab = MPT_VOCAB if name in MPT_SHAPES else GPT2_VOCAB
+        precision = "bf16" if name in MPT_SHAPES else "fp16"
+        return dataclasses.replace(
+            get_model("gpt2-xl"), name=name, display=name, layers=layers, hidden=hidden,
+            heads=heads, kv_heads=heads, ffn=4 * hidden, vocab=vocab, seq_len=seq,
+            flash_attention=name in MPT_SHAPES, precision=precision, global_batch=batch,
+            tokens_per_sample=seq, params=float(layers * 12 * hidden * hidden + vocab * hidden),
+            sample=f"one {seq}-token sequence", source=f["source"])
+    spec = get_model(name)
+    return dataclasses.replace(spec, seq_len=seq, global_batch=batch,
+                               tokens_per_sample=seq if spec.tokens_per_sample else 0)
+
+
+def row_cluster(row: Row):
+    n = int(row["num_gpus"])
+    per = min(n, 8)
+    nic = 400.0 if row["gpu"].startswith("H1") else 200.0
+    return cluster_from_dict({"name": f"{n}x{row['gpu']}", "nodes": [
+        {"gpu_type": row["gpu"], "gpus_per_node": per, "count": n // per,
+         "inter_node_bw_gbps": nic}]})
+
+
+def predict(row: Row, calib: Calibration = DEFAULT_CALIBRATION) -> float:
+    """The model's figure for the row, in the row's metric (0.0: nothing fits)."""
+    n = int(row["num_gpus"])
+    table = plan(row_model(row), row_cluster(row),
+                 config=PlannerConfig(mixed=False, prune_dominated=False, calibration=calib))
+    rows = np.flatnonzero(table.num_gpus == n)
+    if not rows.size:
+        return 0.0
+    if row["metric"] == "tokens_per_s_per_gpu":
+        return float(table.tokens_per_s_per_gpu[rows].max())
+    return float(table.samples_per_s[rows].max()) / n
+
+
+def comparable_group(row: Row) -> str | None:
+    """The row's ``cmp:`` group (rows of one table run the same way on several GPU types)."""
+    notes = row["notes"]
+    if not notes.startswith("cmp:"):
+        return None
+    return notes[4:].split(" ", 1)[0].rstrip(".")
+
+
+def ratio_pairs(rows: list[Row]) -> list[tuple[Row, Row]]:
+    """Pairs of compared rows of the same ``cmp:`` group on two GPU types (faster first by
+    measurement): the cross-type ratios."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        g = comparable_group(r)
+        if r.compared and g:
+            groups.setdefault(g, []).append(r)
+    out = []
+    for members in groups.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                if a["gpu"] != b["gpu"] and a["num_gpus"] == b["num_gpus"]:
+                    out.append((a, b) if a.value >= b.value else (b, a))
+    return out
