@@ -80,7 +80,7 @@ def _schedule(c, out: Path, spec: str, policies: tuple[str, ...]) -> Iterator[st
     yield f"\nScheduling on {c.name} ({spec}, a held-out seed): 300 s rounds, 60 s restarts"
     report = evaluate(suite, names, progress=None)
     yield format_report(report)
-    written = write_outputs(report, out)
+    written = write_outputs(report, out, overwrite=True)     # the demo's folder, each run
     yield ("\nWrote " + ", ".join(str(p) for p in written)
            + f"\nOpen the TensorBoard logs with:  tensorboard --logdir {out.parent}")
 

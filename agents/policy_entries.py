@@ -49,9 +49,11 @@ _PREFIXES = ("ranker", "sb3")
 #: ``module.path:attribute.path``
 _ENTRY_POINT = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 #: Environment arguments an agent's ``env_kwargs`` may not set: the suite's scenario and
-#: settings decide them (and ``measure_time=False`` would hide the LP's time).
+#: settings decide them (``measure_time=False`` would hide the LP's time, and the report
+#: compares every agent against the same LP, ``heterosched-lp``).
 SCENARIO_KWARGS = ("cluster", "workload", "job_candidates", "round_s", "restart_s",
-                   "max_time_s", "throughputs", "measure_time", "max_candidates", "lp_factory")
+                   "max_time_s", "throughputs", "measure_time", "lp_factory", "lp",
+                   "lp_policy", "lp_objective")
 FIELD = "--policies"
 
 
@@ -173,6 +175,11 @@ def _agent_env_kwargs(obj, what: str, kind: str) -> dict:
         raise ConfigError(f"{what}: env_kwargs must be a dict of environment arguments, got "
                           f"{kw!r}", field=FIELD)
     cls = RankEnv if kind == "ranker" else ScheduleEnv
+    if "max_candidates" in kw:                    # the old name of slots
+        if "slots" in kw:
+            raise ConfigError(f"{what}: env_kwargs gives slots and its old name "
+                              f"max_candidates; give one", field=FIELD)
+        kw = {("slots" if k == "max_candidates" else k): v for k, v in kw.items()}
     fixed = sorted(set(kw) & set(SCENARIO_KWARGS))
     if fixed:
         raise ConfigError(f"{what}: env_kwargs cannot set {', '.join(fixed)} (the evaluated "
@@ -206,8 +213,9 @@ def agent_entry(obj, label: str | None = None, source: str | None = None) -> Pol
 
 
 def _import_module(name: str):
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())       # like 'python -m': the current directory first
+    added = os.getcwd() not in sys.path and "" not in sys.path
+    if added:                                 # like 'python -m': the current directory first,
+        sys.path.insert(0, os.getcwd())       # for this import only
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -220,6 +228,9 @@ def _import_module(name: str):
     except Exception as exc:                      # noqa: BLE001 (the user's module: report it)
         raise ConfigError(f"importing module {name!r} failed: {type(exc).__name__}: {exc}",
                           field=FIELD) from exc
+    finally:
+        if added and os.getcwd() in sys.path:
+            sys.path.remove(os.getcwd())
 
 
 def load_entry_point(spec: str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,8 +222,11 @@ def _fmt(v, scale=1.0, digits=2, na="n/a") -> str:
     return f"{v * scale:.{digits}f}"
 
 
-#: End reasons of a run that went as far as its scenario lets it.
-_NORMAL_ENDS = ("completed", "time_limit", "stalled")
+#: End reasons of a run that went as far as its scenario lets it ("stalled": nobody ran
+#: jobs that waited for 1000 rounds — normal for a simulator policy that cannot place them,
+#: early for an agent, which chose not to).
+_NORMAL_ENDS = ("completed", "time_limit")
+_NORMAL_POLICY_ENDS = _NORMAL_ENDS + ("stalled",)
 
 
 def format_report(report: Report) -> str:
@@ -277,7 +281,8 @@ def format_report(report: Report) -> str:
                        if r["overflow_max"] else "")
                 notes.append(f"{r['policy']}: K = {r['slots']} slots, fixed by the agent; "
                              f"rounds had up to {r['round_candidates_max']} candidates{cut}")
-            early = [e for e in r.get("end_reasons", ()) if e not in _NORMAL_ENDS]
+            normal = _NORMAL_POLICY_ENDS if r.get("kind") == "simulator" else _NORMAL_ENDS
+            early = [e for e in r.get("end_reasons", ()) if e not in normal]
             if early:
                 why = (f"{STEP_CAP}: a round took {round_step_cap(r['slots'])} steps without a "
                        f"commit" if STEP_CAP in early else "the environment ended the episode")
@@ -313,15 +318,36 @@ def output_dir(out: str | Path | None, suite_name: str, overwrite: bool = False)
                               f"--out", field="--out")
         return path
     base = Path("runs") / f"eval-{suite_name}"
+    if overwrite:
+        return base
     path, i = base, 2
-    while (path / METRICS_FILE).exists() and not overwrite:
+    while not _claim(path):
         path = base.with_name(f"{base.name}-{i}")
         i += 1
     return path
 
 
+#: Created (exclusively) in a default output folder when an evaluation chooses it, so that two
+#: evaluations started together never pick the same folder.
+CLAIM_FILE = ".evaluation"
+
+
+def _claim(path: Path) -> bool:
+    """Take ``path`` for this evaluation: ``False`` when an earlier evaluation wrote or
+    claimed it."""
+    if (path / METRICS_FILE).exists():
+        return False
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(path / CLAIM_FILE, "x") as fh:
+            fh.write(f"claimed by pid {os.getpid()}\n")
+    except FileExistsError:
+        return False
+    return True
+
+
 def write_outputs(report: Report, out: Path, data: dict | None = None,
-                  overwrite: bool = True) -> list[Path]:
+                  overwrite: bool = False) -> list[Path]:
     """``metrics.json``, TensorBoard scalars and PNG plots under ``out``. The TensorBoard
     events go to a new run folder ``tb/<YYYYmmdd-HHMMSS>-<suite>/<scenario>/`` each time, so
     repeated evaluations into one folder stay apart. ``overwrite=False``: a ``ConfigError``

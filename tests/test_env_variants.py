@@ -114,14 +114,43 @@ def test_terminate_ends_with_the_cost_to_go():
     env = gym.make(TINY_S, invalid_action="terminate")
     u, bad, _ = _first_round_with_invalid_slot(env)
     expected = u.invalid_action_penalty() + u.cost_to_go()
-    # cost to go: every job's remaining reference duration (nothing ran yet: all of it)
-    total = sum(j.duration_s for j in u.simulator.jobs) / u.reward_scale
-    assert u.cost_to_go() == pytest.approx(total)
+    # cost to go: the jobs one at a time in arrival order, at their reference duration
+    now, clock, total = u.simulator.run_view().time_s, u.simulator.run_view().time_s, 0.0
+    for j in sorted(u.simulator.jobs, key=lambda jb: jb.arrival_s):
+        clock = max(clock, j.arrival_s) + j.duration_s       # nothing ran yet: all the work
+        total += clock - max(now, j.arrival_s)
+    assert u.cost_to_go() == pytest.approx(total / u.reward_scale)
     _, r, term, trunc, info = env.step(bad)
     assert term and not trunc and r == pytest.approx(-expected)
     assert info["end_reason"] == "invalid_action" and "metrics" in info
+    # the episode is over: no valid action, no open round
+    assert not u.action_masks().any() and u.slots is None
     with pytest.raises(RuntimeError, match="ended"):
         env.step(u.K)
+
+
+@slow
+def test_terminating_early_never_pays():
+    """On every held-out seed, ending the episode by an invalid action at its first step or
+    half-way scores below playing it out with the LP reference."""
+    for seed in range(1_000_000, 1_000_005):
+        env = gym.make(TINY_S, invalid_action="terminate")
+        u = env.unwrapped
+        env.reset(seed=seed)
+        rewards, done = [], False
+        while not done:
+            _, r, term, trunc, _ = env.step(u.reference_action())
+            rewards.append(r)
+            done = term or trunc
+        lp = sum(rewards)
+        for cut in (0, len(rewards) // 2):
+            env.reset(seed=seed)
+            total = 0.0
+            for _ in range(cut):
+                total += env.step(u.reference_action())[1]
+            _, r, term, _, _ = env.step(-1)
+            assert term
+            assert total + r < lp, (seed, cut, total + r, lp)
 
 
 @pytest.mark.parametrize("mode", ["noop", "penalize"])
@@ -135,6 +164,7 @@ def test_invalid_streak_truncates_and_a_valid_action_resets_it(mode):
         _, _, term, trunc, info = env.step(-1)
     assert trunc and not term and info["end_reason"] == "invalid_actions"
     assert info["invalid_actions"] == 9 and "metrics" in info
+    assert not env.unwrapped.action_masks().any() and env.unwrapped.slots is None
 
 
 def test_an_unmasked_random_agent_cannot_look_perfect():

@@ -21,8 +21,12 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
     ``overrides`` are extra constructor arguments (e.g. ``lp=`` the policy that was used)."""
     import gymnasium as gym
     env_id = record.get("env_id") or ENV_IDS_BY_CLASS[record["class"]]
+    kwargs = dict(record["kwargs"])
+    if record["class"] == "ScheduleEnv":
+        # records from before the invalid-action option played invalid actions as free no-ops
+        kwargs.setdefault("invalid_action", "noop")
     env = gym.make(env_id, disable_env_checker=True, max_episode_steps=-1,
-                   **{**record["kwargs"], **overrides}).unwrapped
+                   **{**kwargs, **overrides}).unwrapped
     env.reset(seed=record["seed"])
     total = 0.0
     for a in record["actions"]:

@@ -420,7 +420,9 @@ class HSchedEnvBase(gym.Env):
         return self._end_reason or (self._sim.end_reason if self._sim.finished else None)
 
     def _end(self, reason: str) -> None:
+        """End the episode here (the simulator has not finished): no round is open any more."""
         self._end_reason = reason
+        self._slots = None
 
     def _done_flags(self) -> tuple[bool, bool]:
         """(terminated, truncated): terminated when every job completed or an invalid action

@@ -5,7 +5,8 @@ The environments put ``info["end_reason"]`` and ``info["metrics"]`` (``hsched si
 metrics of the episode so far) on the step that ends an episode. ``TimeLimit`` truncates from
 outside, where the environment cannot see it coming; this wrapper adds both on that step:
 ``end_reason = "step_limit"`` and the metrics of the simulation up to the cut (jobs not done
-are counted as in a ``max_time_s`` cut). Wrap a hand-built ``TimeLimit`` in it to get the same.
+are counted as in a ``max_time_s`` cut); ``end_reason = "wrapper"`` when another wrapper
+inside it ended the episode. Wrap a hand-built ``TimeLimit`` in it to get the same.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import gymnasium as gym
 from gymnasium.utils import RecordConstructorArgs
 
 STEP_LIMIT = "step_limit"
+#: ``end_reason`` when another outer wrapper ended the episode.
+WRAPPER_END = "wrapper"
 
 
 class EpisodeEndInfo(gym.Wrapper, RecordConstructorArgs):
@@ -22,14 +25,27 @@ class EpisodeEndInfo(gym.Wrapper, RecordConstructorArgs):
     def __init__(self, env: gym.Env) -> None:
         RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
+        self._steps = 0
+
+    def reset(self, **kwargs):
+        self._steps = 0
+        return self.env.reset(**kwargs)
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
+        self._steps += 1
         if (terminated or truncated) and "metrics" not in info:
             info = dict(info)
-            info["end_reason"] = STEP_LIMIT
+            info["end_reason"] = STEP_LIMIT if self._step_limit_reached() else WRAPPER_END
             info["metrics"] = self.env.unwrapped.metrics()
         return obs, reward, terminated, truncated, info
 
+    def _step_limit_reached(self) -> bool:
+        """Whether the step limit of the ``TimeLimit`` inside (its spec's
+        ``max_episode_steps``) is used up."""
+        spec = self.env.spec
+        limit = None if spec is None else spec.max_episode_steps
+        return limit is not None and self._steps >= limit
 
-__all__ = ["EpisodeEndInfo", "STEP_LIMIT"]
+
+__all__ = ["EpisodeEndInfo", "STEP_LIMIT", "WRAPPER_END"]

@@ -50,7 +50,9 @@ class RankEnv(HSchedEnvBase):
     deterministic proxy for decision cost (kept ÷ all candidates of the round), so episodes
     stay reproducible. The measured cost is in ``info``: ``lp_vars``, ``kept``, ``total``,
     and with ``measure_time=True`` ``decision_time_s`` (wall-clock LP time of the round: off
-    by default, so that ``info`` is deterministic, as Gymnasium's checker requires);
+    by default, so that a step's ``info`` is deterministic, as Gymnasium's checker requires;
+    the last step's ``info["metrics"]`` still holds wall-clock ``decision_time_*`` and
+    ``wall_s`` fields);
     with ``compare_full=True`` also ``full_objective`` and ``kept_objective`` — the full LP's
     and the kept LP's allocations scored by the LP objective on the round's whole problem
     (a job with no kept candidate counts with no share; for the default ``fair-srpt`` and for
@@ -83,7 +85,9 @@ class RankEnv(HSchedEnvBase):
 
     ## Version History
 
-    * v0: Initial version.
+    * v0: Initial version. Revised 2026-12-02 (same id): the registered id has a step limit
+      (5,000), and the wall-clock ``decision_time_s`` is in ``info`` only with
+      ``measure_time=True`` (before: always, 0.0 with ``measure_time=False``).
     """
 
     _mode = "rank"

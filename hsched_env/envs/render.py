@@ -64,7 +64,8 @@ MIN_WIDTH = 640
 
 
 def _layout(n_nodes: int, block_w: int, row_h: int) -> int:
-    """Columns of node rows that make the picture roughly 3:2 landscape."""
+    """Columns of node rows aiming at a 3:2 landscape picture (a cluster with few nodes gets
+    one column, however tall: sia-64's 11 nodes make 672 × 804 px)."""
     return max(1, min(n_nodes, round(math.sqrt(1.5 * n_nodes * row_h / block_w))))
 
 

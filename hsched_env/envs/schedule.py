@@ -101,8 +101,9 @@ class ScheduleEnv(HSchedEnvBase):
     ``round_s`` ÷ ``reward_scale``; 0 with ``"completions"``), so an agent that ignores the
     mask cannot look perfect by stalling; ``"noop"`` costs nothing (time does not move);
     ``"terminate"`` ends the episode (``terminated``, ``end_reason="invalid_action"``) with
-    the penalty plus ``cost_to_go()``, the remaining reference duration of every unfinished
-    job ÷ ``reward_scale``, so ending early is never cheaper than playing on.
+    the penalty plus ``cost_to_go()``: the job-time of running the unfinished jobs one at a
+    time, in arrival order, on their requested GPUs, ÷ ``reward_scale`` — more than any
+    scheduler that runs jobs side by side accrues, so ending early does not pay.
 
     ## Starting State
 
@@ -155,7 +156,10 @@ class ScheduleEnv(HSchedEnvBase):
 
     ## Version History
 
-    * v0: Initial version.
+    * v0: Initial version. Revised 2026-12-02 (same id, the defaults users' scripts rely on):
+      invalid actions cost a wasted round (``invalid_action="penalize"``; before: a free
+      no-op, ``"noop"``), ``invalid_limit`` in a row truncate, the registered id has a step
+      limit (50,000). ``replay()`` runs records made before with ``"noop"``.
     """
 
     _mode = "select"
@@ -171,8 +175,10 @@ class ScheduleEnv(HSchedEnvBase):
         if invalid_action not in INVALID_ACTIONS:
             raise UnknownNameError("invalid_action", invalid_action, list(INVALID_ACTIONS),
                                    field="invalid_action")
-        if invalid_penalty is not None and not (invalid_penalty >= 0
-                                                and math.isfinite(invalid_penalty)):
+        if invalid_penalty is not None and not (
+                isinstance(invalid_penalty, (int, float, np.integer, np.floating))
+                and not isinstance(invalid_penalty, bool)
+                and invalid_penalty >= 0 and math.isfinite(invalid_penalty)):
             raise ConfigError(f"invalid_penalty must be a number >= 0 (or None for the "
                               f"default), got {invalid_penalty!r}", field="invalid_penalty")
         if not (isinstance(invalid_limit, (int, np.integer)) and not isinstance(invalid_limit, bool)
@@ -209,6 +215,10 @@ class ScheduleEnv(HSchedEnvBase):
         self._invalid_total = 0
         return super().reset(seed=seed, options=options)
 
+    def _end(self, reason: str) -> None:
+        super()._end(reason)
+        self._mask = np.zeros(self.K + 1, dtype=bool)     # nothing is valid any more
+
     def invalid_action_penalty(self) -> float:
         """What an invalid action costs now under ``invalid_action="penalize"``: the given
         ``invalid_penalty``, else with ``reward="job-time"`` the job-time one wasted round
@@ -222,19 +232,25 @@ class ScheduleEnv(HSchedEnvBase):
         return self._slots.view.num_active * self.sim_config.round_s / self.reward_scale
 
     def cost_to_go(self) -> float:
-        """An estimate of the reward the rest of the episode would cost, charged when
-        ``invalid_action="terminate"`` ends it: every unfinished job's remaining work at
-        its requested-GPU speed (its remaining reference duration), ÷ ``reward_scale``;
-        0 with ``reward="completions"``."""
+        """What ``invalid_action="terminate"`` charges for the rest of the episode: the
+        job-time of running every unfinished job **one at a time** from now, in arrival order,
+        each on its requested GPUs at the reference speed (its remaining reference
+        duration), ÷ ``reward_scale`` — a schedule any scheduler that runs jobs side by side
+        beats, so ending the episode early costs more than playing on; 0 with
+        ``reward="completions"``."""
         if self.reward_kind != "job-time":
             return 0.0
         run = self._sim.run_view()
+        now = float(run.time_s)
         left = run.remaining_samples
-        total = 0.0
-        for job in self._sim.jobs:
+        clock, total = now, 0.0
+        for job in sorted(self._sim.jobs, key=lambda jb: (jb.arrival_s, jb.job_id)):
             j = job.job_id
-            if run.state[j] < DONE and job.work_samples > 0:
-                total += job.duration_s * left[j] / job.work_samples
+            if run.state[j] >= DONE or job.work_samples <= 0:
+                continue
+            start = max(clock, job.arrival_s)
+            clock = start + job.duration_s * left[j] / job.work_samples
+            total += clock - max(now, job.arrival_s)
         return total / self.reward_scale
 
     # ------------------------------------------------------------------ rounds
