@@ -45,6 +45,10 @@ FIT_ROWS = (
     "dle-pyt-bert-2022-014",   # same, s 512
 )
 
+#: Held-out rows that took part in a trial of the model's structure (a separate attention
+#: efficiency, fitted with this row and rejected): not counted as held-out evidence.
+STRUCTURE_TRIAL_ROWS = ("mosaic-021",)
+
 # Model shapes: MPT from llm-foundry's pretrain YAMLs (n_layers, d_model, n_heads; GELU MLP
 # with expansion 4, vocabulary 50368, FlashAttention), as the CSV's notes quote them.
 MPT_SHAPES = {"mpt-1b": (24, 2048, 16), "mpt-3b": (32, 2560, 20), "mpt-7b": (32, 4096, 32),
@@ -74,7 +78,24 @@ class Row:
 
     @property
     def role(self) -> str:
-        return "fit" if self.id in FIT_ROWS else "held out"
+        """``"fit"`` (a ``FIT_ROWS`` row), ``"fit-adjacent"`` (not fitted, but the same table,
+        model, sequence length and GPU type as a fit row — e.g. the 8-GPU copy of a fitted
+        1-GPU row — or a structure-trial row: not independent evidence, so left out of the
+        held-out statistics) or ``"held out"``."""
+        if self.id in FIT_ROWS:
+            return "fit"
+        if self.id in STRUCTURE_TRIAL_ROWS or self._key() in _fit_keys():
+            return "fit-adjacent"
+        return "held out"
+
+    def _key(self) -> tuple:
+        f = self.fields
+        return (f["source"], f["model"], f["seq_len"], f["gpu"], f["precision"])
+
+    @property
+    def fit_source(self) -> bool:
+        """Whether the row comes from a source table the fit used (same software stack)."""
+        return self.fields["source"] in {k[0] for k in _fit_keys()}
 
     @property
     def value(self) -> float:
@@ -104,6 +125,18 @@ def _skip_reason(f: dict) -> str:
     if not f["global_batch"]:
         return "global batch not given"
     return ""
+
+
+_FIT_KEYS: set | None = None
+
+
+def _fit_keys() -> set:
+    global _FIT_KEYS
+    if _FIT_KEYS is None:
+        with open(CSV_PATH, newline="") as fh:
+            _FIT_KEYS = {(f["source"], f["model"], f["seq_len"], f["gpu"], f["precision"])
+                         for f in csv.DictReader(fh) if f["id"] in FIT_ROWS}
+    return _FIT_KEYS
 
 
 def load_rows(path: Path = CSV_PATH) -> list[Row]:
@@ -138,6 +171,8 @@ def row_model(row: Row) -> ModelSpec:
 def row_cluster(row: Row):
     n = int(row["num_gpus"])
     per = min(n, 8)
+    if n % per:
+        raise ValueError(f"{row.id}: {n} GPUs is not whole 8-GPU nodes")
     nic = 400.0 if row["gpu"].startswith("H1") else 200.0
     return cluster_from_dict({"name": f"{n}x{row['gpu']}", "nodes": [
         {"gpu_type": row["gpu"], "gpus_per_node": per, "count": n // per,

@@ -81,27 +81,29 @@ def ratio_rows(results: list[dict]) -> list[dict]:
         meas = a.value / b.value
         pred = pa / pb if pb > 0 else float("nan")
         roles = {a.role, b.role}
+        role = ("uses a fit row" if roles - {"held out"} else
+                "held out, fit's table" if a.fit_source else "held out, independent")
         out.append({"pair": f"{a['gpu']}/{b['gpu']}", "a": a, "b": b, "measured": meas,
-                    "pred": pred, "error": pred / meas - 1,
-                    "role": "held out" if roles == {"held out"} else "uses a fit row"})
+                    "pred": pred, "error": pred / meas - 1, "role": role})
     return out
 
 
 def summary(results: list[dict], ratios: list[dict]) -> list[str]:
     lines = []
-    for role in ("fit", "held out"):
+    for role in ("fit", "fit-adjacent", "held out"):
         errs = np.array([x["error"] for x in results if x["row"].role == role])
         if errs.size:
             lines.append(f"{role}: {errs.size} rows, median |error| {np.median(np.abs(errs)):.1%}, "
                          f"within ±15%: {np.mean(np.abs(errs) <= 0.15):.0%}, worst "
                          f"{errs[np.argmax(np.abs(errs))]:+.0%}")
     for pair in sorted({x["pair"] for x in ratios}):
-        errs = np.array([x["error"] for x in ratios if x["pair"] == pair
-                         and x["role"] == "held out" and np.isfinite(x["error"])])
-        if errs.size:
-            lines.append(f"ratio {pair} (held-out pairs): {errs.size}, median |error| "
-                         f"{np.median(np.abs(errs)):.1%}, within ±10%: "
-                         f"{np.mean(np.abs(errs) <= 0.10):.0%}")
+        for role in ("held out, fit's table", "held out, independent"):
+            errs = np.array([x["error"] for x in ratios if x["pair"] == pair
+                             and x["role"] == role and np.isfinite(x["error"])])
+            if errs.size:
+                lines.append(f"ratio {pair} ({role}): {errs.size} pairs, median |error| "
+                             f"{np.median(np.abs(errs)):.1%}, within ±10%: "
+                             f"{np.mean(np.abs(errs) <= 0.10):.0%}")
     return lines
 
 
@@ -120,14 +122,16 @@ def main(argv=None) -> None:
                 [[x["row"].id, f"{x['row']['num_gpus']} × {x['row']['gpu']}",
                   x["row"]["model"], x["row"]["seq_len"],
                   "tok/s/GPU" if x["row"]["metric"] == "tokens_per_s_per_gpu" else "samples/s/GPU",
-                  f"{x['row'].value:.5g}", f"{x['pred']:.5g}", f"{x['error']:+.0%}",
-                  x["row"].role] for x in results]))
+                  f"{x['row'].value:.5g}", f"{x['pred']:.5g}" if x["pred"] else "nothing fits",
+                  f"{x['error']:+.0%}" if x["pred"] else "–", x["row"].role] for x in results]))
     ratios = ratio_rows(results)
     print()
     print(table(["ratio", "rows", "model", "GPUs", "measured", "model", "error", "role"],
                 [[x["pair"], f"{x['a'].id} / {x['b'].id}", x["a"]["model"],
-                  x["a"]["num_gpus"], f"{x['measured']:.2f}", f"{x['pred']:.2f}",
-                  f"{x['error']:+.0%}", x["role"]] for x in ratios]))
+                  x["a"]["num_gpus"], f"{x['measured']:.2f}",
+                  f"{x['pred']:.2f}" if np.isfinite(x["pred"]) else "–",
+                  f"{x['error']:+.0%}" if np.isfinite(x["error"]) else "–", x["role"]]
+                 for x in ratios]))
     print()
     for line in summary(results, ratios):
         print(line)
