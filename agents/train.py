@@ -1,26 +1,60 @@
-"""``hsched train``: train an agent on ``hsched/Rank-v0`` or ``hsched/Schedule-v0`` with SB3.
+"""``hsched train``: train an agent on any registered ``hsched/Rank-*`` or ``hsched/Schedule-*``
+id with SB3.
 
 One ``TrainConfig`` holds every hyper-parameter; it is saved with the run (``config.json``).
-A run directory (``--logdir``, default ``runs/<env>-<algo>-<seed>``) gets:
+Its values come, in increasing precedence, from the ``TrainConfig`` defaults, an entry of a
+hyper-parameter file (rl-zoo style YAML, ``agents/hyperparams/<algo>[_mlp].yml`` by default:
+``read_hyperparams``, ``config_fields``) and the command line.
 
-* ``tb/`` — TensorBoard: SB3's own scalars (``rollout/``, ``train/``, ``time/``) plus, per
-  finished episode, ``episode/avg_jct_h``, ``episode/makespan_h``,
-  ``episode/decision_time_ms``, ``episode/kept_fraction`` (rank mode) and
-  ``episode/return_vs_lp`` — the episode's return ÷ the LP reference's return on the same
-  seed (1.0 = as good as the LP; the reference is run once per training seed and cached);
-  ``imitation/`` curves for the warm start;
+**Scenario.** Training runs on the chosen id's registered scenario (cluster, workload, K
+slots, step limit, ``max_time_s``): ``hsched train --env hsched/Schedule-Tiny-v0`` trains on
+Tiny. ``cluster`` / ``workload`` / ``slots`` / ``episode_hours`` ... override it only when set
+(``TrainConfig.env_kwargs`` holds the overrides only, ``scenario()`` the resolved scenario).
+
+**Run directory.** ``--logdir``; by default ``runs/<id>-<algo>-<policy>-s<seed>-<date-time>``
+(a new, unique folder per run). An explicit existing non-empty ``--logdir`` is refused unless
+``overwrite`` (``--overwrite``), which first deletes the files a previous run wrote there
+(``RUN_ARTIFACTS``; other files are left alone). It gets:
+
+* ``tb/`` — one TensorBoard run: SB3's own scalars (``rollout/``, ``train/``, ``time/``), the
+  hyper-parameters (HPARAMS tab, SB3's ``HParam``), per finished episode ``episode/return``,
+  ``episode/avg_jct_h``, ``episode/makespan_h``, ``episode/decision_time_ms``,
+  ``episode/kept_fraction`` (rank mode), ``episode/lp_return``, ``episode/random_return``,
+  ``episode/normalized_score`` ((return − random's) ÷ (LP's − random's): 0 = random, 1 = the
+  LP) and ``episode/return_vs_lp`` — the episode's return ÷ the LP reference's return on the
+  same seed (1.0 = as good as the LP; the references are run once per training seed and
+  cached, within ``reference_budget`` of the training time: with many seeds, some episodes go
+  without); ``imitation/`` curves for the warm start; the figure ``figures/returns`` (episode
+  return against the LP's and random's on the same seeds, also written as ``returns.png``);
 * ``checkpoints/`` — SB3 checkpoints every ``checkpoint_steps``;
-* ``model.zip`` (SB3, to resume), ``ranker.pt`` (the network alone, loadable on any cluster
-  and K with ``agents.ranker.Ranker.load``), ``imitation_ranker.pt`` (after the warm start,
-  before PPO), ``config.json``, ``summary.json``.
+* ``model.zip`` (SB3, to resume), ``ranker.pt`` (an equivariant policy's network alone,
+  loadable on any cluster and K with ``agents.ranker.Ranker.load``), ``imitation_ranker.pt``
+  (after the warm start, before PPO), ``config.json``, ``summary.json``.
+
+**Steps.** ``timesteps`` bounds the RL environment steps: the rollout length is cut to fit a
+short run (``n_steps ≤ timesteps / n_envs``) and learning stops at ``timesteps`` (a last,
+partial rollout is not trained on). The imitation warm start (rank mode, equivariant policy)
+is separate: ``imitation_seeds`` LP episodes of at most ``imitation_rounds`` rounds, announced
+before it starts.
+
+**Policies.** ``policy="equivariant"`` (default): the project's permutation-equivariant
+``RankerPolicy`` (PPO on Rank), ``MaskableRankerPolicy`` (MaskablePPO on Schedule) or
+``SelectRankerPolicy`` (PPO on Schedule: the same network with a commit logit; slots that are
+not valid get a logit of −20, so it masks through the observation). ``policy="mlp"``: SB3's
+``"MultiInputPolicy"`` (``policy_kwargs`` go to it).
 
 Rank mode (the ranker): warm start by imitation of the LP reference on training seeds
-(``agents.imitation``), then PPO on the end-to-end reward with the permutation-equivariant
-``RankerPolicy``. Select mode: MaskablePPO with ``MaskableRankerPolicy`` (or ``ppo``, which
-ignores the mask: masked actions are no-ops).
+(``agents.imitation``), then PPO on the end-to-end reward. ``algo="imitation"`` stops after the
+warm start.
 
 Seeds: training episodes use seeds from ``TRAIN_SEED_RANGE`` only (the evaluation harness
 draws its held-out seeds outside it).
+
+**Baselines** (``BASELINES``, ``baseline_actor``, ``run_episode``): ``random`` (Schedule:
+uniform over the valid actions; Rank: a fair coin per valid slot), ``unmasked-random``
+(Schedule: uniform over every action), ``greedy`` (Schedule: the first valid slot until none
+is valid, then commit), ``keep-all`` (Rank: keep every valid slot) and ``lp``
+(``env.reference_action()``); ``scripts/rl_baselines.py`` tabulates them.
 """
 
 from __future__ import annotations
@@ -28,51 +62,79 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
+import sys
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
-from hsched_env.defaults import JOB_CANDIDATES, ROUND_S
 from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.registration import VARIANT_IDS, variant
 
 log = logging.getLogger(__name__)
 
 #: Training seeds live in [0, 10_000); evaluation seeds are drawn elsewhere.
 TRAIN_SEED_RANGE = (0, 10_000)
-ENVS = ("hsched/Rank-v0", "hsched/Schedule-v0")
+#: Every registered id (``hsched_env.registration``).
+ENVS = VARIANT_IDS
 ALGOS = ("ppo", "maskable-ppo", "imitation")
+POLICIES = ("equivariant", "mlp")
+#: The shipped hyper-parameter files (``<algo>.yml``, ``<algo>_mlp.yml``; rl-zoo style).
+HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
+#: What a run writes into its directory (``overwrite`` deletes these, nothing else).
+RUN_ARTIFACTS = ("tb", "checkpoints", "model.zip", "ranker.pt", "imitation_ranker.pt",
+                 "config.json", "summary.json", "returns.png", "imitation.png")
+#: Hyper-parameter file keys that name a ``TrainConfig`` field differently (rl-zoo's names).
+HYPERPARAM_ALIASES = {"n_timesteps": "timesteps", "normalize": "normalize_reward"}
+#: ``policy:`` values a hyper-parameter file may give, and what they mean here.
+POLICY_ALIASES = {"equivariant": "equivariant", "RankerPolicy": "equivariant",
+                  "MaskableRankerPolicy": "equivariant", "SelectRankerPolicy": "equivariant",
+                  "mlp": "mlp", "MultiInputPolicy": "mlp"}
+#: Fields a hyper-parameter entry may not set (they say what and where to train).
+NOT_HYPERPARAMS = ("env", "algo", "logdir", "hyperparams", "extra")
+#: Training seeds whose references are always computed (the budget applies beyond them).
+REFERENCE_FREE_SEEDS = 8
+#: ``policy_kwargs["activation_fn"]`` names (a file holds no code).
+ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu": "LeakyReLU"}
 
 
 @dataclass
 class TrainConfig:
-    """Every setting of a training run (saved as ``config.json``)."""
+    """Every setting of a training run (saved as ``config.json``).
+
+    ``None`` for a scenario field means "the registered id's" (see ``env_kwargs``).
+    """
 
     env: str = "hsched/Rank-v0"
-    algo: str = "ppo"
-    timesteps: int = 2048
+    algo: str | None = None                     # None: ppo (Rank), maskable-ppo (Schedule)
+    policy: str = "equivariant"                 # or "mlp" (SB3's MultiInputPolicy)
+    timesteps: int = 1008                       # RL environment steps (imitation: not used)
     n_envs: int = 1
     seed: int = 0
     logdir: str | None = None
-    # scenario
-    cluster: str = "large-2048"
-    workload: str = "gavel:rate=20000,jobs=300"
-    slots: int = 8192                           # K, the environment's candidate slots
-    job_candidates: int = JOB_CANDIDATES
-    round_s: float = ROUND_S
-    episode_hours: float | None = 3.0           # truncate training episodes (None: to the end)
+    # scenario: None = the registered id's
+    cluster: str | None = None
+    workload: str | None = None
+    slots: int | None = None                    # K, the environment's candidate slots
+    job_candidates: int | None = None
+    round_s: float | None = None
+    episode_hours: float | None = None          # truncate training episodes (0: to the end)
     train_seeds: int = 8                        # episodes cycle over seeds 0..train_seeds-1
-    keep_cost: float = 0.05
-    lp_policy: str = "heterosched-lp"
+    keep_cost: float | None = None
+    lp_policy: str | None = None
     # warm start by imitation (rank mode)
     imitation_seeds: int = 8
     imitation_rounds: int = 36                  # rounds recorded per seed
     imitation_epochs: int = 30
     imitation_lr: float = 1e-3
     pos_weight: float = 3.0
+    # simulated-time horizon of the demonstration episodes of ``regimes``
+    imitation_hours: float | None = 3.0
     # imitation over a mix of regimes (``agents.regimes.REGIMES``; None: the one scenario)
     regimes: str | None = None
     # the ranker's operating point: the keep threshold reaching this recall of the LP's
@@ -85,27 +147,52 @@ class TrainConfig:
     fair_share_inputs: bool = False
     # network and PPO
     hidden: int = 64
+    # rank mode, equivariant policy: every candidate's keep probability at the start of PPO
+    # (the bias of the network's last layer; None: ½). A deterministic Bernoulli policy keeps
+    # a candidate iff its probability > ½: from ½, small changes drop whole jobs.
+    init_keep_prob: float | None = None
+    policy_kwargs: dict = field(default_factory=dict)   # extra SB3 policy arguments
     # A keep decision is K Bernoulli bits whose log-probabilities add up, so the policy ratio
     # moves fast: small steps, and stop an update early past target_kl.
-    learning_rate: float = 1e-5
+    learning_rate: float | str = 1e-5           # or "lin_<v>": linear decay from v to 0
     n_steps: int = 72
     batch_size: int = 24
     n_epochs: int = 4
     gamma: float = 0.99
+    gae_lambda: float = 0.95
     ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    clip_range: float | str = 0.2
+    max_grad_norm: float = 0.5
     target_kl: float | None = 0.02
     normalize_reward: bool = True
     checkpoint_steps: int = 2048
     torch_threads: int = 1
+    # the LP's and random's return per training seed (return_vs_lp, the returns figure),
+    # cached per seed; a new seed's are computed while they have taken less than
+    # ``reference_budget`` of the training time so far (after the first 8 seeds; 1: every
+    # episode's)
+    references: bool = True
+    reference_budget: float = 0.1
+    progress_every_s: float = 15.0              # progress lines when stderr is not a TTY
+    hyperparams: str | None = None              # where the values came from (a record)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.env not in ENVS:
             raise UnknownNameError("environment", self.env, list(ENVS))
+        if self.algo is None:
+            self.algo = "ppo" if self.mode == "rank" else "maskable-ppo"
         if self.algo not in ALGOS:
             raise UnknownNameError("algorithm", self.algo, list(ALGOS))
-        if self.algo == "imitation" and self.env != "hsched/Rank-v0":
-            raise ConfigError("imitation trains the ranker of hsched/Rank-v0", field="--algo")
+        self.policy = POLICY_ALIASES.get(self.policy, self.policy)
+        if self.policy not in POLICIES:
+            raise UnknownNameError("policy", self.policy, list(POLICIES), field="--policy")
+        if self.algo == "imitation" and self.mode != "rank":
+            raise ConfigError("imitation trains the ranker of hsched/Rank-*", field="--algo")
+        if self.algo == "imitation" and self.policy != "equivariant":
+            raise ConfigError("imitation fits the equivariant ranker (--policy equivariant)",
+                              field="--policy")
         if self.fair_share_inputs and self.algo != "imitation":
             raise ConfigError("--fair-share-inputs needs --algo imitation (PPO's policy sees "
                               "every candidate)", field="--fair-share-inputs")
@@ -122,36 +209,375 @@ class TrainConfig:
         if self.gate_candidates < 0:
             raise ConfigError(f"must be >= 0, got {self.gate_candidates}",
                               field="--gate-candidates")
-        if self.algo == "maskable-ppo" and self.env != "hsched/Schedule-v0":
-            raise ConfigError("maskable-ppo needs the Discrete action of hsched/Schedule-v0 "
-                              "(Rank-v0's keep bits only mask empty slots: use ppo)",
+        if self.algo == "maskable-ppo" and self.mode != "select":
+            raise ConfigError("maskable-ppo needs the Discrete action of hsched/Schedule-* "
+                              "(Rank's keep bits only mask empty slots: use ppo)",
                               field="--algo")
-        for name in ("timesteps", "n_envs", "train_seeds", "n_steps", "batch_size"):
+        for name in ("timesteps", "n_envs", "train_seeds", "n_steps", "batch_size",
+                     "n_epochs"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"must be >= 1, got {getattr(self, name)}",
                                   field=f"--{name.replace('_', '-')}")
+        if self.imitation_seeds < 0:
+            raise ConfigError(f"must be >= 0, got {self.imitation_seeds}",
+                              field="--imitation-seeds")
         if self.train_seeds > TRAIN_SEED_RANGE[1] or self.imitation_seeds > TRAIN_SEED_RANGE[1]:
             raise ConfigError(f"training seeds must stay below {TRAIN_SEED_RANGE[1]}",
                               field="--train-seeds")
+        if self.episode_hours is not None and not self.episode_hours >= 0:
+            raise ConfigError(f"must be >= 0 (0: no limit), got {self.episode_hours}",
+                              field="--episode-hours")
+        if not 0.0 < self.gamma <= 1.0:
+            raise ConfigError(f"must be in (0, 1], got {self.gamma}", field="--gamma")
+        if not 0.0 <= self.gae_lambda <= 1.0:
+            raise ConfigError(f"must be in [0, 1], got {self.gae_lambda}", field="gae_lambda")
+        for name in ("learning_rate", "clip_range"):
+            _schedule(getattr(self, name), name)          # validates "lin_<v>" / numbers
+        if self.init_keep_prob is not None and not (0.0 < self.init_keep_prob < 1.0
+                                                    and self.mode == "rank"
+                                                    and self.policy == "equivariant"):
+            raise ConfigError(f"init_keep_prob is a probability in (0, 1) of the equivariant "
+                              f"Rank policy, got {self.init_keep_prob!r}",
+                              field="init_keep_prob")
+        if not isinstance(self.policy_kwargs, dict):
+            raise ConfigError(f"must be a mapping, got {self.policy_kwargs!r}",
+                              field="policy_kwargs")
 
     @property
     def mode(self) -> str:
-        return "rank" if self.env == "hsched/Rank-v0" else "select"
+        return "rank" if variant(self.env).env == "Rank" else "select"
 
     def env_kwargs(self) -> dict:
-        kw = {"cluster": self.cluster, "workload": self.workload,
-              "job_candidates": self.job_candidates, "round_s": self.round_s,
-              "lp_policy": self.lp_policy,
-              "max_time_s": None if self.episode_hours is None else self.episode_hours * 3600}
-        if self.mode == "rank":
-            kw.update(slots=self.slots, keep_cost=self.keep_cost)
+        """The arguments that override the registered id's scenario (only those set)."""
+        kw = {k: getattr(self, k) for k in ("cluster", "workload", "slots", "job_candidates",
+                                            "round_s", "lp_policy")
+              if getattr(self, k) is not None}
+        if self.episode_hours is not None:
+            kw["max_time_s"] = self.episode_hours * 3600 if self.episode_hours > 0 else None
+        if self.mode == "rank" and self.keep_cost is not None:
+            kw["keep_cost"] = self.keep_cost
         return kw
 
+    def scenario(self) -> dict:
+        """The scenario training runs on: the registered id's with ``env_kwargs`` applied
+        (cluster, workload, slots, max_time_s, max_episode_steps)."""
+        cached = self.__dict__.get("_scenario")
+        if cached is None:
+            env = gym.make(self.env, **self.env_kwargs())
+            u = env.unwrapped
+            cached = {"env": self.env, "cluster": u.cluster.name, "workload": u.workload_spec,
+                      "slots": int(u.K), "max_time_s": u.sim_config.max_time_s,
+                      "max_episode_steps": env.spec.max_episode_steps if env.spec else None,
+                      "overrides": self.env_kwargs()}
+            env.close()
+            self.__dict__["_scenario"] = cached
+        return cached
+
+    def default_run_dir(self) -> Path:
+        """``runs/<id>-<algo>-<policy>-s<seed>-<date-time>`` (``prepare_run_dir`` makes it
+        unique)."""
+        short = self.env.split("/")[-1].lower()
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        return Path("runs") / f"{short}-{self.algo}-{self.policy}-s{self.seed}-{stamp}"
+
     def run_dir(self) -> Path:
-        name = self.logdir or f"runs/{self.env.split('/')[-1].lower()}-{self.algo}-{self.seed}"
-        return Path(name)
+        """The run directory: ``logdir`` (``prepare_run_dir`` sets it), else the default."""
+        return Path(self.logdir) if self.logdir else self.default_run_dir()
 
 
+# ---------------------------------------------------------------------------- hyper-parameters
+def default_hyperparams_file(algo: str, policy: str | None = None) -> Path | None:
+    """The shipped file for ``algo`` and ``policy``: ``agents/hyperparams/ppo.yml``,
+    ``maskable_ppo.yml`` (equivariant policies) and ``ppo_mlp.yml``, ``maskable_ppo_mlp.yml``
+    (SB3's MultiInputPolicy); ``None`` for ``imitation`` (its settings are flags)."""
+    if algo == "imitation":
+        return None
+    name = algo.replace("-", "_") + ("_mlp" if POLICY_ALIASES.get(policy or "") == "mlp"
+                                     else "")
+    return HYPERPARAMS_DIR / f"{name}.yml"
+
+
+def read_hyperparams(path: str | Path) -> dict[str, dict]:
+    """A hyper-parameter file: top-level keys are env ids, values that id's settings."""
+    import yaml
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {str(path)!r}: {exc.strerror or exc}",
+                          field="--hyperparams") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML ({exc})", source=str(path)) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("a hyper-parameter file maps env ids to settings", source=str(path))
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            raise ConfigError("an entry is a mapping of hyper-parameters",
+                              source=str(path), field=str(key))
+    return data
+
+
+def config_fields(entry: dict, source: str = "hyperparams") -> dict:
+    """``TrainConfig`` fields from one entry of a hyper-parameter file (rl-zoo's names:
+    ``n_timesteps``, ``policy``, ``normalize``, ``policy_kwargs`` ... and any
+    ``TrainConfig`` field). ``policy_kwargs.hidden`` is the equivariant network's width."""
+    types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)
+             if f.name not in NOT_HYPERPARAMS}
+    names = set(types)
+    out: dict = {}
+    for key, value in entry.items():
+        name = HYPERPARAM_ALIASES.get(key, key)
+        if name not in names:
+            raise UnknownNameError("hyper-parameter", key,
+                                   sorted(names | set(HYPERPARAM_ALIASES)), source=source)
+        if isinstance(value, str) and ("float" in types[name] or "int" in types[name]):
+            value = _number(value, "int" in types[name] and "float" not in types[name])
+        if name == "policy":
+            if value not in POLICY_ALIASES:
+                raise UnknownNameError("policy", str(value), list(POLICY_ALIASES),
+                                       source=source, field="policy")
+            value = POLICY_ALIASES[value]
+        if name == "normalize_reward" and isinstance(value, dict):
+            value = bool(value.get("norm_reward", True))
+        if name == "policy_kwargs":
+            if not isinstance(value, dict):
+                raise ConfigError("policy_kwargs is a mapping (no code: activation_fn by "
+                                  "name)", source=source, field="policy_kwargs")
+            value = dict(value)
+            if "hidden" in value:
+                out["hidden"] = int(value.pop("hidden"))
+        out[name] = value
+    return out
+
+
+def _number(text: str, integer: bool):
+    """A number written as text (YAML 1.1 reads ``1e-5`` as a string), else the text."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if integer and value.is_integer() else value
+
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` (the value read as YAML: numbers, true/false, null, lists)."""
+    import yaml
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"expected KEY=VALUE, got {text!r}", field="--set")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise ConfigError(f"cannot read the value of {text!r}", field="--set") from None
+
+
+def resolve_hyperparams(env: str, algo: str | None, policy: str | None,
+                        path: str | Path | None = None) -> tuple[dict, str]:
+    """The hyper-parameter entry of ``env`` (fields for ``TrainConfig``) and a sentence
+    saying where it came from: ``path`` if given, else the shipped file for ``algo`` and
+    ``policy`` (``default_hyperparams_file``). A file without an entry for ``env`` gives
+    ``{}`` (the ``TrainConfig`` defaults). An explicit ``path`` must exist."""
+    if algo is None:
+        algo = "ppo" if env in VARIANT_IDS and variant(env).env == "Rank" else "maskable-ppo"
+    file = Path(path) if path is not None else default_hyperparams_file(algo, policy)
+    if file is None:
+        return {}, f"no hyper-parameter file for {algo}: TrainConfig defaults"
+    if path is None and not file.is_file():
+        return {}, f"no shipped {file.name}: TrainConfig defaults"
+    data = read_hyperparams(file)
+    shown = _shown_path(file)
+    if env not in data:
+        return {}, f"{shown} has no entry for {env}: TrainConfig defaults"
+    return config_fields(data[env], source=f"{shown} [{env}]"), f"{shown} [{env}]"
+
+
+def make_config(env: str, algo: str | None = None, policy: str | None = None,
+                hyperparams: str | Path | None = None, logdir: str | None = None,
+                **overrides) -> TrainConfig:
+    """``TrainConfig`` from the defaults < the hyper-parameter entry < ``overrides`` (the
+    command line: ``TrainConfig`` fields or a file's keys, e.g. ``n_timesteps``);
+    ``overrides`` with a ``None`` value are ignored."""
+    fields, source = resolve_hyperparams(env, algo, policy, hyperparams)
+    given = config_fields({k: v for k, v in overrides.items() if v is not None},
+                          source="command line")
+    fields = {**fields, **given}
+    if policy is not None:
+        fields["policy"] = policy
+    return TrainConfig(env=env, algo=algo, logdir=logdir, hyperparams=source, **fields)
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _schedule(value, name: str):
+    """A learning rate / clip range: a number, or ``"lin_<v>"`` (linear from v to 0)."""
+    if isinstance(value, str):
+        if value.startswith("lin_"):
+            try:
+                start = float(value[4:])
+            except ValueError:
+                start = math.nan
+            if math.isfinite(start) and start > 0:
+                return lambda progress_remaining: progress_remaining * start
+        raise ConfigError(f"expected a number or 'lin_<number>', got {value!r}", field=name)
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0):
+        raise ConfigError(f"must be a positive number, got {value!r}", field=name)
+    return float(value)
+
+
+# ---------------------------------------------------------------------------- run directory
+def prepare_run_dir(config: TrainConfig, overwrite: bool = False) -> Path:
+    """Create the run directory and set ``config.logdir`` to it.
+
+    Without ``logdir``: the default name, with ``-2``, ``-3`` ... appended until it is new.
+    With ``logdir``: an existing non-empty directory is refused (``ConfigError``) unless
+    ``overwrite``, which deletes what a previous run wrote there (``RUN_ARTIFACTS``)."""
+    import shutil
+    if config.logdir is None:
+        base = config.default_run_dir()
+        base.parent.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 10_000):
+            out = base if n == 1 else base.with_name(f"{base.name}-{n}")
+            try:
+                out.mkdir()
+                break
+            except FileExistsError:
+                continue
+        config.logdir = str(out)
+        return out
+    out = Path(config.logdir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{str(out)!r} exists and is not a directory", field="--logdir")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise ConfigError(f"{str(out)!r} already holds a run; pass --overwrite to replace "
+                              f"it, or choose a new --logdir (without --logdir every run gets "
+                              f"a new directory)", field="--logdir")
+        for name in RUN_ARTIFACTS:
+            p = out / name
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create {str(out)!r}: {exc.strerror or exc}",
+                          field="--logdir") from None
+    return out
+
+
+# ---------------------------------------------------------------------------- baselines
+#: Baseline policies by mode (``baseline_actor``).
+BASELINES = {"select": ("random", "unmasked-random", "greedy", "lp"),
+             "rank": ("random", "keep-all", "lp")}
+
+
+def baseline_actor(name: str, env: gym.Env, rng: np.random.Generator):
+    """``act(obs) -> action`` of a baseline on ``env`` (see the module docstring)."""
+    u = env.unwrapped
+    select = hasattr(u, "invalid_action")           # ScheduleEnv (select mode)
+    mode = "select" if select else "rank"
+    if name not in BASELINES[mode]:
+        raise UnknownNameError(f"{mode}-mode baseline", name, list(BASELINES[mode]))
+    if name == "lp":
+        return lambda obs: u.reference_action()
+    if select:
+        if name == "random":
+            return lambda obs: int(rng.choice(np.flatnonzero(u.action_masks())))
+        if name == "unmasked-random":
+            return lambda obs: int(rng.integers(u.K + 1))
+
+        def greedy(obs):
+            valid = np.flatnonzero(u.action_masks()[:u.K])
+            return int(valid[0]) if valid.size else u.K
+        return greedy
+    if name == "keep-all":
+        return lambda obs: (np.asarray(obs["valid"]) > 0.5).astype(np.int8)
+    return lambda obs: ((rng.random(u.K) < 0.5) & (np.asarray(obs["valid"]) > 0.5)).astype(
+        np.int8)
+
+
+def run_episode(env: gym.Env, act, seed: int) -> dict:
+    """One full episode (to termination or the registered step limit) of ``act(obs)`` on
+    ``env`` from ``reset(seed=seed)``: return, steps, invalid actions, metrics."""
+    obs, _ = env.reset(seed=int(seed))
+    total, steps, invalid = 0.0, 0, 0
+    t0 = time.perf_counter()
+    while True:
+        obs, reward, terminated, truncated, info = env.step(act(obs))
+        total += float(reward)
+        steps += 1
+        invalid += bool(info.get("invalid_action", False))
+        if terminated or truncated:
+            break
+    return {"seed": int(seed), "return": total, "steps": steps, "invalid_actions": invalid,
+            "end_reason": info.get("end_reason"), "metrics": info.get("metrics", {}),
+            "wall_s": time.perf_counter() - t0}
+
+
+def reference_return(config: TrainConfig, seed: int, name: str = "lp") -> float:
+    """A baseline's return on a training seed (``lp``: ``reference_action``; ``random``,
+    seeded by the episode seed)."""
+    env = gym.make(config.env, **config.env_kwargs())
+    try:
+        return run_episode(env, baseline_actor(name, env, np.random.default_rng(seed)),
+                           seed)["return"]
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------------- progress
+class Progress:
+    """How a run reports progress: ``"bar"`` (tqdm / SB3's bar, for a terminal), ``"lines"``
+    (a one-line report on stderr every ``every_s`` seconds, and at each phase's end: for
+    pipes and log files) or ``"none"``."""
+
+    def __init__(self, mode="auto", every_s: float = 15.0, stream=None) -> None:
+        if mode is True or mode == "auto":
+            mode = "bar" if sys.stderr.isatty() else "lines"
+        elif mode is False or mode is None:
+            mode = "none"
+        if mode not in ("bar", "lines", "none"):
+            raise ValueError(f"progress must be bar, lines, none or auto, got {mode!r}")
+        self.mode, self.every_s, self.stream = mode, float(every_s), stream
+        self._last = -math.inf
+
+    @property
+    def bar(self) -> bool:
+        return self.mode == "bar"
+
+    def due(self) -> bool:
+        now = time.perf_counter()
+        if self.mode == "lines" and now - self._last >= self.every_s:
+            self._last = now
+            return True
+        return False
+
+    def line(self, text: str, force: bool = False) -> None:
+        if self.mode == "lines" and (force or self.due()):
+            if force:
+                self._last = time.perf_counter()
+            print(f"[hsched train] {text}", file=self.stream or sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(float(seconds), 0.0)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
+    return f"{seconds // 3600:.0f}h{seconds % 3600 // 60:02.0f}m"
+
+
+# ---------------------------------------------------------------------------- environments
 class SeedCycle(gym.Wrapper):
     """Resets without a seed go through the training seeds in a shuffled cycle."""
 
@@ -181,29 +607,100 @@ def make_env(config: TrainConfig, rank: int = 0):
     return thunk
 
 
-def reference_return(config: TrainConfig, seed: int) -> float:
-    """The LP reference's return on a training seed (one episode of ``reference_action``)."""
-    env = gym.make(config.env, **config.env_kwargs()).unwrapped
-    env.reset(seed=seed)
-    total = 0.0
-    while True:
-        _, r, terminated, truncated, _ = env.step(env.reference_action())
-        total += r
-        if terminated or truncated:
-            return total
+def _select_ranker_policy():
+    from agents.ranker import RankerPolicy
+
+    class SelectRankerPolicy(RankerPolicy):
+        """PPO (unmasked) policy for ``hsched/Schedule-*``: ``RankerNet`` with a commit
+        logit over ``Discrete(K + 1)``; the network gives slots that are not valid (the
+        observation's ``valid``) a logit of −20, so it masks through the observation."""
+
+        commit = True
+
+    SelectRankerPolicy.__qualname__ = "SelectRankerPolicy"
+    return SelectRankerPolicy
 
 
-def _episode_callback(config: TrainConfig):
+SelectRankerPolicy = _select_ranker_policy()
+
+
+def policy_spec(config: TrainConfig):
+    """``(policy class or name, policy_kwargs)`` for SB3."""
+    kwargs = dict(config.policy_kwargs)
+    if config.policy == "mlp":
+        act = kwargs.get("activation_fn")
+        if isinstance(act, str):
+            from torch import nn
+            if act not in ACTIVATIONS:
+                raise UnknownNameError("activation_fn", act, list(ACTIVATIONS),
+                                       field="policy_kwargs")
+            kwargs["activation_fn"] = getattr(nn, ACTIVATIONS[act])
+        return "MultiInputPolicy", kwargs
+    from agents.ranker import MaskableRankerPolicy, RankerPolicy
+    kwargs["hidden"] = config.hidden
+    if config.algo == "maskable-ppo":
+        return MaskableRankerPolicy, kwargs
+    return (RankerPolicy if config.mode == "rank" else SelectRankerPolicy), kwargs
+
+
+def rollout_plan(config: TrainConfig) -> dict:
+    """The rollout length and mini-batch size that fit ``timesteps`` (``n_steps`` cut to
+    ``timesteps / n_envs``, ``batch_size`` to the rollout), the rollouts that will be
+    trained on and the steps of a last, partial one (taken, not trained on)."""
+    n_steps = max(1, min(config.n_steps, config.timesteps // config.n_envs))
+    rollout = n_steps * config.n_envs
+    if rollout < 2:
+        raise ConfigError(f"--timesteps {config.timesteps} with {config.n_envs} envs leaves "
+                          f"a rollout of {rollout} step: PPO needs at least 2",
+                          field="--timesteps")
+    batch = max(2, min(config.batch_size, rollout))
+    full = config.timesteps // rollout
+    return {"n_steps": n_steps, "batch_size": batch, "rollout": rollout, "updates": full,
+            "partial_steps": config.timesteps - full * rollout,
+            "adjusted": [k for k, a, b in (("n_steps", n_steps, config.n_steps),
+                                           ("batch_size", batch, config.batch_size)) if a != b]}
+
+
+# ---------------------------------------------------------------------------- callbacks
+def _episode_callback(config: TrainConfig, progress: Progress | None = None):
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Figure, HParam
 
     class EpisodeMetrics(BaseCallback):
-        """Logs each finished episode's schedule metrics and its return against the LP."""
+        """Logs each finished episode's schedule metrics and its return against the LP's and
+        random's, the hyper-parameters (at the start), progress lines, the returns figure
+        (at the end); stops at ``config.timesteps`` steps."""
 
         def __init__(self, known: dict[int, float]) -> None:
             super().__init__()
             self.ref: dict[int, float] = dict(known)
+            self.rnd: dict[int, float] = {}
             self.kept: dict[int, list] = {}
             self.episodes: list[dict] = []
+            self.reference_s = 0.0
+            self.rollouts = 0
+            self.t0 = time.perf_counter()
+
+        def _on_training_start(self) -> None:
+            self.t0 = time.perf_counter()
+            self.logger.record("hparams", HParam(_hparams(config), _HPARAM_METRICS),
+                               exclude=("stdout", "log", "json", "csv"))
+            self.logger.dump(0)
+
+        def _references(self, seed: int) -> tuple[float, float]:
+            nan = float("nan")
+            if not config.references:
+                return nan, nan
+            t = time.perf_counter()
+            if (seed not in self.ref and len(self.ref) >= REFERENCE_FREE_SEEDS
+                    and self.reference_s > config.reference_budget * (t - self.t0)):
+                return nan, nan                  # over budget: this seed goes without
+            if seed not in self.ref:
+                self.ref[seed] = reference_return(config, seed, "lp")
+            if seed not in self.rnd:
+                self.rnd[seed] = reference_return(config, seed, "random")
+            self.reference_s += time.perf_counter() - t
+            return self.ref[seed], self.rnd[seed]
 
         def _on_step(self) -> bool:
             infos = self.locals.get("infos", [])
@@ -218,101 +715,310 @@ def _episode_callback(config: TrainConfig):
                     continue
                 ret = float(info["episode"]["r"])        # Monitor's raw return
                 seed = int(info.get("episode_seed", -1))
-                if seed not in self.ref:
-                    self.ref[seed] = reference_return(config, seed)
-                rec = {"seed": seed, "return": ret, "return_vs_lp":
-                       ret / self.ref[seed] if self.ref[seed] else float("nan"),
+                lp, rnd = self._references(seed)
+                rec = {"seed": seed, "timestep": int(self.num_timesteps), "return": ret,
+                       "steps": int(info["episode"]["l"]), "lp_return": lp,
+                       "random_return": rnd,
+                       "return_vs_lp": ret / lp if lp and np.isfinite(lp) else float("nan"),
+                       "normalized_score": ((ret - rnd) / (lp - rnd) if np.isfinite(lp - rnd)
+                                            and abs(lp - rnd) > 1e-9 else float("nan")),
                        "avg_jct_h": m["avg_jct_s"] / 3600, "makespan_h": m["makespan_s"] / 3600,
                        "decision_time_ms": m["decision_time_mean_s"] * 1e3,
                        "kept_fraction": float(np.mean(self.kept.pop(i, [np.nan])))}
                 self.episodes.append(rec)
-                for key in ("avg_jct_h", "makespan_h", "decision_time_ms", "return_vs_lp"):
+                for key in ("return", "lp_return", "random_return", "normalized_score",
+                            "avg_jct_h", "makespan_h", "decision_time_ms", "return_vs_lp"):
                     if np.isfinite(rec[key]):
                         self.logger.record(f"episode/{key}", rec[key])
                 if config.mode == "rank" and np.isfinite(rec["kept_fraction"]):
                     self.logger.record("episode/kept_fraction", rec["kept_fraction"])
-            return True
+            if progress is not None and progress.due():
+                progress.line(self.status(), force=True)
+            # --timesteps bounds the environment steps: a rollout that would pass it stops
+            # early (its last step completes a rollout: that one is trained on)
+            if self.locals.get("n_steps", -2) + 1 >= self.locals.get("n_rollout_steps",
+                                                                     math.inf):
+                return True
+            return self.num_timesteps + self.training_env.num_envs <= config.timesteps
+
+        def _on_rollout_end(self) -> None:
+            self.rollouts += 1
+
+        def status(self) -> str:
+            n, total = int(self.num_timesteps), config.timesteps
+            el = time.perf_counter() - self.t0
+            fps = n / el if el > 0 else 0.0
+            eta = (total - n) / fps if fps > 0 else float("nan")
+            text = (f"{config.algo} {n:,}/{total:,} steps ({n / total:.0%}), {fps:.0f} fps, "
+                    f"{len(self.episodes)} episodes")
+            last = self.episodes[-10:]
+            if last:
+                text += f", mean return of the last {len(last)} {_mean(last, 'return'):.2f}"
+                lp, rnd = _mean(last, "lp_return"), _mean(last, "random_return")
+                if np.isfinite(lp):
+                    text += f" (LP {lp:.2f}, random {rnd:.2f})"
+            text += f", {_duration(el)} elapsed"
+            if n < total and np.isfinite(eta):
+                text += f", ETA {_duration(eta)}"
+            return text
+
+        def _on_training_end(self) -> None:
+            if progress is not None:
+                progress.line(self.status(), force=True)
+            fig = returns_figure(self.episodes, config)
+            if fig is not None:
+                fig.savefig(Path(config.run_dir()) / "returns.png", dpi=100)
+                self.logger.record("figures/returns", Figure(fig, close=True),
+                                   exclude=("stdout", "log", "json", "csv"))
+                self.logger.dump(int(self.num_timesteps))
 
     return EpisodeMetrics
 
 
-def train(config: TrainConfig, progress: bool = True) -> dict:
-    """Run the training described by ``config``; returns the summary (also saved)."""
+_HPARAM_METRICS = {"rollout/ep_rew_mean": 0.0, "episode/return_vs_lp": 0.0,
+                   "episode/normalized_score": 0.0, "episode/return": 0.0,
+                   "train/value_loss": 0.0}
+
+
+def _hparams(config: TrainConfig) -> dict:
+    """The config's values TensorBoard's HPARAMS tab can show (numbers, strings, bools)."""
+    out = {}
+    for key, value in dataclasses.asdict(config).items():
+        if isinstance(value, (bool, int, float, str)):
+            out[key] = value
+        elif value is None:
+            out[key] = "None"
+        elif isinstance(value, dict) and value:
+            out[key] = json.dumps(value, sort_keys=True)
+    return out
+
+
+def _mean(records: list[dict], key: str) -> float:
+    values = [r[key] for r in records if np.isfinite(r.get(key, np.nan))]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def returns_figure(episodes: list[dict], config: TrainConfig):
+    """A matplotlib figure of the training episodes (``None`` without episodes): left, each
+    episode's return with the LP reference's and random's on the same seed; right, the
+    normalized score (return − random's) ÷ (LP's − random's) — 0 = random, 1 = the LP — of
+    the episodes with references, and its running mean over 10 of them."""
+    if not episodes:
+        return None
+    from matplotlib.figure import Figure as MplFigure
+    fig = MplFigure(figsize=(11.0, 4.2))
+    ax, bx = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    x = np.array([e["timestep"] for e in episodes], dtype=float)
+    ret = np.array([e["return"] for e in episodes], dtype=float)
+    lp = np.array([e["lp_return"] for e in episodes], dtype=float)
+    rnd = np.array([e["random_return"] for e in episodes], dtype=float)
+    ax.plot(x, ret, "-o", markersize=3, lw=0.8, label=f"{config.algo} ({config.policy})")
+    for y, style, label in ((lp, "x", "LP reference (same seed)"),
+                            (rnd, "v", "random (same seed)")):
+        ok = np.isfinite(y)
+        if ok.any():
+            ax.plot(x[ok], y[ok], style, markersize=5, label=label)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("episode return")
+    ax.set_title(f"{config.env}: training episodes")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    ok = np.isfinite(lp) & np.isfinite(rnd) & (np.abs(lp - rnd) > 1e-9)
+    if ok.any():
+        score = (ret[ok] - rnd[ok]) / (lp[ok] - rnd[ok])
+        bx.plot(x[ok], score, ".", alpha=0.5, label="episode")
+        run = np.convolve(score, np.ones(10), "valid") / 10 if score.size >= 10 else None
+        if run is not None:
+            bx.plot(x[ok][9:], run, "-", lw=2, label="running mean (10)")
+        bx.axhline(1.0, ls="--", color="gray", lw=1)
+        bx.axhline(0.0, ls=":", color="gray", lw=1)
+        bx.legend(loc="best", fontsize=8)
+    bx.set_xlabel("environment steps")
+    bx.set_ylabel("(return − random) ÷ (LP − random)")
+    bx.set_title("normalized score: 0 = random, 1 = LP")
+    bx.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _imitation_figure(history: list[dict], config: TrainConfig):
+    from matplotlib.figure import Figure as MplFigure
+    fig = MplFigure(figsize=(7.0, 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    epochs = [h["epoch"] for h in history]
+    ax.plot(epochs, [h["loss"] for h in history], "-o", markersize=3, label="train loss")
+    for key in ("valid_recall", "valid_precision", "valid_kept_fraction"):
+        if key in history[0]:
+            ax.plot(epochs, [h[key] for h in history], "--", label=key.replace("_", " "))
+    ax.set_xlabel("epoch")
+    ax.set_title(f"imitation of the LP reference ({config.regimes or config.env})")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------- training
+def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=None) -> dict:
+    """Run the training described by ``config``; returns the summary (also saved).
+
+    ``progress``: ``"auto"`` (``True``; a bar on a terminal, else progress lines on stderr),
+    ``"bar"``, ``"lines"`` or ``"none"`` (``False``). ``overwrite``: see
+    ``prepare_run_dir``. ``echo(text)`` receives the announcements (the plan of the run;
+    default: the log)."""
     import torch as th
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    from stable_baselines3.common.logger import HParam, configure
 
-    from agents.ranker import MaskableRankerPolicy, RankerPolicy, save_ranker
-
+    echo = echo or log.info
+    prog = Progress(progress, every_s=config.progress_every_s)
     th.set_num_threads(max(int(config.torch_threads), 1))
     th.manual_seed(config.seed)
-    out = config.run_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
+    out = prepare_run_dir(config, overwrite=overwrite)
     t_start = time.perf_counter()
-    summary: dict = {"config": dataclasses.asdict(config)}
+    rl = config.algo != "imitation"
+    plan = rollout_plan(config) if rl else None
+    if plan is not None and plan["adjusted"]:
+        config.n_steps, config.batch_size = plan["n_steps"], plan["batch_size"]
+    warm = (config.mode == "rank" and config.policy == "equivariant"
+            and (config.imitation_seeds > 0 or config.regimes))
+    (out / "config.json").write_text(json.dumps(
+        {**dataclasses.asdict(config), "scenario": config.scenario(), "rollout_plan": plan},
+        indent=1, default=str))
+    summary: dict = {"config": dataclasses.asdict(config), "scenario": config.scenario()}
+    tb = configure(str(out / "tb"), ["tensorboard"])
+    writer = tb.output_formats[0].writer
 
     imitation_net = None
     known_returns: dict[int, float] = {}
-    if config.mode == "rank" and (config.imitation_seeds > 0 or config.regimes):
-        imitation_net, record, returns = _imitation(config, out, progress)
+    if warm:
+        echo(_imitation_announcement(config))
+        imitation_net, record, returns = _imitation(config, out, prog, writer)
         summary["imitation"] = record
         known_returns.update(returns)
-    if config.algo == "imitation":
+    elif config.mode == "rank" and rl and config.imitation_seeds > 0:
+        echo("no imitation warm start with --policy mlp (it fits the equivariant network)")
+    if not rl:
         # imitation is the method: the ranker is the cloned network at its operating point
+        from agents.ranker import save_ranker
         save_ranker(imitation_net, out / "ranker.pt", stage="imitation",
                     **_ranker_meta(config, summary["imitation"]))
+        tb.record("hparams", HParam(_hparams(config), {"imitation/valid_recall": 0.0,
+                                                       "imitation/loss": 0.0}),
+                  exclude=("stdout", "log", "json", "csv"))
+        fig = _imitation_figure(summary["imitation"]["history"], config)
+        fig.savefig(out / "imitation.png", dpi=100)
+        from stable_baselines3.common.logger import Figure
+        tb.record("figures/imitation", Figure(fig, close=True),
+                  exclude=("stdout", "log", "json", "csv"))
+        tb.dump(0)
+        tb.close()
         summary["total_s"] = time.perf_counter() - t_start
         (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
         return summary
 
-    vec_cls = SubprocVecEnv if config.n_envs > 1 else DummyVecEnv
-    venv = vec_cls([make_env(config, i) for i in range(config.n_envs)])
-    if config.normalize_reward:
-        from stable_baselines3.common.vec_env import VecNormalize
-        venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=config.gamma)
-    common = dict(learning_rate=config.learning_rate, n_steps=config.n_steps,
-                  batch_size=config.batch_size, n_epochs=config.n_epochs, gamma=config.gamma,
-                  ent_coef=config.ent_coef, target_kl=config.target_kl, seed=config.seed,
-                  verbose=0,
-                  tensorboard_log=str(out / "tb"), policy_kwargs={"hidden": config.hidden})
-    if config.algo == "maskable-ppo":
-        from sb3_contrib import MaskablePPO
-        model = MaskablePPO(MaskableRankerPolicy, venv, **common)
-    elif config.mode == "rank":
-        model = PPO(RankerPolicy, venv, **common)
-    else:
-        model = PPO("MultiInputPolicy", venv, **{**common, "policy_kwargs": {}})
+    echo(_rl_announcement(config, plan))
+    model, venv = _model(config)
+    model.set_logger(tb)
     if imitation_net is not None:
         model.policy.ranker.load_state_dict(imitation_net.state_dict())
-    episodes = _episode_callback(config)(known_returns)
+        op = summary["imitation"].get("operating_point")
+        if op is not None:
+            # PPO's deterministic action keeps a candidate iff its probability > ½: shift the
+            # logits so that this is the operating point (the threshold of --target-recall)
+            import torch as th
+            with th.no_grad():
+                model.policy.ranker.psi[-1].bias.sub_(op["logit_cut"])
+            echo(f"PPO starts at the imitation's operating point: keep threshold "
+                 f"{op['threshold']:.3g} (recall {op['recall']:.3f}) moved to ½")
+    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+    episodes = _episode_callback(config, prog if prog.mode == "lines" else None)(known_returns)
     callbacks = CallbackList([
         CheckpointCallback(save_freq=max(config.checkpoint_steps // config.n_envs, 1),
                            save_path=str(out / "checkpoints"), name_prefix="model"),
         episodes])
     t0 = time.perf_counter()
-    model.learn(total_timesteps=config.timesteps, callback=callbacks, progress_bar=progress,
-                tb_log_name="ppo")
+    model.learn(total_timesteps=config.timesteps, callback=callbacks, progress_bar=prog.bar,
+                tb_log_name=config.algo)
     summary["ppo_s"] = time.perf_counter() - t0
+    summary["reference_s"] = episodes.reference_s
+    summary["rl_steps"] = int(model.num_timesteps)
+    summary["updates"] = episodes.rollouts          # rollouts trained on
     model.save(out / "model.zip")
     if hasattr(model.policy, "ranker"):
+        from agents.ranker import save_ranker
         # the imitation network's operating point was measured before PPO changed it: not kept
         save_ranker(model.policy.ranker, out / "ranker.pt", stage="ppo",
                     timesteps=config.timesteps, **_ranker_meta(config, None))
     venv.close()
+    tb.close()
     summary["episodes"] = episodes.episodes
     summary["total_s"] = time.perf_counter() - t_start
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
     return summary
 
 
-def _imitation(config: TrainConfig, out: Path, progress: bool):
+def _model(config: TrainConfig):
+    """The SB3 model and its vector environment."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    vec_cls = SubprocVecEnv if config.n_envs > 1 else DummyVecEnv
+    venv = vec_cls([make_env(config, i) for i in range(config.n_envs)])
+    if config.normalize_reward:
+        from stable_baselines3.common.vec_env import VecNormalize
+        venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=config.gamma)
+    policy, policy_kwargs = policy_spec(config)
+    common = dict(learning_rate=_schedule(config.learning_rate, "learning_rate"),
+                  n_steps=config.n_steps, batch_size=config.batch_size,
+                  n_epochs=config.n_epochs, gamma=config.gamma, gae_lambda=config.gae_lambda,
+                  ent_coef=config.ent_coef, vf_coef=config.vf_coef,
+                  clip_range=_schedule(config.clip_range, "clip_range"),
+                  max_grad_norm=config.max_grad_norm, target_kl=config.target_kl,
+                  seed=config.seed, verbose=0, policy_kwargs=policy_kwargs)
+    if config.algo == "maskable-ppo":
+        from sb3_contrib import MaskablePPO
+        return MaskablePPO(policy, venv, **common), venv
+    model = PPO(policy, venv, **common)
+    if config.init_keep_prob is not None:
+        import torch as th
+        with th.no_grad():
+            p = float(config.init_keep_prob)
+            model.policy.ranker.psi[-1].bias.fill_(math.log(p / (1 - p)))
+    return model, venv
+
+
+def _imitation_announcement(config: TrainConfig) -> str:
+    from agents.regimes import REGIMES
+    if config.regimes:
+        regs = REGIMES[config.regimes]
+        rounds = sum(r.seeds * (r.rounds or 0) for r in regs)
+        what = (f"{len(regs)} regimes of {config.regimes!r}, {sum(r.seeds for r in regs)} "
+                f"LP episodes of at most {rounds} rounds in all")
+    else:
+        what = (f"{config.imitation_seeds} LP episodes of at most {config.imitation_rounds} "
+                f"rounds ({config.imitation_seeds * config.imitation_rounds} LP rounds)")
+    rest = "" if config.algo == "imitation" else (
+        " before PPO; not counted in --timesteps (--imitation-seeds 0 skips it)")
+    return (f"imitation warm start: {what}, then {config.imitation_epochs} epochs of "
+            f"behaviour cloning{rest}")
+
+
+def _rl_announcement(config: TrainConfig, plan: dict) -> str:
+    policy, _ = policy_spec(config)
+    name = policy if isinstance(policy, str) else policy.__name__
+    text = (f"{config.algo} with {name}: {config.timesteps:,} environment steps, "
+            f"{plan['updates']} rollouts of {plan['n_steps']} steps × {config.n_envs} envs")
+    if plan["partial_steps"]:
+        text += f" (+ {plan['partial_steps']} steps of a partial rollout, not trained on)"
+    if plan["adjusted"]:
+        text += f"; cut to fit --timesteps: n_steps {plan['n_steps']}, batch_size " \
+                f"{plan['batch_size']}"
+    return text + f"; γ {config.gamma}, learning rate {config.learning_rate}"
+
+
+def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     """Collect the LP reference's keep bits (on the one scenario, or on every regime of
     ``config.regimes``), fit ``RankerNet`` to them, choose its operating point; returns
     ``(net, summary record, {seed: reference return})``."""
-    from torch.utils.tensorboard import SummaryWriter
-
     from agents.imitation import Demos, behaviour_clone, collect_demos, evaluate_keep
     from agents.ranker import RankerNet, save_ranker
     from agents.regimes import REGIMES, Regime, recall_threshold
@@ -320,17 +1026,32 @@ def _imitation(config: TrainConfig, out: Path, progress: bool):
     if config.regimes:
         regimes = REGIMES[config.regimes]
     else:
-        regimes = (Regime(config.cluster, config.workload, seeds=config.imitation_seeds,
-                          rounds=config.imitation_rounds, slots=config.slots),)
+        sc = config.scenario()
+        regimes = (Regime(sc["cluster"], sc["workload"], seeds=config.imitation_seeds,
+                          rounds=config.imitation_rounds, slots=sc["slots"]),)
     t0 = time.perf_counter()
     trains, valids, per_regime, returns = [], [], [], {}
-    for reg in regimes:
+    bar = progress.bar
+    for n, reg in enumerate(regimes):
         kw = {**config.env_kwargs(), "cluster": reg.cluster, "workload": reg.workload,
               "slots": reg.slots}
+        if config.regimes:                       # the regimes' own horizon
+            kw["max_time_s"] = (None if not config.imitation_hours
+                                else config.imitation_hours * 3600)
         env = gym.make(config.env, **kw)
         seeds = list(range(reg.seeds))
-        demos = collect_demos(env, seeds, max_rounds=reg.rounds, progress=progress,
-                              fair_share_only=config.fair_share_inputs)
+        parts = []
+        for i, seed in enumerate(seeds):         # one seed at a time: the same demonstrations
+            parts.append(collect_demos(env, [seed], max_rounds=reg.rounds, progress=bar,
+                                       fair_share_only=config.fair_share_inputs))
+            el = time.perf_counter() - t0
+            progress.line(f"LP demonstrations: regime {n + 1}/{len(regimes)} "
+                          f"({reg.cluster}), seed {i + 1}/{len(seeds)}, "
+                          f"{sum(len(p) for p in parts)} rounds, {_duration(el)} elapsed",
+                          force=i + 1 == len(seeds))
+        demos = Demos.merge(parts)
+        for p in parts:
+            demos.returns.update(p.returns)
         env.close()
         if len(regimes) == 1:
             returns.update(demos.returns)
@@ -343,18 +1064,25 @@ def _imitation(config: TrainConfig, out: Path, progress: bool):
                            "held_out_seeds": held})
     train_demos, valid_demos = Demos.merge(trains), Demos.merge(valids)
     collect_s = time.perf_counter() - t0
-    writer = SummaryWriter(str(out / "tb" / "imitation"))
     net = RankerNet(hidden=config.hidden)
+
+    def log_epoch(e, r):
+        for k, v in r.items():
+            if k != "epoch":
+                writer.add_scalar(f"imitation/{k}", v, e)
+        progress.line(f"imitation epoch {e + 1}/{config.imitation_epochs}: loss "
+                      f"{r['loss']:.4f}" + (f", held-out recall {r['valid_recall']:.3f}"
+                                            if "valid_recall" in r else ""),
+                      force=e + 1 == config.imitation_epochs)
+
     history = behaviour_clone(
         net, train_demos, epochs=config.imitation_epochs, lr=config.imitation_lr,
         pos_weight=config.pos_weight, seed=config.seed, valid_demos=valid_demos,
-        progress=progress,
-        log_fn=lambda e, r: [writer.add_scalar(f"imitation/{k}", v, e)
-                             for k, v in r.items() if k != "epoch"])
+        progress=bar, log_fn=log_epoch)
     record = {"rounds": len(train_demos) + len(valid_demos), "train_rounds": len(train_demos),
               "valid_rounds": len(valid_demos),
               "positive_fraction": Demos.merge([train_demos, valid_demos]).positive_fraction(),
-              "collect_s": collect_s, "final": history[-1],
+              "collect_s": collect_s, "final": history[-1], "history": history,
               "valid": evaluate_keep(net, valid_demos), "regimes": per_regime}
     if config.target_recall is not None:
         op = recall_threshold(net, valid_demos, config.target_recall)
@@ -363,7 +1091,7 @@ def _imitation(config: TrainConfig, out: Path, progress: bool):
         writer.add_scalar("imitation/operating_threshold", op["threshold"], len(history))
         writer.add_scalar("imitation/operating_kept_fraction", op["kept_fraction"],
                           len(history))
-    writer.close()
+    writer.flush()
     save_ranker(net, out / "imitation_ranker.pt", stage="imitation",
                 **_ranker_meta(config, record))
     return net, record, returns
@@ -372,9 +1100,11 @@ def _imitation(config: TrainConfig, out: Path, progress: bool):
 def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
     """What a ranker file records of its training: scenario or regimes, operating point,
     gate."""
-    meta = {"cluster": config.cluster, "workload": config.workload}
     if config.regimes:
         meta = {"regimes": config.regimes}
+    else:
+        sc = config.scenario()
+        meta = {"cluster": sc["cluster"], "workload": sc["workload"]}
     op = (imitation or {}).get("operating_point")
     if op is not None:
         meta.update(threshold=op["threshold"], target_recall=op["target_recall"],

@@ -72,25 +72,41 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from agents.train import TrainConfig, train
-    fields = {"env": args.env, "algo": args.algo, "timesteps": args.timesteps,
-              "n_envs": args.n_envs, "seed": args.seed, "logdir": args.logdir}
+    """``hsched train``: the values of the run come from ``TrainConfig``'s defaults, then the
+    env id's entry of the hyper-parameter file (``--hyperparams``, default the shipped
+    ``agents/hyperparams/<algo>[_mlp].yml``), then these flags."""
+    from agents.train import make_config, parse_assignment, prepare_run_dir, train
+    fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
+              "logdir": args.logdir}
     for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
                  "target_recall", "gate_candidates", "fair_share_inputs",
-                 "learning_rate", "hidden"):
-        value = getattr(args, name)
-        if value is not None:
-            fields[name] = value
-    if args.episode_hours is not None:
-        fields["episode_hours"] = args.episode_hours if args.episode_hours > 0 else None
-    config = TrainConfig(**fields)
-    where = (f"the {config.regimes!r} regimes" if config.regimes
-             else f"{config.cluster} ({config.workload})")
-    steps = "" if config.algo == "imitation" else f" for {config.timesteps} steps"
-    print(f"training {config.env} with {config.algo}{steps} on {where}; run directory "
-          f"{config.run_dir()}", file=sys.stderr)
-    summary = train(config, progress=not args.no_progress and sys.stderr.isatty())
-    out = config.run_dir()
+                 "learning_rate", "hidden", "gamma", "n_steps", "batch_size", "n_epochs",
+                 "ent_coef", "train_seeds"):
+        fields[name] = getattr(args, name)
+    if args.episode_hours is not None:             # 0: every episode to its end
+        fields["episode_hours"] = args.episode_hours
+        fields["imitation_hours"] = args.episode_hours if args.episode_hours > 0 else None
+    if args.no_references:
+        fields["references"] = False
+    for item in args.set or ():
+        key, value = parse_assignment(item)
+        fields[key] = value
+    config = make_config(args.env, algo=args.algo, policy=args.policy,
+                         hyperparams=args.hyperparams, **fields)
+    def echo(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    echo(f"hyper-parameters: {config.hyperparams}")
+    sc = config.scenario()
+    where = (f"the {config.regimes!r} regimes" if config.regimes else
+             f"{sc['cluster']} ({sc['workload']}, K={sc['slots']}, step limit "
+             f"{sc['max_episode_steps']})")
+    out = prepare_run_dir(config, overwrite=args.overwrite)
+    steps = "" if config.algo == "imitation" else f" for {config.timesteps:,} steps"
+    echo(f"training {config.env} with {config.algo} ({config.policy} policy){steps} on "
+         f"{where}; run directory {out}")
+    progress = "none" if args.no_progress else "auto"
+    summary = train(config, progress=progress, overwrite=True, echo=echo)
     imitation = summary.get("imitation")
     if imitation:
         v = imitation["valid"]
@@ -104,9 +120,18 @@ def cmd_train(args) -> int:
     eps = summary.get("episodes", [])
     if eps:
         last = eps[-min(len(eps), 5):]
-        print(f"last {len(last)} episodes: avg JCT {np.mean([e['avg_jct_h'] for e in last]):.2f} h,"
-              f" return / LP's {np.mean([e['return_vs_lp'] for e in last]):.3f}")
-    files = "ranker.pt, config.json, tb/" + ("" if config.algo == "imitation" else ", model.zip")
+        line = (f"last {len(last)} episodes: return {np.mean([e['return'] for e in last]):.2f}"
+                f", avg JCT {np.nanmean([e['avg_jct_h'] for e in last]):.2f} h")
+        ratios = [e["return_vs_lp"] for e in last if np.isfinite(e["return_vs_lp"])]
+        if ratios:
+            line += f", return / LP's {np.mean(ratios):.3f}"
+        print(line)
+    if "rl_steps" in summary:
+        print(f"{summary['rl_steps']:,} environment steps ({summary['updates']} rollouts "
+              f"trained on) in {summary['ppo_s']:.0f} s")
+    files = ("ranker.pt, config.json, tb/" if config.algo == "imitation" else
+             ("ranker.pt, " if config.policy == "equivariant" else "")
+             + "model.zip, config.json, tb/")
     print(f"wrote {out}/ ({files}) in {summary['total_s']:.0f} s;"
           f" tensorboard --logdir {out}")
     return 0

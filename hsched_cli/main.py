@@ -128,23 +128,54 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_evaluate)
 
-    tr = sub.add_parser("train", help="train a ranker (Rank-v0) or a scheduler (Schedule-v0)")
-    tr.add_argument("--env", default="hsched/Rank-v0", help="hsched/Rank-v0 (default) or "
-                    "hsched/Schedule-v0")
-    tr.add_argument("--algo", default="ppo", help="ppo (default), maskable-ppo, or imitation "
-                    "(Rank-v0: the cloned LP reference, no PPO)")
-    tr.add_argument("--timesteps", type=_positive_int, default=1008)
-    tr.add_argument("--n-envs", type=_positive_int, default=1)
-    tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument("--logdir", default=None, help="run directory (default runs/ENV-ALGO-SEED)")
-    tr.add_argument("--cluster", default=None, help="training cluster (default large-2048)")
+    tr = sub.add_parser("train", help="train a ranker (Rank-*) or a scheduler (Schedule-*)",
+                        description=(
+        "Train an agent on a registered id, on its registered scenario (cluster, workload, "
+        "slots, step limit) unless --cluster/--workload/--slots/--episode-hours override it. "
+        "Values come from TrainConfig's defaults, then the id's entry of the hyper-parameter "
+        "file (--hyperparams; default agents/hyperparams/<algo>.yml, or <algo>_mlp.yml with "
+        "--policy mlp), then the flags. Progress: a bar on a terminal, else a line on stderr "
+        "every 15 s."))
+    tr.add_argument("--env", default="hsched/Rank-v0", help="a registered id: hsched/Rank-v0 "
+                    "(default), hsched/Schedule-v0, or their -Tiny-v0, -Small-v0, -Medium-v0, "
+                    "-Large-v0 variants")
+    tr.add_argument("--algo", default=None, help="ppo (default for Rank-*), maskable-ppo "
+                    "(default for Schedule-*), or imitation (Rank-*: the cloned LP reference, "
+                    "no PPO)")
+    tr.add_argument("--policy", default=None, choices=["equivariant", "mlp"],
+                    help="equivariant (default): the project's permutation-equivariant "
+                         "RankerPolicy / MaskableRankerPolicy; mlp: SB3's MultiInputPolicy")
+    tr.add_argument("--hyperparams", default=None, metavar="FILE.yml",
+                    help="rl-zoo style YAML: top-level keys are env ids, values their "
+                         "hyper-parameters (n_timesteps, policy, n_envs, learning_rate, "
+                         "n_steps, batch_size, n_epochs, gamma, gae_lambda, ent_coef, "
+                         "clip_range, target_kl, policy_kwargs, ...); default the shipped "
+                         "agents/hyperparams/<algo>[_mlp].yml")
+    tr.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override one hyper-parameter (any key of --hyperparams' entries; "
+                         "repeatable), e.g. --set gae_lambda=0.9")
+    tr.add_argument("--timesteps", type=_positive_int, default=None,
+                    help="RL environment steps, a bound (default: the hyper-parameter entry's "
+                         "n_timesteps, else 1008); the imitation warm start is separate "
+                         "(--imitation-seeds)")
+    tr.add_argument("--n-envs", type=_positive_int, default=None)
+    tr.add_argument("--seed", type=int, default=None, help="(default 0)")
+    tr.add_argument("--logdir", default=None, help="run directory (default: a new "
+                    "runs/ID-ALGO-POLICY-sSEED-DATE-TIME); an existing non-empty one needs "
+                    "--overwrite")
+    tr.add_argument("--overwrite", action="store_true",
+                    help="reuse an existing --logdir: delete the files an earlier run wrote "
+                         "there (tb/, checkpoints/, model.zip, ranker.pt, config.json, ...)")
+    tr.add_argument("--cluster", default=None, help="training cluster (default: the id's)")
     tr.add_argument("--workload", default=None, help="training workload spec, without seed= "
-                    "(default gavel:rate=20000,jobs=300)")
+                    "(default: the id's)")
     tr.add_argument("--slots", "--max-candidates", dest="slots", type=_positive_int,
                     default=None, metavar="K",
-                    help="K, the environment's candidate slots (--max-candidates: old name)")
+                    help="K, the environment's candidate slots (default: the id's; "
+                         "--max-candidates: old name)")
     tr.add_argument("--imitation-seeds", type=int, default=None,
-                    help="LP-reference episodes for the warm start (0: none)")
+                    help="LP-reference episodes for the warm start of an equivariant Rank "
+                         "policy (default 8; 0: none); not counted in --timesteps")
     tr.add_argument("--keep-cost", type=float, default=None, help="λ of the rank reward")
     tr.add_argument("--regimes", default=None,
                     help="imitation over a mix of scenarios (agents/regimes.py: mixed)")
@@ -158,10 +189,23 @@ def build_parser() -> argparse.ArgumentParser:
                     help="rounds with fewer candidates are not ranked: the LP solves them "
                          "whole (recorded in the ranker file)")
     tr.add_argument("--episode-hours", type=float, default=None,
-                    help="truncate training episodes at this simulated time (default 3; "
-                         "0: run every episode to its end)")
+                    help="truncate training episodes at this simulated time (default: the "
+                         "id's limit, if any; --regimes demonstrations: 3; 0: run every "
+                         "episode to its end)")
+    tr.add_argument("--train-seeds", type=_positive_int, default=None,
+                    help="training episodes cycle over seeds 0..N-1 (default 8; < 10,000)")
     tr.add_argument("--learning-rate", type=float, default=None)
-    tr.add_argument("--hidden", type=_positive_int, default=None)
+    tr.add_argument("--gamma", type=float, default=None, help="discount factor")
+    tr.add_argument("--n-steps", type=_positive_int, default=None,
+                    help="rollout steps per environment")
+    tr.add_argument("--batch-size", type=_positive_int, default=None)
+    tr.add_argument("--n-epochs", type=_positive_int, default=None)
+    tr.add_argument("--ent-coef", type=float, default=None)
+    tr.add_argument("--hidden", type=_positive_int, default=None,
+                    help="width of the equivariant network (default 64)")
+    tr.add_argument("--no-references", action="store_true",
+                    help="do not run the LP and random on each training seed (no "
+                         "episode/return_vs_lp, no reference lines in the returns figure)")
     tr.add_argument("--no-progress", action="store_true")
     tr.set_defaults(func=cmd_train)
     return p

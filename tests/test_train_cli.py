@@ -1,0 +1,308 @@
+"""``hsched train``: hyper-parameter files and their precedence, the registered scenario, run
+directories, the --timesteps bound, progress when piped, TensorBoard hparams and figures, and
+``scripts/rl_baselines.py`` on one tiny id."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.train import (HYPERPARAMS_DIR, TrainConfig, config_fields, make_config,
+                          prepare_run_dir, read_hyperparams, resolve_hyperparams, rollout_plan,
+                          train)
+from hsched_cli.main import main
+from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.registration import VARIANT_IDS
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = "hsched/Schedule-Tiny-v0"
+slow = pytest.mark.slow
+
+
+def write_yaml(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------- hyper-parameters
+def test_hyperparams_entry_is_read_and_flags_override_it(tmp_path):
+    f = write_yaml(tmp_path / "hp.yml", f"""
+{TINY}:
+  n_timesteps: 321
+  policy: MultiInputPolicy
+  gamma: 0.9
+  n_epochs: 3
+  learning_rate: lin_0.001
+  ent_coef: 1e-3
+  normalize: false
+  policy_kwargs: {{net_arch: [16, 16], activation_fn: tanh}}
+hsched/Rank-Tiny-v0:
+  gamma: 0.5
+""")
+    cfg = make_config(TINY, algo="maskable-ppo", hyperparams=f)
+    assert (cfg.timesteps, cfg.policy, cfg.gamma, cfg.n_epochs) == (321, "mlp", 0.9, 3)
+    assert cfg.learning_rate == "lin_0.001" and cfg.normalize_reward is False
+    assert cfg.ent_coef == 1e-3                   # YAML 1.1 reads 1e-3 as text: a number here
+    assert cfg.policy_kwargs == {"net_arch": [16, 16], "activation_fn": "tanh"}
+    assert cfg.hyperparams.endswith(f"hp.yml [{TINY}]")
+    # command line > file > TrainConfig defaults
+    cfg = make_config(TINY, algo="maskable-ppo", policy="equivariant", hyperparams=f,
+                      gamma=0.99, timesteps=None, n_timesteps=77)
+    assert (cfg.gamma, cfg.timesteps, cfg.policy, cfg.n_epochs) == (0.99, 77, "equivariant", 3)
+    assert cfg.batch_size == TrainConfig.batch_size           # not in the file: the default
+
+
+def test_an_id_without_entry_uses_the_defaults(tmp_path):
+    f = write_yaml(tmp_path / "hp.yml", "hsched/Rank-Tiny-v0:\n  gamma: 0.5\n")
+    fields, source = resolve_hyperparams(TINY, "maskable-ppo", None, f)
+    assert fields == {} and "no entry" in source
+    cfg = make_config(TINY, hyperparams=f)
+    assert cfg.gamma == TrainConfig.gamma and cfg.algo == "maskable-ppo"
+
+
+def test_bad_hyperparams_are_refused(tmp_path):
+    with pytest.raises(UnknownNameError, match="n_timestep"):
+        config_fields({"n_timestep": 5})
+    with pytest.raises(UnknownNameError, match="policy"):
+        config_fields({"policy": "CnnPolicy"})
+    with pytest.raises(ConfigError):
+        config_fields({"logdir": "x"})                        # not a hyper-parameter
+    with pytest.raises(ConfigError):
+        read_hyperparams(write_yaml(tmp_path / "bad.yml", "- a\n- b\n"))
+    with pytest.raises(ConfigError):
+        read_hyperparams(tmp_path / "missing.yml")
+    with pytest.raises(ConfigError, match="lin_"):
+        TrainConfig(env=TINY, learning_rate="fast")
+
+
+def test_shipped_hyperparams_are_valid_and_picked_by_default():
+    files = sorted(HYPERPARAMS_DIR.glob("*.yml"))
+    assert {f.name for f in files} >= {"ppo.yml", "maskable_ppo.yml", "ppo_mlp.yml",
+                                       "maskable_ppo_mlp.yml"}
+    for f in files:
+        algo = "maskable-ppo" if f.name.startswith("maskable") else "ppo"
+        for env_id, entry in read_hyperparams(f).items():
+            assert env_id in VARIANT_IDS, (f, env_id)
+            cfg = TrainConfig(env=env_id, algo=algo, **config_fields(entry, str(f)))
+            assert cfg.policy == ("mlp" if f.stem.endswith("_mlp") else "equivariant")
+    for env_id in ("hsched/Schedule-Tiny-v0", "hsched/Schedule-Small-v0"):
+        cfg = make_config(env_id, algo="maskable-ppo")
+        entry = read_hyperparams(HYPERPARAMS_DIR / "maskable_ppo.yml")[env_id]
+        assert cfg.hyperparams.endswith(f"maskable_ppo.yml [{env_id}]")
+        assert cfg.timesteps == entry["n_timesteps"] and cfg.gamma == entry["gamma"]
+    for env_id in ("hsched/Rank-Tiny-v0", "hsched/Rank-Small-v0"):
+        assert make_config(env_id).hyperparams.endswith(f"ppo.yml [{env_id}]")
+        assert make_config(env_id, policy="mlp").hyperparams.endswith(f"ppo_mlp.yml [{env_id}]")
+    # imitation reads no file (the shipped ranker's command must not change)
+    assert "no hyper-parameter file" in make_config("hsched/Rank-v0", algo="imitation",
+                                                    regimes="mixed").hyperparams
+
+
+# ---------------------------------------------------------------------------- scenario
+def test_every_registered_id_trains_on_its_registered_scenario():
+    for env_id in VARIANT_IDS:
+        cfg = TrainConfig(env=env_id)
+        assert cfg.env_kwargs() == {}                    # nothing overrides the id
+        assert cfg.algo == ("ppo" if "Rank" in env_id else "maskable-ppo")
+    sc = TrainConfig(env=TINY).scenario()
+    assert (sc["cluster"], sc["slots"], sc["max_episode_steps"]) == ("tiny-8", 32, 2000)
+    assert sc["workload"] == "gavel:rate=8,jobs=16,duration_scale=0.05"
+    sc = TrainConfig(env=TINY, slots=16, episode_hours=2).scenario()
+    assert sc["slots"] == 16 and sc["max_time_s"] == 7200
+    assert TrainConfig(env="hsched/Rank-Large-v0", episode_hours=0).env_kwargs() == {
+        "max_time_s": None}                              # 0: no limit, over the id's 3 h
+
+
+# ---------------------------------------------------------------------------- run directories
+def test_default_run_dirs_are_unique(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    a, b = TrainConfig(env=TINY), TrainConfig(env=TINY)
+    da, db = prepare_run_dir(a), prepare_run_dir(b)
+    assert da != db and da.is_dir() and db.is_dir()
+    assert a.logdir == str(da) and da.parent == Path("runs")
+    assert da.name.startswith("schedule-tiny-v0-maskable-ppo-equivariant-s0-")
+
+
+def test_an_existing_run_dir_needs_overwrite(tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "tb").mkdir(parents=True)
+    (run / "tb" / "events.out.tfevents.1").write_text("x")
+    (run / "model.zip").write_text("x")
+    (run / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="--overwrite"):
+        prepare_run_dir(TrainConfig(env=TINY, logdir=str(run)))
+    assert (run / "model.zip").exists()
+    code = main(["train", "--env", TINY, "--timesteps", "64", "--logdir", str(run)])
+    assert code == 2 and "--overwrite" in capsys.readouterr().err
+    prepare_run_dir(TrainConfig(env=TINY, logdir=str(run)), overwrite=True)
+    assert not (run / "tb").exists() and not (run / "model.zip").exists()
+    assert (run / "notes.txt").read_text() == "mine"          # not ours: kept
+    prepare_run_dir(TrainConfig(env=TINY, logdir=str(tmp_path / "new")))   # new: fine
+
+
+# ---------------------------------------------------------------------------- the step bound
+def test_rollout_plan_fits_the_timesteps():
+    plan = rollout_plan(TrainConfig(env=TINY, timesteps=64, n_steps=1024, batch_size=128))
+    assert (plan["n_steps"], plan["batch_size"], plan["updates"]) == (64, 64, 1)
+    plan = rollout_plan(TrainConfig(env=TINY, timesteps=100, n_steps=64, batch_size=32))
+    assert (plan["n_steps"], plan["updates"], plan["partial_steps"]) == (64, 1, 36)
+    with pytest.raises(ConfigError):
+        rollout_plan(TrainConfig(env=TINY, timesteps=1))
+
+
+@slow
+def test_cli_tiny_training_is_bounded_and_records_its_hyperparams(tmp_path, capsys):
+    f = write_yaml(tmp_path / "hp.yml", f"""
+{TINY}:
+  n_timesteps: 5000
+  n_steps: 1024
+  batch_size: 128
+  n_epochs: 2
+  gamma: 0.999
+  gae_lambda: 0.9
+""")
+    run = tmp_path / "run"
+    code = main(["train", "--env", TINY, "--algo", "maskable-ppo", "--hyperparams", str(f),
+                 "--timesteps", "64", "--gamma", "0.95", "--logdir", str(run),
+                 "--no-progress", "--no-references"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"hp.yml [{TINY}]" in err                       # which file and entry
+    assert (run / "model.zip").is_file() and (run / "ranker.pt").is_file()
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg["timesteps"] == 64 and cfg["gamma"] == 0.95       # flags over the file
+    assert cfg["gae_lambda"] == 0.9 and cfg["n_epochs"] == 2     # the file over defaults
+    assert cfg["n_steps"] == 64 and cfg["batch_size"] == 64      # cut to fit 64 steps
+    assert cfg["scenario"]["cluster"] == "tiny-8"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["rl_steps"] == 64 and summary["updates"] == 1
+    assert "64 environment steps" in out
+
+
+@slow
+def test_last_full_rollout_is_trained_and_partial_one_is_cut(tmp_path):
+    cfg = TrainConfig(env=TINY, timesteps=160, n_steps=64, batch_size=32, n_epochs=1,
+                      references=False, logdir=str(tmp_path / "a"))
+    s = train(cfg, progress="none")
+    assert s["rl_steps"] == 160 and s["updates"] == 2            # 2 × 64 + 32 not trained
+    cfg = TrainConfig(env=TINY, timesteps=128, n_steps=64, batch_size=32, n_epochs=1,
+                      references=False, logdir=str(tmp_path / "b"))
+    s = train(cfg, progress="none")
+    assert s["rl_steps"] == 128 and s["updates"] == 2
+
+
+# ---------------------------------------------------------------------------- logs
+@slow
+def test_training_logs_have_hparams_figures_and_one_tensorboard_run(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    run = tmp_path / "run"
+    cfg = TrainConfig(env=TINY, timesteps=600, n_steps=200, batch_size=100, n_epochs=1,
+                      train_seeds=2, logdir=str(run))
+    s = train(cfg, progress="none")
+    assert s["episodes"], "no episode in 600 steps"
+    e = s["episodes"][0]
+    assert e["lp_return"] < 0 and e["random_return"] < 0 and e["return_vs_lp"] > 0
+    runs = {p.parent for p in run.rglob("events.out.tfevents.*")}
+    assert runs == {run / "tb"}                                  # one TensorBoard run
+    acc = EventAccumulator(str(run / "tb"), size_guidance={"images": 0, "scalars": 0})
+    acc.Reload()
+    tags = acc.Tags()
+    assert "figures/returns" in tags["images"]
+    assert {"episode/return", "episode/return_vs_lp", "episode/lp_return"} <= set(
+        tags["scalars"])
+    assert "hparams" in acc.PluginTagToContent("hparams") or acc.PluginTagToContent("hparams")
+    assert (run / "returns.png").is_file()
+
+
+@slow
+def test_progress_lines_when_stderr_is_piped(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "hsched_cli", "train", "--env", TINY, "--timesteps", "64",
+         "--logdir", str(tmp_path / "run"), "--no-references"],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[hsched train]")]
+    assert lines and "64/64 steps (100%)" in lines[-1]
+    assert "\r" not in proc.stderr                               # no progress bar in a pipe
+    assert "hyper-parameters: agents/hyperparams/maskable_ppo.yml" in proc.stderr
+
+
+# ---------------------------------------------------------------------------- rl_baselines
+def _rl_baselines():
+    mod = sys.modules.get("rl_baselines")
+    if mod is None:
+        spec = importlib.util.spec_from_file_location("rl_baselines",
+                                                      ROOT / "scripts" / "rl_baselines.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["rl_baselines"] = mod                 # its dataclasses need the module
+        spec.loader.exec_module(mod)
+    return mod
+
+
+@slow
+def test_rl_baselines_tiny_table_without_training(tmp_path):
+    mod = _rl_baselines()
+    out = tmp_path / "doc.md"
+    out.write_text("# mine\n\nkept above\n\n" + mod.BEGIN + "\nold\n" + mod.END + "\n\nbelow\n")
+    assert mod.main(["--ids", TINY, "--seeds", "2", "--no-train", "--no-progress",
+                     "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "kept above" in text and "below" in text and "\nold\n" not in text
+    for name in ("| random |", "| unmasked-random |", "| greedy |", "| lp |"):
+        assert name in text, name
+    assert f"### `{TINY}`" in text and "--seeds 2" in text
+    data = json.loads(out.with_suffix(".json").read_text())
+    (res,) = data["results"]
+    assert res["seeds"] == [1_000_000, 1_000_001]
+    table = res["summary"]
+    assert table["lp"]["return"][0] > table["random"]["return"][0]
+    assert table["unmasked-random"]["invalid_actions"][0] > 0
+    assert table["random"]["invalid_actions"][0] == 0
+    assert table["greedy"]["vs_random"]["n"] == 2
+
+
+def test_paired_difference():
+    mod = _rl_baselines()
+    d = mod.paired([2.0, 3.0, 4.0], [1.0, 1.0, 1.0])          # d = 1, 2, 3
+    assert d["mean"] == pytest.approx(2.0) and d["se"] == pytest.approx(1 / 3 ** 0.5)
+    assert d["ci95"][0] == pytest.approx(2.0 - 4.3027 / 3 ** 0.5, abs=1e-3)
+    assert d["beats"] is False                                  # t(2) is wide: -0.48 .. 4.48
+    d = mod.paired([2.0, 2.1, 1.9, 2.0], [1.0, 1.0, 1.0, 1.0])
+    assert d["beats"] is True
+    assert mod.paired([1.0, 2.0, 0.0], [1.0, 1.0, 1.0])["beats"] is False
+
+
+# ---------------------------------------------------------------------------- rank-mode start
+def test_init_keep_prob_is_for_the_equivariant_rank_policy():
+    TrainConfig(env="hsched/Rank-Tiny-v0", init_keep_prob=0.9)
+    for bad in (dict(env=TINY, init_keep_prob=0.9), dict(env="hsched/Rank-Tiny-v0",
+                                                          init_keep_prob=1.0),
+                dict(env="hsched/Rank-Tiny-v0", policy="mlp", init_keep_prob=0.9)):
+        with pytest.raises(ConfigError, match="init_keep_prob"):
+            TrainConfig(**bad)
+
+
+@slow
+def test_ppo_starts_at_the_imitation_operating_point(tmp_path):
+    """With --target-recall the warm-started PPO policy's deterministic action (keep iff
+    p > ½) is the imitation network at its operating point: its logits shifted by the cut."""
+    import torch as th
+    run = tmp_path / "run"
+    cfg = TrainConfig(env="hsched/Rank-Tiny-v0", timesteps=16, n_steps=16, batch_size=8,
+                      n_epochs=1, learning_rate=1e-12, imitation_seeds=2, imitation_rounds=8,
+                      imitation_epochs=2, target_recall=0.99, references=False,
+                      normalize_reward=False, logdir=str(run))
+    s = train(cfg, progress="none")
+    cut = s["imitation"]["operating_point"]["logit_cut"]
+    before = th.load(run / "imitation_ranker.pt", weights_only=True)["state_dict"]
+    after = th.load(run / "ranker.pt", weights_only=True)["state_dict"]
+    key = next(k for k in before if k.startswith("psi.") and k.endswith("bias")
+               and before[k].numel() == 1)
+    assert float(after[key]) == pytest.approx(float(before[key]) - cut, abs=1e-6)
