@@ -892,8 +892,10 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     known_returns: dict[int, float] = {}
     if warm:
         echo(_imitation_announcement(config))
+        t_imitation = time.perf_counter()
         imitation_net, record, returns = _imitation(config, out, prog, writer)
         summary["imitation"] = record
+        summary["imitation_s"] = time.perf_counter() - t_imitation
         known_returns.update(returns)
     elif config.mode == "rank" and rl and config.imitation_seeds > 0:
         echo("no imitation warm start with --policy mlp (it fits the equivariant network)")
@@ -925,7 +927,6 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
         if op is not None:
             # PPO's deterministic action keeps a candidate iff its probability > ½: shift the
             # logits so that this is the operating point (the threshold of --target-recall)
-            import torch as th
             with th.no_grad():
                 model.policy.ranker.psi[-1].bias.sub_(op["logit_cut"])
             echo(f"PPO starts at the imitation's operating point: keep threshold "
@@ -946,7 +947,7 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     model.save(out / "model.zip")
     if hasattr(model.policy, "ranker"):
         from agents.ranker import save_ranker
-        # the imitation network's operating point was measured before PPO changed it: not kept
+        # no threshold recorded: the PPO policy keeps at ½ (an operating point was moved there)
         save_ranker(model.policy.ranker, out / "ranker.pt", stage="ppo",
                     timesteps=config.timesteps, **_ranker_meta(config, None))
     venv.close()

@@ -43,6 +43,7 @@ import platform
 import shlex
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -149,11 +150,16 @@ def agent_record(run: Path, agent: Agent) -> dict:
         hp.pop("hidden")
     if not (cfg.get("policy") == "equivariant" and agent.env == "Rank"):
         hp.pop("imitation_seeds")
+    for key in ("target_recall", "init_keep_prob"):
+        if cfg.get(key) is not None and agent.env == "Rank":
+            hp[key] = cfg[key]
     rl_s = float(summary.get("ppo_s", 0.0)) - float(summary.get("reference_s", 0.0))
+    imitation = summary.get("imitation")
+    imitation_s = (summary.get("imitation_s") or imitation.get("collect_s", 0.0) + sum(
+        h.get("seconds", 0.0) for h in imitation.get("history", ()))) if imitation else None
     return {"run": str(run), "hyperparams_source": cfg.get("hyperparams"),
             "hyperparams": hp, "rl_steps": summary.get("rl_steps"),
-            "train_s": rl_s, "imitation_s": (summary.get("imitation") or {}).get("collect_s"),
-            "total_s": summary.get("total_s")}
+            "train_s": rl_s, "imitation_s": imitation_s, "total_s": summary.get("total_s")}
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -230,7 +236,8 @@ def summarize(result: dict) -> dict:
                "invalid_actions": mean_std([e["invalid_actions"] for e in runs]),
                "jobs_completed": float(np.mean([e["jobs_completed"] or 0 for e in runs])),
                "jobs_total": float(np.mean([e["jobs_total"] or 0 for e in runs])),
-               "step_limit_cuts": int(sum(e["end_reason"] == "step_limit" for e in runs))}
+               "ends": dict(Counter(e["end_reason"] for e in runs
+                                    if e["end_reason"] != "completed"))}
         if name != "random":
             row["vs_random"] = paired(ret, rnd)
         if name != "lp":
@@ -271,7 +278,11 @@ def markdown(results: list[dict], trained: dict, command: str) -> str:
              "better); *Δ vs random* = the paired difference of the return to random's on "
              "the same seeds, mean ± standard error [95% t interval]; *beats random* = that "
              "interval lies above 0. JCT = average job completion time of the completed "
-             "jobs; steps = episode length.", ""]
+             "jobs; steps = episode length; jobs done = completed of all, with the episodes "
+             "that did not complete every job and why (`step_limit`: the id's "
+             "`max_episode_steps`; `time_limit`: its `max_time_s`; `invalid_actions`: 1,000 "
+             "invalid actions in a row). Training time: RL steps only (the LP and random "
+             "references of the training logs excluded), plus the imitation warm start.", ""]
     for res in results:
         env_id, sc = res["env"], res["scenario"]
         table = res["summary"]
@@ -287,8 +298,9 @@ def markdown(results: list[dict], trained: dict, command: str) -> str:
         for name, row in table.items():
             label = POLICY_LABEL.get(name, name)
             done = f"{row['jobs_completed']:.1f}/{row['jobs_total']:.0f}"
-            if row["step_limit_cuts"]:
-                done += f" ({row['step_limit_cuts']} cut)"
+            if row.get("ends"):
+                done += " (" + ", ".join(f"{n} {why}" for why, n in
+                                         sorted(row["ends"].items())) + ")"
             lines.append(f"| {label} | {_pm(row['return'])} | {_pm(row['avg_jct_h'], 3)} | "
                          f"{_pm(row['steps'], 0)} | {_pm(row['invalid_actions'], 0)} | {done} | "
                          f"{_diff(row.get('vs_random'))} | {_verdict(row.get('vs_random'))} | "
@@ -296,14 +308,16 @@ def markdown(results: list[dict], trained: dict, command: str) -> str:
         lines.append("")
         mine = {k: v for k, v in trained.get(env_id, {}).items()}
         if mine:
-            lines += ["| trained agent | RL steps | training time | hyper-parameters (source) |",
-                      "|---|---|---|---|"]
+            lines += ["| trained agent | parameters | RL steps | training time | "
+                      "hyper-parameters (source) |", "|---|---|---|---|---|"]
             for name, rec in mine.items():
                 hp = ", ".join(f"{k}={json.dumps(v) if isinstance(v, (dict, list)) else v}"
                                for k, v in rec["hyperparams"].items())
-                params = f"; {rec['parameters']:,} parameters" if rec.get("parameters") else ""
-                lines.append(f"| {POLICY_LABEL.get(name, name)} | {rec['rl_steps']:,} | "
-                             f"{rec['train_s']:.0f} s{params} | {hp} "
+                took = f"{rec['train_s']:.0f} s"
+                if rec.get("imitation_s"):
+                    took += f" + {rec['imitation_s']:.0f} s imitation"
+                lines.append(f"| {POLICY_LABEL.get(name, name)} | {rec['parameters']:,} | "
+                             f"{rec['rl_steps']:,} | {took} | {hp} "
                              f"(`{rec['hyperparams_source']}`) |")
             lines.append("")
     lines.append(END)
@@ -325,6 +339,27 @@ def write_doc(path: Path, generated: str) -> None:
             return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(SKELETON.format(generated=generated), encoding="utf-8")
+
+
+def render(path: Path, out: Path) -> int:
+    """Rewrite ``out``'s tables from the JSON of an earlier run (its command line kept)."""
+    data = json.loads(path.read_text())
+    agents = {a.name: a for a in AGENTS}
+    for res in data["results"]:
+        res["summary"] = summarize(res)
+    for env_id, recs in data["trained"].items():
+        for name, rec in recs.items():
+            run = Path(rec["run"])
+            if (run / "config.json").is_file() and (run / "summary.json").is_file():
+                recs[name] = {**agent_record(run, agents[name]),
+                              "parameters": rec.get("parameters")}
+    write_doc(out, markdown(data["results"], data["trained"], data["command"]))
+    if path.resolve() != out.with_suffix(".json").resolve():
+        out.with_suffix(".json").write_text(json.dumps(data, indent=1, default=float))
+    else:
+        path.write_text(json.dumps(data, indent=1, default=float))
+    print(f"rewrote {out} from {path}", file=sys.stderr)
+    return 0
 
 
 # ---------------------------------------------------------------------------- main
@@ -351,7 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="docs/rl_baselines.md",
                    help="markdown to write (the JSON goes next to it)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--render", default=None, metavar="JSON",
+                   help="only rewrite --out from an earlier run's JSON (same command line, "
+                        "no episodes run; trained agents' records re-read from their run "
+                        "directories when present)")
     args = p.parse_args(argv)
+    if args.render:
+        return render(Path(args.render), Path(args.out))
 
     ids = (args.ids.split(",") if args.ids else list(SMALL_IDS)
            + (list(MEDIUM_IDS) if args.medium else []) + (list(LARGE_IDS) if args.large else []))
