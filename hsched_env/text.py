@@ -18,6 +18,15 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+def markdown_table(headers: list[str], rows: list[list[str]], text_cols=()) -> str:
+    """A markdown table: columns named in ``text_cols`` left-aligned, the others right-aligned;
+    ``|`` inside a cell escaped."""
+    align = ["---" if h in text_cols else "---:" for h in headers]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(align) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
+                              for row in rows])
+
+
 def _gpus_text(gpus: dict[str, int]) -> str:
     return " + ".join(f"{n}×{t}" for t, n in gpus.items())
 

@@ -435,7 +435,7 @@ def _targets_in_play(summary: dict) -> list[str]:
 
 def tables(comparisons: dict[str, dict], summary: dict, markdown: bool = False) -> str:
     """The per-case table, the target table and the summary, as text or Markdown."""
-    from hsched_env.text import format_table
+    from hsched_env.text import format_table, markdown_table
     first = summary["first"]
     heads = ["case", "common/total", "policy", "avg JCT h", f"{first} ÷", "p99 JCT h",
              "makespan h", "FTF worst", "FTF mean", "restarts/job", "deliv/plan", "unfinished",
@@ -473,10 +473,7 @@ def tables(comparisons: dict[str, dict], summary: dict, markdown: bool = False) 
     def render(h, r):
         if not markdown:
             return format_table(h, r)
-        align = ["---" if c in text_cols else "---:" for c in h]
-        lines = ["| " + " | ".join(h) + " |", "|" + "|".join(align) + "|"]
-        return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
-                                  for row in r])
+        return markdown_table(h, r, text_cols)
 
     out = [f"Per case, over the jobs every policy finished (common/total); JCT and makespan "
            f"in hours; '{first} ÷' = {first}'s avg JCT ÷ the policy's; unfinished and never "

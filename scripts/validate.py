@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 import measured
 from hsched_env.catalog import get_model
-from hsched_env.text import format_table
+from hsched_env.text import format_table, markdown_table
 from hsched_env.costmodel import DEFAULT_CALIBRATION as CAL
 from hsched_env.planner import plan
 from hsched_env.throughput import get_throughput_source
@@ -145,9 +145,7 @@ def main(argv=None) -> None:
 
 
 def _markdown(headers, rows) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
+    return markdown_table(headers, rows, text_cols=headers)      # every column left-aligned
 
 
 if __name__ == "__main__":
