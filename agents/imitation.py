@@ -75,7 +75,8 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
         max_rounds: Stop an episode after this many rounds (``None``: to the end).
         progress: Show a progress bar.
         fair_share_only: Record only the candidates within their job's fair share (the
-            ``within_fair_share`` feature: the LP's size cap never lets it use the others), as
+            ``within_fair_share`` feature: an LP with the size cap, e.g. ``fair-srpt``, never
+            uses the others; the default ``sia-srpt`` has none), as
             a ranker with ``inputs="within-fair-share"`` sees them.
     """
     u = env.unwrapped

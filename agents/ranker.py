@@ -327,7 +327,8 @@ class Ranker:
         cand = np.asarray(obs["candidates"], dtype=np.float32).reshape(layout.K, layout.F)
         rows = np.arange(M)
         if self.meta.get("inputs") == "within-fair-share":
-            # the LP's size cap never uses the others: they are not scored (nor kept)
+            # a ranker for an LP with the size cap (fair-srpt): the others are not scored
+            # (nor kept)
             rows = np.flatnonzero(cand[:M, layout.share_col] > 0.5)
             if rows.size == 0:
                 return out

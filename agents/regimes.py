@@ -8,8 +8,9 @@ of 300 and 1,000 jobs on 2,048 GPUs — from tens to a thousand active jobs, cla
 mixes. Every regime uses training seeds only (below 10,000); the evaluation suites draw their
 seeds from 1,000,000 up (``agents.suites``).
 
-Why a threshold chosen for recall: the LP's support is ~2% of the candidates under the default
-``fair-srpt`` objective (a job's share sits on one or two of its ~60 candidates), so a keep
+Why a threshold chosen for recall: the LP's support is a few % of the candidates (a job's
+share sits on one or two of its ~60 candidates; under the default ``sia-srpt`` objective on
+one for all but at most one job per GPU type), so a keep
 probability of ½ keeps about as many candidates as the support and misses a third of it;
 and a candidate the ranker drops is one the LP cannot use. Pruning must keep (almost) all of
 the support and may keep much more: ``recall_threshold`` picks the highest threshold whose

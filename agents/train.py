@@ -142,8 +142,8 @@ class TrainConfig:
     target_recall: float | None = None
     # rounds with fewer candidates are not ranked (the LP solves them whole); 0: always rank
     gate_candidates: int = 0
-    # imitation and inference over the candidates within their job's fair share only (the
-    # LP's size cap never uses the others)
+    # imitation and inference over the candidates within their job's fair share only (for
+    # an LP with the size cap, fair-srpt, which never uses the others)
     fair_share_inputs: bool = False
     # network and PPO
     hidden: int = 64

@@ -49,17 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
         if cmd == "simulate":
             sp.add_argument("--policy", default="heterosched-lp",
                             help="heterosched-lp (default), heterosched-lp-las, gavel, sia, "
-                                 "agnostic-lp, topk, lp-on-change, pop-K, heterosched-lp-v0, "
-                                 "fifo, fifo-fastest, srf, greedy, random")
+                                 "heterosched-ilp, agnostic-lp, topk, lp-on-change, pop-K, "
+                                 "support-reuse, heterosched-lp-v0, heterosched-lp-v1, fifo, "
+                                 "fifo-fastest, srf, greedy, random")
         else:
             sp.add_argument("--policies", required=True, help="comma-separated policy names")
         sp.add_argument("--objective", default=None,
-                        help="LP objective of the co-optimizer's policies: fair-srpt "
-                             "(default), fair-las (non-clairvoyant), max-min, max-throughput, "
-                             "min-makespan, ftf")
+                        help="LP objective of the co-optimizer's policies: sia-srpt "
+                             "(default), sia-las (non-clairvoyant), fair-srpt, fair-las "
+                             "(the previous default and its non-clairvoyant variant), max-min, "
+                             "max-throughput, min-makespan, ftf")
         sp.add_argument("--floor", type=float, default=None,
-                        help="fairness floor of fair-srpt / fair-las: every job keeps this "
-                             "fraction of the max-min optimum (0..1, default 0.5); the "
+                        help="fairness floor of the two-stage objectives: every job keeps "
+                             "this fraction of the max-min optimum (0..1; default 0 for "
+                             "sia-srpt / sia-las, 0.5 for fair-srpt / fair-las); the "
                              "co-optimizer's policies only")
         sp.add_argument("--throughputs", default="analytic", help="'analytic' or 'gavel'")
         sp.add_argument("--round-s", type=float, default=ROUND_S,
@@ -184,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "support on held-out rounds (e.g. 0.95)")
     tr.add_argument("--fair-share-inputs", action="store_true", default=None,
                     help="imitation and inference over the candidates within their job's fair "
-                         "share only (the LP's size cap never uses the others)")
+                         "share only (for an LP with the size cap, e.g. --objective fair-srpt, "
+                         "which never uses the others; the default LP has no size cap)")
     tr.add_argument("--gate-candidates", type=int, default=None, metavar="N",
                     help="rounds with fewer candidates are not ranked: the LP solves them "
                          "whole (recorded in the ranker file)")

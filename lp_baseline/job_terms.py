@@ -4,7 +4,8 @@
   fair share; ``"requested"``, Gavel's ``X_equal``;
 * the finish-time-fairness denominator ``D_j`` (``ftf_denominator``);
 * the second stage of ``fair-srpt`` / ``fair-las`` (``stage2_terms``): each job's priority and
-  each candidate's restart discount ``switch``.
+  each candidate's restart discount ``switch``; of ``sia-srpt`` / ``sia-las``: each candidate's
+  ``gain`` (``sia_gain``, with the job weights ``srpt_weights`` / ``las_weights``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from lp_baseline.problem import FLOOR_OBJECTIVES
 NORMALIZERS = ("fair-share", "requested")
 #: ``fair-las``: the first attained-service class boundary (seconds of the requested config).
 DEFAULT_LAS_TAU_S = 1800.0
+#: ``sia-srpt``: exponent α of the SRPT job weights (as ``heterosched-ilp``'s).
+SIA_SRPT_ALPHA = 0.5
 
 
 def job_normalizer(view: SchedulerView, k: int, normalizer: str) -> float:
@@ -62,9 +65,10 @@ def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
 
 def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
                  objective: str, las_tau_s: float, restart_aware: bool):
-    """``(priority, switch)`` of the jobs ``ks`` (and their candidate ``rows``, in that
-    order) for the second stage of ``fair-srpt`` / ``fair-las``; ``(None, None)`` for the
-    other objectives.
+    """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
+    order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
+    None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
+    ``sia-las`` (``sia_gain``), ``priority`` and ``switch`` only for ``fair-*``.
 
     ``fair-srpt``: ``norm / remaining`` (the stage then maximizes ``Σ_j thr_j /
     remaining_j``, SRPT-like). ``fair-las``: discretized least attained service — class
@@ -77,8 +81,12 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
     las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work)."""
     if objective not in FLOOR_OBJECTIVES:
-        return None, None
+        return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
+    if objective in ("sia-srpt", "sia-las"):
+        w = (srpt_weights(view, ks) if objective == "sia-srpt"
+             else las_weights(view, ks, las_tau_s))
+        return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware)
     rem = view.remaining_samples[ks]
     norm = norms[ks]
     if objective == "fair-srpt":
@@ -118,4 +126,59 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
             parts.append(np.where(r == cur, 1.0, f) if cur >= 0 else f)
         switch = np.concatenate(parts) if parts else np.zeros(0)
         switch = np.where(np.isfinite(switch) & (switch > 0), switch, 1.0)
-    return priority, switch
+    return priority, switch, None
+
+
+def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_ALPHA) -> np.ndarray:
+    """(len(ks),) SRPT job weights ``clip((median R / R_j)^α, 0.1, 10)``, ``R`` a job's
+    remaining time on its requested configuration (remaining work ÷ reference throughput),
+    the median over every active job of the view (so POP parts share one scale)."""
+    rem = view.remaining_samples / view.reference_samples_per_s
+    if rem.size == 0:
+        return np.zeros(0)
+    med = float(np.median(rem))
+    return np.clip((med / np.maximum(rem[ks], 1.0)) ** float(alpha), 0.1, 10.0)
+
+
+def las_weights(view: SchedulerView, ks: np.ndarray, las_tau_s: float,
+                alpha: float = SIA_SRPT_ALPHA) -> np.ndarray:
+    """(len(ks),) the non-clairvoyant job weights of ``sia-las``: ``srpt_weights`` with the
+    remaining time replaced by the attained service's class boundary ``(2^(c+1) − 1)·τ``
+    (``c = ⌊log2(1 + a / τ)⌋``, ``a`` the attained service in seconds of the requested
+    configuration, as ``fair-las``): least attained service first, stable within a class;
+    it never reads the remaining work."""
+    attained = view.done_samples / view.reference_samples_per_s
+    if attained.size == 0:
+        return np.zeros(0)
+    cls = np.floor(np.log2(1.0 + attained / las_tau_s))
+    est = (2.0 ** (cls + 1) - 1.0) * las_tau_s
+    med = float(np.median(est))
+    return np.clip((med / est[ks]) ** float(alpha), 0.1, 10.0)
+
+
+def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
+             restart_aware: bool = True) -> np.ndarray:
+    """(Σ len(rows),) ``sia-srpt``'s second-stage coefficient of each candidate: the gain of
+    running job ``j`` on candidate ``c`` over leaving it waiting in Sia's objective,
+    ``w_j · (λ − min(G_jc^p, clip))`` (``lp_baseline.sia``: ``G`` the goodput normalized by
+    the job's smallest candidate, p = −0.5, λ = 1.1), ``w`` the job weights (``srpt_weights``
+    or ``las_weights``), aligned with ``ks``. With ``restart_aware``, Sia's restart factor multiplies ``G`` of a
+    running job's other candidates."""
+    from lp_baseline.sia import SIA_LAMBDA, config_cost, goodput, restart_factor
+    parts = []
+    for i, (k, r) in enumerate(zip(ks, rows)):
+        table = view.candidates[k]
+        r = np.asarray(r, dtype=np.int64)
+        thr = np.asarray(table.samples_per_s, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            valid = np.flatnonzero(np.isfinite(thr) & (thr > 0))
+        g_all = np.zeros(len(table))
+        g_all[valid] = goodput(table, valid)
+        g = g_all[r]
+        cur = int(view.current[k])
+        if restart_aware and cur >= 0:
+            f = restart_factor(view.time_s - view.arrival_s[k], int(view.restarts[k]),
+                               view.restart_s)
+            g = np.where(r == cur, g, g * f)
+        parts.append(w[i] * (SIA_LAMBDA - config_cost(g)))
+    return np.concatenate(parts) if parts else np.zeros(0)

@@ -2,12 +2,18 @@
 
 Each round (or only when jobs arrive or finish, see ``resolve``) the policy solves the
 allocation LP over job × candidate (``lp_baseline.solver``): X[j, c] is the share of time job j
-should run with candidate c. The co-optimizer's default objective is ``fair-srpt`` (a max-min
-fairness floor, then Σ throughput ÷ remaining work; ``fair-las`` is the non-clairvoyant
-variant), with each job's throughput normalized by its throughput on its fair share
-(``normalizer``) and candidates capped at ``max(requested, G / N)`` GPUs (``size_cap``); see
-docs/lp.md. The fractional X is turned into this round's integral assignment
-the way Gavel does it, at the level of jobs: a job's priority is its LP share (Σ_c X[j, c])
+should run with candidate c. The co-optimizer's default objective is ``sia-srpt``: Sia's gain
+of running each candidate over waiting, weighted toward jobs near their end (``sia-las``: the
+non-clairvoyant weights), over every candidate, with no floor and no size cap; its LP is the
+relaxation of a one-candidate-per-job problem, whose vertex has at most T fractional jobs (T
+GPU types; per POP part), and ``rounding="integral"`` (``rounding.integral_assignment``) runs each whole job on
+its candidate and repairs the few fractional ones — no time slicing. See docs/lp.md.
+
+The other objectives (``fair-srpt`` / ``fair-las``: a max-min fairness floor, then Σ throughput
+÷ remaining work, with each job's throughput normalized by its throughput on its fair share
+(``normalizer``) and candidates capped at ``max(requested, G / N)`` GPUs (``size_cap``);
+``max-min`` and the rest) use the Gavel-style rounding by default: the fractional X is turned
+into this round's integral assignment the way Gavel does it, at the level of jobs: a job's priority is its LP share (Σ_c X[j, c])
 ÷ the share of time it has received since the last solve — jobs that have received nothing come
 first — with its accumulated deficit (share × elapsed − received) as tie-breaker; jobs are
 admitted in priority order if they fit on the nodes (a dry run of the simulator's placement,
@@ -44,7 +50,7 @@ rounding and the fill pass then run as usual, so the simulation goes on.
 
 Policies built on it, by name: ``lp_baseline.registry`` (``make_policy``, ``POLICY_NAMES``;
 re-exported here). The pieces: ``lp_baseline.job_terms`` (normalizers, FTF denominators,
-``fair-srpt`` / ``fair-las`` weights), ``lp_baseline.rounding`` (the rounding and its placement
+``fair-srpt`` / ``fair-las`` weights, ``sia-*`` gains), ``lp_baseline.rounding`` (the rounding and its placement
 dry run), ``lp_baseline.fallback`` (the greedy fallback), ``lp_baseline.delivery``
 (delivered ÷ planned).
 """
@@ -66,23 +72,38 @@ from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominat
                                    job_normalizer, job_normalizers, stage2_terms)
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
                                  check_feasible, evaluate_objective)
-from lp_baseline.rounding import TINY, other_candidates, round_allocation
+from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
 from lp_baseline.solver import solve_allocation
 
 #: Tolerance of the check that a solver's ``x`` satisfies the LP's constraints.
 FEASIBILITY_TOL = 1e-6
 #: The co-optimizer's default objective (``heterosched-lp``; see docs/lp.md for why).
-DEFAULT_OBJECTIVE = "fair-srpt"
+DEFAULT_OBJECTIVE = "sia-srpt"
+#: How the LP's allocation becomes a round's assignment (``LPPolicy(rounding=)``).
+ROUNDINGS = ("gavel", "integral")
+#: The objectives whose LP is the relaxation of a one-candidate-per-job problem: by default
+#: solved without a floor or a size cap and rounded integrally (``objective_defaults``).
+INTEGRAL_OBJECTIVES = ("sia-srpt", "sia-las")
+
+
+def objective_defaults(objective: str) -> dict:
+    """``LPPolicy``'s defaults of ``rounding``, ``size_cap`` and ``floor`` for ``objective``:
+    ``sia-srpt`` / ``sia-las``: integral rounding, no size cap, no floor (measured best:
+    docs/lp.md); every other objective: Gavel-style rounding, the size cap and
+    ``DEFAULT_FLOOR`` (the policies of the earlier defaults, unchanged)."""
+    if objective in INTEGRAL_OBJECTIVES:
+        return {"rounding": "integral", "size_cap": False, "floor": 0.0}
+    return {"rounding": "gavel", "size_cap": True, "floor": DEFAULT_FLOOR}
 log = logging.getLogger(__name__)
 
 
 class LPPolicy:
-    """The allocation LP plus Gavel-style rounding (see the module docstring).
+    """The allocation LP plus its rounding (see the module docstring).
 
     Args:
         name: Name shown in results.
-        objective: One of ``OBJECTIVES``: ``fair-srpt`` (default), ``fair-las``, ``max-min``,
-            ``max-throughput``, ``min-makespan`` or ``ftf``.
+        objective: One of ``OBJECTIVES``: ``sia-srpt`` (default), ``sia-las``, ``fair-srpt``,
+            ``fair-las``, ``max-min``, ``max-throughput``, ``min-makespan`` or ``ftf``.
         candidates: ``"all"`` or ``"requested"`` (only the requested-GPU data-parallel ones).
         agnostic: Solve as if every GPU type were equally fast (Gavel's agnostic baseline).
         topk: Keep each job's k best candidates by normalized throughput per GPU.
@@ -94,8 +115,8 @@ class LPPolicy:
             POP parts together, sequentially); on expiry a part uses the solver's feasible
             incumbent, else the greedy fallback. The rounding after it is not included.
         sticky: A job whose current candidate still has X > 0 keeps it instead of switching to
-            another of its candidates (each switch costs a restart).
-        fill: After the priority pass, give GPUs still free to waiting jobs (their candidates
+            another of its candidates (each switch costs a restart). Gavel-style rounding only.
+        fill: Gavel-style rounding only: after the priority pass, give GPUs still free to waiting jobs (their candidates
             with X > 0 first, in priority order, then any candidate that fits), so no GPU idles
             while a job that fits waits.
         normalizer: ``"fair-share"`` (default): a job's throughput is normalized by its
@@ -105,15 +126,21 @@ class LPPolicy:
             weighted by the type's share of the cluster.
         size_cap: Only candidates of at most ``max(requested, G / N)`` GPUs (and the requested
             configurations) enter the LP, the rounding and the fill pass; a job none of whose
-            candidates is that small keeps its smallest ones.
-        floor: Fairness floor of ``fair-srpt`` / ``fair-las``: every job keeps at least this
-            fraction of the max-min optimum.
+            candidates is that small keeps its smallest ones. ``None``: the objective's
+            default (``objective_defaults``: off for ``sia-*``, on for the others).
+        floor: Fairness floor of the two-stage objectives (``fair-*``, ``sia-*``): every job
+            keeps at least this fraction of the max-min optimum; 0 skips the max-min solve.
+            ``None``: the objective's default (0 for ``sia-*``, ``DEFAULT_FLOOR`` otherwise).
         las_tau_s: ``fair-las``: the first attained-service class boundary, in seconds of the
             job's requested configuration (classes ``[0, τ)``, ``[τ, 3τ)``, ``[3τ, 7τ)``, ...).
         restart_aware: In the second stage of ``fair-srpt`` / ``fair-las``, discount a running
             job's other candidates by the share of time they would be productive after the
             restart a switch costs, ``H / (H + restart_s)`` with ``H`` the job's remaining time
-            on that candidate.
+            on that candidate; for ``sia-srpt`` / ``sia-las``, Sia's restart factor on a running
+            job's other candidates (``job_terms.sia_gain``).
+        rounding: ``"integral"``: one candidate per job from the LP's vertex, no time slicing
+            (``rounding.integral_assignment``); ``"gavel"``: the Gavel-style rounding of the
+            module docstring. ``None``: the objective's default (integral for ``sia-*``).
     """
 
     def __init__(self, name: str = "heterosched-lp", *, objective: str = DEFAULT_OBJECTIVE,
@@ -121,10 +148,18 @@ class LPPolicy:
                  dominance: bool = False, resolve: str = "every-round", pop: int = 1,
                  backend: str = "highs", time_limit_s: float | None = None,
                  sticky: bool = True, fill: bool = True, normalizer: str = "fair-share",
-                 size_cap: bool = True, floor: float = DEFAULT_FLOOR,
-                 las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True) -> None:
+                 size_cap: bool | None = None, floor: float | None = None,
+                 las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True,
+                 rounding: str | None = None) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
+        defaults = objective_defaults(objective)
+        rounding = defaults["rounding"] if rounding is None else rounding
+        size_cap = defaults["size_cap"] if size_cap is None else size_cap
+        floor = defaults["floor"] if floor is None else floor
+        if rounding not in ROUNDINGS:
+            raise UnknownNameError("rounding", rounding, list(ROUNDINGS))
+        self.rounding = rounding
         if candidates not in ("all", "requested"):
             raise UnknownNameError("candidate set", candidates, ["all", "requested"])
         if resolve not in ("every-round", "on-change"):
@@ -291,7 +326,12 @@ class LPPolicy:
         norms = self._norms(view)          # once per decision: the LP and the plan record
         if self.resolve == "every-round" or changed:
             self._solve(view, stats, solve_rows, t0, norms)
-        assignment = self._round(view, allowed)
+        if self.rounding == "integral":
+            assignment = integral_assignment(
+                view, self._x, self._values(view, allowed, norms),
+                lambda k: self._eligible(view, k, allowed))
+        else:
+            assignment = self._round(view, allowed)
         self._delivery.record_plan(view, self._x, norms)
         stats.extra["decide_s"] = time.perf_counter() - t0
         self.last_stats = stats
@@ -326,10 +366,11 @@ class LPPolicy:
         """The LP's primary objective of ``allocation`` (``{job id: (rows, X)}``, e.g.
         ``allocation`` or ``shares(view)[0]``) over the round's whole problem: every active
         job with all its candidates. A job the allocation leaves out counts with X = 0, so a
-        pruned LP is scored on the same problem as the full one. For ``fair-srpt`` /
-        ``fair-las`` it is stage 2's weighted throughput, or ``-inf`` when the allocation
-        breaks the whole problem's fairness floor (``floor ×`` its max-min optimum, one
-        extra LP solve), so a pruned LP can never score above the full one."""
+        pruned LP is scored on the same problem as the full one. For the two-stage objectives
+        it is stage 2's value (``sia-*``: the gain), or — with a floor above 0 — ``-inf``
+        when the allocation breaks the whole problem's fairness floor (``floor ×`` its
+        max-min optimum, one extra LP solve), so a pruned LP can never score above the full
+        one."""
         A = view.num_active
         tabs = view.candidates
         sizes = np.array([len(t) for t in tabs], dtype=np.int64)
@@ -345,20 +386,21 @@ class LPPolicy:
         ks = np.arange(A)
         try:
             with np.errstate(all="ignore"):
-                priority, switch = self._stage2(view, ks, [np.arange(s) for s in sizes], norms)
+                priority, switch, gain = self._stage2(view, ks, [np.arange(s) for s in sizes],
+                                                      norms)
                 problem = AllocationProblem(
                     job_of=np.repeat(ks, sizes), gpus=np.concatenate([t.gpus for t in tabs]),
                     thr=np.concatenate([t.samples_per_s for t in tabs]),
                     capacity=view.capacity.astype(float), norm=norms,
                     remaining=view.remaining_samples, age_s=view.time_s - view.arrival_s,
                     ftf_denominator_s=ftf_denominator(view, ks),
-                    priority=priority, switch=switch)
+                    priority=priority, switch=switch, gain=gain)
         except ValueError as exc:
             # the round's data is not a valid LP (NaN or zero throughput): no objective
             log.debug("%s: cannot evaluate the LP objective: %s", self.name, exc)
             return math.nan
         value = float(evaluate_objective(problem, x, self.objective))
-        if self.objective in FLOOR_OBJECTIVES and value > -math.inf:
+        if self.objective in FLOOR_OBJECTIVES and value > -math.inf and self.floor > 0:
             # stage 2's value counts only where the allocation keeps the whole problem's
             # floor (a pruned LP has a lower max-min optimum, hence a looser floor)
             t_star = solve_allocation(problem, "max-min", backend=self.backend,
@@ -427,14 +469,15 @@ class LPPolicy:
         else:
             try:
                 with np.errstate(all="ignore"):
-                    priority, switch = self._stage2(view, members[idx],
-                                                    [rows[k] for k in members[idx]], norms)
+                    priority, switch, gain = self._stage2(view, members[idx],
+                                                          [rows[k] for k in members[idx]],
+                                                          norms)
                     problem = AllocationProblem(
                         job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
                         remaining=view.remaining_samples[members[idx]],
                         age_s=view.time_s - view.arrival_s[members[idx]],
                         ftf_denominator_s=ftf_denominator(view, members[idx]),
-                        priority=priority, switch=switch)
+                        priority=priority, switch=switch, gain=gain)
             except ValueError as exc:     # ConfigError naming the bad field
                 kind, detail = "invalid_input", str(exc)
             else:
@@ -492,13 +535,35 @@ class LPPolicy:
     _greedy_x = staticmethod(greedy_allocation)
 
     def _stage2(self, view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray):
-        """``(priority, switch)`` of the jobs ``ks`` (and their candidate ``rows``, in that
-        order) for the second stage of ``fair-srpt`` / ``fair-las``; ``(None, None)`` for the
-        other objectives (``job_terms.stage2_terms``)."""
+        """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in
+        that order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``;
+        ``None`` for what an objective does not use (``job_terms.stage2_terms``)."""
         return stage2_terms(view, ks, rows, norms, objective=self.objective,
                             las_tau_s=self.las_tau_s, restart_aware=self.restart_aware)
 
     # ------------------------------------------------------------------ rounding
+    def _values(self, view: SchedulerView, allowed, norms: np.ndarray) -> dict:
+        """``{job id: (eligible rows, value)}``: each candidate's coefficient in the LP's
+        second stage (``priority · switch · thr / norm``, or ``sia-srpt``'s gain; ``thr /
+        norm`` for the one-stage objectives), what ``rounding="integral"`` repairs with."""
+        ks = np.arange(view.num_active)
+        rows = [self._eligible(view, k, allowed) for k in ks]
+        with np.errstate(all="ignore"):
+            priority, switch, gain = self._stage2(view, ks, rows, norms)
+        if gain is None:
+            sizes = [r.size for r in rows]
+            thr = (np.concatenate([view.candidates[k].samples_per_s[r]
+                                   for k, r in zip(ks, rows)]) if sum(sizes) else np.zeros(0))
+            pri = np.ones(len(ks)) if priority is None else priority
+            gain = (np.repeat(pri / norms, sizes) * thr
+                    * (1.0 if switch is None else switch))
+        out, start = {}, 0
+        for k, r in zip(ks, rows):
+            v = np.asarray(gain[start:start + r.size], dtype=np.float64)
+            out[int(view.job_ids[k])] = (r, np.where(np.isfinite(v), v, -np.inf))
+            start += r.size
+        return out
+
     def _round(self, view: SchedulerView, allowed=None) -> Assignment:
         """Gavel-style rounding at the job level (``rounding.round_allocation``)."""
         return round_allocation(view, self._x, self._received, self._deficit, self._elapsed,

@@ -17,9 +17,11 @@ import numpy as np
 
 from hsched_env.errors import ConfigError
 
-OBJECTIVES = ("max-min", "max-throughput", "min-makespan", "ftf", "fair-srpt", "fair-las")
-#: The two-stage objectives: a max-min floor, then a weighted-throughput (JCT) objective.
-FLOOR_OBJECTIVES = ("fair-srpt", "fair-las")
+OBJECTIVES = ("max-min", "max-throughput", "min-makespan", "ftf", "fair-srpt", "fair-las",
+              "sia-srpt", "sia-las")
+#: The two-stage objectives: a max-min floor, then a weighted-throughput (JCT) objective
+#: (``sia-srpt``, ``sia-las``: a per-candidate gain, ``AllocationProblem.gain``).
+FLOOR_OBJECTIVES = ("fair-srpt", "fair-las", "sia-srpt", "sia-las")
 #: Default fairness floor of the two-stage objectives (fraction of the max-min optimum).
 DEFAULT_FLOOR = 0.5
 #: ``LPResult.status`` values.
@@ -67,6 +69,9 @@ class AllocationProblem:
             >= 0; default 1.
         switch: (C,) factor in (0, 1] on each candidate's term in that second stage (the
             restart discount); default 1.
+        gain: (C,) the second stage's coefficient of each candidate, finite, replacing
+            ``priority · switch · thr / norm`` (``sia-srpt``: the weighted Sia gain
+            ``w_j (λ − G^p)``); default unset.
     """
 
     job_of: np.ndarray      # (C,) int
@@ -80,6 +85,7 @@ class AllocationProblem:
     ftf_denominator_s: np.ndarray | None = None
     priority: np.ndarray | None = None
     switch: np.ndarray | None = None
+    gain: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         norm = np.asarray(self.norm, dtype=np.float64)
@@ -140,6 +146,14 @@ class AllocationProblem:
             self.switch = _float_vector("switch", self.switch, n_cand, positive=True)
             if np.any(self.switch > 1.0):
                 raise _bad("switch", "must be <= 1")
+        if self.gain is not None:
+            gain = np.asarray(self.gain, dtype=np.float64)
+            if gain.shape != (n_cand,):
+                raise _bad("gain", f"expected shape ({n_cand},), got {gain.shape}")
+            if not np.all(np.isfinite(gain)):
+                raise _bad("gain", f"must be finite (first bad index "
+                           f"{int(np.flatnonzero(~np.isfinite(gain))[0])})")
+            self.gain = gain
 
     @property
     def n_jobs(self) -> int:
@@ -159,7 +173,9 @@ class AllocationProblem:
 
     def stage2_coefficients(self) -> np.ndarray:
         """(C,) coefficient of each ``X[c]`` in the second stage of ``fair-srpt`` /
-        ``fair-las``: ``priority_j * switch_c * thr[c] / norm_j``."""
+        ``fair-las``: ``priority_j * switch_c * thr[c] / norm_j``; ``gain`` where set."""
+        if self.gain is not None:
+            return self.gain
         pri = np.ones(self.n_jobs) if self.priority is None else self.priority
         sw = 1.0 if self.switch is None else self.switch
         return pri[self.job_of] * sw * self.thr / self.norm[self.job_of]
@@ -185,10 +201,11 @@ class LPResult:
         x: (C,) share of wall time each job runs with each candidate, in [0, 1].
         objective: the primary objective evaluated at ``x`` over the runnable jobs: the max-min
             ratio, the normalized throughput sum, the makespan in seconds (``inf`` if a job with
-            work left gets no throughput), the worst finish-time fairness ``rho``, or (fair-srpt,
-            fair-las) the second stage's weighted throughput.
-        floor_ratio: (fair-srpt, fair-las) the max-min optimum ``t*`` of the first stage (the
-            floor is ``floor * t*``); NaN otherwise.
+            work left gets no throughput), the worst finish-time fairness ``rho``, or (the
+            two-stage objectives) the second stage's value (weighted throughput; sia-*: gain).
+        floor_ratio: (the two-stage objectives) the max-min optimum ``t*`` of the first stage
+            (the floor is ``floor * t*``); NaN otherwise, and with a floor of 0 (no first
+            stage).
         status: "optimal", "time_limit", "infeasible", "error" or "unavailable" (the solver
             cannot be loaded); never raised.
         backend: "highs" or "pulp".

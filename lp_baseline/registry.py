@@ -1,7 +1,9 @@
 """The scheduling policies by name: ``POLICY_NAMES`` and ``make_policy``.
 
-The LP policies (``lp_baseline.policy.LPPolicy``): ``heterosched-lp`` (all candidates,
-``fair-srpt``), ``heterosched-lp-las`` (the same with ``fair-las``), ``gavel`` (Gavel's
+The LP policies (``lp_baseline.policy.LPPolicy``): ``heterosched-lp`` (the reference
+co-optimizer: all candidates, ``sia-srpt``, integral rounding), ``heterosched-lp-las`` (the same
+with the non-clairvoyant ``sia-las``), ``heterosched-lp-v1`` (the previous default: ``fair-srpt``
+with its fairness floor, size cap and Gavel-style rounding), ``gavel`` (Gavel's
 heterogeneity-aware max-min with its ``X_equal`` normalizer, only each job's requested GPU count
 with plain data parallelism on each type: no strategy co-optimization), ``agnostic-lp`` (the
 same, with every type's throughput taken as equal), ``heterosched-lp-v0`` (an ablation: max-min
@@ -21,7 +23,7 @@ POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "to
                 "support-reuse",
                 "gavel", "sia",
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "heterosched-lp-las",
-                "heterosched-lp-v0", "fifo",
+                "heterosched-lp-v0", "heterosched-lp-v1", "fifo",
                 "fifo-fastest", "srf", "greedy", "random")
 
 
@@ -34,7 +36,8 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         objective: The LP objective of the co-optimizer's policies (``heterosched-lp``,
             ``lp-on-change``, ``topk``, ``topk-dominance``, ``pop-K``); ``None``: the default
             (``DEFAULT_OBJECTIVE``). ``gavel``, ``agnostic-lp`` and ``heterosched-lp-v0`` are
-            max-min by definition.
+            max-min by definition; ``heterosched-lp-las`` (``sia-las``) and
+            ``heterosched-lp-v1`` (``fair-srpt``) fix theirs.
         backend, topk, time_limit_s: As in ``LPPolicy``.
         lp_options: Further ``LPPolicy`` keywords for those policies (``floor``,
             ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...).
@@ -81,7 +84,11 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
                                      size_cap=False))
     if name == "heterosched-lp-las":
         # the non-clairvoyant co-optimizer: never reads a job's remaining work
-        return LPPolicy(name, **dict(common, objective="fair-las"))
+        return LPPolicy(name, **dict(common, objective="sia-las"))
+    if name == "heterosched-lp-v1":
+        # the co-optimizer of the first schedule-quality work (issue 10): a max-min floor,
+        # then Σ throughput ÷ remaining work, fair-share normalizer, size cap, Gavel rounding
+        return LPPolicy(name, **dict(common, objective="fair-srpt"))
     if name.startswith("pop-"):
         try:
             k = int(name[4:])

@@ -82,6 +82,79 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
     return out
 
 
+def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
+                        eligible) -> Assignment:
+    """One candidate per job from an LP vertex (``LPPolicy(rounding="integral")``): no time
+    slicing.
+
+    A job with ``X = 1`` on a candidate runs it (unless that candidate's value is ≤ 0: worth
+    less than waiting). The LP relaxation of a one-candidate-per-job
+    problem has a vertex optimum with at most one fractional job per GPU type (its coupling
+    constraints); those jobs (largest share first), then the jobs the LP left out (best value
+    first), take their highest-value candidate with a positive value that still fits the GPUs
+    left of each type. Each chosen row is followed by the job's one-type candidates on the
+    same type with fewer GPUs, largest first (then fastest), the simulator's fallbacks when
+    node fragmentation blocks the chosen set.
+
+    Args:
+        view: The scheduler view.
+        allocation: The LP allocation, ``{job id: (candidate rows, X)}``.
+        values: ``{job id: (rows, value)}``, the second-stage value of each of the job's
+            candidates (only candidates with a positive value are taken by the repair).
+        eligible: ``eligible(k)``: active job ``k``'s candidate rows (the fallbacks' pool).
+    """
+    free = view.capacity.astype(np.float64).copy()
+    chosen: dict[int, int] = {}
+    rest = []
+    for k, j in enumerate(view.job_ids):
+        j = int(j)
+        rows, x = allocation.get(j, (np.zeros(0, dtype=np.int64), np.zeros(0)))
+        vrows, val = values.get(j, (np.zeros(0, dtype=np.int64), np.zeros(0)))
+        whole = np.flatnonzero(x > 1.0 - TINY)
+        if whole.size:
+            r = int(rows[whole[0]])
+            worth = val[vrows == r]
+            # a row the LP filled for want of anything better (every gain <= 0, e.g. a part
+            # or an ``allowed`` set without a positive one) is not worth a job's GPUs
+            if worth.size == 0 or worth[0] > 0:
+                chosen[k] = r
+                free -= view.candidates[k].gpus[r]
+                continue
+        best = float(val.max()) if val.size else -np.inf
+        if best > 0:
+            rest.append((-round(float(x.sum()) / SHARE_QUANTUM), -best, j, k))
+    rest.sort()
+    for _, _, j, k in rest:
+        vrows, val = values[j]
+        table = view.candidates[k]
+        ok = (val > 0) & np.all(table.gpus[vrows] <= free + 1e-9, axis=1)
+        if not ok.any():
+            continue
+        i = np.flatnonzero(ok)
+        r = int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
+        chosen[k] = r
+        free -= table.gpus[r]
+    out: Assignment = {}
+    for k in sorted(chosen):
+        out[int(view.job_ids[k])] = smaller_on_same_type(view.candidates[k], eligible(k),
+                                                         chosen[k])
+    return out
+
+
+def smaller_on_same_type(table, rows: np.ndarray, row: int) -> list[int]:
+    """``row``, then the one-type rows of ``rows`` on ``row``'s (main) GPU type with fewer
+    GPUs, largest first (then fastest, then lowest row)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    thr = table.samples_per_s[rows]
+    rows = rows[np.isfinite(thr) & (thr > 0)]
+    t = int(np.argmax(table.gpus[row]))
+    n = table.gpus[rows].sum(axis=1)
+    same = (table.gpus[rows, t] == n) & (n < int(table.gpus[row].sum()))
+    alt = rows[same]
+    alt = alt[np.lexsort((alt, -table.samples_per_s[alt], -n[same]))]
+    return [int(row)] + [int(r) for r in alt]
+
+
 def other_candidates(table, eligible: np.ndarray, exclude, rng=None) -> list[int]:
     """The rows of ``eligible`` (of the job's candidate ``table``) with positive throughput that
     are not in ``exclude``, fastest first; with ``rng`` (the agnostic policy: it does not know

@@ -31,6 +31,11 @@ With ``thr_j(X) = sum_{c of j} thr[c] * X[c]`` the objectives are
   ``fair-srpt``; a discretized least-attained-service class weight for the non-clairvoyant
   ``fair-las``) and ``switch`` (the share of time a candidate would be productive after a
   restart; 1 for the current one). The two names differ only in how the caller weighs jobs.
+* ``sia-srpt`` / ``sia-las`` (the co-optimizer's default): the same two stages with the
+  per-candidate ``gain`` as the second stage's coefficients (``LPPolicy``: Sia's gain of
+  running over waiting, weighted by SRPT / LAS job weights; ``gain`` is required); with
+  ``floor=0`` (``LPPolicy``'s default for them; this function's default floor is 0.5 for
+  every two-stage objective) there are no max-min rows and one solve.
 
 ``max-min`` and ``min-makespan`` are solved **lexicographically** (unless ``secondary=False``):
 after the primary optimum ``v*`` is found, the primary variable is bounded to
@@ -120,7 +125,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
             normalized throughput with the primary held at its optimum; for ftf the bisection
             LPs carry that objective. No effect on max-throughput.
         highs_options: extra HiGHS options (e.g. ``{"solver": "ipm"}``), both backends.
-        floor: (fair-srpt, fair-las) the second stage holds every job at ``>= floor * t*``,
+        floor: (the two-stage objectives) the second stage holds every job at ``>= floor * t*``,
             ``t*`` the max-min optimum; in [0, 1] (1: the JCT objective only breaks ties
             among max-min optima; 0: no fairness floor).
 
@@ -138,6 +143,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         raise ValueError(f"floor must be in [0, 1], got {floor!r}")
     if objective in ("min-makespan", "ftf"):
         require_field(p, "remaining", objective)
+    if objective in ("sia-srpt", "sia-las"):
+        require_field(p, "gain", objective)
     if objective == "ftf":
         require_field(p, "age_s", objective)
         require_field(p, "ftf_denominator_s", objective)
@@ -156,7 +163,11 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                   unrunnable.size, unrunnable[:10])
     best = np.zeros(p.n_jobs)   # best fitting throughput of each job
     np.maximum.at(best, p.job_of[fit], p.thr[fit])
-    if objective == "max-min" or objective in FLOOR_OBJECTIVES:
+    if objective in FLOOR_OBJECTIVES and floor <= 0:
+        # no floor to hold: no max-min rows, one solve of the second stage
+        constrained = np.zeros(p.n_jobs, dtype=bool)
+        coef_scale = np.zeros(p.n_jobs)
+    elif objective == "max-min" or objective in FLOOR_OBJECTIVES:
         constrained = run.copy()
         coef_scale = 1.0 / (p.weights() * p.norm)
     elif objective in ("min-makespan", "ftf"):

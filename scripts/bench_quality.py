@@ -198,10 +198,30 @@ def _policy_kwargs(objective: str | None) -> dict:
     return {}
 
 
+def _option_value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
 def make_named_policy(name: str, objective: str | None = None):
-    """``make_policy(name)``, with ``objective=`` when given and accepted."""
+    """``make_policy(name)``, with ``objective=`` when given and accepted. ``NAME/key=value/
+    ...`` passes ``make_policy`` keywords (e.g. ``heterosched-lp/objective=fair-las/floor=0``,
+    an ablation shown under that whole name)."""
     from lp_baseline.policy import make_policy
-    return make_policy(name, **_policy_kwargs(objective))
+    base, *options = name.split("/")
+    kwargs = _policy_kwargs(objective)
+    for opt in options:
+        key, sep, value = opt.partition("=")
+        if not sep or not key:
+            from hsched_env.errors import ConfigError
+            raise ConfigError(f"policy option {opt!r} of {name!r} is not key=value",
+                              field="--policies")
+        kwargs[key] = _option_value(value)
+    return make_policy(base, **kwargs)
 
 
 def run_one(case: Case, policy: str, objective: str | None = None) -> dict:
@@ -642,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         with _quiet_stdout():
             for p in policies:
                 make_named_policy(p, args.objective)
-    except HSchedError as exc:
+    except (HSchedError, TypeError) as exc:    # TypeError: an unknown NAME/key=value key
         print(f"bench_quality: error: {exc}", file=sys.stderr)
         return 2
 

@@ -233,7 +233,8 @@ def test_objective_and_floor_reach_the_co_optimizer():
                              capture_output=True, text=True, check=True).stdout
         return json.loads(out)["avg_jct_s"]
     base = avg()
-    assert avg("--objective", "fair-srpt", "--floor", "0.5") == base     # the defaults
-    assert avg("--objective", "fair-las") != base
-    assert avg("--floor", "0") != base
+    assert avg("--objective", "sia-srpt", "--floor", "0") == base     # the defaults
+    assert avg("--objective", "sia-las") != base
+    assert avg("--objective", "fair-srpt") != base
+    assert avg("--floor", "0.5") != base
     assert avg(policy="gavel") == avg("--floor", "0", policy="gavel")

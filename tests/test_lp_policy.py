@@ -87,15 +87,18 @@ def test_unknown_policy_and_objective():
 @slow
 def test_new_objectives_run_and_finish(simulate):
     for name, objective in (("heterosched-lp", "fair-srpt"), ("heterosched-lp", "fair-las"),
-                            ("heterosched-lp-las", None), ("heterosched-lp-v0", None)):
+                            ("heterosched-lp", "sia-las"), ("heterosched-lp-las", None),
+                            ("heterosched-lp-v0", None), ("heterosched-lp-v1", None)):
         _, result = simulate(make_policy(name, objective=objective), SHORT_LLM)
         assert result.metrics()["jobs_completed"] == 40, (name, objective)
 
 
 @pytest.fixture(scope="module")
 def lp_run(simulate):
-    """heterosched-lp on a contended 60-job workload: (policy, recorder, result)."""
-    policy = make_policy("heterosched-lp")
+    """heterosched-lp-v1 (``fair-srpt``: the fair-share normalizer, the size cap and the
+    Gavel-style rounding these tests check) on a contended 60-job workload: (policy,
+    recorder, result)."""
+    policy = make_policy("heterosched-lp-v1")
     rec, result = simulate(policy, "gavel:rate=30,jobs=60,seed=4", SIA)
     return policy, rec, result
 
@@ -160,14 +163,14 @@ def test_fair_las_never_reads_remaining_work_and_the_restart_discount(lp_run):
     rows = [np.arange(len(t)) for t in view.candidates]
     other = dataclasses.replace(view, remaining_samples=view.remaining_samples * 3.0,
                                 work_samples=view.work_samples * 3.0)
-    las = make_policy("heterosched-lp-las")
-    srpt = make_policy("heterosched-lp")
+    las = make_policy("heterosched-lp", objective="fair-las")
+    srpt = make_policy("heterosched-lp", objective="fair-srpt")
     norms = las._norms(view)
-    p1, s1 = las._stage2(view, ks, rows, norms)
-    p2, _ = las._stage2(other, ks, rows, norms)
+    p1, s1, _ = las._stage2(view, ks, rows, norms)
+    p2, _, _ = las._stage2(other, ks, rows, norms)
     np.testing.assert_array_equal(p1, p2)          # only done_samples matter
-    q1, w1 = srpt._stage2(view, ks, rows, norms)
-    q2, _ = srpt._stage2(other, ks, rows, norms)
+    q1, w1, _ = srpt._stage2(view, ks, rows, norms)
+    q2, _, _ = srpt._stage2(other, ks, rows, norms)
     assert not np.allclose(q1, q2)                  # the clairvoyant one reads them
     # restart discount: a running job's current row costs nothing, every other row < 1
     start = np.r_[0, np.cumsum([len(r) for r in rows])[:-1]]

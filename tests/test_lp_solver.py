@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -215,13 +216,22 @@ def test_ftf_within_bisection_tolerance_of_independent_check(seed):
     assert not ftf_feasible_linprog(p, r / (1 + 2 * FTF_REL_TOL))
 
 
+def with_gain(p: AllocationProblem, objective: str) -> AllocationProblem:
+    """``p`` with a per-candidate gain (some negative) when ``objective`` needs one (sia-*)."""
+    if not objective.startswith("sia-"):
+        return p
+    import dataclasses
+    return dataclasses.replace(p, gain=np.linspace(-0.5, 2.0, p.n_candidates)[::-1].copy())
+
+
 # ------------------------------------------------------------------------------ feasibility
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_every_result_is_feasible(objective, backend):
     for seed in range(3):
-        p = random_problem(40, np.random.default_rng(100 + seed), candidates_per_job=8,
-                           n_types=4, total_gpus=256)
+        p = with_gain(random_problem(40, np.random.default_rng(100 + seed),
+                                     candidates_per_job=8, n_types=4, total_gpus=256),
+                      objective)
         res = solve_allocation(p, objective, backend=backend)
         assert res.status == "optimal"
         assert res.x.shape == (p.n_candidates,)
@@ -233,8 +243,8 @@ def test_every_result_is_feasible(objective, backend):
 # ------------------------------------------------------------------------------ backends
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_backends_agree(objective):
-    p = random_problem(30, np.random.default_rng(7), candidates_per_job=8, n_types=4,
-                       total_gpus=192)
+    p = with_gain(random_problem(30, np.random.default_rng(7), candidates_per_job=8,
+                                 n_types=4, total_gpus=192), objective)
     a = solve_allocation(p, objective, backend="highs")
     b = solve_allocation(p, objective, backend="pulp")
     assert a.status == b.status == "optimal"
@@ -267,7 +277,8 @@ def _digest(res: LPResult) -> str:
 def test_same_input_same_x_bit_for_bit():
     p = random_problem(150, np.random.default_rng(5), n_types=5, total_gpus=512)
     for objective in OBJECTIVES:
-        a, b = solve_allocation(p, objective), solve_allocation(p, objective)
+        q = with_gain(p, objective)
+        a, b = solve_allocation(q, objective), solve_allocation(q, objective)
         assert np.array_equal(a.x, b.x) and a.objective == b.objective
     a = solve_allocation(p, "max-min", backend="pulp")
     b = solve_allocation(p, "max-min", backend="pulp")
@@ -356,6 +367,7 @@ def test_zero_jobs(objective):
     p = AllocationProblem(job_of=np.zeros(0, dtype=int), gpus=np.zeros((0, 2), dtype=int),
                           thr=np.zeros(0), capacity=np.array([4.0, 4.0]), norm=np.zeros(0),
                           remaining=np.zeros(0), age_s=np.zeros(0), ftf_denominator_s=np.zeros(0))
+    p = with_gain(p, objective)
     for backend in BACKENDS:
         res = solve_allocation(p, objective, backend=backend)
         assert res.status == "optimal" and res.x.shape == (0,) and res.objective == 0.0
@@ -388,7 +400,7 @@ def test_nothing_fits(objective):
     p = AllocationProblem(job_of=np.array([0, 1]), gpus=np.array([[2], [3]]),
                           thr=np.array([1.0, 1.0]), capacity=np.array([1.0]), norm=np.ones(2),
                           remaining=np.ones(2), age_s=np.zeros(2), ftf_denominator_s=np.ones(2))
-    res = solve_allocation(p, objective)
+    res = solve_allocation(with_gain(p, objective), objective)
     assert res.status == "optimal" and res.n_vars == 0 and np.all(res.x == 0)
     assert res.unrunnable.tolist() == [0, 1] and res.objective == 0.0
 
@@ -480,7 +492,8 @@ def two_stage_linprog(p: AllocationProblem, floor: float) -> tuple[float, float]
     fits = [all(p.gpus[c, t] <= p.capacity[t] for t in range(p.n_types)) for c in range(c_n)]
     pri = np.ones(j_n) if p.priority is None else p.priority
     sw = np.ones(c_n) if p.switch is None else p.switch
-    cost = [-pri[p.job_of[c]] * sw[c] * p.thr[c] / p.norm[p.job_of[c]] for c in range(c_n)]
+    cost = [-pri[p.job_of[c]] * sw[c] * p.thr[c] / p.norm[p.job_of[c]] if p.gain is None
+            else -p.gain[c] for c in range(c_n)]
     a_ub, b_ub = [], []
     for j in range(j_n):
         a_ub.append([1.0 if p.job_of[c] == j else 0.0 for c in range(c_n)])
@@ -508,12 +521,19 @@ def test_two_stage_objectives_against_independent_lps(seed, cands, floor, object
     p = AllocationProblem(base.job_of, base.gpus, base.thr, base.capacity, base.norm,
                           weight=base.weight, remaining=base.remaining,
                           priority=rng.uniform(0.1, 3.0, base.n_jobs),
-                          switch=rng.uniform(0.5, 1.0, base.n_candidates))
+                          switch=rng.uniform(0.5, 1.0, base.n_candidates),
+                          # sia-*: a per-candidate gain, some negative (not worth running)
+                          gain=(rng.uniform(-0.5, 2.0, base.n_candidates)
+                                if objective.startswith("sia-") else None))
     res = solve_allocation(p, objective, backend=backend, floor=floor)
-    assert res.status == "optimal" and res.iterations == 2
+    # a floor of 0 holds nothing: one solve of the second stage, no t*
+    assert res.status == "optimal" and res.iterations == (1 if floor == 0 else 2)
     check_feasible(p, res.x)
     t_star, best = two_stage_linprog(p, floor)
-    assert res.floor_ratio == pytest.approx(t_star, rel=1e-6)
+    if floor == 0:
+        assert math.isnan(res.floor_ratio)
+    else:
+        assert res.floor_ratio == pytest.approx(t_star, rel=1e-6)
     assert res.objective == pytest.approx(best, rel=1e-6)
     assert res.objective == pytest.approx(evaluate_objective(p, res.x, objective), rel=1e-12)
     # the floor holds at the returned x
@@ -532,7 +552,8 @@ def test_two_stage_closed_form_srpt():
     # rest goes to the short job; with no floor the short job takes the whole GPU
     for floor, short in [(0.5, 0.75), (0.0, 1.0), (1.0, 0.5)]:
         res = solve_allocation(problem(), "fair-srpt", floor=floor)
-        assert res.floor_ratio == pytest.approx(0.5)
+        assert math.isnan(res.floor_ratio) if floor == 0 else \
+            res.floor_ratio == pytest.approx(0.5)
         # (a floor of 1 is held at 1 - LEX_REL_TOL, like max-min's fill solve)
         assert res.x[0] == pytest.approx(short, abs=1e-6)
         assert res.x[1] == pytest.approx(1 - short, abs=1e-6)

@@ -32,5 +32,5 @@ def test_index_evicts_exactly_what_scanning_evicts(monkeypatch, simulate, cluste
         calls["evicting"] += bool(expected)
 
     monkeypatch.setattr(rounding.PlacementDryRun, "_evict", both)
-    simulate(make_policy("heterosched-lp"), workload, cluster, max_time_s=40 * 300.0)
+    simulate(make_policy("heterosched-lp-v1"), workload, cluster, max_time_s=40 * 300.0)
     assert calls["n"] >= 5 and calls["evicting"] >= 3, calls       # the rule was exercised

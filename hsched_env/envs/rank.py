@@ -19,7 +19,7 @@ class RankEnv(HSchedEnvBase):
     The same cluster and jobs as ``hsched/Schedule-v0``, one step per scheduling round: the
     observation shows every candidate (job-strategy pair) of the round in K slots, the agent
     says which to **keep**, and the HeteroSched LP (``lp_policy``) solves the allocation over
-    the kept candidates only, then rounds it to the round's assignment (Gavel-style) and the
+    the kept candidates only, then rounds it to the round's assignment (docs/lp.md) and the
     round runs. Fewer kept candidates make a smaller LP — a faster decision — at the risk of
     a worse schedule: the agent learns to prune the LP without hurting job completion times.
     Jobs with no kept candidate wait this round.
@@ -55,9 +55,10 @@ class RankEnv(HSchedEnvBase):
     ``wall_s`` fields);
     with ``compare_full=True`` also ``full_objective`` and ``kept_objective`` — the full LP's
     and the kept LP's allocations scored by the LP objective on the round's whole problem
-    (a job with no kept candidate counts with no share; for the default ``fair-srpt`` and for
-    ``fair-las``, ``-inf`` when the kept allocation breaks the whole problem's fairness
-    floor), so kept ≤ full for a maximized objective — and ``full_lp_vars``.
+    (a job with no kept candidate counts with no share; for a two-stage objective with a
+    floor above 0, such as ``fair-srpt``, ``-inf`` when the kept allocation breaks the whole
+    problem's fairness floor), so kept ≤ full for a maximized objective — and
+    ``full_lp_vars``.
 
     ## Starting State
 
@@ -184,19 +185,24 @@ class RankEnv(HSchedEnvBase):
         return self._observation(), float(reward), terminated, truncated, info
 
     def reference_action(self) -> np.ndarray:
-        """Keep bits of the LP's support this round: candidates with a share in the full LP
-        plus the one its rounded assignment runs each job with (the first of the job's
-        preference list; computed on a copy of the LP's state)."""
+        """Keep bits of what the LP uses this round (computed on a copy of the LP's state):
+        candidates with a share in the full LP plus the one its rounded assignment runs each
+        job with — and, for an LP with ``rounding="integral"`` (the default), that job's
+        fallbacks too (its smaller candidates on the same type, which the simulator places
+        when fragmentation blocks the first; the Gavel-style rounding lists every eligible
+        candidate as a fallback, so there only the first counts)."""
         sl = self._slots
         if sl is None:
             return np.zeros(self.K, dtype=np.int8)
         lp = copy.deepcopy(self.lp)
         decision = lp.decide(sl.view)
+        whole = getattr(lp, "rounding", None) == "integral"
         use = set()
         for j, (rows, x) in lp.allocation.items():
             use.update((int(j), int(r)) for r, xv in zip(rows, x) if xv > 1e-6)
         for j, choice in decision.items():
-            rows = [choice] if np.ndim(choice) == 0 else list(choice)[:1]
+            rows = [choice] if np.ndim(choice) == 0 else list(choice)
+            rows = rows if whole else rows[:1]
             use.update((int(j), int(r)) for r in rows)
         out = np.zeros(self.K, dtype=np.int8)
         for i, (j, r) in enumerate(zip(sl.job, sl.row)):

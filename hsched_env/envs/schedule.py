@@ -143,7 +143,7 @@ class ScheduleEnv(HSchedEnvBase):
     | ``invalid_action`` | ``"penalize"`` | ``"penalize"``, ``"noop"`` or ``"terminate"`` (see Rewards) |
     | ``invalid_penalty`` | ``None`` | the penalty of an invalid action (``None``: one wasted round of job-time) |
     | ``invalid_limit`` | 1000 | invalid actions in a row that truncate the episode |
-    | ``lp_policy`` / ``lp_objective`` | ``"heterosched-lp"`` / ``None`` (its default, ``fair-srpt``) | the LP (any LP of ``hsched simulate --policy``) |
+    | ``lp_policy`` / ``lp_objective`` | ``"heterosched-lp"`` / ``None`` (its default, ``sia-srpt``) | the LP (any LP of ``hsched simulate --policy``) |
     | ``lp`` / ``lp_factory`` | ``None`` / ``None`` | an LP policy object, or a factory ``f(lp_policy, objective=lp_objective)``; ``gymnasium.make`` supplies ``lp_baseline.policy.make_policy`` |
     | ``reward`` / ``reward_scale`` | ``"job-time"`` / 3600 | see Rewards |
     | ``max_time_s`` | ``None`` | truncate at this simulated time |

@@ -1,0 +1,137 @@
+"""The co-optimizer's integral rounding (``LPPolicy(rounding="integral")``,
+``lp_baseline.rounding.integral_assignment``) and the ``sia-srpt`` / ``sia-las`` objectives
+(``lp_baseline.job_terms.sia_gain``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hsched_env.errors import UnknownNameError
+from lp_baseline.job_terms import las_weights, sia_gain, srpt_weights
+from lp_baseline.policy import LPPolicy, make_policy
+from lp_baseline.rounding import integral_assignment, smaller_on_same_type
+from lp_baseline.sia import SIA_LAMBDA, SiaPolicy
+from test_sia import make_table, make_view
+
+slow = pytest.mark.slow
+
+
+def _one_type_table():
+    # rows: 1, 2, 4 V100s; 1, 2 T4s
+    return make_table([[1, 0], [2, 0], [4, 0], [0, 1], [0, 2]], [10.0, 19.0, 36.0, 4.0, 7.5])
+
+
+def test_whole_jobs_keep_their_row_and_the_repair_takes_the_best_positive_fit():
+    tabs = [_one_type_table() for _ in range(4)]
+    view = make_view(tabs, [4, 4])
+    rows = np.arange(5)
+    allocation = {
+        0: (rows, np.array([0.0, 0.0, 1.0, 0.0, 0.0])),      # whole: 4 V100s
+        1: (rows, np.array([0.0, 0.0, 0.0, 0.4, 0.6])),      # fractional, on T4s
+        2: (rows, np.zeros(5)),                               # left out by the LP
+        3: (rows, np.zeros(5)),                               # left out, nothing positive
+    }
+    values = {0: (rows, np.array([1.0, 2.0, 3.0, 0.5, 0.6])),
+              1: (rows, np.array([1.0, 2.0, 3.0, 0.5, 0.6])),
+              2: (rows, np.array([0.1, 0.2, 0.3, 0.9, 0.4])),
+              3: (rows, np.full(5, -1.0))}
+    out = integral_assignment(view, allocation, values, lambda k: rows)
+    first = {j: r[0] for j, r in out.items()}
+    # job 0 keeps its whole row; job 1 (fractional) goes first among the rest: V100s are
+    # full, its best fitting positive row is 2 T4s; job 2 then gets the last... nothing
+    # with 2 T4s taken? T4 capacity 4: job 1 takes 2 T4s, job 2 takes 1 T4 (its best fit)
+    assert first[0] == 2
+    assert first[1] == 4
+    assert first[2] == 3
+    assert 3 not in out                           # no candidate worth more than waiting
+    used = sum(tabs[k].gpus[r] for k, r in first.items())
+    assert np.all(used <= view.capacity)
+    # fallbacks: the same type with fewer GPUs, largest first
+    assert out[0] == [2, 1, 0]
+    assert out[1] == [4, 3]
+
+
+def test_a_whole_row_worth_less_than_waiting_is_not_run():
+    tabs = [_one_type_table(), _one_type_table()]
+    view = make_view(tabs, [4, 4])
+    rows = np.arange(5)
+    # every gain <= 0 (e.g. an ``allowed`` set without a positive one): the LP still fills
+    allocation = {0: (rows, np.array([0.0, 1.0, 0.0, 0.0, 0.0])),
+                  1: (rows, np.array([0.0, 0.0, 0.0, 1.0, 0.0]))}
+    values = {0: (rows, np.full(5, -2.0)), 1: (rows, np.array([-1.0, -1.0, -1.0, 0.5, -1.0]))}
+    out = integral_assignment(view, allocation, values, lambda k: rows)
+    assert 0 not in out and out[1][0] == 3
+
+
+def test_smaller_on_same_type_orders_largest_then_fastest():
+    table = make_table([[4, 0], [2, 0], [2, 0], [1, 0], [0, 1], [2, 2]],
+                       [30.0, 15.0, 18.0, 9.0, 5.0, 40.0])
+    assert smaller_on_same_type(table, np.arange(6), 0) == [0, 2, 1, 3]
+    # a mixed-type row falls back to one-type rows of its main type (ties: the first type)
+    assert smaller_on_same_type(table, np.arange(6), 5) == [5, 2, 1, 3]
+
+
+def test_sia_gain_is_the_ilp_gain_of_heterosched_ilp():
+    tabs = [_one_type_table(), _one_type_table(),
+            make_table([[2, 0], [4, 0], [0, 2]], [5.0, 9.0, 2.0])]
+    view = make_view(tabs, [4, 4], current=[1, -1, 0], arrival=[0.0, 200.0, 500.0],
+                     time_s=1000.0, restarts=[2, 0, 1])
+    view = dataclasses.replace(view, remaining_samples=np.array([1e5, 4e5, 2e6]))
+    ks = np.arange(3)
+    rows = [np.arange(len(t)) for t in tabs]
+    gain = sia_gain(view, ks, rows, srpt_weights(view, ks))
+    ilp = SiaPolicy(configurations="all", srpt_weight=0.5, scale_up_limit=False)
+    expected = np.concatenate([SIA_LAMBDA - cost for _, cost in ilp.problem(view)])
+    np.testing.assert_allclose(gain, expected, rtol=1e-12)
+    # the job nearest its end weighs the most; the restart factor lowers a running job's
+    # other rows below what they are worth to a job that is not running
+    w = srpt_weights(view, ks)
+    assert w[0] > w[1] > w[2]
+
+
+def test_las_weights_never_read_the_remaining_work():
+    tabs = [_one_type_table() for _ in range(3)]
+    view = make_view(tabs, [4, 4])
+    view = dataclasses.replace(view, done_samples=np.array([0.0, 5e3, 5e5]),
+                               remaining_samples=np.array([1.0, 1e9, 3.0]))
+    other = dataclasses.replace(view, remaining_samples=np.array([7e9, 2.0, 1e3]))
+    ks = np.arange(3)
+    w = las_weights(view, ks, 1800.0)
+    np.testing.assert_array_equal(w, las_weights(other, ks, 1800.0))
+    assert w[0] >= w[1] > w[2]                      # least attained service first
+
+
+def test_unknown_rounding_is_named():
+    with pytest.raises(UnknownNameError, match="rounding"):
+        LPPolicy(rounding="stochastic")
+
+
+@slow
+@pytest.mark.parametrize("objective", ["sia-srpt", "sia-las", "fair-srpt"])
+def test_integral_rounding_runs_the_lp_whole_jobs_on_their_row(simulate, objective):
+    policy = make_policy("heterosched-lp", objective=objective, rounding="integral",
+                         size_cap=False)
+    snapshots = []
+    inner = policy.decide
+
+    def decide(view, *args, **kwargs):
+        out = inner(view, *args, **kwargs)
+        snapshots.append({j: (rows.copy(), x.copy()) for j, (rows, x) in
+                          policy.allocation.items()})
+        return out
+
+    policy.decide = decide
+    rec, result = simulate(policy, "gavel:rate=20,jobs=40,seed=7,duration_scale=0.05",
+                           "sia-64")
+    assert all(r.done for r in result.jobs)
+    whole = 0
+    for decision, alloc in zip(rec.decisions, snapshots):
+        for j, (rows, x) in alloc.items():
+            i = np.flatnonzero(x > 1.0 - 1e-6)
+            if i.size:
+                whole += 1
+                assert decision[j][0] == int(rows[i[0]])     # no time slicing
+    assert whole >= 20                                  # the rule was exercised
