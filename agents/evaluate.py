@@ -50,12 +50,17 @@ parts live in one module per job (imports flow one way, each only from those bef
   ``run_simulator_policy``, ``run_ranker``, ``run_scheduler``, ``rank_slots_bound``,
   ``check_observation``, recall@k;
 * ``agents.report`` — ``Report``, the aggregation into seed-averaged rows, ``report_json``,
-  ``format_report``, ``output_dir``, ``write_outputs`` (``metrics.json``, TensorBoard, plots).
+  ``format_report``, ``output_dir``, ``write_outputs`` (``metrics.json``, TensorBoard, plots);
+* ``agents.sweep`` — the runs as tasks on a backend (``SerialBackend``, ``RayBackend``), run
+  files (``RunStore``), resume and retries: ``evaluate(..., backend="ray", runs_dir=...)``,
+  ``hsched evaluate --backend ray``.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
@@ -66,12 +71,15 @@ from agents.policy_entries import (DEFAULT_POLICIES, DEFAULT_RANKER_PATH, SB3_AL
                                    parse_policies, policy_names)
 from agents.report import (TB_METRICS, Report, format_report, output_dir, per_seed_rows,
                            report_json, scenario_summary, summarize, write_outputs)
-from agents.runners import (STEP_CAP, SUPPORT_TINY, Run, check_observation, rank_slots_bound,
-                            recall_defined, round_step_cap, run_ranker, run_scheduler,
-                            run_simulator_policy)
+from agents.runners import (STEP_CAP, SUPPORT_TINY, WALL_CLOCK_FIELDS, WALL_CLOCK_METRICS, Run,
+                            check_observation, deterministic_part, rank_slots_bound,
+                            recall_defined, round_step_cap, run_from_json, run_ranker,
+                            run_scheduler, run_simulator_policy, run_to_json)
 from agents.suites import (CUSTOM_SUITE, HELDOUT_SEED_BASE, HELDOUT_SEEDS, LARGE, SMOKE,
                            STANDARD, SUITES, TRAIN_SEEDS, Scenario, Suite, custom_suite,
                            get_suite, heldout_seeds, is_training_seed)
+from agents.sweep import (DEFAULT_RETRIES, RUNS_DIR, RayBackend, RunStore, SerialBackend,
+                          Task, file_fingerprint, fingerprint, make_backend, run_sweep)
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError
 from hsched_env.workloads import load_workload
@@ -90,21 +98,81 @@ __all__ = [
     # agents.runners
     "SUPPORT_TINY", "STEP_CAP", "Run", "recall_defined", "run_simulator_policy",
     "rank_slots_bound", "run_ranker", "run_scheduler", "round_step_cap", "check_observation",
+    "run_to_json", "run_from_json", "deterministic_part", "WALL_CLOCK_FIELDS",
+    "WALL_CLOCK_METRICS",
+    # agents.sweep
+    "SerialBackend", "RayBackend", "RunStore", "RUNS_DIR",
     # agents.report
     "Report", "per_seed_rows", "report_json", "format_report", "output_dir", "write_outputs",
     "TB_METRICS",
     # this module
-    "evaluate",
+    "evaluate", "run_one",
 ]
 
 
+def run_one(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, cluster,
+            workload, support_lp, slots: int | None = None) -> Run:
+    """One run of ``entry`` on ``scenario`` and held-out ``seed`` (its ``workload`` and
+    ``cluster`` loaded), by the entry's kind: ``run_ranker`` (``slots``: K, default
+    ``rank_slots_bound``), ``run_scheduler`` or ``run_simulator_policy``; ``support_lp``: the
+    full LP whose support recall@k is measured against."""
+    if entry.kind == "ranker":
+        if slots is None and entry.slots is None:
+            slots = rank_slots_bound(suite, scenario, cluster, workload)
+        return run_ranker(entry, suite, scenario, seed, slots, support_lp)
+    if entry.kind == "scheduler":
+        return run_scheduler(entry, suite, scenario, seed)
+    return run_simulator_policy(entry, suite, scenario, seed, cluster, workload, support_lp)
+
+
+def _run_task(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, cluster,
+              workload) -> dict:
+    """A sweep task (``agents.sweep``): ``run_one`` with a new support LP, as a run record
+    (``run_to_json``)."""
+    return run_to_json(run_one(entry, suite, scenario, seed, cluster, workload,
+                               make_policy("heterosched-lp")))
+
+
+def _entry_config(entry: PolicyEntry) -> dict:
+    """What decides an entry's runs besides the scenario: its kind and name, and for an
+    agent where it came from (a file's content hash, an object's class and module file)."""
+    config = {"label": entry.label, "kind": entry.kind, "policy_name": entry.policy_name,
+              "slots": entry.slots, "env_kwargs": entry.env_kwargs, "source": entry.source}
+    if entry.path:
+        config["path"] = entry.path
+        config["file_sha256"] = file_fingerprint(entry.path)
+    actor = entry.actor
+    if actor is not None and not entry.path:
+        cls = type(actor)
+        config["class"] = f"{cls.__module__}.{cls.__qualname__}"
+        try:
+            module_file = inspect.getsourcefile(cls)
+        except TypeError:                          # a built-in or dynamically made class
+            module_file = None
+        config["module_sha256"] = file_fingerprint(module_file) if module_file else None
+    return config
+
+
 def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = None,
-             progress: bool | None = None, trust_sb3_zip: bool = False) -> Report:
+             progress: bool | None = None, trust_sb3_zip: bool = False, *,
+             backend="serial", runs_dir: str | Path | None = None, resume: bool = False,
+             overwrite: bool = False, retries: int = DEFAULT_RETRIES) -> Report:
     """Run ``policies`` (names, agent objects and/or ``PolicyEntry`` objects; default
     ``default_policies()``) on every scenario of ``suite`` for each held-out seed (``seeds``:
     a count, or explicit held-out seeds; default the suite's count). ``progress``: a tqdm bar
     on stderr (``None``: only on a terminal). ``trust_sb3_zip``: allow ``sb3:PATH.zip`` items
-    (loading a zip runs its pickled code)."""
+    (loading a zip runs its pickled code).
+
+    ``backend="serial"`` without ``runs_dir`` (the default): every run here, in order; an
+    error in a run stops the evaluation. Otherwise a sweep (``agents.sweep``): each
+    (scenario, policy, seed) run is a task on ``backend`` (``"serial"``, ``"ray"`` or a
+    backend object such as ``RayBackend(num_cpus=2)``); ``runs_dir``: write each finished run
+    there as it completes (one JSON file, ``RunStore``); ``resume``: read the runs already
+    there (same configuration) instead of running them again; ``overwrite``: delete the run
+    files there first; a failed run is retried ``retries`` times, then listed in
+    ``Report.failures`` with its error while the other runs complete. The metrics and
+    per-job results of a sweep equal the serial ones; decision and wall times are
+    wall-clock."""
     if isinstance(suite, str):
         suite = get_suite(suite)
     if seeds is None:
@@ -123,6 +191,13 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
         cluster = get_cluster(sc.cluster)
         for e in entries:
             check_observation(e, sc, cluster)
+    sweep = not (isinstance(backend, str) and backend == "serial" and runs_dir is None)
+    if sweep:
+        return _evaluate_sweep(suite, entries, seeds, progress, make_backend(backend),
+                               runs_dir, resume, overwrite, retries)
+    if resume:
+        raise ConfigError("resuming needs the run files of an earlier sweep (runs_dir)",
+                          field="--resume")
     support_lp = make_policy("heterosched-lp")
     total = len(suite.scenarios) * len(seeds) * len(entries)
     bar = tqdm(total=total, desc=f"evaluate {suite.name}", unit="run",
@@ -137,22 +212,53 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
                 slots = None
                 for e in entries:
                     bar.set_postfix_str(f"{sc.name} {e.label} seed {seed}")
-                    if e.kind == "ranker":
-                        if slots is None and e.slots is None:
-                            slots = rank_slots_bound(suite, sc, cluster, workload)
-                        runs.append(run_ranker(e, suite, sc, seed, slots, support_lp))
-                    elif e.kind == "scheduler":
-                        runs.append(run_scheduler(e, suite, sc, seed))
-                    else:
-                        runs.append(run_simulator_policy(e, suite, sc, seed, cluster,
-                                                         workload, support_lp))
+                    if e.kind == "ranker" and slots is None and e.slots is None:
+                        slots = rank_slots_bound(suite, sc, cluster, workload)
+                    runs.append(run_one(e, suite, sc, seed, cluster, workload, support_lp,
+                                        slots))
                     bar.update(1)
     finally:
         bar.close()
-    rows = summarize(suite, entries, runs)
+    return _report(suite, entries, seeds, runs, [], time.perf_counter() - t_start)
+
+
+def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, overwrite,
+                    retries) -> Report:
+    """``evaluate`` as a sweep of tasks (``agents.sweep.run_sweep``)."""
+    tasks = []
+    settings = {"job_candidates": suite.job_candidates, "round_s": suite.round_s,
+                "restart_s": suite.restart_s, "topk": suite.topk}
+    entry_configs = [_entry_config(e) for e in entries]
+    for sc in suite.scenarios:
+        cluster = get_cluster(sc.cluster)
+        for seed in seeds:
+            spec = sc.workload_for(seed)
+            workload = load_workload(spec, cluster)
+            inputs = {"suite": suite.name, "settings": settings, "cluster": sc.cluster,
+                      "cluster_sha256": fingerprint(cluster), "workload": spec,
+                      "jobs_sha256": fingerprint(workload.jobs), "max_time_s": sc.max_time_s}
+            for e, ec in zip(entries, entry_configs):
+                tasks.append(Task(sc.name, e.label, seed, {**inputs, "policy": ec}, _run_task,
+                                  (e, suite, sc, seed, cluster, workload)))
+    store = RunStore(Path(runs_dir)) if runs_dir is not None else None
+    result = run_sweep(tasks, backend, store=store, resume=resume, overwrite=overwrite,
+                       retries=retries, progress=progress, desc=f"evaluate {suite.name}")
+    runs = [run_from_json(o.payload) for o in result.outcomes if o.ok]
+    failures = [{"scenario": o.task.scenario, "policy": o.task.policy, "seed": o.task.seed,
+                 "error": o.error, "attempts": o.attempts} for o in result.failed]
+    report = _report(suite, entries, seeds, runs, failures, result.wall_s)
+    report.sweep = {"backend": backend.name, "runs_dir": None if store is None else
+                    str(store.folder), "tasks": len(tasks), "resumed": result.resumed,
+                    "failed": len(failures), "stale_run_files": result.stale,
+                    "other_code_runs": result.other_code}
+    return report
+
+
+def _report(suite, entries, seeds, runs, failures, wall_s) -> Report:
+    rows = summarize(suite, entries, runs, failures)
     scenarios = [scenario_summary(sc, [r for r in runs if r.scenario == sc.name])
                  for sc in suite.scenarios]
     sources = {e.label: describe_entry(e) for e in entries if e.kind != "simulator"}
     return Report(suite=suite, seeds=seeds, policies=[e.label for e in entries], runs=runs,
-                  rows=rows, scenarios=scenarios, wall_s=time.perf_counter() - t_start,
-                  sources=sources)
+                  rows=rows, scenarios=scenarios, wall_s=wall_s, sources=sources,
+                  failures=failures)

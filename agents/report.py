@@ -38,6 +38,11 @@ class Report:
     wall_s: float
     #: per agent label: where it came from, its mode and K (``describe_entry``)
     sources: dict = field(default_factory=dict)
+    #: runs that failed in a sweep (after their retries): scenario, policy, seed, error,
+    #: attempts; never in ``runs`` or the rows' averages
+    failures: list = field(default_factory=list)
+    #: a sweep's backend, run-file folder and counts (``None``: the serial loop)
+    sweep: dict | None = None
 
 
 # ---------------------------------------------------------------------------- aggregation
@@ -65,7 +70,7 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
                 "avg_time_in_system_s", "gpu_util", "restarts_per_job", "ftf_worst",
                 "ftf_mean", "wall_s"):
         row[key] = _nanmean(m.get(key) for m in ms)
-    row["rounds"] = float(np.mean([m["rounds"] for m in ms]))
+    row["rounds"] = float(np.mean([m["rounds"] for m in ms])) if ms else math.nan
     row["lp_fallbacks"] = int(sum(m.get("lp_fallbacks", 0) or 0 for m in ms))
     row["decision_time_mean_s"] = float(dec.mean()) if dec.size else 0.0
     row["decision_time_p99_s"] = float(np.percentile(dec, 99)) if dec.size else 0.0
@@ -105,13 +110,19 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
     return row
 
 
-def summarize(suite: Suite, entries: list[PolicyEntry], runs: list[Run]) -> list[dict]:
+def summarize(suite: Suite, entries: list[PolicyEntry], runs: list[Run],
+              failures: list[dict] = ()) -> list[dict]:
+    """Per scenario and policy, the average over its runs' seeds (``row["seeds"]``); a row's
+    ``failed_seeds``: the seeds whose run failed in a sweep (not in the averages)."""
     rows = []
     for sc in suite.scenarios:
         block = []
         for e in entries:
             mine = [r for r in runs if r.scenario == sc.name and r.label == e.label]
-            block.append(_row(e.label, e.kind, sc.name, mine))
+            row = _row(e.label, e.kind, sc.name, mine)
+            row["failed_seeds"] = [f["seed"] for f in failures
+                                   if f["scenario"] == sc.name and f["policy"] == e.label]
+            block.append(row)
         ref = next((r for r in block if r["policy"] == "pure-lp"), None)
         for r in block:
             r["avg_jct_ratio"] = _ratio(r["avg_jct_s"], ref and ref["avg_jct_s"])
@@ -213,7 +224,9 @@ def report_json(report: Report) -> dict:
                      "restart_s": s.restart_s, "topk": s.topk,
                      "ranker_lp": "heterosched-lp", "support_threshold": SUPPORT_TINY},
         "scenarios": report.scenarios, "rows": report.rows,
-        "per_seed": per_seed_rows(report), "wall_s": report.wall_s})
+        "per_seed": per_seed_rows(report), "failed": report.failures,
+        **({"sweep": report.sweep} if report.sweep is not None else {}),
+        "wall_s": report.wall_s})
 
 
 def _fmt(v, scale=1.0, digits=2, na="n/a") -> str:
@@ -254,14 +267,20 @@ def format_report(report: Report) -> str:
         table = []
         notes = []
         for r in (r for r in report.rows if r["scenario"] == sc["name"]):
+            done = f"{r['jobs_completed']}/{r['jobs_total']}"
+            if r.get("failed_seeds"):
+                done = ("FAILED" if not r["seeds"] else
+                        f"{done} ({len(r['failed_seeds'])} seed(s) failed)")
             table.append([
-                r["policy"], f"{r['jobs_completed']}/{r['jobs_total']}",
+                r["policy"], done,
                 _fmt(r["avg_jct_s"], 1 / 3600), _fmt(r["p99_jct_s"], 1 / 3600),
                 _fmt(r["makespan_s"], 1 / 3600, 1), _fmt(r["avg_time_in_system_s"], 1 / 3600),
                 _fmt(r["ftf_worst"]), _fmt(r["decision_time_mean_s"], 1e3, 1),
                 _fmt(r["decision_time_p99_s"], 1e3, 1), f"{r['lp_vars_mean']:.0f}",
                 _fmt(r["avg_jct_ratio"]), _fmt(r["decision_time_ratio"]),
                 _fmt(r["recall"], 1, 3)])
+            if not r["seeds"]:                   # every run failed: listed below the table
+                continue
             if r["kind"] == "ranker":
                 notes.append(f"{r['policy']}: decision = LP "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker "
@@ -294,6 +313,9 @@ def format_report(report: Report) -> str:
                              f"greedy assignment (see docs/lp.md)")
         lines.append(format_table(headers, table))
         lines.extend(notes)
+        for f in (f for f in report.failures if f["scenario"] == sc["name"]):
+            lines.append(f"{f['policy']} seed {f['seed']}: FAILED after {f['attempts']} "
+                         f"attempt(s): {f['error']}")
     lines.append("")
     lines.append("JCT/time ×LP: ratio to pure-lp; recall@k: share of the full LP's support the "
                  "policy kept (n/a: POP, Gavel, non-LP); decide ms over all rounds of all seeds")

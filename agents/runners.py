@@ -4,11 +4,14 @@ recall@k of the full LP's support), ``run_ranker`` (a rank-mode agent driving ``
 the LP over the kept candidates), ``run_scheduler`` (a select-mode agent driving
 ``ScheduleEnv``), ``rank_slots_bound`` (``RankEnv``'s slot count for a workload),
 ``check_observation`` (an SB3 model's trained observation space against a scenario's),
-``round_step_cap``, ``recall_defined`` and ``SUPPORT_TINY``. Part of the evaluation harness,
-``agents.evaluate``."""
+``round_step_cap``, ``recall_defined``, ``SUPPORT_TINY``, ``run_to_json`` / ``run_from_json``
+(a ``Run`` as a JSON-ready dict and back, exactly: the run files of a sweep, ``agents.sweep``)
+and ``deterministic_part`` (a run without its wall-clock measurements). Part of the evaluation
+harness, ``agents.evaluate``."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -21,7 +24,7 @@ from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.features import observation_space
 from hsched_env.errors import ConfigError
 from hsched_env.planner import PlannerConfig
-from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.simulator import JobRecord, SimConfig, Simulator
 from lp_baseline.policy import LPPolicy
 from lp_baseline.support_reuse import SupportReusePolicy
 from lp_baseline.registry import make_policy
@@ -65,6 +68,69 @@ class Run:
     round_candidates_max: int | None = None   # the largest round's candidates (agents only)
     placements: int | None = None         # select mode: valid placements
     invalid_actions: int | None = None    # select mode: invalid (no-op) actions
+
+
+def _to_json(value):
+    if isinstance(value, np.ndarray):
+        return {"__ndarray__": value.tolist(), "dtype": value.dtype.str,
+                "shape": list(value.shape)}
+    if isinstance(value, JobRecord):
+        return {"__job_record__": _to_json(dataclasses.asdict(value))}
+    if isinstance(value, dict):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _from_json(value):
+    if isinstance(value, dict):
+        if "__ndarray__" in value:
+            return np.asarray(value["__ndarray__"], dtype=np.dtype(value["dtype"])).reshape(
+                value["shape"])
+        if "__job_record__" in value:
+            return JobRecord(**_from_json(value["__job_record__"]))
+        return {k: _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
+
+
+def run_to_json(run: Run) -> dict:
+    """``run`` as a JSON-ready dict (arrays with their dtype, job records as dicts; floats may
+    be NaN, as Python's ``json`` writes and reads them); ``run_from_json`` restores it
+    exactly."""
+    return {f.name: _to_json(getattr(run, f.name)) for f in dataclasses.fields(Run)}
+
+
+#: ``Run`` fields and metrics that are wall-clock measurements: they differ between two runs of
+#: the same scenario (and between backends); everything else is a function of the inputs.
+WALL_CLOCK_FIELDS = ("decision_s", "lp_decision_s", "ranker_s")
+WALL_CLOCK_METRICS = ("decision_time_mean_s", "decision_time_p99_s", "decision_time_max_s",
+                      "wall_s")
+
+
+def deterministic_part(run: Run) -> dict:
+    """``run_to_json(run)`` without the wall-clock fields and metrics (``WALL_CLOCK_FIELDS``,
+    ``WALL_CLOCK_METRICS``): equal for every run of the same scenario, policy and seed,
+    whichever backend ran it."""
+    data = run_to_json(run)
+    for name in WALL_CLOCK_FIELDS:
+        data.pop(name, None)
+    data["metrics"] = {k: v for k, v in data["metrics"].items() if k not in WALL_CLOCK_METRICS}
+    return data
+
+
+def run_from_json(data: dict) -> Run:
+    """The ``Run`` of ``run_to_json(run)``, equal to ``run`` field by field."""
+    names = {f.name for f in dataclasses.fields(Run)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"not a run record: unknown fields {', '.join(unknown)}",
+                          field="runs")
+    return Run(**{k: _from_json(v) for k, v in data.items()})
 
 
 def _support_pairs(support_lp, view) -> set[tuple[int, int]]:

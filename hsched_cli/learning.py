@@ -25,10 +25,54 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _check_backend_flags(args, out_given: bool) -> None:
+    """--num-cpus, --address and --resume belong to --backend ray; --resume needs --out."""
+    if args.backend != "ray":
+        for flag, value in (("--num-cpus", args.num_cpus), ("--address", args.address),
+                            ("--resume", args.resume)):
+            if value:
+                raise ConfigError(f"{flag} belongs to the Ray backend: give it with "
+                                  f"--backend ray (the serial backend keeps no run files)",
+                                  field=flag)
+    if args.resume and not out_given:
+        raise ConfigError("--resume needs --out DIR, the output folder of the sweep to resume "
+                          "(its runs/ holds the finished runs)", field="--resume")
+
+
+def sweep_note(sweep: dict) -> str:
+    """One line on a sweep: backend, resumed and failed runs, unused run files."""
+    parts = [f"backend {sweep['backend']}"]
+    if sweep.get("runs_dir"):
+        parts.append(f"run files in {sweep['runs_dir']}")
+    if sweep.get("resumed"):
+        parts.append(f"{sweep['resumed']} of {sweep['tasks']} runs resumed from them")
+    if sweep.get("failed"):
+        parts.append(f"{sweep['failed']} run(s) FAILED (listed above)")
+    if sweep.get("other_code_runs"):
+        parts.append(f"WARNING: {sweep['other_code_runs']} run(s) were made by other code than "
+                     f"this process runs (the sources changed during or since the sweep: "
+                     f"their results may differ)")
+    if sweep.get("stale_run_files"):
+        parts.append(f"{sweep['stale_run_files']} run file(s) of another configuration "
+                     f"left unused")
+    return "; ".join(parts)
+
+
+def interrupted_note(runs_dir: Path) -> str:
+    """What to do after a Ray sweep was interrupted (Ctrl-C)."""
+    n = len(list(runs_dir.glob("*.json"))) if runs_dir.is_dir() else 0
+    return (f"interrupted: {n} run file(s) in {runs_dir}; run the same command with --resume "
+            f"to finish the sweep without redoing them")
+
+
 def cmd_evaluate(args) -> int:
     """``hsched evaluate`` (``args``: suite, cluster, workload, max_time_s, policies,
-    trust_sb3_zip, seeds, out, overwrite, json, no_progress)."""
+    trust_sb3_zip, seeds, out, overwrite, json, no_progress, backend, num_cpus, address,
+    resume). Exit status 1 when a run of a Ray sweep failed (after its retry)."""
     from agents import evaluate as ev
+    _check_backend_flags(args, args.out is not None)
+    ray = args.backend == "ray"
+    backend = ev.RayBackend(num_cpus=args.num_cpus, address=args.address) if ray else "serial"
     custom = args.cluster is not None or args.workload is not None
     if custom:
         if args.suite is not None:
@@ -44,7 +88,8 @@ def cmd_evaluate(args) -> int:
             raise ConfigError("--max-time-s sets the window of a custom scenario: give it "
                               "with --cluster and --workload", field="--max-time-s")
         suite = ev.get_suite(args.suite or "smoke")
-    out = ev.output_dir(args.out, suite.name, overwrite=args.overwrite)  # never over results
+    # never over results (a resumed sweep rewrites its own metrics.json)
+    out = ev.output_dir(args.out, suite.name, overwrite=args.overwrite or args.resume)
     entries = ev.parse_policies(args.policies or ev.default_policies(),   # unknown: exit 2
                                 trust_sb3_zip=args.trust_sb3_zip)
     try:                                            # an unwritable --out fails before the runs
@@ -56,19 +101,28 @@ def cmd_evaluate(args) -> int:
         print(f"runs/eval-{suite.name} holds an earlier evaluation: writing to {out} "
               f"(--out DIR to choose, --overwrite to replace)", file=sys.stderr)
     progress = False if args.no_progress else None
-    report = ev.evaluate(suite, ev.entries_to_items(entries), seeds=args.seeds,
-                         progress=progress)
+    try:
+        report = ev.evaluate(suite, ev.entries_to_items(entries), seeds=args.seeds,
+                             progress=progress, backend=backend,
+                             runs_dir=out / ev.RUNS_DIR if ray else None, resume=args.resume,
+                             overwrite=args.overwrite)
+    except KeyboardInterrupt:
+        if not ray:
+            raise
+        print(interrupted_note(out / ev.RUNS_DIR), file=sys.stderr)
+        return 130
     data = ev.report_json(report)
     written = ev.write_outputs(report, out, data, overwrite=True)   # checked above
     where = f"wrote {', '.join(str(p) for p in written)}"
+    note = f"; {sweep_note(report.sweep)}" if report.sweep else ""
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         print()
-        print(where, file=sys.stderr)
+        print(where + note, file=sys.stderr)
     else:
         print(ev.format_report(report))
-        print(f"\n{len(report.runs)} runs in {report.wall_s:.1f} s; {where}")
-    return 0
+        print(f"\n{len(report.runs)} runs in {report.wall_s:.1f} s; {where}{note}")
+    return 1 if report.failures else 0
 
 
 def cmd_train(args) -> int:

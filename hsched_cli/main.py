@@ -72,8 +72,18 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--max-candidates", type=_positive_int, default=JOB_CANDIDATES,
                         metavar="N", help=f"candidates kept per job ({JOB_CANDIDATES})")
         sp.add_argument("--topk", type=_positive_int, default=4, help="k of the topk policy (4)")
-        sp.add_argument("--backend", default="highs", choices=["highs", "pulp"],
+        sp.add_argument("--lp-backend", default=None, choices=["highs", "pulp"],
                         help="LP backend: direct sparse HiGHS (default) or PuLP + HiGHS")
+        if cmd == "simulate":
+            sp.add_argument("--backend", default=None, choices=["highs", "pulp"],
+                            help="the old name of --lp-backend")
+        else:
+            sp.add_argument("--backend", default=None, choices=["serial", "ray", "highs", "pulp"],
+                            help="where the policy runs execute: serial (default; one after "
+                                 "the other in this process) or ray (one Ray task per policy, "
+                                 "see --num-cpus, --address, --out, --resume); highs / pulp: "
+                                 "the old spelling of --lp-backend")
+            _add_ray_flags(sp, "policy run", out=True)
         sp.add_argument("--lp-time-limit-s", type=float, default=None,
                         help="per-solve LP time limit")
         sp.add_argument("--seed", type=int, default=0, help="policy seed (0)")
@@ -123,12 +133,20 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seeds", type=_positive_int, default=None, metavar="N",
                     help="first N held-out seeds (default: the suite's; custom: 1)")
     ev.add_argument("--out", default=None, help="output folder (default runs/eval-SUITE, or "
-                    "runs/eval-SUITE-2, -3, ... when it holds an earlier evaluation)")
+                    "runs/eval-SUITE-2, -3, ... when it holds an earlier evaluation); "
+                    "--backend ray also writes one file per finished run to OUT/runs/")
     ev.add_argument("--overwrite", action="store_true",
                     help="replace the metrics.json and plots of an earlier evaluation in the "
-                         "output folder (TensorBoard runs are always kept side by side)")
+                         "output folder (TensorBoard runs are always kept side by side) and, "
+                         "with --backend ray, delete its run files")
     ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--backend", default="serial", choices=["serial", "ray"],
+                    help="where the (scenario, policy, seed) runs execute: serial (default; "
+                         "one after the other in this process) or ray (one Ray task each; "
+                         "every finished run is written to OUT/runs/ as it completes, a failed "
+                         "one is retried once, then reported as failed)")
+    _add_ray_flags(ev, "(scenario, policy, seed) run", out=False)
     ev.set_defaults(func=cmd_evaluate)
 
     tr = sub.add_parser("train", help="train a ranker (Rank-*) or a scheduler (Schedule-*)",
@@ -213,6 +231,29 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--no-progress", action="store_true")
     tr.set_defaults(func=cmd_train)
     return p
+
+
+def _add_ray_flags(sp, run: str, out: bool) -> None:
+    """--num-cpus, --address, --resume (and for compare --out, --overwrite) of --backend ray."""
+    sp.add_argument("--num-cpus", type=_positive_int, default=None, metavar="N",
+                    help="--backend ray: CPUs of the local Ray instance, one per running task "
+                         "(default: all cores)")
+    sp.add_argument("--address", default=None, metavar="ADDR",
+                    help="--backend ray: join a running Ray cluster (auto, HOST:6379 or "
+                         "ray://HOST:10001) instead of starting one here; every node needs "
+                         "this package installed")
+    if out:
+        sp.add_argument("--out", default=None, metavar="DIR",
+                        help="--backend ray: write each finished policy run to DIR/runs/ as "
+                             "it completes (one JSON file) and the metrics to "
+                             "DIR/metrics.json; needed by --resume")
+        sp.add_argument("--overwrite", action="store_true",
+                        help="discard the run files of an earlier sweep in --out")
+    sp.add_argument("--resume", action="store_true",
+                    help=f"--backend ray, needs --out: reuse the finished runs in OUT/runs/ of "
+                         f"an interrupted sweep (each {run} is keyed by scenario, policy, seed "
+                         f"and a hash of its configuration: a changed configuration runs "
+                         f"again) and run only the missing or failed ones")
 
 
 def _positive_int(text: str) -> int:

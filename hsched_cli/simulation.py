@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
+import dataclasses
 import json
 import logging
 import math
 import sys
+from pathlib import Path
 
+from agents.sweep import plain_json
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, show
 from hsched_env.planner import PlannerConfig
@@ -15,6 +19,7 @@ from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.text import format_table
 from hsched_env.throughput import get_throughput_source
 from hsched_env.workloads import load_workload
+from hsched_cli.learning import interrupted_note, sweep_note
 from hsched_cli.world import check_throughputs
 from lp_baseline.registry import make_policy
 
@@ -80,17 +85,38 @@ def _lp_options(args) -> dict:
     return {} if args.floor is None else {"floor": args.floor}
 
 
+def _lp_backend(args) -> str:
+    """``--lp-backend``, or its old name ``--backend highs|pulp`` (default ``highs``)."""
+    old = args.backend if args.backend in ("highs", "pulp") else None
+    if old and args.lp_backend and old != args.lp_backend:
+        raise ConfigError(f"--backend {old} (the old name of --lp-backend) and --lp-backend "
+                          f"{args.lp_backend} disagree: give one", field="--lp-backend")
+    return args.lp_backend or old or "highs"
+
+
 def _run_policy(name, cluster, workload, config, args):
-    policy = make_policy(name, objective=args.objective, backend=args.backend, topk=args.topk,
-                         **_lp_options(args),
+    policy = make_policy(name, objective=args.objective, backend=_lp_backend(args),
+                         topk=args.topk, **_lp_options(args),
                          time_limit_s=args.lp_time_limit_s)
     return Simulator(cluster, workload, policy, config).run()
 
 
+def _compare_task(name, cluster, workload, config, options) -> dict:
+    """One policy run of ``compare --backend ray`` (``agents.sweep``): its metrics and one
+    row per job, JSON-ready."""
+    result = _run_policy(name, cluster, workload, config, options)
+    return plain_json({"metrics": result.metrics(),
+                       "jobs": [dataclasses.asdict(r) for r in result.jobs]})
+
+
 def _metrics_rows(all_metrics: list[dict]) -> str:
-    ref = all_metrics[0]
+    """The compare / simulate table; a failed run (``status`` ``failed``) shows FAILED."""
+    ref = next((m for m in all_metrics if m.get("status") != "failed"), None)
     rows = []
     for m in all_metrics:
+        if m.get("status") == "failed":
+            rows.append([m["policy"], "FAILED"] + ["n/a"] * 13)
+            continue
         ratio = m["avg_jct_s"] / ref["avg_jct_s"] if ref["avg_jct_s"] else float("nan")
         rows.append([m["policy"], f"{m['jobs_completed']}/{m['jobs_total']}",
                      f"{m['avg_jct_s'] / 3600:.2f}", f"{ratio:.2f}",
@@ -136,23 +162,100 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _check_sweep_args(args) -> None:
+    """The flags of ``compare --backend ray`` only with it; ``--resume`` needs ``--out``."""
+    if args.backend != "ray":
+        for flag, value in (("--num-cpus", args.num_cpus), ("--address", args.address),
+                            ("--out", args.out), ("--overwrite", args.overwrite),
+                            ("--resume", args.resume)):
+            if value:
+                raise ConfigError(f"{flag} belongs to the Ray backend: give it with "
+                                  f"--backend ray (the serial backend keeps no run files)",
+                                  field=flag)
+    if args.resume and args.out is None:
+        raise ConfigError("--resume needs --out DIR, the output folder of the sweep to resume "
+                          "(its runs/ holds the finished runs)", field="--resume")
+    if args.out is not None:
+        try:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create {args.out!r}: {exc.strerror or exc}",
+                              field="--out") from None
+
+
+def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], dict]:
+    """``compare --backend ray``: one task per policy (``agents.sweep.run_sweep``); the
+    metrics of each (a failed one: ``status``, ``error``, ``attempts``) and the sweep's
+    summary."""
+    from agents.sweep import RUNS_DIR, RayBackend, RunStore, Task, fingerprint, run_sweep
+    backend = RayBackend(num_cpus=args.num_cpus, address=args.address)
+    config = dataclasses.replace(config, progress=False)      # no bars inside the workers
+    options = argparse.Namespace(objective=args.objective, backend=None,
+                                 lp_backend=_lp_backend(args), topk=args.topk,
+                                 floor=args.floor, lp_time_limit_s=args.lp_time_limit_s)
+    inputs = {"cluster": args.cluster, "cluster_sha256": fingerprint(cluster),
+              "workload": args.workload, "jobs_sha256": fingerprint(workload.jobs),
+              "skip_invalid": args.skip_invalid, "sim_config": repr(config),
+              "policy_options": {k: v for k, v in vars(options).items() if k != "backend"}}
+    tasks = [Task(cluster.name, name, args.seed, inputs, _compare_task,
+                  (name, cluster, workload, config, options)) for name in names]
+    store = RunStore(Path(args.out) / RUNS_DIR) if args.out is not None else None
+    result = run_sweep(tasks, backend, store=store, resume=args.resume,
+                       overwrite=args.overwrite, progress=False if args.no_progress else None,
+                       desc="compare")
+    rows = []
+    for o in result.outcomes:
+        if o.ok:
+            rows.append(o.payload["metrics"])
+        else:
+            rows.append({"policy": o.task.policy, "status": "failed", "error": o.error,
+                         "attempts": o.attempts})
+    sweep = {"backend": "ray", "runs_dir": None if store is None else str(store.folder),
+             "tasks": len(tasks), "resumed": result.resumed, "failed": len(result.failed),
+             "stale_run_files": result.stale, "other_code_runs": result.other_code}
+    return rows, sweep
+
+
 def cmd_compare(args) -> int:
+    """``hsched compare``: every policy of ``--policies`` on one workload. Exit status 1 when
+    a run of ``--backend ray`` failed (after its retry)."""
     names = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not names:
         raise ConfigError("no policy named", field="--policies")
+    _check_sweep_args(args)
     _check_simulation_args(args, names)
     cluster, workload, config = _simulation_args(args)
-    results = []
-    for name in names:
-        results.append(_run_policy(name, cluster, workload, config, args).metrics())
+    sweep = None
+    if args.backend == "ray":
+        try:
+            results, sweep = _compare_sweep(args, names, cluster, workload, config)
+        except KeyboardInterrupt:
+            if args.out is None:
+                raise
+            print(interrupted_note(Path(args.out) / "runs"), file=sys.stderr)
+            return 130
+    else:
+        results = []
+        for name in names:
+            results.append(_run_policy(name, cluster, workload, config, args).metrics())
+    data = [_jsonable(m) for m in results]
+    if args.out is not None:
+        path = Path(args.out) / "metrics.json"
+        path.write_text(json.dumps(data, indent=1), encoding="utf-8")
     if args.json:
-        json.dump([_jsonable(m) for m in results], sys.stdout, indent=1)
+        json.dump(data, sys.stdout, indent=1)
         print()
     else:
         print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
               f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
         print(_metrics_rows(results))
-    return 0
+        for m in results:
+            if m.get("status") == "failed":
+                print(f"{m['policy']}: FAILED after {m['attempts']} attempt(s): {m['error']}")
+    if sweep is not None:
+        where = f"; wrote {Path(args.out) / 'metrics.json'}" if args.out is not None else ""
+        print(sweep_note(sweep) + where, file=sys.stderr)
+    return 1 if any(m.get("status") == "failed" for m in results) else 0
 
 
 def _jsonable(metrics: dict) -> dict:

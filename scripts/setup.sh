@@ -3,6 +3,7 @@
 #   PYTHON      interpreter to build the venv with (default: python3, needs >= 3.10)
 #   TORCH_SPEC  the torch requirement installed first (default: torch==2.13.0, the CPU build
 #               these machines provide; an unpinned torch would pull a multi-GB CUDA build)
+# Extras: dev (pytest, hypothesis) and ray (Ray core, for --backend ray; its tests skip without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -12,4 +13,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 pip_install() { .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@"; }
 pip_install "$TORCH_SPEC"
-pip_install -e ".[dev]"
+pip_install -e ".[dev,ray]"      # ray: hsched evaluate/compare --backend ray

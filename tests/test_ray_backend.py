@@ -1,0 +1,301 @@
+"""Sweeps on a backend (``agents.sweep``; ``hsched evaluate / compare --backend ray``): the run
+files and their configuration hash, resume after an interruption, retries of a failed task and
+of a dead worker, failures reported next to the runs that completed, and results identical to
+the serial backend's.
+
+The tests that need Ray share one local instance with two CPUs (``ray_local``) and skip only
+when Ray is not installed (``pip install -e ".[dev,ray]"``, as ``scripts/setup.sh`` does)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.evaluate import (custom_suite, deterministic_part, evaluate, run_from_json,
+                             run_to_json)
+from agents.runners import WALL_CLOCK_METRICS
+from agents.sweep import RUNS_DIR, RayBackend, RunStore, Task, make_backend, run_sweep
+from hsched_cli import simulation as cli_simulation
+from hsched_cli.main import build_parser, main
+from hsched_env.errors import ConfigError
+from test_evaluate_own_policy import KeepAll, ReferenceScheduler
+
+slow = pytest.mark.slow
+
+TINY = ("tiny-8", "gavel:rate=8,jobs=16,duration_scale=0.05")
+COMPARE = ["compare", "--cluster", "tiny-8", "--workload",
+           "gavel:rate=8,jobs=16,duration_scale=0.05,seed=3", "--policies",
+           "fifo,gavel,heterosched-lp", "--no-progress"]
+
+
+# ---------------------------------------------------------------------------- task bodies
+# Module-level functions: the Ray workers import this module (``RayBackend`` hands them this
+# process's sys.path), so they run the same code.
+def counted(log: str, value):
+    """Appends ``value`` to the file ``log`` (one line per execution, any process)."""
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(f"{value}\n")
+    return {"value": value}
+
+
+def flaky(marker: str, value):
+    """Raises the first time (no ``marker`` file yet), returns the second time."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("failed once", encoding="utf-8")
+        raise RuntimeError("the first attempt fails")
+    return {"value": value}
+
+
+def crash_once(marker: str, value):
+    """Kills its own worker process the first time, returns the second time."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("crashed once", encoding="utf-8")
+        os._exit(1)
+    return {"value": value}
+
+
+def always_fails(value):
+    raise ValueError(f"bad input {value}")
+
+
+def _tasks(tmp_path: Path, n: int, config=None) -> list[Task]:
+    log = str(tmp_path / "executions.log")
+    return [Task("s", f"p{i}", i, dict(config or {"k": 1}), counted, (log, i)) for i in range(n)]
+
+
+def _executions(tmp_path: Path) -> list[int]:
+    path = tmp_path / "executions.log"
+    if not path.exists():
+        return []
+    return sorted(int(v) for v in path.read_text(encoding="utf-8").split())
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.glob("*.json")}
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """One local Ray instance with 2 CPUs for this module (started the way ``RayBackend``
+    starts one: workers see this process's sys.path), shut down at the end."""
+    ray = pytest.importorskip("ray")
+    RayBackend(num_cpus=2).start()
+    yield ray
+    ray.shutdown()
+
+
+# ---------------------------------------------------------------------------- no Ray needed
+def test_run_records_round_trip_exactly():
+    report = evaluate(custom_suite(*TINY), ["fifo"], progress=False)
+    run = report.runs[0]
+    back = run_from_json(json.loads(json.dumps(run_to_json(run))))
+    assert json.dumps(run_to_json(back), sort_keys=True) == json.dumps(run_to_json(run),
+                                                                       sort_keys=True)
+    assert back.records == run.records and back.jct_s.dtype == run.jct_s.dtype
+    assert back.metrics == run.metrics
+    assert not set(WALL_CLOCK_METRICS) & set(deterministic_part(run)["metrics"])
+
+
+def test_serial_sweep_retries_once_then_reports_the_failure(tmp_path):
+    tasks = [Task("s", "flaky", 0, {}, flaky, (str(tmp_path / "m"), "ok")),
+             Task("s", "bad", 0, {}, always_fails, (7,)),
+             *_tasks(tmp_path, 2)]
+    store = RunStore(tmp_path / RUNS_DIR)
+    result = run_sweep(tasks, "serial", store=store, progress=False)
+    by = {o.task.policy: o for o in result.outcomes}
+    assert [o.task.policy for o in result.outcomes] == ["flaky", "bad", "p0", "p1"]
+    assert by["flaky"].status == "ok" and by["flaky"].attempts == 2
+    assert by["flaky"].payload == {"value": "ok"}
+    assert by["bad"].status == "failed" and by["bad"].attempts == 2
+    assert by["bad"].error == "ValueError: bad input 7"
+    assert by["p0"].ok and by["p1"].ok and _executions(tmp_path) == [0, 1]
+    failed = json.loads(store.path(tasks[1]).read_text())
+    assert failed["status"] == "failed" and failed["error"] == "ValueError: bad input 7"
+    assert store.read(tasks[1]) is None                   # a failed run is run again on resume
+    assert store.read(tasks[0])["payload"] == {"value": "ok"}
+
+
+def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
+    tasks = _tasks(tmp_path, 5)
+    store = RunStore(tmp_path / RUNS_DIR)
+    seen = []
+
+    def stop_after_two(outcome):
+        seen.append(outcome)
+        if len(seen) == 2:
+            raise KeyboardInterrupt                       # Ctrl-C after two finished runs
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(tasks, "serial", store=store, progress=False, on_outcome=stop_after_two)
+    assert _executions(tmp_path) == [0, 1]
+    before = _snapshot(store.folder)
+    assert len(before) == 2
+    with pytest.raises(ConfigError, match="--resume"):   # earlier run files: say what to do
+        run_sweep(tasks, "serial", store=store, progress=False)
+    result = run_sweep(tasks, "serial", store=store, resume=True, progress=False)
+    assert [o.status for o in result.outcomes] == ["resumed"] * 2 + ["ok"] * 3
+    assert _executions(tmp_path) == [0, 1, 2, 3, 4]       # 0 and 1 not again
+    after = _snapshot(store.folder)
+    assert all(after[name] == before[name] for name in before)    # not rewritten
+    assert [o.payload for o in result.outcomes] == [{"value": i} for i in range(5)]
+    assert result.other_code == 0
+    # a run file made by other code (sources edited since) is reused, and counted
+    path = store.path(tasks[0])
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "code": "0123456789abcdef"}))
+    again = run_sweep(tasks, "serial", store=store, resume=True, progress=False)
+    assert again.resumed == 5 and again.other_code == 1
+    # a changed configuration is not silently reused: those runs run again
+    changed = _tasks(tmp_path, 5, config={"k": 2})
+    result = run_sweep(changed, "serial", store=store, resume=True, progress=False)
+    assert result.resumed == 0 and result.stale == 5
+    assert _executions(tmp_path) == sorted([0, 1, 2, 3, 4] * 2)
+    run_sweep(changed, "serial", store=store, overwrite=True, progress=False)
+    assert len(store.files()) == 5
+
+
+def test_sweep_configuration_errors(tmp_path, monkeypatch):
+    tasks = _tasks(tmp_path, 2)
+    with pytest.raises(ConfigError, match="same scenario, policy and seed"):
+        run_sweep(tasks + tasks[:1], "serial", progress=False)
+    with pytest.raises(ConfigError, match="--out"):
+        run_sweep(tasks, "serial", resume=True, progress=False)
+    with pytest.raises(ConfigError, match="--address"):
+        RayBackend(num_cpus=2, address="auto")
+    with pytest.raises(ConfigError, match="--backend ray"):
+        make_backend("serial", num_cpus=2)
+    with pytest.raises(ConfigError, match="unknown backend"):
+        make_backend("dask")
+    monkeypatch.setitem(sys.modules, "ray", None)         # as if Ray were not installed
+    with pytest.raises(ConfigError, match=r"heterosched\[ray\]"):
+        RayBackend().start()
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["evaluate", "--policies", "fifo", "--backend", "ray", "--resume"], "needs --out"),
+    (["evaluate", "--policies", "fifo", "--num-cpus", "2"], "--backend ray"),
+    (["evaluate", "--policies", "fifo", "--resume", "--out", "x"], "--backend ray"),
+    (COMPARE + ["--backend", "ray", "--resume"], "needs --out"),
+    (COMPARE + ["--out", "x"], "--backend ray"),
+    (COMPARE + ["--address", "auto"], "--backend ray"),
+    (COMPARE + ["--backend", "pulp", "--lp-backend", "highs"], "disagree"),
+])
+def test_cli_backend_flag_errors(capsys, tmp_path, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert needle in captured.err and captured.out == ""
+    assert not (tmp_path / "x").exists()
+
+
+# ---------------------------------------------------------------------------- on Ray
+@slow
+def test_evaluate_on_ray_equals_serial(ray_local, tmp_path):
+    suite = custom_suite(*TINY)
+    policies = ["fifo", "pure-lp", "topk", KeepAll(), ReferenceScheduler()]
+    serial = evaluate(suite, policies, seeds=2, progress=False)
+    ray = evaluate(suite, policies, seeds=2, progress=False, backend="ray",
+                   runs_dir=tmp_path / RUNS_DIR)
+    assert ray.failures == [] and ray.sweep["tasks"] == 10
+    assert [(r.scenario, r.label, r.seed) for r in ray.runs] == \
+        [(r.scenario, r.label, r.seed) for r in serial.runs]
+    for a, b in zip(serial.runs, ray.runs):            # metrics, per-job records, logs
+        assert json.dumps(deterministic_part(a), sort_keys=True) == \
+            json.dumps(deterministic_part(b), sort_keys=True), a.label
+    timing = {"decision_time_mean_s", "decision_time_p99_s", "lp_decision_time_mean_s",
+              "ranker_time_mean_s", "ranker_time_p99_s", "agent_time_mean_s",
+              "agent_time_p99_s", "decision_time_ratio", "wall_s"}       # wall-clock
+    for a, b in zip(serial.rows, ray.rows):
+        assert {k: v for k, v in a.items() if k not in timing} == \
+            {k: v for k, v in b.items() if k not in timing}
+    assert len(list((tmp_path / RUNS_DIR).glob("*.json"))) == 10
+
+
+@slow
+def test_compare_on_ray_equals_serial(ray_local, tmp_path, capsys):
+    assert main(COMPARE + ["--json"]) == 0
+    serial = json.loads(capsys.readouterr().out)
+    out = tmp_path / "cmp"
+    assert main(COMPARE + ["--json", "--backend", "ray", "--out", str(out)]) == 0
+    ray = json.loads(capsys.readouterr().out)             # stdout is pure JSON
+    strip = lambda rows: [{k: v for k, v in m.items() if k not in WALL_CLOCK_METRICS}  # noqa: E731
+                          for m in rows]
+    assert strip(ray) == strip(serial) and [m["policy"] for m in ray] == ["fifo", "gavel",
+                                                                         "heterosched-lp"]
+    assert json.loads((out / "metrics.json").read_text()) == ray
+    # the per-job rows of a run file are those of the same run in this process
+    files = sorted((out / RUNS_DIR).glob("*.json"))
+    assert len(files) == 3
+    record = json.loads(next(p for p in files if "__gavel__" in p.name).read_text())
+    args = build_parser().parse_args(COMPARE)
+    cluster, workload, config = cli_simulation._simulation_args(args)
+    here = cli_simulation._compare_task("gavel", cluster, workload, config, args)
+    assert len(here["jobs"]) == 16                       # (JSON text: NaN != NaN)
+    assert json.dumps(record["payload"]["jobs"]) == json.dumps(here["jobs"])
+
+
+@slow
+def test_ray_retries_failed_tasks_and_dead_workers(ray_local, tmp_path):
+    tasks = [Task("s", "flaky", 0, {}, flaky, (str(tmp_path / "flaky"), "a")),
+             Task("s", "crash", 0, {}, crash_once, (str(tmp_path / "crash"), "b")),
+             Task("s", "bad", 0, {}, always_fails, (3,)),
+             *_tasks(tmp_path, 3)]
+    store = RunStore(tmp_path / RUNS_DIR)
+    result = run_sweep(tasks, RayBackend(), store=store, progress=False)
+    by = {o.task.policy: o for o in result.outcomes}
+    assert by["flaky"].status == "ok" and by["flaky"].attempts == 2
+    assert by["crash"].status == "ok" and by["crash"].attempts == 2
+    assert by["crash"].payload == {"value": "b"}
+    assert by["bad"].status == "failed" and by["bad"].attempts == 2
+    assert by["bad"].error == "ValueError: bad input 3"
+    assert [by[f"p{i}"].payload for i in range(3)] == [{"value": i} for i in range(3)]
+    assert _executions(tmp_path) == [0, 1, 2]
+    assert all(len(by[f"p{i}"].code) == 16 for i in range(3))    # the worker's sources
+    assert ray_local.is_initialized()                     # a caller's Ray is left running
+    assert len(store.files()) == 6
+    # a worker that dies and is not retried: failed with the reason, never dropped
+    dies = Task("s", "dies", 0, {}, crash_once, (str(tmp_path / "dies"), "c"))
+    result = run_sweep([dies], RayBackend(), retries=0, progress=False)
+    assert result.outcomes[0].status == "failed"
+    assert "worker process died" in result.outcomes[0].error
+
+
+@slow
+def test_killed_ray_sweep_resumes_from_its_run_files(ray_local, tmp_path, capsys):
+    """A real ``hsched evaluate --backend ray`` interrupted (SIGINT) after two runs, then
+    ``--resume``: the two finished runs are read, not run again (their files untouched)."""
+    out = tmp_path / "ev"
+    argv = ["evaluate", "--cluster", TINY[0], "--workload", TINY[1], "--policies",
+            "fifo,pure-lp,topk", "--seeds", "3", "--backend", "ray", "--num-cpus", "1",
+            "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "hsched_cli", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runs = out / RUNS_DIR
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(runs.glob("*.json"))) < 2:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-3000:]
+    assert "--resume" in err
+    before = _snapshot(runs)
+    assert 2 <= len(before) < 9 and not (out / "metrics.json").exists(), sorted(before)
+    code = main(argv + ["--json", "--resume"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err[-3000:]
+    data = json.loads(captured.out)
+    assert data["sweep"]["resumed"] == len(before) and data["sweep"]["tasks"] == 9
+    assert data["failed"] == [] and len(data["per_seed"]) == 9
+    after = _snapshot(runs)
+    assert len(after) == 9 and all(after[name] == before[name] for name in before)
+    assert (out / "metrics.json").exists()
