@@ -6,7 +6,9 @@ then the accumulated deficit), each with its preference list — its LP candidat
 one first when ``sticky``, then the most under-served), then its other candidates — tried on
 ``PlacementDryRun``, a dry run of the simulator's placement on a copy of the cluster's nodes;
 then (``fill``) a work-conserving pass over the waiting jobs. ``other_candidates`` orders a
-job's remaining candidates, the tail of its preference list.
+job's remaining candidates, the tail of its preference list. ``integral_assignment`` is the
+other rounding (``LPPolicy(rounding="integral")``, the default of ``sia-srpt`` / ``sia-las``):
+one candidate per job from the LP's vertex, no time slicing.
 """
 
 from __future__ import annotations
@@ -89,8 +91,8 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
 
     A job with ``X = 1`` on a candidate runs it (unless that candidate's value is ≤ 0: worth
     less than waiting). The LP relaxation of a one-candidate-per-job
-    problem has a vertex optimum with at most one fractional job per GPU type (its coupling
-    constraints); those jobs (largest share first), then the jobs the LP left out (best value
+    problem has a vertex optimum with at most T fractional jobs, T its coupling constraints
+    (one per GPU type); those jobs (largest share first), then the jobs the LP left out (best value
     first), take their highest-value candidate with a positive value that still fits the GPUs
     left of each type. Each chosen row is followed by the job's one-type candidates on the
     same type with fewer GPUs, largest first (then fastest), the simulator's fallbacks when
