@@ -88,6 +88,8 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
+from lp_baseline.job_terms import srpt_weights
+from lp_baseline.rounding import smaller_on_same_type
 
 log = logging.getLogger(__name__)
 
@@ -148,10 +150,6 @@ def config_cost(g: np.ndarray, p: float = SIA_P, clip: float = SIA_CLIP) -> np.n
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         c = np.where(g > 0, np.power(np.where(g > 0, g, 1.0), p), np.inf)
     return np.minimum(c, clip)
-
-
-def _gpu_type(gpus_row: np.ndarray) -> int:
-    return int(np.argmax(gpus_row))
 
 
 # ---------------------------------------------------------------------------- policy
@@ -278,11 +276,7 @@ class SiaPolicy:
 
     def job_weights(self, view: SchedulerView) -> np.ndarray:
         """(A,) the SRPT job weights ``clip((median R / R_i)^α, 0.1, 10)`` (``srpt_weight``)."""
-        rem = view.remaining_samples / view.reference_samples_per_s
-        if rem.size == 0:
-            return np.zeros(0)
-        med = float(np.median(rem))
-        return np.clip((med / np.maximum(rem, 1.0)) ** float(self.srpt_weight), 0.1, 10.0)
+        return srpt_weights(view, np.arange(view.num_active), float(self.srpt_weight))
 
     def objective(self, problem, choice: dict[int, int]) -> float:
         """Sia's objective of ``choice`` (``{active index: row}``) on ``problem``: chosen
@@ -410,10 +404,4 @@ class SiaPolicy:
     def _with_fallbacks(self, table, row: int) -> list[int]:
         """``row`` then the job's other one-type configurations on its type with fewer GPUs,
         largest first (then fastest)."""
-        rows = self._rows(table)
-        t = _gpu_type(table.gpus[row])
-        n = table.gpus[rows].sum(axis=1)
-        same = (table.gpus[rows, t] == n) & (n < int(table.gpus[row].sum()))
-        alt = rows[same]
-        alt = alt[np.lexsort((alt, -table.samples_per_s[alt], -n[same]))]
-        return [int(row)] + [int(r) for r in alt]
+        return smaller_on_same_type(table, self._rows(table), row)
