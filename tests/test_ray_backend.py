@@ -271,11 +271,14 @@ def test_ray_retries_failed_tasks_and_dead_workers(ray_local, tmp_path):
 
 @slow
 def test_killed_ray_sweep_resumes_from_its_run_files(ray_local, tmp_path, capsys):
-    """A real ``hsched evaluate --backend ray`` of 24 runs (enough that SIGINT lands before the
-    end on a fast machine) interrupted (SIGINT) after two runs, then
-    ``--resume``: the two finished runs are read, not run again (their files untouched)."""
+    """A real ``hsched evaluate --backend ray`` of 24 runs interrupted (SIGINT) after two runs,
+    then ``--resume``: the two finished runs are read, not run again (their files untouched).
+    The runs are 48-job simulations (about 0.5 s each on one CPU), so the 22 left take seconds:
+    on a loaded machine the driver can collect several finished 16-job runs in one go, and a
+    sweep of those once ended before the signal reached it."""
     out = tmp_path / "ev"
-    argv = ["evaluate", "--cluster", TINY[0], "--workload", TINY[1], "--policies",
+    argv = ["evaluate", "--cluster", "tiny-8", "--workload",
+            "gavel:rate=8,jobs=48,duration_scale=0.05", "--policies",
             "fifo,pure-lp,topk", "--seeds", "8", "--backend", "ray", "--num-cpus", "1",
             "--out", str(out), "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-m", "hsched_cli", *argv],
@@ -287,7 +290,8 @@ def test_killed_ray_sweep_resumes_from_its_run_files(ray_local, tmp_path, capsys
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err[-3000:]
+    assert proc.returncode == 130, (f"exit {proc.returncode} with "
+                                    f"{len(list(runs.glob('*.json')))} run files", err[-3000:])
     assert "--resume" in err
     before = _snapshot(runs)
     assert 2 <= len(before) < 24 and not (out / "metrics.json").exists(), sorted(before)
