@@ -1,0 +1,392 @@
+"""Side-by-side speed benchmark: Gavel's own simulator against ours on Gavel's generated workload.
+
+Issue 15, deliverable 3. Both simulators run the case of Gavel's paper (its generated workload:
+Poisson arrivals at ``--rate`` jobs/h, seed ``--seed``, single-GPU jobs, 36 V100 + 36 P100 +
+36 K80, jobs ``--jobs A:B`` measured, ``--round-s`` s rounds), each as a subprocess, interleaved:
+``for run in range(N): for policy: for side`` (the side that goes first alternates from run to
+run). Per side and policy the script reports the median wall time (``time.perf_counter``
+around the subprocess), the median CPU time (user + sys of the child, from
+``resource.getrusage(RUSAGE_CHILDREN)`` deltas) and the avg JCT of the measured jobs, and per
+policy the speed-ups (Gavel ÷ ours) and the JCT difference ((ours − Gavel) ÷ Gavel).
+
+The policies (``--policies``):
+
+* ``lp``: Gavel's ``max_min_fairness_perf`` (its heterogeneity-aware max-min LP, solved with
+  cvxpy + ECOS) against our ``gavel`` policy (the same LP, solved with HiGHS);
+* ``fifo``: Gavel's ``fifo_perf`` against our ``fifo-fastest``.
+
+The commands run (rate 4 jobs/h, seed 0, jobs 100:300, 360 s rounds)::
+
+    # Gavel, from its scheduler/ directory (-l is the mean inter-arrival time in seconds)
+    python scripts/drivers/simulate_scheduler_with_generated_jobs.py -c 36:36:36 \\
+        -p max_min_fairness_perf --seed 0 -l 900 -s 100 -e 300 -i 360 -v
+    # ours
+    python -m hsched_cli simulate --cluster gavel-108 --throughputs gavel \\
+        --workload gavel:rate=4,jobs=1300,seed=0,multi_gpu=0 --policy gavel \\
+        --measure-jobs 100:300 --round-s 360 --json --no-progress
+
+Gavel's ``-v`` only makes its driver print its results (without it, it sends stdout *and*
+stderr to /dev/null); its per-round log still goes to stderr, which this script discards
+(``--gavel-log FILE`` keeps it: about 40 MB a run), so Gavel pays the same logging cost as
+in its non-verbose mode. Its avg JCT comes from the ``Average job completion time: X seconds``
+line its driver prints on stdout; ours from ``avg_jct_s`` of ``--json``.
+
+Gavel generates jobs until the measured ones are done; our generator draws a fixed number
+(``--our-jobs``, default ``B + 1000``: 1,300 for 100:300, i.e. 250 h of arrivals past the
+last measured job at 4 jobs/h; jobs that would arrive after the simulation stops cost only
+their generation). The script checks, on our first run, that the last generated job arrives
+after our simulation ended, i.e. that our arrivals did not run out before the measured jobs
+finished (it warns otherwise).
+
+What the LP timings compare: Gavel recomputes its allocation only when a job arrived or
+finished *and* at least 1,920 s (its ``minimum_time_between_allocation_resets``) have passed
+since the last reset — 362 solves in the case above — while our ``gavel`` policy solves every
+round (2,001; ``lp_solves`` in ``--out``).
+
+The two job lists are *not* identical: our ``gavel:`` generator reimplements Gavel's
+distributions (templates, Philly durations, Poisson arrivals) with numpy's generator, while
+Gavel draws from Python's ``random.Random`` (seeded ``seed+2`` for jobs, ``seed+3`` for
+arrivals, and it draws a scale factor even for single-GPU jobs), so the same seed gives other
+jobs. The JCT agreement is therefore statistical, not exact: with seed 0 the measured jobs
+100-299 hold 2,894 V100-hours of work on Gavel's side and 2,757 on ours (-4.7%).
+
+Gavel's checkout: ``stanford-futuredata/gavel`` at commit
+``c4fa40097339e9608ab71fd64c8bdea96a5e4a4c`` (2022-01-15, "Bugfix where main loop was spinning
+infinitely after a job completes"), unpatched. Its simulator imports the gRPC runtime, so its
+protobuf stubs must be generated once (``make rpc_stubs`` in ``scheduler/``, a build step that
+does not change results). Gavel's trace parser reads ``total_steps`` with ``int()``, but the
+generated-jobs driver used here never parses a trace, so no patch is needed. Setup (a separate
+venv; nothing is installed into ours)::
+
+    git clone https://github.com/stanford-futuredata/gavel /tmp/gavel
+    python3.11 -m venv /tmp/gavel-venv
+    /tmp/gavel-venv/bin/pip install cvxpy ecos numpy scipy scikit-learn matrix-completion \\
+        grpcio grpcio-tools psutil
+    (cd /tmp/gavel/scheduler && PATH=/tmp/gavel-venv/bin:$PATH make rpc_stubs)
+
+Usage::
+
+    python scripts/bench_vs_gavel.py --gavel /tmp/gavel --gavel-python /tmp/gavel-venv/bin/python \\
+        --runs 5 --markdown --out /tmp/bench_vs_gavel.json
+    python scripts/bench_vs_gavel.py --runs 1 --jobs 10:30     # ours only, a few seconds
+
+Without ``--gavel`` only our side runs (and the script says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Gavel's cluster (``-c V100:P100:K80``) and our preset with the same GPUs.
+GAVEL_CLUSTER = "36:36:36"
+OUR_CLUSTER = "gavel-108"
+#: policy key -> (Gavel's policy, ours)
+POLICIES = {"lp": ("max_min_fairness_perf", "gavel"), "fifo": ("fifo_perf", "fifo-fastest")}
+SIDES = ("gavel", "ours")
+GAVEL_DRIVER = "scripts/drivers/simulate_scheduler_with_generated_jobs.py"
+GAVEL_STUB = "runtime/rpc_stubs/common_pb2.py"
+_GAVEL_AVG = re.compile(r"^Average job completion time: ([0-9.eE+-]+) seconds", re.M)
+_GAVEL_JOB = re.compile(r"^Job \d+: ", re.M)
+TAIL_CHARS = 2000
+
+
+class BenchError(RuntimeError):
+    """A run failed or printed no result."""
+
+
+@dataclass
+class Config:
+    rate: float = 4.0
+    seed: int = 0
+    jobs: tuple[int, int] = (100, 300)
+    our_jobs: int = 1300
+    round_s: float = 360.0
+
+
+@dataclass
+class Run:
+    """One subprocess run: its times and the avg JCT of the measured jobs."""
+    wall_s: float
+    cpu_s: float
+    avg_jct_s: float
+    jobs_measured: int
+    extra: dict = field(default_factory=dict)
+
+
+def _fmt_num(x: float) -> str:
+    return f"{x:g}"
+
+
+def gavel_command(python: str, policy: str, cfg: Config) -> list[str]:
+    """Gavel's generated-jobs driver (run from its ``scheduler/`` directory)."""
+    a, b = cfg.jobs
+    return [python, GAVEL_DRIVER, "-c", GAVEL_CLUSTER, "-p", policy, "--seed", str(cfg.seed),
+            "-l", _fmt_num(3600.0 / cfg.rate), "-s", str(a), "-e", str(b),
+            "-i", str(int(round(cfg.round_s))), "-v"]
+
+
+def our_workload(cfg: Config) -> str:
+    return f"gavel:rate={_fmt_num(cfg.rate)},jobs={cfg.our_jobs},seed={cfg.seed},multi_gpu=0"
+
+
+def our_command(policy: str, cfg: Config) -> list[str]:
+    a, b = cfg.jobs
+    return [sys.executable, "-m", "hsched_cli", "simulate", "--cluster", OUR_CLUSTER,
+            "--throughputs", "gavel", "--workload", our_workload(cfg), "--policy", policy,
+            "--measure-jobs", f"{a}:{b}", "--round-s", _fmt_num(cfg.round_s),
+            "--json", "--no-progress"]
+
+
+def _children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed(cmd: list[str], cwd: str | None = None, stderr=subprocess.PIPE):
+    """Run ``cmd``; return (completed process, wall s, CPU s of the child)."""
+    cpu0, t0 = _children_cpu_s(), time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    wall = time.perf_counter() - t0
+    cpu = _children_cpu_s() - cpu0
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout or "")[-TAIL_CHARS:]
+        raise BenchError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{tail}")
+    return proc, wall, cpu
+
+
+def parse_gavel_output(stdout: str) -> tuple[float, int]:
+    """(avg JCT s, number of measured jobs listed) from the stdout of Gavel's driver."""
+    m = _GAVEL_AVG.search(stdout)
+    if not m:
+        raise BenchError("Gavel printed no 'Average job completion time' line:\n"
+                         + stdout[-TAIL_CHARS:])
+    return float(m.group(1)), len(_GAVEL_JOB.findall(stdout))
+
+
+def run_gavel(scheduler_dir: Path, python: str, policy: str, cfg: Config,
+              log: Path | None) -> Run:
+    cmd = gavel_command(python, policy, cfg)
+    try:
+        if log is None:
+            proc, wall, cpu = timed(cmd, cwd=str(scheduler_dir), stderr=subprocess.DEVNULL)
+        else:
+            with open(log, "w") as f:
+                proc, wall, cpu = timed(cmd, cwd=str(scheduler_dir), stderr=f)
+    except BenchError as exc:
+        hint = "" if log else "\n(rerun with --gavel-log FILE to keep Gavel's stderr)"
+        raise BenchError(f"{exc}{hint}") from None
+    jct, n = parse_gavel_output(proc.stdout)
+    return Run(wall, cpu, jct, n)
+
+
+def run_ours(policy: str, cfg: Config) -> Run:
+    proc, wall, cpu = timed(our_command(policy, cfg))
+    try:
+        out = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise BenchError(f"our --json output is not JSON ({exc}):\n{proc.stdout[-TAIL_CHARS:]}")
+    if out.get("jobs_completed") != out.get("jobs_total"):
+        print(f"warning: ours ({policy}) finished {out.get('jobs_completed')} of "
+              f"{out.get('jobs_total')} measured jobs", file=sys.stderr)
+    return Run(wall, cpu, float(out["avg_jct_s"]), int(out["jobs_total"]),
+               {"sim_wall_s": out.get("wall_s"), "makespan_s": out.get("makespan_s"),
+                "rounds": out.get("rounds"), "lp_solves": out.get("lp_solves")})
+
+
+def last_arrival_s(cfg: Config) -> float:
+    """Arrival time of our workload's last generated job (not timed)."""
+    from hsched_env.workloads import load_workload
+    w = load_workload(our_workload(cfg), OUR_CLUSTER, throughputs="gavel")
+    return max(j.arrival_s for j in w.jobs)
+
+
+def gavel_scheduler_dir(path: str) -> Path:
+    """Gavel's ``scheduler/`` directory from a checkout (or the directory itself)."""
+    p = Path(path).expanduser().resolve()
+    d = p if (p / GAVEL_DRIVER).is_file() else p / "scheduler"
+    if not (d / GAVEL_DRIVER).is_file():
+        raise SystemExit(f"--gavel {path}: no {GAVEL_DRIVER} under it or its scheduler/")
+    if not (d / GAVEL_STUB).is_file():
+        raise SystemExit(f"--gavel {path}: Gavel's gRPC stubs are missing ({d / GAVEL_STUB}); "
+                         f"run `make rpc_stubs` in {d} with its venv's python on PATH")
+    return d
+
+
+def _median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def summarize(runs: dict[str, list[Run]]) -> dict:
+    """Medians per side, speed-ups (Gavel ÷ ours) and the JCT difference (ours vs Gavel, %)."""
+    s: dict = {}
+    for side in SIDES:
+        rs = runs.get(side) or []
+        s[f"{side}_wall_s"] = _median([r.wall_s for r in rs])
+        s[f"{side}_cpu_s"] = _median([r.cpu_s for r in rs])
+        jct = _median([r.avg_jct_s for r in rs])
+        s[f"{side}_avg_jct_h"] = None if jct is None else jct / 3600.0
+        s[f"{side}_jobs_measured"] = rs[0].jobs_measured if rs else None
+    both = s["gavel_wall_s"] is not None and s["ours_wall_s"] is not None
+    s["speedup_wall"] = s["gavel_wall_s"] / s["ours_wall_s"] if both else None
+    s["speedup_cpu"] = (s["gavel_cpu_s"] / s["ours_cpu_s"]
+                        if both and s["ours_cpu_s"] > 0 else None)
+    s["jct_diff_pct"] = (100.0 * (s["ours_avg_jct_h"] / s["gavel_avg_jct_h"] - 1.0)
+                         if both else None)
+    return s
+
+
+HEADERS = ["policy", "Gavel wall s", "ours wall s", "speed-up", "Gavel CPU s", "ours CPU s",
+           "Gavel avg JCT (h)", "ours avg JCT (h)", "JCT difference %"]
+
+
+def table_rows(summaries: dict[str, dict]) -> list[list[str]]:
+    def f(x, fmt):
+        return "–" if x is None else format(x, fmt)
+
+    rows = []
+    for key, s in summaries.items():
+        g, o = POLICIES[key]
+        rows.append([f"{key} ({g} / {o})", f(s["gavel_wall_s"], ".2f"), f(s["ours_wall_s"], ".2f"),
+                     "–" if s["speedup_wall"] is None else f"{s['speedup_wall']:.2f}×",
+                     f(s["gavel_cpu_s"], ".2f"), f(s["ours_cpu_s"], ".2f"),
+                     f(s["gavel_avg_jct_h"], ".3f"), f(s["ours_avg_jct_h"], ".3f"),
+                     f(s["jct_diff_pct"], "+.1f")])
+    return rows
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B, got {text!r}")
+    if not 0 <= a < b:
+        raise argparse.ArgumentTypeError(f"expected 0 <= A < B, got {text!r}")
+    return a, b
+
+
+def parse_policies(text: str) -> list[str]:
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    bad = [k for k in keys if k not in POLICIES]
+    if bad or not keys:
+        raise argparse.ArgumentTypeError(f"policies must be among {','.join(POLICIES)}, "
+                                         f"got {text!r}")
+    return keys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gavel", metavar="PATH",
+                    help="Gavel checkout (or its scheduler/ directory); without it only our "
+                         "side runs")
+    ap.add_argument("--gavel-python", default="python3", metavar="PATH",
+                    help="interpreter with Gavel's dependencies (python3)")
+    ap.add_argument("--gavel-log", metavar="FILE", type=Path,
+                    help="keep Gavel's stderr log of the last run here (discarded by default)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per side and policy (5)")
+    ap.add_argument("--policies", type=parse_policies, default=list(POLICIES),
+                    help="comma-separated among lp,fifo (both)")
+    ap.add_argument("--round-s", type=float, default=360.0, help="round length, s (360)")
+    ap.add_argument("--rate", type=float, default=4.0, help="arrival rate, jobs/h (4)")
+    ap.add_argument("--seed", type=int, default=0, help="workload seed (0)")
+    ap.add_argument("--jobs", type=parse_range, default=(100, 300), metavar="A:B",
+                    help="measured job ids A..B-1 (100:300)")
+    ap.add_argument("--our-jobs", type=int, metavar="N",
+                    help="jobs our generator draws (B + 1000)")
+    ap.add_argument("--out", type=Path, metavar="FILE.json", help="write every run as JSON")
+    ap.add_argument("--markdown", action="store_true", help="print a markdown table")
+    args = ap.parse_args(argv)
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
+    b = args.jobs[1]
+    cfg = Config(rate=args.rate, seed=args.seed, jobs=args.jobs, round_s=args.round_s,
+                 our_jobs=args.our_jobs or b + 1000)
+    if cfg.our_jobs < b:
+        ap.error(f"--our-jobs {cfg.our_jobs} is below the measured end {b}")
+
+    sched_dir = gavel_scheduler_dir(args.gavel) if args.gavel else None
+    if sched_dir and args.round_s != int(args.round_s):
+        ap.error("Gavel's -i takes whole seconds: --round-s must be an integer with --gavel")
+    sides = SIDES if sched_dir else ("ours",)
+    if sched_dir is None:
+        print("no --gavel checkout given: running only our side", file=sys.stderr)
+
+    try:
+        runs, warnings = measure(args, cfg, sched_dir, sides)
+    except BenchError as exc:
+        print(f"bench_vs_gavel: {exc}", file=sys.stderr)
+        return 1
+    report(args, cfg, sched_dir, runs, warnings)
+    return 0
+
+
+def measure(args, cfg: Config, sched_dir: Path | None, sides: tuple[str, ...]):
+    """The interleaved runs: ``{policy: {side: [Run]}}`` and the warnings."""
+    runs: dict[str, dict[str, list[Run]]] = {k: {s: [] for s in sides} for k in args.policies}
+    warnings: list[str] = []
+    for i in range(args.runs):
+        order = sides if i % 2 == 0 else sides[::-1]
+        for key in args.policies:
+            g_policy, o_policy = POLICIES[key]
+            for side in order:
+                if side == "gavel":
+                    r = run_gavel(sched_dir, args.gavel_python, g_policy, cfg, args.gavel_log)
+                else:
+                    r = run_ours(o_policy, cfg)
+                    if i == 0 and r.extra.get("makespan_s") is not None:
+                        last = last_arrival_s(cfg)
+                        if r.extra["makespan_s"] >= last:
+                            warnings.append(
+                                f"{key}: our simulation ran to {r.extra['makespan_s']:.0f} s but "
+                                f"the last of our {cfg.our_jobs} jobs arrived at {last:.0f} s; "
+                                f"raise --our-jobs")
+                runs[key][side].append(r)
+                print(f"run {i + 1}/{args.runs} {key:4s} {side:5s} wall {r.wall_s:7.2f} s  "
+                      f"CPU {r.cpu_s:7.2f} s  avg JCT {r.avg_jct_s / 3600:.3f} h "
+                      f"({r.jobs_measured} jobs)", file=sys.stderr, flush=True)
+    return runs, warnings
+
+
+def report(args, cfg: Config, sched_dir: Path | None, runs, warnings: list[str]) -> None:
+    """Print the table (and write ``--out``)."""
+    summaries = {k: summarize(runs[k]) for k in args.policies}
+    for w in warnings:
+        print("warning: " + w, file=sys.stderr)
+    from hsched_env.text import format_table, markdown_table
+    rows = table_rows(summaries)
+    print(markdown_table(HEADERS, rows, text_cols=("policy",)) if args.markdown
+          else format_table(HEADERS, rows))
+    a, b = cfg.jobs
+    print(f"\nmedians of {args.runs} run(s); rate {cfg.rate:g} jobs/h, seed {cfg.seed}, "
+          f"single-GPU jobs, {GAVEL_CLUSTER} ({OUR_CLUSTER}), jobs {a}-{b - 1} measured, "
+          f"{cfg.round_s:g} s rounds; speed-up = Gavel wall ÷ ours"
+          + ("" if sched_dir else "; Gavel not run (no --gavel)"))
+
+    if args.out:
+        doc = {
+            "config": {"rate": cfg.rate, "seed": cfg.seed, "jobs": list(cfg.jobs),
+                       "our_jobs": cfg.our_jobs, "round_s": cfg.round_s, "runs": args.runs,
+                       "policies": args.policies, "gavel": str(sched_dir) if sched_dir else None,
+                       "gavel_python": args.gavel_python if sched_dir else None},
+            "commands": {k: {"gavel": gavel_command(args.gavel_python, POLICIES[k][0], cfg)
+                             if sched_dir else None,
+                             "ours": our_command(POLICIES[k][1], cfg)} for k in args.policies},
+            "summary": summaries,
+            "runs": {k: {s: [vars(r) for r in rs] for s, rs in v.items()}
+                     for k, v in runs.items()},
+            "warnings": warnings,
+        }
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

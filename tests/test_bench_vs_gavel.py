@@ -1,0 +1,111 @@
+"""scripts/bench_vs_gavel.py: our side alone on a tiny job range; parsing Gavel's output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import bench_vs_gavel as bvg  # noqa: E402  (scripts/ is not a package)
+
+# What Gavel's driver prints on stdout with -v (numbers from a real 10:30 fifo_perf run).
+GAVEL_STDOUT = """Window start time: 5304.183994
+Window duration: 266852.822 seconds (74.13 hours)
+Total duration: 272157.006 seconds (75.60 hours)
+Job completion times:
+Job 10: 45279.673
+Job 11: 57148.130
+Average job completion time: 51212.468 seconds (14.23 hours)
+Average job completion time (low priority): 51212.468 seconds (14.23 hours)
+Cluster utilization: 0.312
+"""
+
+
+def test_parse_gavel_output():
+    assert bvg.parse_gavel_output(GAVEL_STDOUT) == (51212.468, 2)
+    with pytest.raises(bvg.BenchError, match="Average job completion time"):
+        bvg.parse_gavel_output("Job completion times:\n")
+
+
+def test_commands_match_the_issue():
+    cfg = bvg.Config()
+    g = bvg.gavel_command("py", "max_min_fairness_perf", cfg)
+    assert g[1:] == [bvg.GAVEL_DRIVER, "-c", "36:36:36", "-p", "max_min_fairness_perf",
+                     "--seed", "0", "-l", "900", "-s", "100", "-e", "300", "-i", "360", "-v"]
+    o = bvg.our_command("gavel", cfg)
+    assert o[o.index("--workload") + 1] == "gavel:rate=4,jobs=1300,seed=0,multi_gpu=0"
+    assert o[o.index("--measure-jobs") + 1] == "100:300"
+    assert o[o.index("--round-s") + 1] == "360"
+
+
+def test_summary_ratios():
+    runs = {"gavel": [bvg.Run(10.0, 9.0, 7200.0, 200), bvg.Run(30.0, 27.0, 7200.0, 200),
+                      bvg.Run(20.0, 18.0, 7200.0, 200)],
+            "ours": [bvg.Run(2.0, 1.0, 6840.0, 200)]}
+    s = bvg.summarize(runs)
+    assert s["gavel_wall_s"] == 20.0 and s["speedup_wall"] == 10.0
+    assert s["speedup_cpu"] == 18.0
+    assert s["gavel_avg_jct_h"] == 2.0
+    assert s["jct_diff_pct"] == pytest.approx(-5.0)
+
+
+@pytest.mark.slow
+def test_our_side_only_tiny(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bvg.main(["--runs", "1", "--jobs", "2:6", "--our-jobs", "10", "--round-s", "3600",
+                     "--out", str(out), "--markdown"]) == 0
+    printed = capsys.readouterr()
+    assert "only our side" in printed.err
+    assert printed.out.startswith("| policy |")
+    doc = json.loads(out.read_text())
+    assert set(doc) == {"config", "commands", "summary", "runs", "warnings"}
+    assert doc["config"]["gavel"] is None
+    assert set(doc["summary"]) == {"lp", "fifo"}
+    for key, s in doc["summary"].items():
+        for name in ("ours_wall_s", "ours_cpu_s", "ours_avg_jct_h"):
+            assert s[name] > 0, (key, name)
+        assert s["ours_jobs_measured"] == 4
+        assert s["gavel_wall_s"] is None and s["speedup_wall"] is None
+        assert s["jct_diff_pct"] is None
+        assert len(doc["runs"][key]["ours"]) == 1
+        assert "gavel" not in doc["runs"][key]
+
+
+FAKE_DRIVER = f"""import sys
+assert sys.argv[sys.argv.index("-p") + 1] in ("fifo_perf", "max_min_fairness_perf")
+print({GAVEL_STDOUT!r})
+"""
+
+
+@pytest.mark.slow
+def test_both_sides_with_a_fake_gavel(tmp_path, capsys):
+    """A stand-in for Gavel's checkout (its driver prints what Gavel's does): the Gavel side
+    runs, is parsed, and the ratios are filled in."""
+    sched = tmp_path / "gavel" / "scheduler"
+    (sched / bvg.GAVEL_DRIVER).parent.mkdir(parents=True)
+    (sched / bvg.GAVEL_DRIVER).write_text(FAKE_DRIVER)
+    (sched / bvg.GAVEL_STUB).parent.mkdir(parents=True)
+    (sched / bvg.GAVEL_STUB).write_text("")
+    out = tmp_path / "bench.json"
+    assert bvg.main(["--gavel", str(tmp_path / "gavel"), "--gavel-python", sys.executable,
+                     "--runs", "2", "--policies", "fifo", "--jobs", "2:6", "--our-jobs", "10",
+                     "--round-s", "3600", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count(" gavel wall ") == 2 and err.count(" ours  wall ") == 2
+    s = json.loads(out.read_text())["summary"]["fifo"]
+    assert s["gavel_avg_jct_h"] == pytest.approx(51212.468 / 3600)
+    assert s["gavel_jobs_measured"] == 2
+    assert s["gavel_wall_s"] > 0 and s["speedup_wall"] > 0 and s["speedup_cpu"] > 0
+    ratio = s["ours_avg_jct_h"] / s["gavel_avg_jct_h"]
+    assert s["jct_diff_pct"] == pytest.approx(100 * (ratio - 1))
+
+
+def test_missing_gavel_stubs(tmp_path):
+    sched = tmp_path / "scheduler"
+    (sched / bvg.GAVEL_DRIVER).parent.mkdir(parents=True)
+    (sched / bvg.GAVEL_DRIVER).write_text("")
+    with pytest.raises(SystemExit, match="make rpc_stubs"):
+        bvg.gavel_scheduler_dir(str(tmp_path))
