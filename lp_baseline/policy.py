@@ -34,8 +34,10 @@ Heuristics that cut decision time (``LPPolicy`` arguments):
   fast) — the planner already prunes its own; this also covers the appended requested ones;
 * ``resolve="on-change"``: re-solve only when jobs arrive or complete, reusing X otherwise;
 * ``pop``: POP-style k-way random partition of the jobs (and ⌊capacity/k⌋ per part), one LP
-  per part — the baseline to beat. The reported decision time is the sequential wall time; the
-  parallel-solve time POP reports (max over parts) is in ``last_stats.extra``.
+  per part — the baseline to beat. With ``pop_workers > 1`` the parts' solves run side by side
+  (``lp_baseline.parallel_parts``: processes, threads or Ray) and the decision time is what that
+  took; ``last_stats.extra`` also has ``pop_sequential_s`` (the parts one after the other),
+  ``pop_parallel_s`` (the slowest part: the ideal parallel time) and ``pop_solve_wall_s``.
 
 Faults (``docs/lp.md``, "Faults and fallback"): when an LP part yields no usable allocation —
 the round's data is invalid for the LP (NaN, zero throughput), the solver is missing, raises,
@@ -59,7 +61,9 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,6 +74,7 @@ from lp_baseline.delivery import DeliveryTracker
 from lp_baseline.fallback import FALLBACK_KINDS, greedy_allocation
 from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominator,
                                    job_normalizer, job_normalizers, stage2_terms)
+from lp_baseline.parallel_parts import DEFAULT_EXECUTOR, EXECUTORS, PartSolve, solve_parts
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
                                  check_feasible, evaluate_objective)
 from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
@@ -97,6 +102,21 @@ def objective_defaults(objective: str) -> dict:
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class _Part:
+    """One POP part of a round: its jobs (indices into the view), their candidate counts and
+    stacked ``gpus`` / ``thr``, and the LP to solve, or the fault that replaces it."""
+
+    members: np.ndarray
+    sizes: np.ndarray
+    gpus: np.ndarray
+    thr: np.ndarray
+    problem: AllocationProblem | None = None
+    fault: tuple[str, str] | None = None
+    empty: bool = False
+    seconds: float = 0.0
+
+
 class LPPolicy:
     """The allocation LP plus its rounding (see the module docstring).
 
@@ -110,9 +130,13 @@ class LPPolicy:
         dominance: Drop candidates dominated within the job.
         resolve: ``"every-round"`` or ``"on-change"``.
         pop: Number of POP partitions (1 = the whole problem).
+        pop_workers: How many POP parts are solved at the same time (1: one after the other;
+            ``None``: ``min(pop, os.cpu_count())``). The allocation does not depend on it.
+        pop_executor: Where parallel parts run: ``"process"`` (default), ``"thread"``,
+            ``"ray"`` or ``"serial"`` (``lp_baseline.parallel_parts``).
         backend: ``"highs"`` (direct sparse matrix, default) or ``"pulp"``.
         time_limit_s: Per-decision budget of the LP work (model building and solves of all
-            POP parts together, sequentially); on expiry a part uses the solver's feasible
+            POP parts together); on expiry a part uses the solver's feasible
             incumbent, else the greedy fallback. The rounding after it is not included.
         sticky: A job whose current candidate still has X > 0 keeps it instead of switching to
             another of its candidates (each switch costs a restart). Gavel-style rounding only.
@@ -150,7 +174,8 @@ class LPPolicy:
                  sticky: bool = True, fill: bool = True, normalizer: str = "fair-share",
                  size_cap: bool | None = None, floor: float | None = None,
                  las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True,
-                 rounding: str | None = None) -> None:
+                 rounding: str | None = None, pop_workers: int | None = 1,
+                 pop_executor: str = DEFAULT_EXECUTOR) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         defaults = objective_defaults(objective)
@@ -177,6 +202,15 @@ class LPPolicy:
         self.name, self.objective, self.candidates = name, objective, candidates
         self.agnostic, self.topk, self.dominance = agnostic, topk, dominance
         self.resolve, self.pop, self.backend = resolve, max(int(pop), 1), backend
+        if pop_executor not in EXECUTORS:
+            raise UnknownNameError("POP executor", pop_executor, list(EXECUTORS))
+        if pop_workers is None:
+            pop_workers = min(self.pop, os.cpu_count() or 1)
+        if not (isinstance(pop_workers, int) and not isinstance(pop_workers, bool)
+                and pop_workers >= 1):
+            raise ConfigError(f"pop_workers must be an integer ≥ 1 or None, got "
+                              f"{pop_workers!r}", field="pop_workers")
+        self.pop_workers, self.pop_executor = pop_workers, pop_executor
         self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
@@ -426,24 +460,44 @@ class LPPolicy:
             log.warning("%s: a GPU type has fewer GPUs than the %d POP parts; those parts get "
                         "none of it (floor(capacity / k))", self.name, self.pop)
             self._warned_pop = True
+        part_cap = np.floor(cap / self.pop) if self.pop > 1 else cap
+        members_of = [m for m in (np.flatnonzero(parts == p) for p in range(self.pop))
+                      if m.size]
+        # 1. each part's LP (in this process), 2. the solves (side by side when
+        # pop_workers > 1), 3. each part's answer checked, or its greedy fallback
+        built = []
+        for members in members_of:
+            t1 = time.perf_counter()
+            built.append(self._build_part(view, members, rows, norms, part_cap, deadline))
+            built[-1].seconds += time.perf_counter() - t1
+        tasks = [PartSolve(b.problem, self.objective, self.backend, self.floor,
+                           deadline=deadline) for b in built if b.problem is not None]
+        t_solve = time.perf_counter()
+        outcomes = iter(solve_parts(tasks, executor=self.pop_executor,
+                                    workers=self.pop_workers))
+        wall = time.perf_counter() - t_solve
         out = {}
         part_times = []
-        for p in range(self.pop):
-            members = np.flatnonzero(parts == p)
-            if members.size == 0:
-                continue
+        for b in built:
             t1 = time.perf_counter()
-            x = self._solve_part(view, members, rows, norms,
-                                 np.floor(cap / self.pop) if self.pop > 1 else cap, stats,
-                                 deadline)
-            part_times.append(time.perf_counter() - t1)
-            for k, xr in zip(members, x):
+            outcome = None if b.problem is None else next(outcomes)
+            x = self._finish_part(view, b, outcome, rows, part_cap, stats)
+            part_times.append(b.seconds + (0.0 if outcome is None else outcome.seconds)
+                              + time.perf_counter() - t1)
+            for k, xr in zip(b.members, x):
                 out[int(view.job_ids[k])] = (rows[k], xr)
+        # the ideal parallel time (the slowest part: its build, solve and check), what the
+        # parts take one after the other, and the measured wall time of the solves as run
         stats.extra["pop_parallel_s"] = max(part_times) if part_times else 0.0
+        if self.pop > 1:
+            stats.extra["pop_sequential_s"] = float(sum(part_times))
+            stats.extra["pop_solve_wall_s"] = wall
+            stats.extra["pop_workers"] = self.pop_workers
         return out
 
-    def _solve_part(self, view, members, rows, norms, cap, stats,
-                    deadline: float | None = None) -> list[np.ndarray]:
+    def _build_part(self, view, members, rows, norms, cap, deadline) -> "_Part":
+        """One part's ``AllocationProblem`` (``problem=None`` with the fault when there is
+        nothing to solve or the inputs are not a valid LP)."""
         tabs = view.candidates
         sizes = np.array([rows[k].size for k in members], dtype=np.int64)
         job_of = np.repeat(np.arange(members.size), sizes)
@@ -455,48 +509,56 @@ class LPPolicy:
         if self.agnostic:
             # Every type as fast as the job's mean requested throughput.
             thr = np.concatenate([np.full(rows[k].size, norms[k]) for k in members])
+        part = _Part(members, sizes, gpus, thr)
         keep = sizes > 0
-        out = [np.zeros(s) for s in sizes]
         if not np.any(keep) or thr.size == 0:
-            return out
+            part.empty = True
+            return part
         idx = np.flatnonzero(keep)
         remap = -np.ones(members.size, dtype=np.int64)
         remap[idx] = np.arange(idx.size)
+        if deadline is not None and deadline - time.perf_counter() <= 0:
+            part.fault = ("time_limit", "the decision's time budget ran out before this LP")
+            return part
+        try:
+            with np.errstate(all="ignore"):
+                priority, switch, gain = self._stage2(view, members[idx],
+                                                      [rows[k] for k in members[idx]], norms)
+                part.problem = AllocationProblem(
+                    job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
+                    remaining=view.remaining_samples[members[idx]],
+                    age_s=view.time_s - view.arrival_s[members[idx]],
+                    ftf_denominator_s=ftf_denominator(view, members[idx]),
+                    priority=priority, switch=switch, gain=gain)
+        except ValueError as exc:     # ConfigError naming the bad field
+            part.fault = ("invalid_input", str(exc))
+        return part
+
+    def _finish_part(self, view, part: "_Part", outcome, rows, cap,
+                     stats) -> list[np.ndarray]:
+        """The part's X per job: the solver's answer if usable, else the greedy fallback."""
+        sizes = part.sizes
+        if part.empty:
+            return [np.zeros(s) for s in sizes]
         x, kind, detail = None, None, ""
-        budget = None if deadline is None else deadline - time.perf_counter()
-        if budget is not None and budget <= 0:
+        if part.fault is not None:
+            kind, detail = part.fault
+        elif outcome.out_of_time:
             kind, detail = "time_limit", "the decision's time budget ran out before this LP"
+        elif outcome.result is None:
+            kind, detail = "exception", outcome.error
         else:
-            try:
-                with np.errstate(all="ignore"):
-                    priority, switch, gain = self._stage2(view, members[idx],
-                                                          [rows[k] for k in members[idx]],
-                                                          norms)
-                    problem = AllocationProblem(
-                        job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
-                        remaining=view.remaining_samples[members[idx]],
-                        age_s=view.time_s - view.arrival_s[members[idx]],
-                        ftf_denominator_s=ftf_denominator(view, members[idx]),
-                        priority=priority, switch=switch, gain=gain)
-            except ValueError as exc:     # ConfigError naming the bad field
-                kind, detail = "invalid_input", str(exc)
-            else:
-                x, kind, detail = self._run_solver(problem, budget, stats)
+            x, kind, detail = self._accept(part.problem, outcome.result, stats)
         if kind is not None:
             self._fall_back(kind, detail)
-            x = self._greedy_x(view, members, rows, thr, gpus, cap, sizes)
+            x = self._greedy_x(view, part.members, rows, part.thr, part.gpus, cap, sizes)
             stats.extra.setdefault("fallbacks", []).append(kind)
         start = np.r_[0, np.cumsum(sizes)[:-1]]
         return [np.clip(x[s0:s0 + s], 0.0, 1.0) for s0, s in zip(start, sizes)]
 
-    def _run_solver(self, problem: AllocationProblem, budget, stats):
-        """Solve one part: ``(x, None, "")`` when the solver's answer is usable, else
-        ``(None, fault kind, detail)``."""
-        try:
-            res = solve_allocation(problem, self.objective, backend=self.backend,
-                                   time_limit_s=budget, floor=self.floor)
-        except Exception as exc:         # noqa: BLE001 - any solver crash: fall back
-            return None, "exception", f"{type(exc).__name__}: {exc}"
+    def _accept(self, problem: AllocationProblem, res, stats):
+        """Book one part's ``SolveResult`` into ``stats``: ``(x, None, "")`` when the
+        solver's answer is usable, else ``(None, fault kind, detail)``."""
         stats.extra.setdefault("objective_parts", []).append(float(res.objective))
         stats.extra.setdefault("lp_status", []).append(res.status)
         stats.extra["objective"] = float(res.objective)

@@ -29,7 +29,9 @@ POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "to
 
 def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
                 topk: int = 4, time_limit_s: float | None = None, **lp_options):
-    """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2.
+    """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2 and solves its K
+    parts side by side on up to ``min(K, CPUs)`` workers (``pop_workers=1``: one after the
+    other; ``pop_executor=``: where, see ``lp_baseline.parallel_parts``).
 
     Args:
         name: The policy.
@@ -95,5 +97,6 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         except ValueError:
             k = 0
         if k >= 2:
-            return LPPolicy(name, pop=k, **common)
+            # the k parts are solved side by side, up to one per CPU (lp_baseline.parallel_parts)
+            return LPPolicy(name, pop=k, **dict(dict(pop_workers=None), **common))
     raise UnknownNameError("policy", name, list(POLICY_NAMES))

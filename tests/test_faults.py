@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 import pytest
 
-import lp_baseline.policy as policy_mod
+import lp_baseline.parallel_parts as parts_mod
 import lp_baseline.solver as solver_mod
 from hsched_env.cluster import get_cluster
 from hsched_env.simulator import SimConfig, Simulator
@@ -73,7 +73,7 @@ def warnings_of(caplog, kind=None):
 # ---------------------------------------------------------------------------------- injected faults
 @pytest.mark.parametrize("injected", sorted(FAULTS))
 def test_every_fault_falls_back_and_the_run_completes(injected, simulate, monkeypatch, caplog):
-    monkeypatch.setattr(policy_mod, "solve_allocation", fault(injected))
+    monkeypatch.setattr(parts_mod, "solve_allocation", fault(injected))
     caplog.set_level(logging.WARNING, logger=LOGGER)
     rec, result = simulate(make_policy("heterosched-lp"), SPEC)
     m = result.metrics()
@@ -98,7 +98,7 @@ def test_fault_mid_run_is_counted_once_per_faulty_solve(simulate, monkeypatch, c
             raise ValueError("injected crash")
         return REAL_SOLVE(problem, objective, **kw)
 
-    monkeypatch.setattr(policy_mod, "solve_allocation", flaky)
+    monkeypatch.setattr(parts_mod, "solve_allocation", flaky)
     caplog.set_level(logging.WARNING, logger=LOGGER)
     _, result = simulate(make_policy("heterosched-lp"), SPEC)
     m = result.metrics()
@@ -109,8 +109,11 @@ def test_fault_mid_run_is_counted_once_per_faulty_solve(simulate, monkeypatch, c
 
 @pytest.mark.parametrize("name", ["gavel", "topk", "pop-2", "lp-on-change", "agnostic-lp"])
 def test_other_lp_policies_fall_back_too(simulate, name, monkeypatch):
-    monkeypatch.setattr(policy_mod, "solve_allocation", fault("exception"))
-    _, result = simulate(make_policy(name), SPEC)
+    monkeypatch.setattr(parts_mod, "solve_allocation", fault("exception"))
+    # pop-2's parts in threads: a monkeypatch reaches those, not worker processes
+    # (tests/test_pop_parallel.py has a worker process whose solve raises)
+    extra = {"pop_executor": "thread"} if name == "pop-2" else {}
+    _, result = simulate(make_policy(name, **extra), SPEC)
     m = result.metrics()
     assert m["jobs_completed"] == 12
     parts = 2 if name == "pop-2" else 1
@@ -120,7 +123,7 @@ def test_other_lp_policies_fall_back_too(simulate, name, monkeypatch):
 
 @pytest.mark.parametrize("objective", ["max-min", "max-throughput", "min-makespan", "ftf"])
 def test_fallback_for_every_objective(simulate, objective, monkeypatch):
-    monkeypatch.setattr(policy_mod, "solve_allocation", fault("infeasible"))
+    monkeypatch.setattr(parts_mod, "solve_allocation", fault("infeasible"))
     _, result = simulate(make_policy("heterosched-lp", objective=objective), SPEC)
     m = result.metrics()
     assert m["jobs_completed"] == 12 and m["lp_fallbacks"] == m["lp_solves"]
@@ -132,7 +135,7 @@ def test_time_limit_with_an_incumbent_uses_it(simulate, monkeypatch):
         return dataclasses.replace(REAL_SOLVE(problem, objective, **kw), status="time_limit")
 
     plain = simulate(make_policy("heterosched-lp"), SPEC)[1].metrics()
-    monkeypatch.setattr(policy_mod, "solve_allocation", limited)
+    monkeypatch.setattr(parts_mod, "solve_allocation", limited)
     m = simulate(make_policy("heterosched-lp"), SPEC)[1].metrics()
     assert m["lp_fallbacks"] == 0 and m["lp_time_limits"] == m["lp_solves"] > 0
     # the incumbent is the optimum here: the schedule equals the unlimited run's
@@ -218,7 +221,7 @@ def test_decision_time_limit_is_shared_by_pop_parts(simulate, monkeypatch):
         time_mod.sleep(0.03)
         return REAL_SOLVE(problem, objective, **kw)
 
-    monkeypatch.setattr(policy_mod, "solve_allocation", sleepy)
+    monkeypatch.setattr(parts_mod, "solve_allocation", sleepy)
     policy = LPPolicy("pop-4", pop=4, time_limit_s=0.02)
     _, result = simulate(policy, SPEC)
     m = result.metrics()
@@ -459,7 +462,7 @@ def test_solver_crash_mid_episode_in_the_environments(env_id, monkeypatch, caplo
 
     import hsched_env  # noqa: F401  (registers the environments)
     flaky, calls = _crash_after(5)
-    monkeypatch.setattr(policy_mod, "solve_allocation", flaky)
+    monkeypatch.setattr(parts_mod, "solve_allocation", flaky)
     caplog.set_level(logging.WARNING, logger=LOGGER)
     kwargs = {"candidate_filter": "lp"} if "Schedule" in env_id else {"measure_time": False}
     env = gym.make(env_id, cluster="sia-64", workload="gavel:rate=6,jobs=8",
@@ -498,7 +501,7 @@ def test_lp_on_change_retries_the_lp_after_a_fallback(monkeypatch):
             raise RuntimeError("injected")
         return REAL_SOLVE(problem, objective, **kw)
 
-    monkeypatch.setattr(policy_mod, "solve_allocation", first_fails)
+    monkeypatch.setattr(parts_mod, "solve_allocation", first_fails)
     policy = make_policy("lp-on-change")
     cluster = get_cluster("tiny-8")
     workload = load_workload("gavel:rate=1,jobs=3,seed=0,duration_scale=5", cluster)
