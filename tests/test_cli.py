@@ -72,7 +72,7 @@ def test_readable_table(capsys):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--model", "llama-9", "--cluster", "sia-64"], "valid: a3c, bert-large"),
-    (["--model", "resnet50", "--cluster", "nope-1"], "valid: gavel-108, large-2048"),
+    (["--model", "resnet50", "--cluster", "nope-1"], "valid: gavel-108, huge-10k, large-2048"),
 ])
 def test_unknown_names_exit_nonzero_with_valid_names(capsys, argv, needle):
     code, out, err = run(capsys, "candidates", *argv)

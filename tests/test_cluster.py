@@ -23,7 +23,7 @@ from hsched_env.cluster import (
 )
 from hsched_env.errors import ConfigError, UnknownNameError
 
-PRESETS = ["tiny-8", "gavel-108", "sia-64", "modern-512", "large-2048"]
+PRESETS = ["tiny-8", "gavel-108", "sia-64", "modern-512", "large-2048", "huge-10k"]
 
 GOOD_YAML = """\
 # a small lab
