@@ -54,6 +54,36 @@ def job_normalizers(view: SchedulerView, normalizer: str) -> np.ndarray:
     return np.array([job_normalizer(view, k, normalizer) for k in range(view.num_active)])
 
 
+class NormalizerMemo:
+    """``job_normalizers`` that recomputes a job's normalizer only when what it depends on
+    changed since the previous call: its candidate table (the same object), the cluster's
+    capacity, its reference throughput and, for ``"fair-share"``, its fair share
+    ``min(requested, G / N)`` (which moves with the number of active jobs). The values are
+    those of ``job_normalizer`` bit for bit; only the previous call's entries are kept."""
+
+    def __init__(self) -> None:
+        self._memo: dict = {}
+
+    def __call__(self, view: SchedulerView, normalizer: str) -> np.ndarray:
+        A = view.num_active
+        out = np.empty(A)
+        memo, kept = self._memo, {}
+        capacity = view.capacity.tobytes()
+        total = float(view.capacity.sum()) / max(A, 1)
+        for k in range(A):
+            table = view.candidates[k]
+            fair = (min(float(view.requested_gpus[k]), total) if normalizer == "fair-share"
+                    else None)
+            key = (id(table), normalizer, capacity, fair, float(view.reference_samples_per_s[k]))
+            hit = memo.get(key) or kept.get(key)
+            if hit is None or hit[0] is not table:      # (the table pins its id while kept)
+                hit = (table, job_normalizer(view, k, normalizer))
+            kept[key] = hit
+            out[k] = hit[1]
+        self._memo = kept
+        return out
+
+
 def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
     """Finish-time-fairness reference: time on the job's fair share (requested reference
     GPUs, stretched by contention), from arrival."""

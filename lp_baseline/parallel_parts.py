@@ -65,12 +65,14 @@ class PartSolve:
 @dataclass(frozen=True)
 class PartOutcome:
     """What a worker sends back: the ``SolveResult`` (``None`` if the solve raised or the
-    budget had run out), the error text, and the solve's own wall time in seconds."""
+    budget had run out), the error text, and the solve's own wall time in seconds
+    (``reused``: not solved, the policy's previous answer to the same LP)."""
 
     result: Any
     error: str
     seconds: float
     out_of_time: bool = False
+    reused: bool = False
 
 
 def _solve_one(task: PartSolve) -> PartOutcome:

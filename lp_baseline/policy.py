@@ -73,10 +73,12 @@ from hsched_env.policy import Assignment, PolicyStats, SchedulerView
 from lp_baseline.delivery import DeliveryTracker
 from lp_baseline.fallback import FALLBACK_KINDS, greedy_allocation
 from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominator,
-                                   job_normalizer, job_normalizers, stage2_terms)
-from lp_baseline.parallel_parts import DEFAULT_EXECUTOR, EXECUTORS, PartSolve, solve_parts
+                                   NormalizerMemo, job_normalizer, job_normalizers,
+                                   stage2_terms)
+from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome, PartSolve,
+                                        solve_parts)
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
-                                 check_feasible, evaluate_objective)
+                                 check_feasible, evaluate_objective, problem_fingerprint)
 from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
 from lp_baseline.solver import solve_allocation
 
@@ -132,6 +134,10 @@ class LPPolicy:
         pop: Number of POP partitions (1 = the whole problem).
         pop_workers: How many POP parts are solved at the same time (1: one after the other;
             ``None``: ``min(pop, os.cpu_count())``). The allocation does not depend on it.
+        memoize: Reuse what did not change since the previous decision: a job's normalizer
+            (``job_terms.NormalizerMemo``) and a part's LP solution when the LP is the same
+            (``problem.problem_fingerprint``; not with ``time_limit_s``). The schedule is the
+            same either way (``tests/test_lp_memo.py``); ``False`` recomputes everything.
         pop_executor: Where parallel parts run: ``"process"`` (default), ``"thread"``,
             ``"ray"`` or ``"serial"`` (``lp_baseline.parallel_parts``).
         backend: ``"highs"`` (direct sparse matrix, default) or ``"pulp"``.
@@ -175,7 +181,7 @@ class LPPolicy:
                  size_cap: bool | None = None, floor: float | None = None,
                  las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True,
                  rounding: str | None = None, pop_workers: int | None = 1,
-                 pop_executor: str = DEFAULT_EXECUTOR) -> None:
+                 pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         defaults = objective_defaults(objective)
@@ -211,6 +217,7 @@ class LPPolicy:
             raise ConfigError(f"pop_workers must be an integer ≥ 1 or None, got "
                               f"{pop_workers!r}", field="pop_workers")
         self.pop_workers, self.pop_executor = pop_workers, pop_executor
+        self.memoize = bool(memoize)
         self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
@@ -234,6 +241,9 @@ class LPPolicy:
         self._warned_pop = False
         self._allowed_key = None
         self._delivery = DeliveryTracker()
+        self._norm_memo = NormalizerMemo()
+        self._lp_memo: dict = {}      # fingerprint -> the previous decision's optimal result
+        self._lp_reused = 0
 
     @property
     def allocation(self) -> dict:
@@ -244,7 +254,9 @@ class LPPolicy:
         """Counters of the run: ``lp_solves`` (allocations computed by ``decide``),
         ``lp_fallbacks`` (LP parts that used the greedy fallback, ``shares`` calls included),
         ``lp_fallback_kinds`` (those by kind, see ``FALLBACK_KINDS``), ``lp_time_limits``
-        (solves that hit the time limit, with or without a usable incumbent) and
+        (solves that hit the time limit, with or without a usable incumbent), ``lp_reused``
+        (LP parts not solved because they were the previous decision's LP exactly: its
+        solution is reused, ``problem.problem_fingerprint``) and
         ``delivered_over_planned``: Σ over rounds and jobs of the normalized throughput the
         jobs actually ran with (less the time a restart took) ÷ the normalized throughput the
         LP planned for them (``Σ_c X thr / norm``; rounds a job finished in are left out);
@@ -252,7 +264,7 @@ class LPPolicy:
         has run."""
         return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
                 "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
-                "lp_time_limits": self._time_limits,
+                "lp_time_limits": self._time_limits, "lp_reused": self._lp_reused,
                 "delivered_over_planned": self._delivery.ratio()}
 
     # ------------------------------------------------------------------ candidates
@@ -306,8 +318,11 @@ class LPPolicy:
         return [self._rows(view, k, self._norm(view, k)) for k in range(view.num_active)]
 
     def _norms(self, view: SchedulerView) -> np.ndarray:
-        """(A,) each active job's normalizer (``normalizer``; ``job_terms.job_normalizers``)."""
-        return job_normalizers(view, self.normalizer)
+        """(A,) each active job's normalizer (``normalizer``; ``job_terms.job_normalizers``,
+        memoized across decisions: ``job_terms.NormalizerMemo``)."""
+        if not self.memoize:
+            return job_normalizers(view, self.normalizer)
+        return self._norm_memo(view, self.normalizer)
 
     def _norm(self, view: SchedulerView, k: int) -> float:
         """Active job ``k``'s normalizer (``job_terms.job_normalizer``)."""
@@ -470,18 +485,31 @@ class LPPolicy:
             t1 = time.perf_counter()
             built.append(self._build_part(view, members, rows, norms, part_cap, deadline))
             built[-1].seconds += time.perf_counter() - t1
-        tasks = [PartSolve(b.problem, self.objective, self.backend, self.floor,
-                           deadline=deadline) for b in built if b.problem is not None]
+        # a part whose LP is the previous decision's (same fingerprint) reuses its solution:
+        # the same LP gives the same answer, so only without a time limit (which could cut a
+        # fresh solve short)
+        memo, self._lp_memo = self._lp_memo, {}
+        keys = [None if b.problem is None or self.time_limit_s is not None
+                or not self.memoize else
+                problem_fingerprint(b.problem, self.objective) for b in built]
+        reused = {i: memo[key] for i, key in enumerate(keys) if key is not None and key in memo}
+        todo = [i for i, b in enumerate(built) if b.problem is not None and i not in reused]
+        tasks = [PartSolve(built[i].problem, self.objective, self.backend, self.floor,
+                           deadline=deadline) for i in todo]
         t_solve = time.perf_counter()
-        outcomes = iter(solve_parts(tasks, executor=self.pop_executor,
-                                    workers=self.pop_workers))
+        solved = dict(zip(todo, solve_parts(tasks, executor=self.pop_executor,
+                                            workers=self.pop_workers)))
         wall = time.perf_counter() - t_solve
         out = {}
         part_times = []
-        for b in built:
+        for i, b in enumerate(built):
             t1 = time.perf_counter()
-            outcome = None if b.problem is None else next(outcomes)
+            outcome = (PartOutcome(reused[i], "", 0.0, reused=True) if i in reused
+                       else solved.get(i))
             x = self._finish_part(view, b, outcome, rows, part_cap, stats)
+            if outcome is not None and outcome.result is not None and keys[i] is not None \
+                    and outcome.result.status == "optimal":
+                self._lp_memo[keys[i]] = outcome.result      # (checked again when reused)
             part_times.append(b.seconds + (0.0 if outcome is None else outcome.seconds)
                               + time.perf_counter() - t1)
             for k, xr in zip(b.members, x):
@@ -489,6 +517,8 @@ class LPPolicy:
         # the ideal parallel time (the slowest part: its build, solve and check), what the
         # parts take one after the other, and the measured wall time of the solves as run
         stats.extra["pop_parallel_s"] = max(part_times) if part_times else 0.0
+        stats.extra["lp_reused"] = len(reused)
+        self._lp_reused += len(reused)
         if self.pop > 1:
             stats.extra["pop_sequential_s"] = float(sum(part_times))
             stats.extra["pop_solve_wall_s"] = wall
@@ -548,7 +578,8 @@ class LPPolicy:
         elif outcome.result is None:
             kind, detail = "exception", outcome.error
         else:
-            x, kind, detail = self._accept(part.problem, outcome.result, stats)
+            x, kind, detail = self._accept(part.problem, outcome.result, stats,
+                                           reused=outcome.reused)
         if kind is not None:
             self._fall_back(kind, detail)
             x = self._greedy_x(view, part.members, rows, part.thr, part.gpus, cap, sizes)
@@ -556,16 +587,18 @@ class LPPolicy:
         start = np.r_[0, np.cumsum(sizes)[:-1]]
         return [np.clip(x[s0:s0 + s], 0.0, 1.0) for s0, s in zip(start, sizes)]
 
-    def _accept(self, problem: AllocationProblem, res, stats):
-        """Book one part's ``SolveResult`` into ``stats``: ``(x, None, "")`` when the
-        solver's answer is usable, else ``(None, fault kind, detail)``."""
+    def _accept(self, problem: AllocationProblem, res, stats, reused: bool = False):
+        """Book one part's ``SolveResult`` into ``stats`` (``reused``: the previous decision's,
+        so no solve time): ``(x, None, "")`` when the solver's answer is usable, else
+        ``(None, fault kind, detail)``."""
         stats.extra.setdefault("objective_parts", []).append(float(res.objective))
         stats.extra.setdefault("lp_status", []).append(res.status)
         stats.extra["objective"] = float(res.objective)
         stats.lp_vars += res.n_vars
         stats.lp_cons += res.n_cons
-        stats.solve_s += res.solve_s
-        stats.build_s += res.build_s
+        if not reused:
+            stats.solve_s += res.solve_s
+            stats.build_s += res.build_s
         if res.status == "time_limit":
             self._time_limits += 1
         if res.status not in ("optimal", "time_limit"):

@@ -10,6 +10,7 @@ use both to score and to check solver output.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -276,6 +277,34 @@ def evaluate_objective(p: AllocationProblem, x: np.ndarray, objective: str) -> f
     age = require_field(p, "age_s", objective)[active]
     den = require_field(p, "ftf_denominator_s", objective)[active]
     return float(np.max((age + rem / got) / den))
+
+
+#: The ``AllocationProblem`` fields each objective's LP and objective value read, beyond
+#: ``job_of``, ``gpus``, ``thr``, ``capacity``, ``norm`` and ``weight`` (which all read).
+#: ``tests/test_lp_solver.py`` checks it: changing any other field leaves the solve unchanged.
+OBJECTIVE_FIELDS: dict[str, tuple[str, ...]] = {
+    "max-min": (), "max-throughput": (), "min-makespan": ("remaining",),
+    "ftf": ("remaining", "age_s", "ftf_denominator_s"),
+    **{o: ("priority", "switch", "gain") for o in FLOOR_OBJECTIVES},
+}
+_ALWAYS_READ = ("job_of", "gpus", "thr", "capacity", "norm", "weight")
+
+
+def problem_fingerprint(p: AllocationProblem, objective: str) -> bytes:
+    """A digest of what ``objective``'s solve reads from ``p`` (``OBJECTIVE_FIELDS``): two
+    problems with the same fingerprint give the same LP, hence — HiGHS being deterministic —
+    the same solution. ``LPPolicy`` reuses the previous decision's solution on a match."""
+    h = hashlib.blake2b(objective.encode(), digest_size=20)
+    for name in _ALWAYS_READ + OBJECTIVE_FIELDS[objective]:
+        value = getattr(p, name)
+        h.update(name.encode())
+        if value is None:
+            h.update(b"-")
+        else:
+            a = np.ascontiguousarray(value)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes())
+    return h.digest()
 
 
 def check_feasible(p: AllocationProblem, x: np.ndarray, tol: float = 1e-7) -> float:

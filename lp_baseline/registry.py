@@ -28,7 +28,8 @@ POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "to
 
 
 def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
-                topk: int = 4, time_limit_s: float | None = None, **lp_options):
+                topk: int = 4, time_limit_s: float | None = None, memoize: bool = True,
+                **lp_options):
     """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2 and solves its K
     parts side by side on up to ``min(K, CPUs)`` workers (``pop_workers=1``: one after the
     other; ``pop_executor=``: where, see ``lp_baseline.parallel_parts``).
@@ -40,7 +41,7 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
             (``DEFAULT_OBJECTIVE``). ``gavel``, ``agnostic-lp`` and ``heterosched-lp-v0`` are
             max-min by definition; ``heterosched-lp-las`` (``sia-las``) and
             ``heterosched-lp-v1`` (``fair-srpt``) fix theirs.
-        backend, topk, time_limit_s: As in ``LPPolicy``.
+        backend, topk, time_limit_s, memoize: As in ``LPPolicy`` (every LP policy).
         lp_options: Further ``LPPolicy`` keywords for those policies (``floor``,
             ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...).
     """
@@ -58,11 +59,13 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         # online; the planner prices every candidate up front
         return SiaPolicy(name=name, configurations="all", srpt_weight=0.5, scale_up_limit=False)
     objective = DEFAULT_OBJECTIVE if objective is None else objective
-    common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s, **lp_options)
+    common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s,
+                  memoize=memoize, **lp_options)
     # Gavel's policies as Gavel defines them: max-min over the requested configurations,
     # normalized by X_equal
     gavel_like = dict(candidates="requested", normalizer="requested", size_cap=False,
-                      backend=backend, time_limit_s=time_limit_s, objective="max-min")
+                      backend=backend, time_limit_s=time_limit_s, objective="max-min",
+                      memoize=memoize)
     if name == "heterosched-lp":
         return LPPolicy(name, **common)
     if name == "lp-on-change":

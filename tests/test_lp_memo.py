@@ -1,0 +1,122 @@
+"""Reusing what did not change between decisions (``LPPolicy(memoize=True)``, the default):
+the normalizer memo and the reuse of an identical LP's solution give the schedule that
+recomputing everything gives, decision for decision."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hsched_env.cluster import get_cluster
+from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.workloads import load_workload
+from lp_baseline.instances import random_problem
+from lp_baseline.problem import OBJECTIVE_FIELDS, OBJECTIVES, problem_fingerprint
+from lp_baseline.registry import make_policy
+from lp_baseline.solver import solve_allocation
+
+slow = pytest.mark.slow
+
+
+class _Recorder:
+    """The policy, recording every decision."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.decisions = inner, inner.name, []
+
+    def reset(self, cluster, seed):
+        self.inner.reset(cluster, seed)
+
+    def decide(self, view):
+        out = self.inner.decide(view)
+        self.decisions.append(sorted((int(j), tuple(np.atleast_1d(r).tolist()))
+                                     for j, r in out.items()))
+        return out
+
+    @property
+    def last_stats(self):
+        return self.inner.last_stats
+
+    def summary(self):
+        return self.inner.summary()
+
+
+def _run(cluster, spec, name, memoize, **cfg):
+    c = get_cluster(cluster)
+    policy = _Recorder(make_policy(name, memoize=memoize))
+    result = Simulator(c, load_workload(spec, c, throughputs=cfg.pop("throughputs", None)),
+                       policy, SimConfig(**cfg)).run()
+    return policy.decisions, result.metrics(), policy.inner.summary()
+
+
+CASES = [("gavel-108", "gavel:rate=4,jobs=40,seed={s},multi_gpu=0", "gavel",
+          dict(throughputs="gavel")),
+         ("sia-64", "gavel:rate=6,jobs=24,seed={s},mix=llm,duration_scale=0.2",
+          "heterosched-lp", {}),
+         ("sia-64", "gavel:rate=6,jobs=24,seed={s},mix=llm,duration_scale=0.2",
+          "heterosched-lp-v1", {}),
+         ("sia-64", "gavel:rate=6,jobs=24,seed={s},duration_scale=0.2", "gavel", {})]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("cluster, spec, name, cfg", CASES)
+@slow
+def test_memoized_decisions_equal_recomputed_ones(cluster, spec, name, cfg, seed):
+    spec = spec.format(s=seed)
+    fresh = _run(cluster, spec, name, False, **dict(cfg))
+    memo = _run(cluster, spec, name, True, **dict(cfg))
+    assert memo[0] == fresh[0]                      # every round's assignment
+    wall = ("decision", "wall_s", "lp_reused")
+    assert {k: v for k, v in memo[1].items() if not any(w in k for w in wall)} == \
+        {k: v for k, v in fresh[1].items() if not any(w in k for w in wall)}
+    assert fresh[2]["lp_reused"] == 0
+    if name == "gavel":
+        # max-min over fixed configurations: the LP changes only when the job set does
+        assert memo[2]["lp_reused"] > 0
+
+
+def test_gavel_reuses_the_lp_between_arrivals_and_completions():
+    decisions, metrics, summary = _run("gavel-108", "gavel:rate=2,jobs=10,seed=1,multi_gpu=0",
+                                       "gavel", True, throughputs="gavel")
+    assert summary["lp_reused"] > 0.3 * summary["lp_solves"]
+    assert metrics["jobs_completed"] == 10
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_fields_outside_the_objective_do_not_change_the_solve(objective):
+    """``OBJECTIVE_FIELDS`` is what the fingerprint hashes: every other optional field may
+    change without changing the solution (else a reused solution could be wrong)."""
+    rng = np.random.default_rng(7)
+    p = random_problem(12, rng, n_types=3, total_gpus=96)
+    if objective in ("sia-srpt", "sia-las"):
+        p = dataclasses.replace(p, gain=rng.normal(size=p.n_candidates))
+    p = dataclasses.replace(p, priority=rng.uniform(0.5, 2, p.n_jobs),
+                            switch=rng.uniform(0.5, 1, p.n_candidates))
+    base = solve_allocation(p, objective, floor=0.5)
+    optional = ("remaining", "age_s", "ftf_denominator_s", "priority", "switch", "gain")
+    changed = {}
+    for name in optional:
+        if name in OBJECTIVE_FIELDS[objective] or getattr(p, name) is None:
+            continue
+        scale = rng.uniform(0.5, 1.0 if name == "switch" else 2.0, getattr(p, name).shape)
+        changed[name] = getattr(p, name) * scale          # (switch stays in (0, 1])
+    if not changed:
+        pytest.skip(f"{objective} reads every optional field set here")
+    q = dataclasses.replace(p, **changed)
+    assert problem_fingerprint(q, objective) == problem_fingerprint(p, objective)
+    other = solve_allocation(q, objective, floor=0.5)
+    assert np.array_equal(other.x, base.x) and other.objective == base.objective
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_fields_the_objective_reads_change_the_fingerprint(objective):
+    rng = np.random.default_rng(3)
+    p = random_problem(8, rng, n_types=3, total_gpus=64)
+    p = dataclasses.replace(p, gain=rng.normal(size=p.n_candidates),
+                            priority=rng.uniform(0.5, 2, p.n_jobs),
+                            switch=rng.uniform(0.5, 1, p.n_candidates))
+    for name in ("thr", "norm", "capacity") + OBJECTIVE_FIELDS[objective]:
+        q = dataclasses.replace(p, **{name: getattr(p, name) * (0.9 if name == "switch" else 1.5)})
+        assert problem_fingerprint(q, objective) != problem_fingerprint(p, objective), name
