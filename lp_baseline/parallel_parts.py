@@ -106,8 +106,10 @@ def _pool(executor: str, workers: int) -> Executor:
             if executor == "thread":
                 pool = ThreadPoolExecutor(workers, thread_name_prefix="pop-part")
             else:
+                methods = multiprocessing.get_all_start_methods()
+                method = "forkserver" if "forkserver" in methods else "spawn"   # (Windows)
                 pool = ProcessPoolExecutor(workers,
-                                           mp_context=multiprocessing.get_context("forkserver"))
+                                           mp_context=multiprocessing.get_context(method))
             _pools[key] = pool
         return pool
 

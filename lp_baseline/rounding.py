@@ -60,10 +60,13 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
         # a restart), else the most under-served one (share X minus time received).
         rs, xs = rows[support], x[support]
         cur = int(view.current[k])
-        under = np.round((xs - np.array([rec.get(int(r), 0.0) / el for r in rs]))
-                         / SHARE_QUANTUM) * SHARE_QUANTUM
-        xs = np.round(xs / SHARE_QUANTUM) * SHARE_QUANTUM
-        order = [int(r) for r in rs[np.lexsort((-xs, -under))]]
+        if rs.size == 1:                     # nothing to order (most jobs of a vertex)
+            order = [int(rs[0])]
+        else:
+            under = np.round((xs - np.array([rec.get(int(r), 0.0) / el for r in rs]))
+                             / SHARE_QUANTUM) * SHARE_QUANTUM
+            xs = np.round(xs / SHARE_QUANTUM) * SHARE_QUANTUM
+            order = [int(r) for r in rs[np.lexsort((-xs, -under))]]
         if sticky and cur in order:
             order.remove(cur)
             order.insert(0, cur)
