@@ -19,8 +19,8 @@ all of them, and ``BENCHMARKS.md`` ("POP parts in parallel") gives the figures t
 deterministic, so the allocation is the same whichever runs it (``tests/test_pop_parallel.py``).
 
 The pools are shared per ``(executor, workers)`` for the life of the process (created on first
-use, shut down at exit), so policies stay cheap to copy and to pickle: a policy holds only the
-executor's name.
+use, shut down at exit, forgotten in a forked child), so a policy holds only the executor's
+name and can be copied and pickled.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import atexit
 import logging
 import multiprocessing
+import os
 import threading
 import time
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -37,22 +38,26 @@ from typing import Any, Callable, Sequence
 from hsched_env.errors import ConfigError, UnknownNameError
 from lp_baseline.solver import solve_allocation
 
-__all__ = ["EXECUTORS", "DEFAULT_EXECUTOR", "PartSolve", "PartOutcome", "solve_parts",
-           "shutdown"]
+__all__ = ["EXECUTORS", "DEFAULT_EXECUTOR", "PartSolve", "PartOutcome", "default_workers",
+           "solve_parts", "shutdown"]
 
 EXECUTORS = ("serial", "thread", "process", "ray")
 
-#: What ``pop_workers > 1`` uses unless told otherwise (chosen by ``scripts/bench_pop.py``).
-DEFAULT_EXECUTOR = "process"
+#: What ``pop_workers > 1`` uses unless told otherwise. Threads: no start-up cost, no copies,
+#: nothing to guard in the user's script (``if __name__ == "__main__"``), and the same speed
+#: as processes at the part sizes measured (``scripts/bench_pop.py``, BENCHMARKS.md).
+DEFAULT_EXECUTOR = "thread"
 
 
 @dataclass(frozen=True)
 class PartSolve:
     """One part's solve, as sent to a worker: ``solve_allocation(problem, objective, backend=,
-    time_limit_s=, floor=)``. ``deadline`` (a ``time.perf_counter`` instant) is used only in the
-    calling process: the serial executor turns it into the time left just before the solve,
-    as a sequential POP always did; the parallel ones send ``time_limit_s`` measured at
-    dispatch."""
+    time_limit_s=, floor=)``, with the time left until ``deadline`` (a ``time.perf_counter``
+    instant of the calling process) when the solve starts, as a sequential POP always did.
+    Worker processes on this machine get it as ``deadline_monotonic`` (``time.monotonic``, the
+    same clock in every process), so a part that waits for a free worker still ends by the
+    deadline; Ray tasks (possibly on other machines) get ``time_limit_s`` measured when
+    they are sent."""
 
     problem: Any
     objective: str
@@ -60,6 +65,7 @@ class PartSolve:
     floor: float
     time_limit_s: float | None = None
     deadline: float | None = None
+    deadline_monotonic: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,10 @@ def _solve_one(task: PartSolve) -> PartOutcome:
     budget = task.time_limit_s
     if task.deadline is not None:
         budget = task.deadline - t0
-        if budget <= 0:
-            return PartOutcome(None, "", 0.0, out_of_time=True)
+    elif task.deadline_monotonic is not None:
+        budget = task.deadline_monotonic - time.monotonic()
+    if budget is not None and budget <= 0:
+        return PartOutcome(None, "", 0.0, out_of_time=True)
     try:
         res = solve_allocation(task.problem, task.objective, backend=task.backend,
                                time_limit_s=budget, floor=task.floor)
@@ -127,14 +135,29 @@ def _ray_map(tasks: Sequence[PartSolve], workers: int) -> list[PartOutcome]:
         _ray_solve = ray.remote(num_cpus=1, max_retries=1)(_solve_one)
     refs = [_ray_solve.remote(PartSolve(t.problem, t.objective, t.backend, t.floor,
                                         _budget_now(t))) for t in tasks]
-    return list(ray.get(refs))
+    out = []
+    for ref in refs:
+        try:
+            out.append(ray.get(ref))
+        except Exception as exc:         # noqa: BLE001 - a dead worker (after its retry)
+            out.append(PartOutcome(None, f"{type(exc).__name__}: {exc}", 0.0))
+    return out
 
 
 def _budget_now(task: PartSolve) -> float | None:
-    """The part's time limit measured now (for a task leaving this process)."""
+    """The part's time limit measured now (for a task leaving this machine)."""
     if task.deadline is None:
         return task.time_limit_s
     return max(task.deadline - time.perf_counter(), 1e-6)
+
+
+def _for_worker_process(task: PartSolve) -> PartSolve:
+    """The task with its deadline on the clock every process of this machine shares."""
+    if task.deadline is None:
+        return task
+    left = task.deadline - time.perf_counter()
+    return PartSolve(task.problem, task.objective, task.backend, task.floor,
+                     task.time_limit_s, None, time.monotonic() + left)
 
 
 def solve_parts(tasks: Sequence[PartSolve], *, executor: str = "serial",
@@ -157,10 +180,7 @@ def solve_parts(tasks: Sequence[PartSolve], *, executor: str = "serial",
     if executor == "ray":
         return _ray_map(tasks, workers)
     pool = _pool(executor, workers)
-    sent = tasks
-    if executor == "process":
-        sent = [PartSolve(t.problem, t.objective, t.backend, t.floor, _budget_now(t))
-                for t in tasks]
+    sent = [_for_worker_process(t) for t in tasks] if executor == "process" else tasks
     fn: Callable[[PartSolve], PartOutcome] = _solve_one
     try:
         return list(pool.map(fn, sent))
@@ -168,9 +188,31 @@ def solve_parts(tasks: Sequence[PartSolve], *, executor: str = "serial",
         with _pools_lock:
             if _pools.get((executor, workers)) is pool:
                 del _pools[(executor, workers)]
+        pool.shutdown(wait=False, cancel_futures=True)
         log.warning("POP %s pool broke (%s); solving this round's %d parts in this process "
                     "and starting a new pool next time", executor, exc, len(tasks))
         return [_solve_one(t) for t in tasks]
+
+
+def _forget_pools_after_fork() -> None:
+    """In a forked child the pools' workers and threads belong to the parent: start afresh."""
+    global _pools_lock, _ray_solve
+    _pools.clear()
+    _pools_lock = threading.Lock()
+    _ray_solve = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
+
+
+def default_workers(pop: int) -> int:
+    """``pop_workers=None``: one worker per part, at most the CPUs this process may use."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):           # (not on every platform)
+        cpus = os.cpu_count() or 1
+    return max(1, min(int(pop), cpus))
 
 
 @atexit.register

@@ -35,7 +35,7 @@ Heuristics that cut decision time (``LPPolicy`` arguments):
 * ``resolve="on-change"``: re-solve only when jobs arrive or complete, reusing X otherwise;
 * ``pop``: POP-style k-way random partition of the jobs (and ⌊capacity/k⌋ per part), one LP
   per part — the baseline to beat. With ``pop_workers > 1`` the parts' solves run side by side
-  (``lp_baseline.parallel_parts``: processes, threads or Ray) and the decision time is what that
+  (``lp_baseline.parallel_parts``: threads, processes or Ray) and the decision time is what that
   took; ``last_stats.extra`` also has ``pop_sequential_s`` (the parts one after the other),
   ``pop_parallel_s`` (the slowest part: the ideal parallel time) and ``pop_solve_wall_s``.
 
@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 
@@ -76,7 +75,7 @@ from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominat
                                    NormalizerMemo, job_normalizer, job_normalizers,
                                    stage2_terms)
 from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome, PartSolve,
-                                        solve_parts)
+                                        default_workers, solve_parts)
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
                                  check_feasible, evaluate_objective, problem_fingerprint)
 from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
@@ -133,12 +132,13 @@ class LPPolicy:
         resolve: ``"every-round"`` or ``"on-change"``.
         pop: Number of POP partitions (1 = the whole problem).
         pop_workers: How many POP parts are solved at the same time (1: one after the other;
-            ``None``: ``min(pop, os.cpu_count())``). The allocation does not depend on it.
+            ``None``: ``min(pop, CPUs this process may use)``). The allocation does not depend
+            on it.
         memoize: Reuse what did not change since the previous decision: a job's normalizer
             (``job_terms.NormalizerMemo``) and a part's LP solution when the LP is the same
             (``problem.problem_fingerprint``; not with ``time_limit_s``). The schedule is the
             same either way (``tests/test_lp_memo.py``); ``False`` recomputes everything.
-        pop_executor: Where parallel parts run: ``"process"`` (default), ``"thread"``,
+        pop_executor: Where parallel parts run: ``"thread"`` (default), ``"process"``,
             ``"ray"`` or ``"serial"`` (``lp_baseline.parallel_parts``).
         backend: ``"highs"`` (direct sparse matrix, default) or ``"pulp"``.
         time_limit_s: Per-decision budget of the LP work (model building and solves of all
@@ -211,7 +211,7 @@ class LPPolicy:
         if pop_executor not in EXECUTORS:
             raise UnknownNameError("POP executor", pop_executor, list(EXECUTORS))
         if pop_workers is None:
-            pop_workers = min(self.pop, os.cpu_count() or 1)
+            pop_workers = default_workers(self.pop)
         if not (isinstance(pop_workers, int) and not isinstance(pop_workers, bool)
                 and pop_workers >= 1):
             raise ConfigError(f"pop_workers must be an integer ≥ 1 or None, got "
@@ -409,7 +409,7 @@ class LPPolicy:
         X)}, stats)`` — X is the share of time the job should run with each of those
         candidate rows; ``stats.extra["objective"]`` is the LP's primary objective."""
         stats = PolicyStats()
-        return self._allocate(view, stats, allowed), stats
+        return self._allocate(view, stats, allowed, memo_update=False), stats
 
     def evaluate(self, view: SchedulerView, allocation: dict) -> float:
         """The LP's primary objective of ``allocation`` (``{job id: (rows, X)}``, e.g.
@@ -460,9 +460,11 @@ class LPPolicy:
         return value
 
     def _allocate(self, view: SchedulerView, stats: PolicyStats, allowed=None,
-                  t0: float | None = None, norms: np.ndarray | None = None) -> dict:
+                  t0: float | None = None, norms: np.ndarray | None = None,
+                  memo_update: bool = True) -> dict:
         """The LP allocation of the round; ``t0`` starts the ``time_limit_s`` budget
-        (default: now); ``norms``: the jobs' normalizers if already computed."""
+        (default: now); ``norms``: the jobs' normalizers if already computed;
+        ``memo_update``: reuse and keep LP solutions (``memoize``; off for ``shares``)."""
         deadline = (None if self.time_limit_s is None else
                     (time.perf_counter() if t0 is None else t0) + self.time_limit_s)
         A = view.num_active
@@ -487,11 +489,11 @@ class LPPolicy:
             built[-1].seconds += time.perf_counter() - t1
         # a part whose LP is the previous decision's (same fingerprint) reuses its solution:
         # the same LP gives the same answer, so only without a time limit (which could cut a
-        # fresh solve short)
-        memo, self._lp_memo = self._lp_memo, {}
-        keys = [None if b.problem is None or self.time_limit_s is not None
-                or not self.memoize else
-                problem_fingerprint(b.problem, self.objective) for b in built]
+        # fresh solve short), and only answers the check below accepted are kept
+        use_memo = memo_update and self.memoize and self.time_limit_s is None
+        memo = self._lp_memo if use_memo else {}
+        keys = [problem_fingerprint(b.problem, self.objective)
+                if use_memo and b.problem is not None else None for b in built]
         reused = {i: memo[key] for i, key in enumerate(keys) if key is not None and key in memo}
         todo = [i for i, b in enumerate(built) if b.problem is not None and i not in reused]
         tasks = [PartSolve(built[i].problem, self.objective, self.backend, self.floor,
@@ -502,14 +504,14 @@ class LPPolicy:
         wall = time.perf_counter() - t_solve
         out = {}
         part_times = []
+        kept = {}
         for i, b in enumerate(built):
             t1 = time.perf_counter()
             outcome = (PartOutcome(reused[i], "", 0.0, reused=True) if i in reused
                        else solved.get(i))
-            x = self._finish_part(view, b, outcome, rows, part_cap, stats)
-            if outcome is not None and outcome.result is not None and keys[i] is not None \
-                    and outcome.result.status == "optimal":
-                self._lp_memo[keys[i]] = outcome.result      # (checked again when reused)
+            x, accepted = self._finish_part(view, b, outcome, rows, part_cap, stats)
+            if accepted and keys[i] is not None and outcome.result.status == "optimal":
+                kept[keys[i]] = outcome.result
             part_times.append(b.seconds + (0.0 if outcome is None else outcome.seconds)
                               + time.perf_counter() - t1)
             for k, xr in zip(b.members, x):
@@ -517,8 +519,10 @@ class LPPolicy:
         # the ideal parallel time (the slowest part: its build, solve and check), what the
         # parts take one after the other, and the measured wall time of the solves as run
         stats.extra["pop_parallel_s"] = max(part_times) if part_times else 0.0
-        stats.extra["lp_reused"] = len(reused)
-        self._lp_reused += len(reused)
+        if use_memo:
+            self._lp_memo = kept
+            stats.extra["lp_reused"] = len(reused)
+            self._lp_reused += len(reused)
         if self.pop > 1:
             stats.extra["pop_sequential_s"] = float(sum(part_times))
             stats.extra["pop_solve_wall_s"] = wall
@@ -565,11 +569,12 @@ class LPPolicy:
         return part
 
     def _finish_part(self, view, part: "_Part", outcome, rows, cap,
-                     stats) -> list[np.ndarray]:
-        """The part's X per job: the solver's answer if usable, else the greedy fallback."""
+                     stats) -> tuple[list[np.ndarray], bool]:
+        """The part's X per job and whether it is the solver's answer (else the greedy
+        fallback's)."""
         sizes = part.sizes
         if part.empty:
-            return [np.zeros(s) for s in sizes]
+            return [np.zeros(s) for s in sizes], False
         x, kind, detail = None, None, ""
         if part.fault is not None:
             kind, detail = part.fault
@@ -585,7 +590,7 @@ class LPPolicy:
             x = self._greedy_x(view, part.members, rows, part.thr, part.gpus, cap, sizes)
             stats.extra.setdefault("fallbacks", []).append(kind)
         start = np.r_[0, np.cumsum(sizes)[:-1]]
-        return [np.clip(x[s0:s0 + s], 0.0, 1.0) for s0, s in zip(start, sizes)]
+        return [np.clip(x[s0:s0 + s], 0.0, 1.0) for s0, s in zip(start, sizes)], kind is None
 
     def _accept(self, problem: AllocationProblem, res, stats, reused: bool = False):
         """Book one part's ``SolveResult`` into ``stats`` (``reused``: the previous decision's,

@@ -281,7 +281,7 @@ def evaluate_objective(p: AllocationProblem, x: np.ndarray, objective: str) -> f
 
 #: The ``AllocationProblem`` fields each objective's LP and objective value read, beyond
 #: ``job_of``, ``gpus``, ``thr``, ``capacity``, ``norm`` and ``weight`` (which all read).
-#: ``tests/test_lp_solver.py`` checks it: changing any other field leaves the solve unchanged.
+#: ``tests/test_lp_memo.py`` checks it: changing any other field leaves the solve unchanged.
 OBJECTIVE_FIELDS: dict[str, tuple[str, ...]] = {
     "max-min": (), "max-throughput": (), "min-makespan": ("remaining",),
     "ftf": ("remaining", "age_s", "ftf_denominator_s"),

@@ -291,17 +291,20 @@ def state_copies(mode: str, before: int, branch: int, seed: int) -> dict:
 
 # ------------------------------------------------------------------------------ 4. faults
 class Injector:
-    """Wraps ``solve_allocation`` / ``AllocationProblem`` in ``lp_baseline.policy`` so that a
-    seeded 30% of the LP solves fail as ``kind`` says; counts what it injected."""
+    """Wraps ``solve_allocation`` where the policies' solves run (``lp_baseline.parallel_parts``,
+    in this process: the serial and thread executors) and ``AllocationProblem`` in
+    ``lp_baseline.policy`` so that a seeded 30% of the LP solves fail as ``kind`` says; counts
+    what it injected."""
 
     def __init__(self, kind: str, seed: int, rate: float = 0.3) -> None:
+        import lp_baseline.parallel_parts as parts_mod
         import lp_baseline.policy as policy_mod
         import lp_baseline.solver as solver_mod
         self.kind, self.rate = kind, rate
         self.rng = np.random.default_rng(seed)
         self.injected = 0
-        self.policy_mod, self.solver_mod = policy_mod, solver_mod
-        self.saved = (policy_mod.solve_allocation, policy_mod.AllocationProblem)
+        self.parts_mod, self.policy_mod, self.solver_mod = parts_mod, policy_mod, solver_mod
+        self.saved = (parts_mod.solve_allocation, policy_mod.AllocationProblem)
 
     def _fire(self) -> bool:
         if self.rng.random() < self.rate:
@@ -341,12 +344,12 @@ class Injector:
                 kw["thr"][0] = np.nan
             return real_problem(**kw)
 
-        self.policy_mod.solve_allocation = solve
+        self.parts_mod.solve_allocation = solve
         self.policy_mod.AllocationProblem = problem
         return self
 
     def __exit__(self, *exc):
-        self.policy_mod.solve_allocation, self.policy_mod.AllocationProblem = self.saved
+        self.parts_mod.solve_allocation, self.policy_mod.AllocationProblem = self.saved
         return False
 
 

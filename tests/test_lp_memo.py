@@ -77,6 +77,33 @@ def test_memoized_decisions_equal_recomputed_ones(cluster, spec, name, cfg, seed
         assert memo[2]["lp_reused"] > 0
 
 
+def test_memo_on_a_small_run_equals_recomputing():
+    spec = "gavel:rate=3,jobs=12,seed=5,multi_gpu=0"
+    fresh = _run("gavel-108", spec, "gavel", False, throughputs="gavel")
+    memo = _run("gavel-108", spec, "gavel", True, throughputs="gavel")
+    assert memo[0] == fresh[0] and memo[2]["lp_reused"] > 0
+
+
+def test_a_rejected_answer_is_not_reused(monkeypatch):
+    """A solve whose answer the policy rejects (here: NaN once) falls back once; the next
+    decision solves again instead of reusing it."""
+    import lp_baseline.parallel_parts as parts_mod
+    real, calls = parts_mod.solve_allocation, {"n": 0}
+
+    def nan_once(problem, objective, **kw):
+        res = real(problem, objective, **kw)
+        calls["n"] += 1
+        if calls["n"] == 3:
+            return dataclasses.replace(res, x=np.full(problem.n_candidates, np.nan))
+        return res
+
+    monkeypatch.setattr(parts_mod, "solve_allocation", nan_once)
+    spec = "gavel:rate=3,jobs=12,seed=5,multi_gpu=0"
+    _, metrics, summary = _run("gavel-108", spec, "gavel", True, throughputs="gavel")
+    assert summary["lp_fallbacks"] == 1 and summary["lp_reused"] > 0
+    assert metrics["jobs_completed"] == 12
+
+
 def test_gavel_reuses_the_lp_between_arrivals_and_completions():
     decisions, metrics, summary = _run("gavel-108", "gavel:rate=2,jobs=10,seed=1,multi_gpu=0",
                                        "gavel", True, throughputs="gavel")

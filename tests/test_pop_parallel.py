@@ -54,7 +54,8 @@ def test_pop_reports_sequential_and_parallel_time(simulate):
 
 
 def test_pop_k_uses_up_to_k_workers_by_default():
-    assert make_policy("pop-4").pop_workers == min(4, os.cpu_count() or 1)
+    assert make_policy("pop-4").pop_workers == parallel_parts.default_workers(4) >= 1
+    assert make_policy("pop-4").pop_executor == "thread"
     assert make_policy("pop-4", pop_workers=1).pop_workers == 1
     assert make_policy("heterosched-lp").pop_workers == 1
 
@@ -107,6 +108,27 @@ def test_a_solve_that_raises_in_a_worker_comes_back_as_its_error():
         parallel_parts.shutdown()
     assert outcomes[0].result is not None and outcomes[0].error == ""
     assert outcomes[1].result is None and "no-such-objective" in outcomes[1].error
+
+
+def test_a_forked_child_starts_its_own_pool():
+    """A pool's threads and workers stay in the parent: after ``os.fork`` (e.g. a vector
+    environment's worker) the child's solves must not wait on them forever."""
+    problems = [random_problem(6, np.random.default_rng(s), n_types=3, total_gpus=64)
+                for s in range(2)]
+    tasks = [PartSolve(p, "max-min", "highs", 0.0) for p in problems]
+    reference = [o.result.objective for o in solve_parts(tasks, executor="thread", workers=2)]
+    pid = os.fork()
+    if pid == 0:                                       # the child: 20 s or it is hung
+        import signal
+        signal.alarm(20)
+        try:
+            got = [o.result.objective for o in solve_parts(tasks, executor="thread",
+                                                            workers=2)]
+            os._exit(0 if got == reference else 1)
+        except BaseException:                          # noqa: BLE001
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 @slow
