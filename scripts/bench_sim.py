@@ -5,6 +5,7 @@ Usage:
     python scripts/bench_sim.py llm         # sia-64 / modern-512, mix=llm: heterosched-lp vs gavel
     python scripts/bench_sim.py decision    # decision time vs active jobs on large-2048
     python scripts/bench_sim.py speed       # 2000-job workloads on large-2048, non-LP policies
+    python scripts/bench_sim.py memo        # gavel on Gavel's workload, LPPolicy(memoize=) off / on
     python scripts/bench_sim.py all
 
 Each prints a Markdown table; every run is a deterministic simulation (fixed seeds).
@@ -139,9 +140,37 @@ def speed() -> None:
             sys.stdout.flush()
 
 
+def memo(reps: int = 3) -> None:
+    """``gavel`` on Gavel's generated workload (as ``scripts/bench_vs_gavel.py``: rate 4/h,
+    seed 0, single-GPU jobs, jobs 100-299 measured, 360 s rounds) with ``memoize`` off and
+    on, interleaved; medians, and a check that both give the same avg JCT."""
+    c = get_cluster("gavel-108")
+    spec = "gavel:rate=4,jobs=1300,seed=0,multi_gpu=0"
+    cfg = SimConfig(throughputs="gavel", round_s=360.0, measure_jobs=(100, 300))
+    walls, out = {False: [], True: []}, {}
+    for _ in range(reps):
+        for on in (False, True):
+            w = load_workload(spec, c, throughputs="gavel")
+            t0 = time.perf_counter()
+            r = Simulator(c, w, make_policy("gavel", memoize=on), cfg).run()
+            walls[on].append(time.perf_counter() - t0)
+            out[on] = r.metrics()
+    print("\n### gavel on Gavel's workload: memoize off against on\n")
+    print("| memoize | wall s (median) | values | LP solves | reused | avg JCT h |"
+          "\n|---|---:|---|---:|---:|---:|")
+    for on in (False, True):
+        m = out[on]
+        print(f"| {'on' if on else 'off'} | {statistics.median(walls[on]):.2f} | "
+              f"{', '.join(f'{v:.2f}' for v in walls[on])} | {m['lp_solves']} | "
+              f"{m.get('lp_reused', 0)} | {m['avg_jct_s'] / 3600:.3f} |")
+    same = out[False]["avg_jct_s"] == out[True]["avg_jct_s"]
+    print(f"\nsame avg JCT: {same}; off ÷ on: "
+          f"{statistics.median(walls[False]) / statistics.median(walls[True]):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["hetero", "llm", "decision", "speed", "all"])
+    ap.add_argument("what", choices=["hetero", "llm", "decision", "speed", "memo", "all"])
     ap.add_argument("--sizes", default="100,500,1000,2000",
                     help="active-job counts of the decision benchmark")
     args = ap.parse_args()
