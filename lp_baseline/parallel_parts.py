@@ -26,6 +26,7 @@ name and can be copied and pickled.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -52,7 +53,7 @@ DEFAULT_EXECUTOR = "thread"
 @dataclass(frozen=True)
 class PartSolve:
     """One part's solve, as sent to a worker: ``solve_allocation(problem, objective, backend=,
-    time_limit_s=, floor=)``, with the time left until ``deadline`` (a ``time.perf_counter``
+    time_limit_s=, floor=, highs_options=)``, with the time left until ``deadline`` (a ``time.perf_counter``
     instant of the calling process) when the solve starts, as a sequential POP always did.
     Worker processes on this machine get it as ``deadline_monotonic`` (``time.monotonic``, the
     same clock in every process), so a part that waits for a free worker still ends by the
@@ -66,6 +67,7 @@ class PartSolve:
     time_limit_s: float | None = None
     deadline: float | None = None
     deadline_monotonic: float | None = None
+    highs_options: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,8 @@ def _solve_one(task: PartSolve) -> PartOutcome:
         return PartOutcome(None, "", 0.0, out_of_time=True)
     try:
         res = solve_allocation(task.problem, task.objective, backend=task.backend,
-                               time_limit_s=budget, floor=task.floor)
+                               time_limit_s=budget, floor=task.floor,
+                               highs_options=task.highs_options)
     except Exception as exc:             # noqa: BLE001 - the policy falls back for this part
         return PartOutcome(None, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
     return PartOutcome(res, "", time.perf_counter() - t0)
@@ -133,8 +136,8 @@ def _ray_map(tasks: Sequence[PartSolve], workers: int) -> list[PartOutcome]:
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     if _ray_solve is None:
         _ray_solve = ray.remote(num_cpus=1, max_retries=1)(_solve_one)
-    refs = [_ray_solve.remote(PartSolve(t.problem, t.objective, t.backend, t.floor,
-                                        _budget_now(t))) for t in tasks]
+    refs = [_ray_solve.remote(dataclasses.replace(t, time_limit_s=_budget_now(t), deadline=None))
+            for t in tasks]
     out = []
     for ref in refs:
         try:
@@ -156,8 +159,7 @@ def _for_worker_process(task: PartSolve) -> PartSolve:
     if task.deadline is None:
         return task
     left = task.deadline - time.perf_counter()
-    return PartSolve(task.problem, task.objective, task.backend, task.floor,
-                     task.time_limit_s, None, time.monotonic() + left)
+    return dataclasses.replace(task, deadline=None, deadline_monotonic=time.monotonic() + left)
 
 
 def solve_parts(tasks: Sequence[PartSolve], *, executor: str = "serial",

@@ -81,6 +81,9 @@ from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, Al
 from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
 from lp_baseline.solver import solve_allocation
 
+#: ``LPPolicy(lp_method=)``: the HiGHS options of each LP algorithm.
+LP_METHODS = {"simplex": None, "ipm": {"solver": "ipm", "run_crossover": "on"}}
+
 #: Tolerance of the check that a solver's ``x`` satisfies the LP's constraints.
 FEASIBILITY_TOL = 1e-6
 #: The co-optimizer's default objective (``heterosched-lp``; see docs/lp.md for why).
@@ -138,6 +141,10 @@ class LPPolicy:
             (``job_terms.NormalizerMemo``) and a part's LP solution when the LP is the same
             (``problem.problem_fingerprint``; not with ``time_limit_s``). The schedule is the
             same either way (``tests/test_lp_memo.py``); ``False`` recomputes everything.
+        lp_method: HiGHS' LP algorithm: ``"simplex"`` (default: dual simplex) or ``"ipm"``
+            (interior point, then crossover to a vertex, which the integral rounding needs).
+            Same optimum; on large LPs IPM is faster (docs/lp.md, "Backends"), and where the
+            LP has several optimal vertices it may return another one.
         pop_executor: Where parallel parts run: ``"thread"`` (default), ``"process"``,
             ``"ray"`` or ``"serial"`` (``lp_baseline.parallel_parts``).
         backend: ``"highs"`` (direct sparse matrix, default) or ``"pulp"``.
@@ -181,7 +188,8 @@ class LPPolicy:
                  size_cap: bool | None = None, floor: float | None = None,
                  las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True,
                  rounding: str | None = None, pop_workers: int | None = 1,
-                 pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True) -> None:
+                 pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
+                 lp_method: str = "simplex") -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         defaults = objective_defaults(objective)
@@ -218,6 +226,9 @@ class LPPolicy:
                               f"{pop_workers!r}", field="pop_workers")
         self.pop_workers, self.pop_executor = pop_workers, pop_executor
         self.memoize = bool(memoize)
+        if lp_method not in LP_METHODS:
+            raise UnknownNameError("LP method", lp_method, list(LP_METHODS))
+        self.lp_method = lp_method
         self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
@@ -497,7 +508,8 @@ class LPPolicy:
         reused = {i: memo[key] for i, key in enumerate(keys) if key is not None and key in memo}
         todo = [i for i, b in enumerate(built) if b.problem is not None and i not in reused]
         tasks = [PartSolve(built[i].problem, self.objective, self.backend, self.floor,
-                           deadline=deadline) for i in todo]
+                           deadline=deadline, highs_options=LP_METHODS[self.lp_method])
+                 for i in todo]
         t_solve = time.perf_counter()
         solved = dict(zip(todo, solve_parts(tasks, executor=self.pop_executor,
                                             workers=self.pop_workers)))

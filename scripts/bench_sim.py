@@ -6,6 +6,7 @@ Usage:
     python scripts/bench_sim.py decision    # decision time vs active jobs on large-2048
     python scripts/bench_sim.py speed       # 2000-job workloads on large-2048, non-LP policies
     python scripts/bench_sim.py memo        # gavel on Gavel's workload, LPPolicy(memoize=) off / on
+    python scripts/bench_sim.py ipm         # large-2048: the pure LP with dual simplex / IPM
     python scripts/bench_sim.py all
 
 Each prints a Markdown table; every run is a deterministic simulation (fixed seeds).
@@ -168,9 +169,56 @@ def memo(reps: int = 3) -> None:
           f"{statistics.median(walls[False]) / statistics.median(walls[True]):.2f}")
 
 
+class _DecideTwice:
+    """The pure LP; on the first round with ``min_active`` active jobs, both LP methods also
+    decide on that view (fresh policies, interleaved, ``reps`` times each)."""
+
+    name = "heterosched-lp"
+
+    def __init__(self, min_active: int, reps: int) -> None:
+        self.inner, self.min_active, self.reps = make_policy("heterosched-lp"), min_active, reps
+        self.cluster, self.times, self.allocations, self.active = None, {}, {}, 0
+
+    def reset(self, cluster, seed) -> None:
+        self.cluster = cluster
+        self.inner.reset(cluster, seed)
+
+    def decide(self, view):
+        if not self.times and view.num_active >= self.min_active:
+            self.active = view.num_active
+            for _ in range(self.reps):
+                for method in ("simplex", "ipm"):
+                    pol = make_policy("heterosched-lp", lp_method=method)
+                    pol.reset(self.cluster, 0)
+                    t0 = time.perf_counter()
+                    out = pol.decide(view)
+                    self.times.setdefault(method, []).append(time.perf_counter() - t0)
+                    self.allocations[method] = out
+        return self.inner.decide(view)
+
+
+def ipm(sizes=(500, 1000, 2000), reps: int = 3) -> None:
+    """Decision time of the pure LP with HiGHS' dual simplex and with IPM + crossover, on
+    the same view of a large-2048 burst (as ``decision``), and whether the assignments match."""
+    print("\n### large-2048, mix=llm burst: the pure LP's decision, dual simplex against IPM\n")
+    print("| N | active | simplex median s | ipm median s | ipm ÷ simplex | same assignment |"
+          "\n|---:|---:|---:|---:|---:|---|")
+    c = get_cluster("large-2048")
+    for n in sizes:
+        probe = _DecideTwice(int(0.9 * n), reps)
+        w = load_workload(f"gavel:rate={n * 12000},jobs={n},seed=0,mix=llm,duration_scale=0.5", c)
+        Simulator(c, w, probe, SimConfig(max_time_s=1800.0)).run()
+        med = {m: statistics.median(v) for m, v in probe.times.items()}
+        same = probe.allocations["simplex"] == probe.allocations["ipm"]
+        print(f"| {n} | {probe.active} | {med['simplex']:.3f} | {med['ipm']:.3f} | "
+              f"{med['ipm'] / med['simplex']:.2f} | {'yes' if same else 'no'} |")
+        sys.stdout.flush()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["hetero", "llm", "decision", "speed", "memo", "all"])
+    ap.add_argument("what", choices=["hetero", "llm", "decision", "speed", "memo", "ipm",
+                                     "all"])
     ap.add_argument("--sizes", default="100,500,1000,2000",
                     help="active-job counts of the decision benchmark")
     args = ap.parse_args()
@@ -178,6 +226,8 @@ def main() -> None:
     for what in todo:
         if what == "decision":
             decision(tuple(int(v) for v in args.sizes.split(",")))
+        elif what == "ipm":
+            ipm(tuple(int(v) for v in args.sizes.split(",")))
         else:
             globals()[what]()
 
