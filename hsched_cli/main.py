@@ -50,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--policy", default="heterosched-lp",
                             help="heterosched-lp (default), heterosched-lp-las, gavel, sia, "
                                  "heterosched-ilp, agnostic-lp, topk, lp-on-change, pop-K, "
-                                 "support-reuse, heterosched-lp-v0, heterosched-lp-v1, fifo, "
-                                 "fifo-fastest, srf, greedy, random")
+                                 "pop-K-serial, support-reuse, heterosched-lp-v0, "
+                                 "heterosched-lp-v1, fifo, fifo-fastest, srf, greedy, random")
         else:
             sp.add_argument("--policies", required=True, help="comma-separated policy names")
         sp.add_argument("--objective", default=None,

@@ -22,7 +22,7 @@ from lp_baseline.policy import DEFAULT_OBJECTIVE, LPPolicy
 POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
                 "support-reuse",
                 "gavel", "sia",
-                "agnostic-lp", "pop-2", "pop-4", "pop-8", "heterosched-lp-las",
+                "agnostic-lp", "pop-2", "pop-4", "pop-8", "pop-4-serial", "heterosched-lp-las",
                 "heterosched-lp-v0", "heterosched-lp-v1", "fifo",
                 "fifo-fastest", "srf", "greedy", "random")
 
@@ -31,8 +31,9 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
                 topk: int = 4, time_limit_s: float | None = None, memoize: bool = True,
                 **lp_options):
     """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2 and solves its K
-    parts side by side on up to ``min(K, CPUs)`` workers (``pop_workers=1``: one after the
-    other; ``pop_executor=``: where, see ``lp_baseline.parallel_parts``).
+    parts side by side on up to ``min(K, CPUs)`` workers (``pop-K-serial`` or
+    ``pop_workers=1``: one after the other; ``pop_executor=``: where, see
+    ``lp_baseline.parallel_parts``).
 
     Args:
         name: The policy.
@@ -95,11 +96,14 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         # then Σ throughput ÷ remaining work, fair-share normalizer, size cap, Gavel rounding
         return LPPolicy(name, **dict(common, objective="fair-srpt"))
     if name.startswith("pop-"):
+        # pop-K: the K parts side by side, up to one per CPU (lp_baseline.parallel_parts);
+        # pop-K-serial: one after the other
+        digits, serial = (name[4:-7], True) if name.endswith("-serial") else (name[4:], False)
         try:
-            k = int(name[4:])
+            k = int(digits)
         except ValueError:
             k = 0
         if k >= 2:
-            # the k parts are solved side by side, up to one per CPU (lp_baseline.parallel_parts)
-            return LPPolicy(name, pop=k, **dict(dict(pop_workers=None), **common))
+            workers = dict(pop_workers=1 if serial else None)
+            return LPPolicy(name, pop=k, **dict(workers, **common))
     raise UnknownNameError("policy", name, list(POLICY_NAMES))

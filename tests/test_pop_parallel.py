@@ -140,3 +140,10 @@ def test_ray_parts_give_the_serial_answers():
     serial = [o.result.x.tolist() for o in solve_parts(tasks)]
     on_ray = [o.result.x.tolist() for o in solve_parts(tasks, executor="ray", workers=2)]
     assert on_ray == serial
+
+
+def test_pop_k_serial_by_name():
+    serial = make_policy("pop-4-serial")
+    assert (serial.pop, serial.pop_workers) == (4, 1)
+    with pytest.raises(UnknownNameError):
+        make_policy("pop-1-serial")
