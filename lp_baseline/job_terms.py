@@ -64,6 +64,14 @@ class NormalizerMemo:
     def __init__(self) -> None:
         self._memo: dict = {}
 
+    def __deepcopy__(self, memo) -> "NormalizerMemo":
+        # a cache: a copy starts empty instead of copying every job's candidate table
+        # (RankEnv.reference_action deep-copies the policy each round)
+        return NormalizerMemo()
+
+    def __getstate__(self) -> dict:
+        return {"_memo": {}}
+
     def __call__(self, view: SchedulerView, normalizer: str) -> np.ndarray:
         A = view.num_active
         out = np.empty(A)
