@@ -133,12 +133,20 @@ def test_a_forked_child_starts_its_own_pool():
 
 @slow
 def test_ray_parts_give_the_serial_answers():
-    pytest.importorskip("ray")
+    ray = pytest.importorskip("ray")
     problems = [random_problem(8, np.random.default_rng(s), n_types=3, total_gpus=64)
                 for s in range(4)]
     tasks = [PartSolve(p, "max-min", "highs", 0.0) for p in problems]
     serial = [o.result.x.tolist() for o in solve_parts(tasks)]
-    on_ray = [o.result.x.tolist() for o in solve_parts(tasks, executor="ray", workers=2)]
+    started_here = not ray.is_initialized()
+    try:
+        on_ray = [o.result.x.tolist() for o in solve_parts(tasks, executor="ray", workers=2)]
+    finally:
+        if started_here:
+            # the instance solve_parts started must not outlive the test: later tests start
+            # their own (tests/test_ray_backend.py) and would join this one instead
+            ray.shutdown()
+            parallel_parts.shutdown()
     assert on_ray == serial
 
 
