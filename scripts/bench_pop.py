@@ -56,14 +56,18 @@ def allocation_digest(allocation: dict) -> str:
     return h.hexdigest()[:16]
 
 
-class _MeasureAt:
-    """The pure LP, except that on the first round with ``min_active`` active jobs every POP
-    configuration also decides on the view (timed), after which the run stops."""
+class SnapshotProbe:
+    """The pure LP, except that on the first round with ``min_active`` active jobs each of
+    ``makers`` (label -> a fresh policy) also decides on that view, timed: ``warmup``
+    untimed rounds (pools start), then ``reps`` interleaved. Per label, ``samples`` holds
+    each timed decision: its wall time, ``last_stats.extra``, the allocation's digest, the
+    assignment and the fallbacks. (``scripts/bench_sim.py ipm`` uses it too.)"""
 
-    def __init__(self, min_active: int, configs: list[tuple[str, int]], pop: int, reps: int):
+    name = "heterosched-lp"
+
+    def __init__(self, min_active: int, makers: dict, reps: int, warmup: int = 1):
         self.inner = make_policy("heterosched-lp")
-        self.name = "heterosched-lp"
-        self.min_active, self.configs, self.pop, self.reps = min_active, configs, pop, reps
+        self.min_active, self.makers, self.reps, self.warmup = min_active, makers, reps, warmup
         self.cluster = None
         self.samples: dict[str, list[dict]] = {}
         self.active = 0
@@ -75,30 +79,30 @@ class _MeasureAt:
     def decide(self, view):
         if not self.samples and view.num_active >= self.min_active:
             self.active = view.num_active
-            for rep in range(self.reps + 1):          # the first: a warm-up (pools start)
-                for executor, workers in self.configs:
-                    pol = LPPolicy(f"pop-{self.pop}", pop=self.pop, pop_workers=workers,
-                                   pop_executor=executor)
+            for rep in range(self.warmup + self.reps):
+                for label, make in self.makers.items():
+                    pol = make()
                     pol.reset(self.cluster, 0)
                     t0 = time.perf_counter()
-                    pol.decide(view)
+                    out = pol.decide(view)
                     wall = time.perf_counter() - t0
-                    extra = pol.last_stats.extra
-                    if rep == 0:
+                    if rep < self.warmup:
                         continue
-                    self.samples.setdefault(executor, []).append({
-                        "decide_s": wall, "sequential_s": extra.get("pop_sequential_s"),
-                        "slowest_part_s": extra.get("pop_parallel_s"),
-                        "solve_wall_s": extra.get("pop_solve_wall_s"),
-                        "digest": allocation_digest(pol.allocation),
+                    self.samples.setdefault(label, []).append({
+                        "decide_s": wall, "extra": dict(pol.last_stats.extra),
+                        "digest": allocation_digest(pol.allocation), "assignment": out,
                         "fallbacks": pol.summary()["lp_fallbacks"]})
         return self.inner.decide(view)
+
+
+def _pop_maker(pop: int, executor: str, workers: int):
+    return lambda: LPPolicy(f"pop-{pop}", pop=pop, pop_workers=workers, pop_executor=executor)
 
 
 def measure(n: int, pop: int, configs, reps: int) -> dict:
     cluster = get_cluster("large-2048")
     spec = f"gavel:rate={n * 12000},jobs={n},seed=0,mix=llm,duration_scale=0.5"
-    probe = _MeasureAt(int(0.9 * n), configs, pop, reps)
+    probe = SnapshotProbe(int(0.9 * n), {e: _pop_maker(pop, e, w) for e, w in configs}, reps)
     sim = Simulator(cluster, load_workload(spec, cluster), probe, SimConfig(max_time_s=1800.0))
     sim.run()
     if not probe.samples:
@@ -109,8 +113,8 @@ def measure(n: int, pop: int, configs, reps: int) -> dict:
     for executor, runs in probe.samples.items():
         out["executors"][executor] = {
             "decide_s": statistics.median(r["decide_s"] for r in runs),
-            "slowest_part_s": statistics.median(r["slowest_part_s"] for r in runs),
-            "sequential_s": statistics.median(r["sequential_s"] for r in runs),
+            "slowest_part_s": statistics.median(r["extra"]["pop_parallel_s"] for r in runs),
+            "sequential_s": statistics.median(r["extra"]["pop_sequential_s"] for r in runs),
             "fallbacks": sum(r["fallbacks"] for r in runs), "reps": len(runs)}
     return out
 

@@ -169,47 +169,23 @@ def memo(reps: int = 3) -> None:
           f"{statistics.median(walls[False]) / statistics.median(walls[True]):.2f}")
 
 
-class _DecideTwice:
-    """The pure LP; on the first round with ``min_active`` active jobs, both LP methods also
-    decide on that view (fresh policies, interleaved, ``reps`` times each)."""
-
-    name = "heterosched-lp"
-
-    def __init__(self, min_active: int, reps: int) -> None:
-        self.inner, self.min_active, self.reps = make_policy("heterosched-lp"), min_active, reps
-        self.cluster, self.times, self.allocations, self.active = None, {}, {}, 0
-
-    def reset(self, cluster, seed) -> None:
-        self.cluster = cluster
-        self.inner.reset(cluster, seed)
-
-    def decide(self, view):
-        if not self.times and view.num_active >= self.min_active:
-            self.active = view.num_active
-            for _ in range(self.reps):
-                for method in ("simplex", "ipm"):
-                    pol = make_policy("heterosched-lp", lp_method=method)
-                    pol.reset(self.cluster, 0)
-                    t0 = time.perf_counter()
-                    out = pol.decide(view)
-                    self.times.setdefault(method, []).append(time.perf_counter() - t0)
-                    self.allocations[method] = out
-        return self.inner.decide(view)
-
-
 def ipm(sizes=(500, 1000, 2000), reps: int = 3) -> None:
     """Decision time of the pure LP with HiGHS' dual simplex and with IPM + crossover, on
     the same view of a large-2048 burst (as ``decision``), and whether the assignments match."""
     print("\n### large-2048, mix=llm burst: the pure LP's decision, dual simplex against IPM\n")
     print("| N | active | simplex median s | ipm median s | ipm ÷ simplex | same assignment |"
           "\n|---:|---:|---:|---:|---:|---|")
+    from bench_pop import SnapshotProbe          # (scripts/, this script's folder)
     c = get_cluster("large-2048")
+    makers = {m: (lambda m=m: make_policy("heterosched-lp", lp_method=m))
+              for m in ("simplex", "ipm")}
     for n in sizes:
-        probe = _DecideTwice(int(0.9 * n), reps)
+        probe = SnapshotProbe(int(0.9 * n), makers, reps, warmup=0)
         w = load_workload(f"gavel:rate={n * 12000},jobs={n},seed=0,mix=llm,duration_scale=0.5", c)
         Simulator(c, w, probe, SimConfig(max_time_s=1800.0)).run()
-        med = {m: statistics.median(v) for m, v in probe.times.items()}
-        same = probe.allocations["simplex"] == probe.allocations["ipm"]
+        med = {m: statistics.median(r["decide_s"] for r in v) for m, v in probe.samples.items()}
+        same = (probe.samples["simplex"][-1]["assignment"]
+                == probe.samples["ipm"][-1]["assignment"])
         print(f"| {n} | {probe.active} | {med['simplex']:.3f} | {med['ipm']:.3f} | "
               f"{med['ipm'] / med['simplex']:.2f} | {'yes' if same else 'no'} |")
         sys.stdout.flush()
