@@ -620,6 +620,38 @@ def test_rank_reference_close_to_lp_policy(rank_reference, simulator_reference):
     assert all(i["kept"] <= i["total"] and i["overflow"] == 0 for i in infos)
 
 
+@slow
+def test_rank_reference_with_prune_lp_reproduces_lp_policy(rank_reference, simulator_reference):
+    """``prune="lp"``: the kept set restricts the LP solve only (the rounding's repair and the
+    fallbacks see every candidate), so keeping the LP's support alone gives the pure LP's
+    schedule exactly, with far fewer keep bits than ``prune="all"`` (which must keep each
+    assignment's fallbacks too). Measured on REF: 4.7% of the candidates kept against 22%."""
+    env = make_rank(workload=REF, prune="lp")
+    assert env.prune == "lp"
+    _, infos = run_reference(env, seed=0)
+    got, want = infos[-1]["metrics"], simulator_reference.metrics()
+    for key in EXACT_KEYS:
+        assert got[key] == want[key], key
+    kept_lp = sum(i["kept"] for i in infos) / sum(i["total"] for i in infos)
+    _, _, infos_all = rank_reference
+    kept_all = sum(i["kept"] for i in infos_all) / sum(i["total"] for i in infos_all)
+    assert 0 < kept_lp < 0.5 * kept_all
+
+
+def test_rank_prune_scope_is_validated_and_recorded():
+    with pytest.raises(ConfigError, match="prune"):
+        make_rank(prune="solve")
+    env = make_rank(prune="lp")
+    env.reset(seed=0)
+    assert env.episode_record()["kwargs"]["prune"] == "lp"
+    # keeping nothing under prune="lp": the LP has nothing to solve, the repair still places
+    # jobs (work that needs no LP)
+    for _ in range(3):
+        _, _, _, _, info = env.step(np.zeros(env.K, dtype=np.int8))
+        assert info["kept"] == 0 and info["lp_vars"] == 0
+    assert any(a is not None for a in env.simulator.run_view().allocations)
+
+
 # ---------------------------------------------------------------------------------- 8. rank mode
 def test_rank_keep_nothing_runs_nobody():
     env = make_rank()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 
 import numpy as np
@@ -10,6 +11,10 @@ from gymnasium import spaces
 
 from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
 from hsched_env.errors import ConfigError
+
+
+#: What a ``RankEnv``'s kept candidates restrict (its ``prune`` argument).
+PRUNE_SCOPES = ("all", "lp")
 
 
 class RankEnv(HSchedEnvBase):
@@ -22,7 +27,8 @@ class RankEnv(HSchedEnvBase):
     the kept candidates only, then rounds it to the round's assignment (docs/lp.md) and the
     round runs. Fewer kept candidates make a smaller LP — a faster decision — at the risk of
     a worse schedule: the agent learns to prune the LP without hurting job completion times.
-    Jobs with no kept candidate wait this round.
+    Jobs with no kept candidate wait this round (with ``prune="lp"``: unless the rounding's
+    repair places them, see Arguments).
 
     ## Action Space
 
@@ -78,11 +84,13 @@ class RankEnv(HSchedEnvBase):
     | Argument | Default | Meaning |
     |---|---|---|
     | ``keep_cost`` | 0.05 | λ, the reward's price of keeping every candidate |
+    | ``prune`` | ``"all"`` | what the kept set restricts: ``"all"`` — the LP solve, its rounding and the simulator's fallbacks (a job with no kept candidate waits); ``"lp"`` — the LP solve only: the rounding's repair and each assignment's fallbacks (smaller candidates on the same type) still see every candidate, so keeping the LP's support alone reproduces the pure LP's schedule |
     | ``compare_full`` | ``False`` | also solve the full LP each round and report its objective |
     | ``measure_time`` | ``False`` | ``True`` adds the wall-clock ``decision_time_s`` to ``info`` (opt-in: it differs between two runs of the same episode, which Gymnasium's step-determinism check rejects) |
 
     ``reference_action()`` keeps exactly the LP's support: the candidates the full LP gives a
-    share plus those its rounded assignment lists this round.
+    share plus those its rounded assignment lists this round (with ``prune="lp"``, the
+    shares alone: the rounding's repair and fallbacks need no keep bit there).
 
     ## Version History
 
@@ -96,11 +104,15 @@ class RankEnv(HSchedEnvBase):
 
     def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
                  slots: int | None = None, max_candidates: int | None = None,
-                 keep_cost: float = 0.05,
+                 keep_cost: float = 0.05, prune: str = "all",
                  compare_full: bool = False, measure_time: bool = False, **kwargs) -> None:
         if not (keep_cost >= 0 and math.isfinite(keep_cost)):
             raise ConfigError(f"keep_cost must be >= 0, got {keep_cost!r}", field="keep_cost")
         self.keep_cost = float(keep_cost)
+        if prune not in PRUNE_SCOPES:
+            raise ConfigError(f"prune must be one of {', '.join(map(repr, PRUNE_SCOPES))}, "
+                              f"got {prune!r}", field="prune")
+        self.prune = prune
         self.compare_full = bool(compare_full)
         self.measure_time = bool(measure_time)
         super().__init__(cluster, workload, slots=slot_count(slots, max_candidates, 1024),
@@ -111,9 +123,14 @@ class RankEnv(HSchedEnvBase):
             raise ConfigError(f"rank mode needs an LP policy (decide(view, allowed=...), "
                               f"shares, evaluate); {self.lp_policy_name!r} is not one",
                               field="lp_policy")
+        if self.prune == "lp" and "lp_rows" not in inspect.signature(lp.decide).parameters:
+            raise ConfigError(f"prune='lp' needs an LP policy whose decide takes lp_rows= "
+                              f"(rows only its solve is restricted to); "
+                              f"{self.lp_policy_name!r} does not", field="prune")
 
     def _kwargs_record(self) -> dict:
         return {**super()._kwargs_record(), "keep_cost": self.keep_cost,
+                "prune": self.prune,
                 "compare_full": self.compare_full, "measure_time": self.measure_time}
 
     def _valid(self) -> np.ndarray:
@@ -160,8 +177,11 @@ class RankEnv(HSchedEnvBase):
         lp = self.lp
         # every candidate kept (and none cut by the slots): the whole LP, with nothing to
         # intersect — the same allocation as ``allowed`` = every row, without its cost
-        allowed = None if keep.all() and sl.total == M else self._allowed(keep)
-        decision, dt = timed(lp.decide, view, allowed=allowed)
+        rows = None if keep.all() and sl.total == M else self._allowed(keep)
+        if self.prune == "lp":
+            decision, dt = timed(lp.decide, view, lp_rows=rows)
+        else:
+            decision, dt = timed(lp.decide, view, allowed=rows)
         stats = lp.last_stats
         self._sim.record_decision(dt, getattr(stats, "lp_vars", 0) or 0)
         extra = {}
@@ -186,11 +206,14 @@ class RankEnv(HSchedEnvBase):
 
     def reference_action(self) -> np.ndarray:
         """Keep bits of what the LP uses this round (computed on a copy of the LP's state):
-        candidates with a share in the full LP plus the one its rounded assignment runs each
-        job with — and, for an LP with ``rounding="integral"`` (the default), that job's
-        fallbacks too (its smaller candidates on the same type, which the simulator places
-        when fragmentation blocks the first; the Gavel-style rounding lists every eligible
-        candidate as a fallback, so there only the first counts)."""
+        the candidates with a share in the full LP. Under ``prune="all"`` also the one its
+        rounded assignment runs each job with — and, for an LP with ``rounding="integral"``
+        (the default), that job's fallbacks too (its smaller candidates on the same type,
+        which the simulator places when fragmentation blocks the first; the Gavel-style
+        rounding lists every eligible candidate as a fallback, so there only the first
+        counts). Under ``prune="lp"`` the rounding sees every candidate anyway, so the LP's
+        support is all it needs: the same schedule as the pure LP
+        (``tests/test_envs.py``)."""
         sl = self._slots
         if sl is None:
             return np.zeros(self.K, dtype=np.int8)
@@ -200,10 +223,11 @@ class RankEnv(HSchedEnvBase):
         use = set()
         for j, (rows, x) in lp.allocation.items():
             use.update((int(j), int(r)) for r, xv in zip(rows, x) if xv > 1e-6)
-        for j, choice in decision.items():
-            rows = [choice] if np.ndim(choice) == 0 else list(choice)
-            rows = rows if whole else rows[:1]
-            use.update((int(j), int(r)) for r in rows)
+        if self.prune == "all":
+            for j, choice in decision.items():
+                rows = [choice] if np.ndim(choice) == 0 else list(choice)
+                rows = rows if whole else rows[:1]
+                use.update((int(j), int(r)) for r in rows)
         out = np.zeros(self.K, dtype=np.int8)
         for i, (j, r) in enumerate(zip(sl.job, sl.row)):
             if (int(j), int(r)) in use:
@@ -211,4 +235,4 @@ class RankEnv(HSchedEnvBase):
         return out
 
 
-__all__ = ["RankEnv"]
+__all__ = ["PRUNE_SCOPES", "RankEnv"]
