@@ -1,8 +1,8 @@
 """Imitation of the LP reference: warm-start the ranker on the LP's support.
 
 The LP is a cheap, computable expert: in every round of ``hsched/Rank-v0``,
-``env.reference_action()`` keeps exactly the candidates the LP uses (its support plus the rows
-its rounded assignment lists). ``collect_demos`` records (round observation, those keep bits)
+``env.reference_action()`` keeps exactly the candidates the LP uses (its support, plus the rows
+its rounded assignment lists under ``prune="all"``). ``collect_demos`` records (round observation, those keep bits)
 along the reference's own trajectories; ``behaviour_clone`` fits ``RankerNet``'s keep-logits
 to them with a per-candidate binary cross-entropy (positives weighted by ``pos_weight``,
 because the support is ~10% of the candidates). Rounds are stored compactly — only the slots
@@ -20,7 +20,7 @@ import numpy as np
 import torch as th
 from tqdm import tqdm
 
-from agents.ranker import RankerNet, candidate_feature_index
+from agents.ranker import RankerNet, dense_jobs, ranker_inputs
 from hsched_env.envs.features import CLUSTER_FEATURES
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 class Demos:
     """Rounds of LP-reference decisions (one entry per round)."""
 
-    cand: list = field(default_factory=list)      # (M, n_in) float32, the ranker's columns
+    cand: list = field(default_factory=list)      # (M, n_in) float32, ``ranker_inputs``
     label: list = field(default_factory=list)     # (M,) 1 = the LP keeps it
+    job: list = field(default_factory=list)       # (M,) int64 job index 0..J-1 in the round
     cluster: list = field(default_factory=list)   # (T, 4)
     glob: list = field(default_factory=list)      # (G,)
     seed: list = field(default_factory=list)      # episode seed of the round
@@ -47,7 +48,7 @@ class Demos:
         a, b = Demos(), Demos()
         for i in range(len(self)):
             dst = a if self.seed[i] in seeds else b
-            for name in ("cand", "label", "cluster", "glob", "seed"):
+            for name in self._fields():
                 getattr(dst, name).append(getattr(self, name)[i])
         return a, b
 
@@ -55,10 +56,17 @@ class Demos:
     def merge(cls, parts) -> "Demos":
         """The rounds of several ``Demos`` together (e.g. one per training regime)."""
         out = cls()
+        parts = list(parts)
+        if len({bool(d.job) for d in parts if len(d)}) > 1:
+            raise ValueError("cannot merge demonstrations with and without job indices")
         for d in parts:
-            for name in ("cand", "label", "cluster", "glob", "seed"):
+            for name in d._fields():
                 getattr(out, name).extend(getattr(d, name))
         return out
+
+    def _fields(self) -> tuple[str, ...]:
+        """The per-round lists this object fills (``job`` only when recorded)."""
+        return ("cand", "label", "cluster", "glob", "seed") + (("job",) if self.job else ())
 
     def positive_fraction(self) -> float:
         n = sum(len(x) for x in self.label)
@@ -80,7 +88,6 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
             a ranker with ``inputs="within-fair-share"`` sees them.
     """
     u = env.unwrapped
-    idx = np.asarray(candidate_feature_index(u.T))
     share_col = u.columns["within_fair_share"]
     demos = Demos()
     bar = tqdm(total=len(seeds) * (max_rounds or 0) or None, desc="LP demonstrations",
@@ -96,12 +103,18 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
             if M:
                 rows = obs["candidates"].reshape(u.candidate_shape)[:M]
                 label = action[:M]
+                jobs = u.slot_jobs()[:M]
                 if fair_share_only:
                     inside = rows[:, share_col] > 0.5
-                    rows, label = rows[inside], label[inside]
-                demos.cand.append(rows[:, idx].astype(np.float32))
+                    rows, label, jobs = rows[inside], label[inside], jobs[inside]
+                cluster = obs["cluster"].reshape(-1, len(CLUSTER_FEATURES)).astype(np.float32)
+                with th.no_grad():
+                    inputs = ranker_inputs(th.as_tensor(rows, dtype=th.float32)[None],
+                                           th.as_tensor(cluster)[None])[0]
+                demos.cand.append(inputs.numpy())
                 demos.label.append(label.astype(np.float32))
-                demos.cluster.append(obs["cluster"].reshape(-1, len(CLUSTER_FEATURES)).copy())
+                demos.job.append(dense_jobs(jobs))
+                demos.cluster.append(cluster.copy())
                 demos.glob.append(obs["global"].copy())
                 demos.seed.append(int(seed))
             obs, reward, terminated, truncated, _ = u.step(action)
@@ -118,22 +131,27 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
 
 
 def batch_demos(demos: Demos, ids) -> tuple[th.Tensor, ...]:
-    """Rounds ``ids`` of ``demos`` as padded tensors ``(cand, valid, cluster, glob, label)``."""
+    """Rounds ``ids`` of ``demos`` as padded tensors ``(cand, valid, cluster, glob, label,
+    job)`` (``job`` ``None`` for demonstrations recorded without job indices)."""
     M = max(len(demos.label[i]) for i in ids)
     B = len(ids)
     n_in = demos.cand[ids[0]].shape[1]
     cand = np.zeros((B, M, n_in), dtype=np.float32)
     valid = np.zeros((B, M), dtype=np.float32)
     label = np.zeros((B, M), dtype=np.float32)
+    job = np.zeros((B, M), dtype=np.int64) if demos.job else None
     for b, i in enumerate(ids):
         m = len(demos.label[i])
         cand[b, :m] = demos.cand[i]
         valid[b, :m] = 1.0
         label[b, :m] = demos.label[i]
+        if job is not None:
+            job[b, :m] = demos.job[i]
     cluster = np.stack([demos.cluster[i] for i in ids]).astype(np.float32)
     glob = np.stack([demos.glob[i] for i in ids]).astype(np.float32)
     return (th.as_tensor(cand), th.as_tensor(valid), th.as_tensor(cluster),
-            th.as_tensor(glob), th.as_tensor(label))
+            th.as_tensor(glob), th.as_tensor(label),
+            None if job is None else th.as_tensor(job))
 
 
 def batches(demos: Demos, order, batch_rounds: int, rng=None) -> list[list[int]]:
@@ -158,8 +176,8 @@ def evaluate_keep(net: RankerNet, demos: Demos, threshold: float = 0.5,
     cut = math.log(threshold / (1 - threshold))
     tp = fp = fn = kept = total = 0
     for ids in batches(demos, range(len(demos)), batch_rounds):
-        cand, valid, cluster, glob, label = batch_demos(demos, ids)
-        logits, _ = net(cand, valid, cluster, glob)
+        cand, valid, cluster, glob, label, job = batch_demos(demos, ids)
+        logits, _ = net(cand, valid, cluster, glob, job=job)
         pred = (logits > cut) & (valid > 0.5)
         y = label > 0.5
         tp += int((pred & y).sum())
@@ -194,8 +212,8 @@ def behaviour_clone(net: RankerNet, demos: Demos, *, epochs: int = 30,
         losses = []
         t0 = time.perf_counter()
         for ids in batches(demos, order, batch_rounds, rng):
-            cand, valid, cluster, glob, label = batch_demos(demos, ids)
-            logits, _ = net(cand, valid, cluster, glob)
+            cand, valid, cluster, glob, label, job = batch_demos(demos, ids)
+            logits, _ = net(cand, valid, cluster, glob, job=job)
             loss = th.nn.functional.binary_cross_entropy_with_logits(
                 logits, label, pos_weight=weight, reduction="none")
             loss = (loss * valid).sum() / valid.sum().clamp(min=1)

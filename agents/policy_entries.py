@@ -473,7 +473,9 @@ def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
                 raise ConfigError("ranker: needs a path (ranker:PATH)", field=FIELD)
             r = load_ranker(path)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
-                                ranker=r, path=path, source=f"ranker file {path}")
+                                ranker=r, path=path, source=f"ranker file {path}",
+                                env_kwargs=_agent_env_kwargs(r, f"ranker file {path}",
+                                                             "ranker"))
         elif item == "sb3" or item.startswith("sb3:"):
             entry = sb3_entry(item, trust_sb3_zip)
         elif ":" in item and item.split(":", 1)[0] not in _PREFIXES:

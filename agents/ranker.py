@@ -10,13 +10,15 @@ features) — the "kernel" design of RLScheduler, here in the Deep Sets form:
     h_i   = φ(x_i)                                    per candidate (shared weights)
     c     = ρ(mean_i h_i, max_i h_i, pool(cluster), global)
     s_i   = ψ(h_i, c)                                 per candidate logit
+          = ψ(h_i, max_{i' ∈ job(i)} h_i', c)         with ``job_context`` (imitation)
     value = V(c)
 
 Permuting the slots permutes the logits the same way; no weight depends on K or on the number
 of GPU types (the per-type GPU-count columns are left out of x_i, the cluster state is pooled
 over types), so a ranker trained on one cluster and K runs on any other (``Ranker.load``).
 
-* ``RankerNet`` — the network; ``logits(cand, valid, cluster, glob)`` on (B, K, F) batches.
+* ``RankerNet`` — the network; ``forward(cand, valid, cluster, glob, job=None)`` on
+  (B, K, n_in) batches of ``ranker_inputs``.
 * ``RankerPolicy`` — SB3 ``ActorCriticPolicy`` for ``hsched/Rank-v0`` (``MultiBinary(K)``:
   one Bernoulli keep-logit per slot; PPO).
 * ``MaskableRankerPolicy`` — sb3-contrib ``MaskableActorCriticPolicy`` for
@@ -29,6 +31,7 @@ over types), so a ranker trained on one cluster and K runs on any other (``Ranke
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -39,18 +42,48 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from hsched_env.errors import ConfigError
-from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
-                                      JOB_FEATURES, CandidateColumns)
+from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_COLUMN, CLUSTER_FEATURES,
+                                      GLOBAL_FEATURES, JOB_FEATURES, CandidateColumns)
 
 #: Logit given to empty slots (keep probability ~2e-9).
 PAD_LOGIT = -20.0
 FORMAT = "heterosched-ranker/1"
 
 
+#: Inputs the ranker derives per candidate from the state of the candidate's own GPU types
+#: (after its job and candidate features): the cluster features of its types weighted by its
+#: GPUs on each, and whether it fits in the GPUs free now. Type-independent (a sum over the
+#: candidate's types), so the ranker still runs on any cluster; without them it cannot tell
+#: a candidate on a busy type from one on an idle type, which is most of where the LP puts
+#: a job that does not keep its current candidate.
+TYPE_INPUTS = tuple(f"own_{name}" for name in CLUSTER_FEATURES) + ("fits_free",)
+
+
 def candidate_feature_index(num_types: int) -> list[int]:
     """Columns of the (K, F) slot features the ranker reads: the job and candidate features,
     without the per-type GPU counts (so the ranker does not depend on the cluster's types)."""
     return CandidateColumns([f"type{i}" for i in range(num_types)]).type_independent()
+
+
+@functools.lru_cache(maxsize=None)
+def _type_columns(num_types: int) -> tuple[list[int], slice]:
+    cols = CandidateColumns([f"type{i}" for i in range(num_types)])
+    return cols.type_independent(), cols.gpus
+
+
+def ranker_inputs(rows: th.Tensor, cluster: th.Tensor) -> th.Tensor:
+    """The ranker's per-candidate inputs, (B, M, ``RankerNet.n_in``): the type-independent
+    columns of the slot features ``rows`` (B, M, F), then ``TYPE_INPUTS`` from the per-type
+    ``gpus:<type>`` columns and ``cluster`` (B, T, ``len(CLUSTER_FEATURES)``)."""
+    independent, gpus = _type_columns(int(cluster.shape[-2]))
+    index = th.as_tensor(independent, dtype=th.long, device=rows.device)
+    g = rows[..., gpus]                            # GPUs of each type ÷ the type's GPUs
+    w = g * cluster[..., CLUSTER_COLUMN["capacity_frac"]].unsqueeze(-2)   # ∝ GPUs per type
+    w = w / w.sum(dim=-1, keepdim=True).clamp(min=1e-12)
+    own = th.matmul(w, cluster)                                          # (B, M, 4)
+    free = cluster[..., CLUSTER_COLUMN["free_frac"]].unsqueeze(-2)
+    fits = (g <= free + 1e-6).all(dim=-1, keepdim=True).to(rows.dtype)
+    return th.cat([rows.index_select(-1, index), own, fits], dim=-1)
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -66,48 +99,104 @@ class RankerNet(nn.Module):
     Args:
         hidden: Width of every hidden layer and of the embeddings.
         commit: Also emit a commit logit (select mode): output (B, K + 1).
+        job_context: Also pool each job's candidates (the max of their embeddings) into
+            ``ψ``'s input, so a candidate is scored against its job's alternatives (which
+            one the LP picks for a job depends on what else the job could run):
+            ``s_i = ψ(h_i, max_{i' ∈ job(i)} h_i', c)``. Needs the job of every candidate
+            (``forward(..., job=)``), which ``Ranker`` and imitation supply; SB3's policies
+            see the flat observation only, so they use ``job_context=False``.
     """
 
-    n_in = len(JOB_FEATURES) + len(CANDIDATE_FEATURES)
+    n_in = len(JOB_FEATURES) + len(CANDIDATE_FEATURES) + len(TYPE_INPUTS)
     n_cluster = 2 * len(CLUSTER_FEATURES)
     n_global = len(GLOBAL_FEATURES)
 
-    def __init__(self, hidden: int = 64, commit: bool = False) -> None:
+    def __init__(self, hidden: int = 64, commit: bool = False,
+                 job_context: bool = False) -> None:
         super().__init__()
-        self.hidden, self.commit = hidden, commit
+        self.hidden, self.commit, self.job_context = hidden, commit, bool(job_context)
         H = hidden
         self.phi = _mlp([self.n_in, H, H])
         self.rho = _mlp([2 * H + self.n_cluster + self.n_global, H, H])
-        self.psi = _mlp([2 * H, H, 1])
+        self.psi = _mlp([(3 if self.job_context else 2) * H, H, 1])
         self.commit_head = _mlp([H, H, 1]) if commit else None
         with th.no_grad():                      # start near "keep with probability 1/2"
             self.psi[-1].weight.mul_(0.01)
             self.psi[-1].bias.zero_()
 
     def forward(self, cand: th.Tensor, valid: th.Tensor, cluster: th.Tensor,
-                glob: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+                glob: th.Tensor, job: th.Tensor | None = None) -> tuple[th.Tensor, th.Tensor]:
         """Logits (B, K) — (B, K + 1) with ``commit`` — and the context (B, hidden).
 
         Args:
-            cand: (B, K, n_in) candidate features (``candidate_feature_index`` columns).
+            cand: (B, K, n_in) candidate inputs (``ranker_inputs``).
             valid: (B, K) 1 for slots holding a candidate.
             cluster: (B, T, 4) per-type cluster features.
             glob: (B, 7) global features.
+            job: (B, K) int64, each candidate's job as an index 0..J-1 within its round
+                (any value on empty slots); needed with ``job_context``, ignored without.
         """
         h = self.phi(cand)                                           # (B, K, H)
         m = (valid > 0.5).unsqueeze(-1)
-        n = m.sum(dim=1).clamp(min=1)
-        mean = (h * m).sum(dim=1) / n
-        mx = th.where(m, h, th.full_like(h, -1e4)).max(dim=1).values
-        mx = th.where(m.any(dim=1), mx, th.zeros_like(mx))
+        if cand.shape[1] and bool(m.all()):        # no padding (inference on one round)
+            mean, mx = h.mean(dim=1), h.max(dim=1).values
+        else:
+            n = m.sum(dim=1).clamp(min=1)
+            mean = (h * m).sum(dim=1) / n
+            mx = th.where(m, h, th.full_like(h, -1e4)).max(dim=1).values
+            mx = th.where(m.any(dim=1), mx, th.zeros_like(mx))
         pooled_cluster = th.cat([cluster.mean(dim=1), cluster.max(dim=1).values], dim=-1)
         ctx = self.rho(th.cat([mean, mx, pooled_cluster, glob], dim=-1))  # (B, H)
-        K = cand.shape[1]
-        s = self.psi(th.cat([h, ctx.unsqueeze(1).expand(-1, K, -1)], dim=-1)).squeeze(-1)
+        # ψ's first layer on [h_i, job max, c] as three products, so that the context's is
+        # computed once per round and the job max's once per job rather than per candidate
+        # (the same function as ψ on the concatenation; 1.9× less work at inference)
+        H = self.hidden
+        first = self.psi[0]
+        W = first.weight
+        z = th.matmul(h, W[:, :H].t())
+        if self.job_context:
+            if job is None:
+                raise ValueError("this RankerNet scores candidates against their job's "
+                                 "(job_context=True): pass job=")
+            pooled, flat = job_pool(h, m, job)
+            B, K = h.shape[:2]
+            z = z + th.matmul(pooled, W[:, H:2 * H].t())[flat].reshape(B, K, H)
+        z = z + (th.matmul(ctx, W[:, -H:].t()) + first.bias).unsqueeze(1)
+        s = self.psi[1:](z).squeeze(-1)
         s = th.where(m.squeeze(-1), s, th.full_like(s, PAD_LOGIT))
         if self.commit_head is not None:
             s = th.cat([s, self.commit_head(ctx)], dim=-1)
         return s, ctx
+
+
+def job_pool(h: th.Tensor, m: th.Tensor, job: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    """Per job, the max of the embeddings ``h`` (B, K, H) of its candidates: ``(pooled
+    (B·J, H), flat (B·K,))``, ``pooled[flat]`` being each candidate's job's row (``m``
+    (B, K, 1) marks the real candidates; ``job`` (B, K) their job index in the round; an
+    empty slot reads job 0's row of its round)."""
+    B, K, H = h.shape
+    job = th.where(m.squeeze(-1), job.long(), th.zeros_like(job, dtype=th.long))
+    J = int(job.max()) + 1 if job.numel() else 1
+    flat = (job + th.arange(B, device=h.device).unsqueeze(1) * J).reshape(-1)     # (B·K,)
+    masked = th.where(m, h, th.full_like(h, -1e4)).reshape(B * K, H)
+    pooled = th.full((B * J, H), -1e4, dtype=h.dtype, device=h.device)
+    pooled = pooled.scatter_reduce(0, flat.unsqueeze(1).expand(-1, H), masked, reduce="amax")
+    return pooled, flat
+
+
+def job_max(h: th.Tensor, m: th.Tensor, job: th.Tensor) -> th.Tensor:
+    """(B, K, H): for each candidate, the max of the embeddings ``h`` of its job's candidates
+    (0 on empty slots; see ``job_pool``)."""
+    pooled, flat = job_pool(h, m, job)
+    return th.where(m, pooled[flat].reshape(h.shape), th.zeros_like(h))
+
+
+def dense_jobs(jobs: np.ndarray) -> np.ndarray:
+    """Job ids (any integers) as indices 0..J-1 in order of first appearance."""
+    _, first, inverse = np.unique(jobs, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
 
 
 class SlotLayout:
@@ -118,7 +207,6 @@ class SlotLayout:
         self.F = observation_space["candidates"].shape[0] // self.K
         self.T = observation_space["cluster"].shape[0] // len(CLUSTER_FEATURES)
         self.G = observation_space["global"].shape[0]
-        self.index = th.as_tensor(candidate_feature_index(self.T), dtype=th.long)
         #: column of ``within_fair_share`` in the (K, F) slot features
         self.share_col = CandidateColumns([f"type{i}" for i in range(self.T)])["within_fair_share"]
         self.sizes = (self.K * self.F, self.K, self.T * len(CLUSTER_FEATURES), self.G)
@@ -126,8 +214,8 @@ class SlotLayout:
     def split(self, flat: th.Tensor):
         cand, valid, cluster, glob = th.split(flat, self.sizes, dim=-1)
         B = flat.shape[0]
-        cand = cand.reshape(B, self.K, self.F).index_select(-1, self.index.to(flat.device))
-        return cand, valid, cluster.reshape(B, self.T, len(CLUSTER_FEATURES)), glob
+        cluster = cluster.reshape(B, self.T, len(CLUSTER_FEATURES))
+        return ranker_inputs(cand.reshape(B, self.K, self.F), cluster), valid, cluster, glob
 
     def from_obs(self, obs: dict) -> tuple[th.Tensor, ...]:
         """Tensors with a batch dimension of 1 from one (unbatched) observation."""
@@ -231,6 +319,7 @@ def save_ranker(net: RankerNet, path: str | Path, **meta) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     th.save({"format": FORMAT, "hidden": net.hidden, "commit": net.commit,
+             "job_context": net.job_context,
              "state_dict": {k: v.detach().cpu() for k, v in net.state_dict().items()},
              "meta": meta}, path)
     return path
@@ -250,12 +339,13 @@ def load_ranker_net(path: str | Path) -> tuple[RankerNet, dict]:
         raise ConfigError(f"{path} is not a HeteroSched ranker file (format "
                           f"{blob.get('format') if isinstance(blob, dict) else None!r})",
                           field="ranker")
-    net = RankerNet(hidden=int(blob["hidden"]), commit=bool(blob["commit"]))
+    net = RankerNet(hidden=int(blob["hidden"]), commit=bool(blob["commit"]),
+                    job_context=bool(blob.get("job_context", False)))
     try:
         net.load_state_dict(blob["state_dict"])
     except RuntimeError as exc:             # weights of another feature set (older file)
         raise ConfigError(f"{path} was trained on other observation features than this "
-                          f"version's ({len(JOB_FEATURES) + len(CANDIDATE_FEATURES)} inputs "
+                          f"version's ({RankerNet.n_in} inputs "
                           f"per candidate): retrain it ({str(exc).splitlines()[0]})",
                           field="ranker") from None
     net.eval()
@@ -300,6 +390,12 @@ class Ranker:
         self.gated_rounds = 0
         self._layouts: dict[int, SlotLayout] = {}
 
+    @property
+    def env_kwargs(self) -> dict:
+        """The ``RankEnv`` arguments this ranker was trained for (``prune``, recorded in the
+        file's ``meta``; a file without it ran with the environment's default)."""
+        return {"prune": self.meta["prune"]} if "prune" in self.meta else {}
+
     @classmethod
     def load(cls, path: str | Path, **kwargs) -> "Ranker":
         net, meta = load_ranker_net(path)
@@ -332,11 +428,16 @@ class Ranker:
             rows = np.flatnonzero(cand[:M, layout.share_col] > 0.5)
             if rows.size == 0:
                 return out
-        cand = cand[rows][:, layout.index.numpy()]
-        cluster = np.asarray(obs["cluster"], dtype=np.float32).reshape(layout.T, -1)
-        logits, _ = self.net(th.as_tensor(cand)[None], th.ones(1, rows.size),
-                             th.as_tensor(cluster)[None],
-                             th.as_tensor(np.asarray(obs["global"], dtype=np.float32))[None])
+        cluster = th.as_tensor(np.asarray(obs["cluster"], dtype=np.float32)
+                               .reshape(layout.T, -1))[None]
+        inputs = ranker_inputs(th.as_tensor(cand[rows])[None], cluster)
+        job = None
+        if self.net.job_context:
+            unwrapped = getattr(env, "unwrapped", env)
+            job = th.as_tensor(dense_jobs(unwrapped.slot_jobs()[rows]))[None]
+        logits, _ = self.net(inputs, th.ones(1, rows.size), cluster,
+                             th.as_tensor(np.asarray(obs["global"], dtype=np.float32))[None],
+                             job=job)
         out[rows] = logits[0].numpy()
         return out
 

@@ -60,8 +60,8 @@ def keep_logits(net, demos, batch_rounds: int = 16):
     net.eval()
     out: list = [None] * len(demos)
     for ids in batches(demos, range(len(demos)), batch_rounds):
-        cand, valid, cluster, glob, _ = batch_demos(demos, ids)
-        logits, _ = net(cand, valid, cluster, glob)
+        cand, valid, cluster, glob, _, job = batch_demos(demos, ids)
+        logits, _ = net(cand, valid, cluster, glob, job=job)
         for b, i in enumerate(ids):
             out[i] = logits[b, :len(demos.label[i])].numpy().astype(np.float64)
     return out

@@ -145,6 +145,11 @@ class TrainConfig:
     # imitation and inference over the candidates within their job's fair share only (for
     # an LP with the size cap, fair-srpt, which never uses the others)
     fair_share_inputs: bool = False
+    # what the kept candidates restrict (RankEnv's ``prune``: "all", or "lp" — the LP solve
+    # only, the rounding's repair and fallbacks see every candidate; None: the id's, "all")
+    prune: str | None = None
+    # imitation: score each candidate against its job's others (RankerNet's job_context)
+    job_context: bool = False
     # network and PPO
     hidden: int = 64
     # rank mode, equivariant policy: every candidate's keep probability at the start of PPO
@@ -203,6 +208,22 @@ class TrainConfig:
             from agents.regimes import REGIMES
             if self.regimes not in REGIMES:
                 raise UnknownNameError("regime mix", self.regimes, list(REGIMES))
+        if self.job_context and self.algo != "imitation":
+            raise ConfigError("--job-context needs --algo imitation (SB3's policies see the "
+                              "flat observation, without the candidates' jobs)",
+                              field="--job-context")
+        if self.prune is not None:
+            from hsched_env.envs.rank import PRUNE_SCOPES
+            if self.mode != "rank":
+                raise ConfigError("--prune is an argument of hsched/Rank-*", field="--prune")
+            if self.prune == "lp" and self.algo != "imitation":
+                # keeping nothing costs no keep_cost there and the repair still schedules:
+                # a reward-driven policy can collapse to the repair's greedy schedule
+                raise ConfigError("--prune lp needs --algo imitation (the reward does not "
+                                  "price what the rounding's repair places)", field="--prune")
+            if self.prune not in PRUNE_SCOPES:
+                raise UnknownNameError("prune scope", self.prune, list(PRUNE_SCOPES),
+                                       field="--prune")
         if self.target_recall is not None and not 0.0 < self.target_recall <= 1.0:
             raise ConfigError(f"must be in (0, 1], got {self.target_recall}",
                               field="--target-recall")
@@ -256,6 +277,8 @@ class TrainConfig:
             kw["max_time_s"] = self.episode_hours * 3600 if self.episode_hours > 0 else None
         if self.mode == "rank" and self.keep_cost is not None:
             kw["keep_cost"] = self.keep_cost
+        if self.prune is not None:
+            kw["prune"] = self.prune
         return kw
 
     def scenario(self) -> dict:
@@ -1065,7 +1088,7 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
                            "held_out_seeds": held})
     train_demos, valid_demos = Demos.merge(trains), Demos.merge(valids)
     collect_s = time.perf_counter() - t0
-    net = RankerNet(hidden=config.hidden)
+    net = RankerNet(hidden=config.hidden, job_context=config.job_context)
 
     def log_epoch(e, r):
         for k, v in r.items():
@@ -1114,4 +1137,6 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
         meta["gate_candidates"] = int(config.gate_candidates)
     if config.fair_share_inputs and imitation is not None:
         meta["inputs"] = "within-fair-share"
+    if config.prune is not None:
+        meta["prune"] = config.prune
     return meta

@@ -207,6 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="imitation and inference over the candidates within their job's fair "
                          "share only (for an LP with the size cap, e.g. --objective fair-srpt, "
                          "which never uses the others; the default LP has no size cap)")
+    tr.add_argument("--prune", choices=("all", "lp"), default=None,
+                    help="what the kept candidates restrict (hsched/Rank-*): all (default: "
+                         "the LP, its rounding and the fallbacks) or lp (the LP solve only; "
+                         "recorded in the ranker file, which then runs that way)")
+    tr.add_argument("--job-context", action="store_true", default=None,
+                    help="--algo imitation: the ranker scores each candidate against its "
+                         "job's other candidates (a per-job pooled embedding)")
     tr.add_argument("--gate-candidates", type=int, default=None, metavar="N",
                     help="rounds with fewer candidates are not ranked: the LP solves them "
                          "whole (recorded in the ranker file)")

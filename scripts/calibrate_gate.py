@@ -4,8 +4,8 @@ On each probed round of ``hsched/Rank-v0`` the same state is decided twice (``ge
 ``set_state``): once with every candidate kept (the pure LP: its decision time) and once with
 the ranker's keep bits (its inference time plus the LP over the kept candidates). The gate is
 the smallest candidate count from which the ranker is clearly faster on the probed rounds with
-more candidates (``suggest_gate``: 80% of them at ≤ 0.9× the pure LP's time, and 0.9× on
-average); below it, ``Ranker.keep`` keeps everything without inference.
+more candidates (``suggest_gate``: every one of them at ≤ 0.9× the pure LP's time); below
+it, ``Ranker.keep`` keeps everything without inference.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/calibrate_gate.py --ranker runs/ranker-mixed/ranker.pt
 
@@ -32,6 +32,8 @@ from agents.ranker import Ranker, load_ranker_net, save_ranker
 PROBES = (
     ("sia-64", "gavel:rate=4,jobs=100,seed=5000", (4, 12, 24)),
     ("modern-512", "gavel:rate=30,jobs=200,seed=5000", (4, 12, 24)),
+    ("large-2048", "gavel:rate=20000,jobs=40,seed=5000", (1, 4)),
+    ("large-2048", "gavel:rate=20000,jobs=80,seed=5000", (1, 4)),
     ("large-2048", "gavel:rate=20000,jobs=150,seed=5000", (1, 4)),
     ("large-2048", "gavel:rate=20000,jobs=300,seed=5000", (1, 4)),
     ("large-2048", "gavel:rate=20000,jobs=600,seed=5000", (1, 4)),
@@ -44,7 +46,8 @@ def probe(ranker: Ranker, cluster: str, workload: str, at: tuple[int, ...], repe
     jobs = int(workload.split("jobs=")[1].split(",")[0])
     env = gym.make("hsched/Rank-v0", cluster=cluster, workload=workload,
                    slots=80 * jobs,              # every candidate of every job: no overflow
-                   measure_time=True, disable_env_checker=True).unwrapped
+                   measure_time=True, disable_env_checker=True,
+                   **ranker.env_kwargs).unwrapped     # the ranker's prune scope
     obs, _ = env.reset(seed=0)
     rows, step = [], 0
     for target in at:
@@ -76,10 +79,11 @@ def probe(ranker: Ranker, cluster: str, workload: str, at: tuple[int, ...], repe
     return rows
 
 
-def suggest_gate(rows: list[dict], margin: float = 0.9, share: float = 0.8) -> int:
+def suggest_gate(rows: list[dict], margin: float = 0.9, share: float = 1.0) -> int:
     """The smallest candidate count ``c`` such that, over the probed rounds with at least ``c``
-    candidates, at least ``share`` of them had ranker time ≤ ``margin`` × the pure LP's and
-    the mean ratio is ≤ ``margin`` (no such count: above every probed round)."""
+    candidates, at least ``share`` of them (default: every one — the ranker must never cost
+    time) had ranker time ≤ ``margin`` × the pure LP's and the mean ratio is ≤ ``margin``
+    (no such count: above every probed round)."""
     rows = sorted(rows, key=lambda r: r["candidates"])
     for i, r in enumerate(rows):
         ratios = [x["ranker_s"] / x["pure_lp_s"] for x in rows[i:]]

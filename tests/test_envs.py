@@ -641,6 +641,18 @@ def test_rank_reference_with_prune_lp_reproduces_lp_policy(rank_reference, simul
 def test_rank_prune_scope_is_validated_and_recorded():
     with pytest.raises(ConfigError, match="prune"):
         make_rank(prune="solve")
+    class NoLpRows:                                      # an LP whose decide has no lp_rows
+        def __init__(self, lp):
+            self.lp = lp
+
+        def decide(self, view, allowed=None):
+            return self.lp.decide(view, allowed=allowed)
+
+        def __getattr__(self, name):
+            return getattr(self.lp, name)
+
+    with pytest.raises(ConfigError, match="lp_rows"):
+        make_rank(prune="lp", lp=NoLpRows(make_policy("heterosched-lp")))
     env = make_rank(prune="lp")
     env.reset(seed=0)
     assert env.episode_record()["kwargs"]["prune"] == "lp"

@@ -157,3 +157,18 @@ def test_fair_share_inputs_need_imitation():
     with pytest.raises(ConfigError):
         TrainConfig(fair_share_inputs=True)                      # default algo: ppo
     TrainConfig(algo="imitation", regimes="mixed", fair_share_inputs=True)
+
+
+def test_suggested_gate_is_where_every_larger_probed_round_pays():
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "calibrate_gate", Path(__file__).resolve().parents[1] / "scripts" / "calibrate_gate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [{"candidates": c, "pure_lp_s": 1.0, "ranker_s": q}
+            for c, q in [(20, 2.0), (400, 1.3), (800, 1.1), (5000, 0.6), (9000, 0.7),
+                         (20000, 0.4)]]
+    assert mod.suggest_gate(rows) == 5000            # 400 and 800 are slower with the ranker
+    assert mod.suggest_gate(rows, share=0.6) == 400  # the old, lenient rule
+    assert mod.suggest_gate([{"candidates": 10, "pure_lp_s": 1.0, "ranker_s": 2.0}]) == 11

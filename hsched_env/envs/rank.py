@@ -123,7 +123,9 @@ class RankEnv(HSchedEnvBase):
             raise ConfigError(f"rank mode needs an LP policy (decide(view, allowed=...), "
                               f"shares, evaluate); {self.lp_policy_name!r} is not one",
                               field="lp_policy")
-        if self.prune == "lp" and "lp_rows" not in inspect.signature(lp.decide).parameters:
+        params = inspect.signature(lp.decide).parameters
+        if self.prune == "lp" and "lp_rows" not in params and not any(
+                q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values()):
             raise ConfigError(f"prune='lp' needs an LP policy whose decide takes lp_rows= "
                               f"(rows only its solve is restricted to); "
                               f"{self.lp_policy_name!r} does not", field="prune")
