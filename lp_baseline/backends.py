@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,12 +65,26 @@ def solver_available() -> tuple[bool, str]:
 highs_log = logging.getLogger("lp_baseline.highs")
 
 
+#: One redirection of fd 1 at a time in a process: two threads (POP parts on the thread
+#: executor) interleaving save / redirect / restore would leave fd 1 on one's temporary file,
+#: and every later line the process prints would be lost there.
+_FD1_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def _highs_output_to_log():
     """Capture what HiGHS writes to file descriptor 1 for a moment and log it
     (``highs_log``). HiGHS prints a banner straight to the process's stdout, not through
     Python, once per process: on stdout it would corrupt JSON output, and on stderr every
-    process and worker would print it. Here it is kept, in the log."""
+    process and worker would print it. Here it is kept, in the log. Threads take turns
+    (``_FD1_LOCK``)."""
+    with _FD1_LOCK:
+        with _fd1_to_log():
+            yield
+
+
+@contextlib.contextmanager
+def _fd1_to_log():
     try:
         sys.stdout.flush()
         saved = os.dup(1)

@@ -571,3 +571,26 @@ def test_two_stage_inputs_are_validated():
         AllocationProblem(**kw, switch=np.zeros(base.n_candidates))
     with pytest.raises(ValueError, match="floor"):
         solve_allocation(AllocationProblem(**kw), "fair-srpt", floor=1.5)
+
+
+def test_highs_banner_capture_leaves_stdout_in_place_under_threads():
+    """POP parts solved on threads each build a Highs object inside the fd-1 capture; without
+    turns, interleaved save / redirect / restore left fd 1 on a temporary file and the rest
+    of the process's output (``hsched demo``'s schedule table) was lost."""
+    import os
+    import threading
+    import time
+    from lp_baseline.backends import _highs_output_to_log
+    before = os.fstat(1)
+
+    def build():
+        with _highs_output_to_log():
+            time.sleep(0.01)               # another thread tries to redirect meanwhile
+
+    threads = [threading.Thread(target=build) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    after = os.fstat(1)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
