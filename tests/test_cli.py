@@ -134,6 +134,18 @@ def test_demo_writes_plot_and_json(capsys, tmp_path):
     assert "fastest set" in out
 
 
+@slow
+def test_evaluate_json_survives_pop_parts_on_threads(tmp_path):
+    """POP parts solved on threads used to leave fd 1 on a temporary file (the HiGHS banner
+    capture), so the JSON never reached stdout: checked through a real file descriptor."""
+    proc = subprocess.run([sys.executable, "-m", "hsched_cli", "evaluate", "--suite", "smoke",
+                           "--policies", "pop-4,fifo", "--no-progress", "--json", "--out",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [r["policy"] for r in data["rows"]] == ["pop-4", "fifo"]
+
+
 SIM_KEYS = {"policy", "jobs_total", "jobs_completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
             "makespan_s", "avg_queue_s", "gpu_util", "restarts_per_job", "ftf_worst",
             "decision_time_mean_s", "decision_time_p99_s", "lp_vars_mean", "wall_s"}
