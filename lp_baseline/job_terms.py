@@ -102,7 +102,8 @@ def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
 
 
 def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
-                 objective: str, las_tau_s: float, restart_aware: bool):
+                 objective: str, las_tau_s: float, restart_aware: bool,
+                 gain_cache: dict | None = None):
     """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
     order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
     None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
@@ -124,7 +125,8 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     if objective in ("sia-srpt", "sia-las"):
         w = (srpt_weights(view, ks) if objective == "sia-srpt"
              else las_weights(view, ks, las_tau_s))
-        return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware)
+        return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,
+                                    cache=gain_cache)
     rem = view.remaining_samples[ks]
     norm = norms[ks]
     if objective == "fair-srpt":
@@ -195,28 +197,39 @@ def las_weights(view: SchedulerView, ks: np.ndarray, las_tau_s: float,
 
 
 def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
-             restart_aware: bool = True) -> np.ndarray:
+             restart_aware: bool = True, cache: dict | None = None) -> np.ndarray:
     """(Σ len(rows),) ``sia-srpt``'s second-stage coefficient of each candidate: the gain of
     running job ``j`` on candidate ``c`` over leaving it waiting in Sia's objective,
     ``w_j · (λ − min(G_jc^p, clip))`` (``lp_baseline.sia``: ``G`` the goodput normalized by
     the job's smallest candidate, p = −0.5, λ = 1.1), ``w`` the job weights (``srpt_weights``
     or ``las_weights``), aligned with ``ks``. With ``restart_aware``, Sia's restart factor multiplies ``G`` of a
-    running job's other candidates."""
+    running job's other candidates.
+
+    A job's gains do not depend on which of its rows are asked for (the weights are scaled by
+    the median over every active job, ``G`` by the job's smallest valid candidate), so
+    ``cache`` (a dict, for one view, one weighting and one ``restart_aware``; the LP policy
+    keeps one per decision) holds each job's gains over its whole table, by active index,
+    and later calls only index them: the LP's build and the rounding's values ask for the
+    same jobs in one decision. Each gain is computed element by element as without it."""
     from lp_baseline.sia import SIA_LAMBDA, config_cost, goodput, restart_factor
     parts = []
     for i, (k, r) in enumerate(zip(ks, rows)):
-        table = view.candidates[k]
         r = np.asarray(r, dtype=np.int64)
-        thr = np.asarray(table.samples_per_s, dtype=np.float64)
-        with np.errstate(invalid="ignore"):
-            valid = np.flatnonzero(np.isfinite(thr) & (thr > 0))
-        g_all = np.zeros(len(table))
-        g_all[valid] = goodput(table, valid)
-        g = g_all[r]
-        cur = int(view.current[k])
-        if restart_aware and cur >= 0:
-            f = restart_factor(view.time_s - view.arrival_s[k], int(view.restarts[k]),
-                               view.restart_s)
-            g = np.where(r == cur, g, g * f)
-        parts.append(w[i] * (SIA_LAMBDA - config_cost(g)))
+        full = None if cache is None else cache.get(int(k))
+        if full is None:
+            table = view.candidates[k]
+            thr = np.asarray(table.samples_per_s, dtype=np.float64)
+            with np.errstate(invalid="ignore"):
+                valid = np.flatnonzero(np.isfinite(thr) & (thr > 0))
+            g = np.zeros(len(table))
+            g[valid] = goodput(table, valid)
+            cur = int(view.current[k])
+            if restart_aware and cur >= 0:
+                f = restart_factor(view.time_s - view.arrival_s[k], int(view.restarts[k]),
+                                   view.restart_s)
+                g = np.where(np.arange(len(table)) == cur, g, g * f)
+            full = w[i] * (SIA_LAMBDA - config_cost(g))
+            if cache is not None:
+                cache[int(k)] = full
+        parts.append(full[r])
     return np.concatenate(parts) if parts else np.zeros(0)

@@ -234,6 +234,7 @@ class LPPolicy:
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
         self.last_stats = PolicyStats()
         self._eligible_memo = None
+        self._gain_memo = None
         self.reset(None, 0)
 
     # ------------------------------------------------------------------ state
@@ -355,9 +356,11 @@ class LPPolicy:
         t0 = time.perf_counter()
         try:
             self._eligible_memo = (view, allowed, {})
+            self._gain_memo = (view, {})      # sia gains per job, once per decision
             return self._decide(view, allowed, lp_rows, t0)
         finally:
             self._eligible_memo = None
+            self._gain_memo = None
 
     def _decide(self, view: SchedulerView, allowed, lp_rows, t0: float) -> Assignment:
         self._delivery.track(view, self._last_t)
@@ -650,8 +653,11 @@ class LPPolicy:
         """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in
         that order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``;
         ``None`` for what an objective does not use (``job_terms.stage2_terms``)."""
+        memo = getattr(self, "_gain_memo", None)
         return stage2_terms(view, ks, rows, norms, objective=self.objective,
-                            las_tau_s=self.las_tau_s, restart_aware=self.restart_aware)
+                            las_tau_s=self.las_tau_s, restart_aware=self.restart_aware,
+                            gain_cache=memo[1] if memo is not None and memo[0] is view
+                            else None)
 
     # ------------------------------------------------------------------ rounding
     def _values(self, view: SchedulerView, allowed, norms: np.ndarray) -> dict:

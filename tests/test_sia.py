@@ -409,3 +409,30 @@ def test_srpt_weights_scale_each_jobs_terms(ilp_run):
         SiaPolicy(configurations="some")
     with pytest.raises(ValueError, match="srpt_weight"):
         SiaPolicy(srpt_weight=-1.0)
+
+
+def test_sia_gain_cache_gives_bitwise_the_same_gains():
+    """The LP policy computes each job's sia gains once per decision (over its whole table)
+    and slices them for the LP build and for the rounding: the same numbers, bit for bit."""
+    import gymnasium as gym
+    import hsched_env  # noqa: F401
+    from lp_baseline.job_terms import sia_gain, srpt_weights
+    env = gym.make("hsched/Rank-v0", cluster="modern-512", workload="gavel:rate=60,jobs=80",
+                   max_candidates=8192, disable_env_checker=True).unwrapped
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        view = env.slots.view
+        ks = np.arange(view.num_active)
+        w = srpt_weights(view, ks)
+        subsets = [np.sort(rng.choice(len(view.candidates[k]),
+                                      max(1, len(view.candidates[k]) // 4), replace=False))
+                   for k in ks]
+        whole = [np.arange(len(view.candidates[k])) for k in ks]
+        cache: dict = {}
+        for rows in (subsets, whole):
+            got = sia_gain(view, ks, rows, w, cache=cache)
+            want = sia_gain(view, ks, rows, w)
+            np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+        assert len(cache) == view.num_active
+        env.step(np.ones(env.K, dtype=np.int8))
