@@ -59,31 +59,27 @@ FORMAT = "heterosched-ranker/1"
 TYPE_INPUTS = tuple(f"own_{name}" for name in CLUSTER_FEATURES) + ("fits_free",)
 
 
-def candidate_feature_index(num_types: int) -> list[int]:
-    """Columns of the (K, F) slot features the ranker reads: the job and candidate features,
-    without the per-type GPU counts (so the ranker does not depend on the cluster's types)."""
-    return CandidateColumns([f"type{i}" for i in range(num_types)]).type_independent()
-
-
 @functools.lru_cache(maxsize=None)
-def _type_columns(num_types: int) -> tuple[list[int], slice]:
+def _type_columns(num_types: int) -> tuple[th.Tensor, slice]:
+    """On a cluster of ``num_types`` GPU types: the columns of the (K, F) slot features that
+    do not depend on the types (the job and candidate features), and the per-type
+    ``gpus:<type>`` columns."""
     cols = CandidateColumns([f"type{i}" for i in range(num_types)])
-    return cols.type_independent(), cols.gpus
+    return th.as_tensor(cols.type_independent(), dtype=th.long), cols.gpus
 
 
 def ranker_inputs(rows: th.Tensor, cluster: th.Tensor) -> th.Tensor:
     """The ranker's per-candidate inputs, (B, M, ``RankerNet.n_in``): the type-independent
     columns of the slot features ``rows`` (B, M, F), then ``TYPE_INPUTS`` from the per-type
     ``gpus:<type>`` columns and ``cluster`` (B, T, ``len(CLUSTER_FEATURES)``)."""
-    independent, gpus = _type_columns(int(cluster.shape[-2]))
-    index = th.as_tensor(independent, dtype=th.long, device=rows.device)
+    index, gpus = _type_columns(int(cluster.shape[-2]))
     g = rows[..., gpus]                            # GPUs of each type ÷ the type's GPUs
     w = g * cluster[..., CLUSTER_COLUMN["capacity_frac"]].unsqueeze(-2)   # ∝ GPUs per type
     w = w / w.sum(dim=-1, keepdim=True).clamp(min=1e-12)
     own = th.matmul(w, cluster)                                          # (B, M, 4)
     free = cluster[..., CLUSTER_COLUMN["free_frac"]].unsqueeze(-2)
     fits = (g <= free + 1e-6).all(dim=-1, keepdim=True).to(rows.dtype)
-    return th.cat([rows.index_select(-1, index), own, fits], dim=-1)
+    return th.cat([rows.index_select(-1, index.to(rows.device)), own, fits], dim=-1)
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:

@@ -62,7 +62,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -119,6 +119,17 @@ class _Part:
     fault: tuple[str, str] | None = None
     empty: bool = False
     seconds: float = 0.0
+
+
+@dataclass
+class _DecisionMemo:
+    """What one ``decide`` computes once and asks for twice (the LP build and the rounding):
+    each job's eligible rows (for ``allowed``) and its ``sia-*`` gains, by active index."""
+
+    view: SchedulerView
+    allowed: object
+    eligible: dict = field(default_factory=dict)
+    gains: dict = field(default_factory=dict)
 
 
 class LPPolicy:
@@ -233,8 +244,7 @@ class LPPolicy:
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
         self.last_stats = PolicyStats()
-        self._eligible_memo = None
-        self._gain_memo = None
+        self._memo: _DecisionMemo | None = None
         self.reset(None, 0)
 
     # ------------------------------------------------------------------ state
@@ -284,11 +294,11 @@ class LPPolicy:
         """The rows job ``k`` may run with: the candidate set (all or requested), the
         ``allowed`` rows, the size cap; ascending. Memoized within one ``decide`` (the LP and
         the rounding ask for the same rows)."""
-        memo = self._eligible_memo
-        if memo is not None and memo[0] is view and memo[1] is allowed:
-            rows = memo[2].get(k)
+        memo = self._memo
+        if memo is not None and memo.view is view and memo.allowed is allowed:
+            rows = memo.eligible.get(k)
             if rows is None:
-                rows = memo[2][k] = self._eligible_rows(view, k, allowed)
+                rows = memo.eligible[k] = self._eligible_rows(view, k, allowed)
             return rows
         return self._eligible_rows(view, k, allowed)
 
@@ -355,12 +365,10 @@ class LPPolicy:
         """
         t0 = time.perf_counter()
         try:
-            self._eligible_memo = (view, allowed, {})
-            self._gain_memo = (view, {})      # sia gains per job, once per decision
+            self._memo = _DecisionMemo(view, allowed)
             return self._decide(view, allowed, lp_rows, t0)
         finally:
-            self._eligible_memo = None
-            self._gain_memo = None
+            self._memo = None
 
     def _decide(self, view: SchedulerView, allowed, lp_rows, t0: float) -> Assignment:
         self._delivery.track(view, self._last_t)
@@ -653,10 +661,10 @@ class LPPolicy:
         """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in
         that order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``;
         ``None`` for what an objective does not use (``job_terms.stage2_terms``)."""
-        memo = getattr(self, "_gain_memo", None)
+        memo = self._memo
         return stage2_terms(view, ks, rows, norms, objective=self.objective,
                             las_tau_s=self.las_tau_s, restart_aware=self.restart_aware,
-                            gain_cache=memo[1] if memo is not None and memo[0] is view
+                            gain_cache=memo.gains if memo is not None and memo.view is view
                             else None)
 
     # ------------------------------------------------------------------ rounding
