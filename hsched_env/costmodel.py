@@ -101,9 +101,9 @@ class Calibration:
     """
 
     # Fitted by scripts/calibrate.py (see the module docstring for the anchors).
-    eta_llm: float = 0.6928
-    eta_llm_by_arch: dict = field(default_factory=lambda: {"hopper": 0.5121, "volta": 0.6476})
-    llm_elementwise_traffic: float = 75.49
+    eta_llm: float = 0.6966
+    eta_llm_by_arch: dict = field(default_factory=lambda: {"hopper": 0.5223, "volta": 0.6534})
+    llm_elementwise_traffic: float = 77.47
     # Reference defaults (cost_model.md §5), not fitted: PCIe parts and older tensor cores.
     eta_half_by_arch: dict = field(default_factory=lambda: {
         "hopper": 0.45, "ampere": 0.45, "ada": 0.35, "turing": 0.30, "volta": 0.35,
@@ -364,6 +364,29 @@ def _link(hw: PoolArrays, pool, span):
     return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], hw.inter_bw[pool])
 
 
+def dp_ranks_per_node(hw: PoolArrays, pool, stride):
+    """Ranks of one data-parallel group on each node of ``pool`` when the group's ranks lie
+    ``stride`` (= tp·pp) apart: ``gpus_per_node // stride``, at least 1."""
+    gpn = hw.gpus_per_node[pool]
+    return np.maximum(np.floor(gpn / np.maximum(stride, 1)), 1.0)
+
+
+def _dp_link(hw: PoolArrays, pool, stride, span):
+    """One-way bandwidth per GPU of a data-parallel ring over ``span`` GPUs of ``pool`` whose
+    ranks lie ``stride`` (= tp·pp) apart.
+
+    Inside one node: the intra-node link. Across nodes, NCCL runs one ring (channel) per NIC:
+    a group with ``g`` ranks on each node splits its data over ``g`` rings that cross the node
+    boundary through ``g`` different NIC shares, so each node's cross-node traffic is the
+    ring volume once, at ``g`` × the NIC share per GPU (capped by the intra-node link, which
+    the same rings also cross). With ``tp·pp`` ≥ GPUs per node (g = 1) this is the NIC share
+    per GPU, the old rule; plain data parallelism on 8-GPU nodes gets the node's whole NIC.
+    """
+    g = dp_ranks_per_node(hw, pool, stride)
+    inter = np.minimum(hw.inter_bw[pool] * g, hw.intra_bw[pool])
+    return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], inter)
+
+
 def _zero_factors(shape: ModelShape, d, zero_stages) -> np.ndarray:
     """Model-state bytes per parameter at each ZeRO stage of ``zero_stages`` (columns)."""
     w, g, o = shape.state_w, shape.state_g, shape.state_o
@@ -491,7 +514,7 @@ def _cost_homo(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, batch
 
     # Gradient sync: a group's ranks lie tp·pp apart, so it stays inside a node only when all
     # tp·pp·d GPUs do. Optimizer: memory bound.
-    t_dp = _ring_time(shape, calib, d, (params, _link(hw, pa, tp * pp * d)))
+    t_dp = _ring_time(shape, calib, d, (params, _dp_link(hw, pa, tp * pp, tp * pp * d)))
     t_opt = calib.optimizer_bytes_per_param * params / hw.hbm_bw[pa]
     return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_a.copy(),
                    np.zeros(d.shape, dtype=bool), lmax, lmax, rep_batch, rep_batch)
@@ -551,9 +574,12 @@ def _cost_dp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
     mem_a = side_mem(np.ceil(ba / m_a), m_a)
     mem_b = side_mem(np.ceil(bb / m_b), m_b)
 
-    # A mixed data-parallel group always crosses nodes.
-    inter_ab = np.minimum(hw.inter_bw[pa], hw.inter_bw[pb])
-    t_dp = _ring_time(shape, calib, d, (params, inter_ab))
+    # A mixed data-parallel group always crosses nodes: its ring runs at the slower side's
+    # cross-node rate (see _dp_link; both sides have the same tp·pp).
+    ring_ab = np.minimum(hw.inter_bw[pa] * dp_ranks_per_node(hw, pa, tp * pp),
+                         hw.inter_bw[pb] * dp_ranks_per_node(hw, pb, tp * pp))
+    ring_ab = np.minimum(ring_ab, np.minimum(hw.intra_bw[pa], hw.intra_bw[pb]))
+    t_dp = _ring_time(shape, calib, d, (params, ring_ab))
     opt = calib.optimizer_bytes_per_param
     t_opt = np.maximum(opt * params / hw.hbm_bw[pa], opt * params / hw.hbm_bw[pb])
     return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
@@ -633,8 +659,8 @@ def _cost_pp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
               + g_b * b_mb + (pp - 1) * c_mb)
 
     # Each side's data-parallel groups only span that side's tp·pp_x·d GPUs.
-    t_dp = _ring_time(shape, calib, d, (p_a, _link(hw, pa, tp * ppa_f * d)),
-                      (p_b, _link(hw, pb, tp * ppb_f * d)))
+    t_dp = _ring_time(shape, calib, d, (p_a, _dp_link(hw, pa, tp * ppa_f, tp * ppa_f * d)),
+                      (p_b, _dp_link(hw, pb, tp * ppb_f, tp * ppb_f * d)))
     opt = calib.optimizer_bytes_per_param
     t_opt = np.maximum(opt * p_a / hw.hbm_bw[pa], opt * p_b / hw.hbm_bw[pb])
     return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,

@@ -146,7 +146,9 @@ def half_calibration(calib: Calibration, x) -> Calibration:
 def fit_half(calib: Calibration, progress: bool = True) -> dict[str, float]:
     """The half-precision factors: matmul efficiency of NVLink Ampere (``eta_llm``), Hopper
     and Volta parts, and the elementwise HBM traffic of a transformer layer, by least squares
-    in log space on ``measured.FIT_ROWS`` and anchor A2. Priors: efficiency in [0.3, 0.9];
+    in log space on ``measured.FIT_ROWS`` (each priced under the strategy it ran,
+    ``measured.predict_stated``) and anchor A2 (the planner's best strategy: the paper does
+    not give its layout). Priors: efficiency in [0.3, 0.9];
     traffic ≥ 0, starting from a count of a layer's kernels (about 90 bytes per token and
     hidden unit per byte, forward + backward)."""
     import measured
@@ -156,7 +158,7 @@ def fit_half(calib: Calibration, progress: bool = True) -> dict[str, float]:
 
     def residuals(x):
         c = half_calibration(calib, x)
-        res = [np.log(max(measured.predict(r, c), 1e-9) / r.value) for r in rows]
+        res = [np.log(max(measured.predict_stated(r, c)[0], 1e-9) / r.value) for r in rows]
         res.append(np.log(tokens_per_gpu_at(LLAMA1_65B, A2_GPUS, c) / A2_TOKENS_PER_S_PER_GPU))
         if progress:
             print(f"  {np.round(x, 4).tolist()}: rms log error "

@@ -5,9 +5,16 @@ FIT the half-precision factors (``scripts/calibrate.py``) and which are HELD OUT
 A row is compared when it is half-precision (bf16/fp16/AMP) training of a transformer whose
 shape is known (the Llama-2 catalog models, BERT-large, MPT-1B…70B from llm-foundry's YAMLs,
 Megatron's 8.3B GPT-2) on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
-planner's fastest strategy on exactly that many GPUs of that type (8 per node; NIC 200 GB/s
-per node for A100 and V100 systems, 400 GB/s for H100 systems — the sources' DGX-class
-nodes), with the row's global batch and sequence length. fp32/TF32 rows, CNN rows (the
+model on exactly that many GPUs of that type (8 per node; NIC 200 GB/s per node for A100 and
+V100 systems, 400 GB/s for H100 systems — the sources' DGX-class nodes), with the row's global
+batch and sequence length, two ways:
+
+* ``predict_stated``: the strategy the source ran (``stated_strategy``: data-parallel and
+  tensor-parallel degree, micro-batch size, activation checkpointing, FSDP/ZeRO-3 sharding) —
+  the cost model's accuracy, which ``scripts/calibrate.py`` fits and the held-out figures
+  measure;
+* ``predict``: the planner's fastest strategy on those GPUs — what the scheduler believes the
+  job can reach there (measured runs are not always the fastest configuration). fp32/TF32 rows, CNN rows (the
 catalog's CNNs are Gavel's fp32 jobs, validated on Gavel's table), H100 PCIe rows (no such
 catalog type), FP8 rows and rows the source's notes flag as unreliable are listed as not
 compared, with the reason.
@@ -25,7 +32,9 @@ import numpy as np
 
 from hsched_env.catalog import ModelSpec, get_model
 from hsched_env.cluster import cluster_from_dict
-from hsched_env.costmodel import DEFAULT_CALIBRATION, Calibration
+from hsched_env.catalog import get_gpu
+from hsched_env.costmodel import (DEFAULT_CALIBRATION, KIND_HOMO, Calibration, model_shape,
+                                  pool_arrays, strategy_cost)
 from hsched_env.planner import PlannerConfig, plan
 
 CSV_PATH = Path(__file__).resolve().parent / "data" / "measured_throughput.csv"
@@ -190,6 +199,83 @@ def predict(row: Row, calib: Calibration = DEFAULT_CALIBRATION) -> float:
     if row["metric"] == "tokens_per_s_per_gpu":
         return float(table.tokens_per_s_per_gpu[rows].max())
     return float(table.samples_per_s[rows].max()) / n
+
+
+#: Sources whose rows do not state activation checkpointing but whose runs used it.
+#: Megatron-LM's 2020 scaling runs: Shoeybi et al. 2019 (arXiv 1909.08053, section 5)
+#: checkpoint activations after every transformer layer.
+RECOMPUTE_SOURCES = ("megatron-2020",)
+
+
+@dataclasses.dataclass(frozen=True)
+class StatedStrategy:
+    """The strategy a measured row ran, as the cost model prices it (tp innermost, no
+    pipeline), and where each fact came from."""
+
+    dp: int
+    tp: int
+    microbatches: int           # per replica per iteration (gradient accumulation steps)
+    recompute: bool             # full activation checkpointing
+    zero: int                   # 3 for FSDP FULL_SHARD / HSDP, else 0 (plain data parallelism)
+    basis: str                  # how recompute was read
+
+
+def stated_strategy(row: Row) -> StatedStrategy:
+    """The row's strategy from its ``parallelism`` and ``micro_batch`` columns and its notes.
+
+    Activation checkpointing: MosaicML's ``ActCkpt=True/False`` and IBM's "Full AC" / "No AC" /
+    "Selective AC" (attention-only recompute, which FlashAttention does anyway: priced as
+    none); ``RECOMPUTE_SOURCES`` per their papers; every other row (DeepLearningExamples' and
+    Lambda's BERT scripts, which do not checkpoint) without. HSDP (shard inside a node,
+    replicate across) is priced as ZeRO-3 over all GPUs, which moves the same bytes per GPU
+    and at most as much across nodes.
+
+    Raises:
+        ValueError: The row's micro-batch does not divide its per-replica batch.
+    """
+    f = row.fields
+    n, par, notes = int(f["num_gpus"]), f["parallelism"], f["notes"]
+    tp = 8 if "tensor MP=8" in par else 1
+    dp = n // tp
+    per_replica, micro = int(f["global_batch"]) // dp, int(f["micro_batch"])
+    if micro < 1 or per_replica % micro or per_replica * dp != int(f["global_batch"]):
+        raise ValueError(f"{row.id}: micro-batch {micro} does not divide the per-replica "
+                         f"batch {f['global_batch']}/{dp}")
+    if "ActCkpt=True" in notes or "Full AC" in notes:
+        rc, basis = True, "stated"
+    elif any(t in notes for t in ("ActCkpt=False", "No AC", "Selective AC")):
+        rc, basis = False, "stated"
+    elif f["source"] in RECOMPUTE_SOURCES:
+        rc, basis = True, "source's paper"
+    else:
+        rc, basis = False, "not stated: the scripts' default (none)"
+    zero = 3 if ("FSDP" in par or "HSDP" in par) else 0
+    return StatedStrategy(dp=dp, tp=tp, microbatches=per_replica // micro, recompute=rc,
+                          zero=zero, basis=basis)
+
+
+def predict_stated(row: Row, calib: Calibration = DEFAULT_CALIBRATION) -> tuple[float, bool]:
+    """The model's figure for the row under the row's own strategy (``stated_strategy``), in
+    the row's metric, and whether the model's memory estimate fits it (the run did: a False
+    says the memory model is pessimistic there; the time is priced all the same)."""
+    st = stated_strategy(row)
+    model, pool = row_model(row), row_cluster(row).pools[0]
+    shape = model_shape(model, calib)
+    hw = pool_arrays([get_gpu(pool.gpu_type)], [pool.intra_bw_gbps], [pool.inter_bw_gbps],
+                     [pool.gpus_per_node], model, calib)
+    one = np.ones(1, dtype=np.int64)
+    cost = strategy_cost(shape, calib, hw, kind=np.full(1, KIND_HOMO), pa=0 * one, pb=0 * one,
+                         dpa=st.dp * one, dpb=0 * one, tp=st.tp * one, ppa=one, ppb=0 * one,
+                         m=st.microbatches * one, rc=np.full(1, st.recompute),
+                         batch=model.global_batch,
+                         per_replica_batch=model.batch_per_replica, zero_stages=(st.zero,))
+    step = cost["step_time_s"][0] + (cost["zero3_extra_s"][0] if st.zero == 3 else 0.0)
+    samples_per_s = cost["samples_per_iter"][0] / step
+    fits = bool(cost["mem_a"][0, 0] <= hw.mem_bytes[0])
+    n = int(row["num_gpus"])
+    if row["metric"] == "tokens_per_s_per_gpu":
+        return float(samples_per_s * model.tokens_per_sample / n), fits
+    return float(samples_per_s / n), fits
 
 
 def comparable_group(row: Row) -> str | None:

@@ -63,21 +63,27 @@ def anchor_rows() -> list[list[str]]:
 
 
 def measured_rows(progress: bool = True) -> list[dict]:
-    """Every compared CSV row with the model's prediction and its error."""
+    """Every compared CSV row with the model's figures and their errors: ``pred`` under the
+    row's own strategy (``measured.predict_stated``: the cost model's accuracy), ``best`` the
+    planner's fastest strategy on the same GPUs (``measured.predict``)."""
     rows = [r for r in measured.load_rows() if r.compared]
     out = []
     for r in tqdm(rows, desc="measured rows", disable=not progress, leave=False):
-        pred = measured.predict(r, CAL)
-        out.append({"row": r, "pred": pred, "error": pred / r.value - 1})
+        pred, fits = measured.predict_stated(r, CAL)
+        best = measured.predict(r, CAL)
+        out.append({"row": r, "pred": pred, "error": pred / r.value - 1, "fits": fits,
+                    "strategy": measured.stated_strategy(r), "best": best,
+                    "error_best": best / r.value - 1 if best else float("nan")})
     return out
 
 
-def ratio_rows(results: list[dict]) -> list[dict]:
-    """Cross-type ratios: measured and predicted, faster type first by measurement."""
+def ratio_rows(results: list[dict], key: str = "pred") -> list[dict]:
+    """Cross-type ratios: measured and predicted (``key``: ``"pred"`` under the rows' own
+    strategies, ``"best"`` the planner's), faster type first by measurement."""
     by_id = {x["row"].id: x for x in results}
     out = []
     for a, b in measured.ratio_pairs([x["row"] for x in results]):
-        pa, pb = by_id[a.id]["pred"], by_id[b.id]["pred"]
+        pa, pb = by_id[a.id][key], by_id[b.id][key]
         meas = a.value / b.value
         pred = pa / pb if pb > 0 else float("nan")
         roles = {a.role, b.role}
@@ -88,14 +94,25 @@ def ratio_rows(results: list[dict]) -> list[dict]:
     return out
 
 
+def _row_stats(errs: np.ndarray) -> str:
+    errs = errs[np.isfinite(errs)]
+    return (f"{errs.size} rows, median |error| {np.median(np.abs(errs)):.1%}, within ±15%: "
+            f"{np.mean(np.abs(errs) <= 0.15):.0%}, worst {errs[np.argmax(np.abs(errs))]:+.0%}")
+
+
 def summary(results: list[dict], ratios: list[dict]) -> list[str]:
     lines = []
     for role in ("fit", "fit-adjacent", "held out"):
-        errs = np.array([x["error"] for x in results if x["row"].role == role])
-        if errs.size:
-            lines.append(f"{role}: {errs.size} rows, median |error| {np.median(np.abs(errs)):.1%}, "
-                         f"within ±15%: {np.mean(np.abs(errs) <= 0.15):.0%}, worst "
-                         f"{errs[np.argmax(np.abs(errs))]:+.0%}")
+        mine = [x for x in results if x["row"].role == role]
+        if mine:
+            lines.append(f"{role}, stated strategy: "
+                         + _row_stats(np.array([x["error"] for x in mine])))
+            lines.append(f"{role}, planner's best: "
+                         + _row_stats(np.array([x["error_best"] for x in mine])))
+    held = [x for x in results if x["row"].role == "held out"]
+    for source in sorted({x["row"]["source"] for x in held}):
+        errs = np.array([x["error"] for x in held if x["row"]["source"] == source])
+        lines.append(f"held out, stated strategy, {source}: " + _row_stats(errs))
     for pair in sorted({x["pair"] for x in ratios}):
         for role in ("held out, fit's table", "held out, independent"):
             errs = np.array([x["error"] for x in ratios if x["pair"] == pair
@@ -105,6 +122,13 @@ def summary(results: list[dict], ratios: list[dict]) -> list[str]:
                              f"{np.median(np.abs(errs)):.1%}, within ±10%: "
                              f"{np.mean(np.abs(errs) <= 0.10):.0%}")
     return lines
+
+
+def _strategy_text(st: measured.StatedStrategy) -> str:
+    parts = [f"dp {st.dp}"] + ([f"tp {st.tp}"] if st.tp > 1 else []) + [
+        f"m {st.microbatches}", "ZeRO-3" if st.zero == 3 else "DDP",
+        "recompute" if st.recompute else "no recompute"]
+    return " · ".join(parts)
 
 
 def main(argv=None) -> None:
@@ -118,12 +142,17 @@ def main(argv=None) -> None:
         return
     results = measured_rows(progress=sys.stderr.isatty())
     print()
-    print(table(["id", "GPUs", "model", "seq", "metric", "measured", "model", "error", "role"],
+    print(table(["id", "GPUs", "model", "seq", "metric", "measured", "stated strategy",
+                 "model", "error", "planner's best", "error", "role"],
                 [[x["row"].id, f"{x['row']['num_gpus']} × {x['row']['gpu']}",
                   x["row"]["model"], x["row"]["seq_len"],
                   "tok/s/GPU" if x["row"]["metric"] == "tokens_per_s_per_gpu" else "samples/s/GPU",
-                  f"{x['row'].value:.5g}", f"{x['pred']:.5g}" if x["pred"] else "nothing fits",
-                  f"{x['error']:+.0%}" if x["pred"] else "–", x["row"].role] for x in results]))
+                  f"{x['row'].value:.5g}",
+                  _strategy_text(x["strategy"]) + ("" if x["fits"] else " (over the memory model)"),
+                  f"{x['pred']:.5g}", f"{x['error']:+.0%}",
+                  f"{x['best']:.5g}" if x["best"] else "nothing fits",
+                  f"{x['error_best']:+.0%}" if x["best"] else "–", x["row"].role]
+                 for x in results]))
     ratios = ratio_rows(results)
     print()
     print(table(["ratio", "rows", "model", "GPUs", "measured", "model", "error", "role"],
