@@ -364,11 +364,12 @@ def _link(hw: PoolArrays, pool, span):
     return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], hw.inter_bw[pool])
 
 
-def dp_ranks_per_node(hw: PoolArrays, pool, stride):
-    """Ranks of one data-parallel group on each node of ``pool`` when the group's ranks lie
-    ``stride`` (= tp·pp) apart: ``gpus_per_node // stride``, at least 1."""
+def dp_ranks_per_node(hw: PoolArrays, pool, stride, ranks):
+    """Ranks of one data-parallel group on each node of ``pool`` when the group's ``ranks``
+    ranks there lie ``stride`` (= tp·pp) apart: ``gpus_per_node // stride``, at most
+    ``ranks`` (a side of a mixed set may use part of a node), at least 1."""
     gpn = hw.gpus_per_node[pool]
-    return np.maximum(np.floor(gpn / np.maximum(stride, 1)), 1.0)
+    return np.clip(np.floor(gpn / np.maximum(stride, 1)), 1.0, np.maximum(ranks, 1))
 
 
 def _dp_link(hw: PoolArrays, pool, stride, span):
@@ -379,11 +380,17 @@ def _dp_link(hw: PoolArrays, pool, stride, span):
     a group with ``g`` ranks on each node splits its data over ``g`` rings that cross the node
     boundary through ``g`` different NIC shares, so each node's cross-node traffic is the
     ring volume once, at ``g`` × the NIC share per GPU (capped by the intra-node link, which
-    the same rings also cross). With ``tp·pp`` ≥ GPUs per node (g = 1) this is the NIC share
-    per GPU, the old rule; plain data parallelism on 8-GPU nodes gets the node's whole NIC.
+    the same rings also cross; with g = 1 no intra-node hop is on the ring). With ``tp·pp`` ≥
+    GPUs per node (g = 1) this is the NIC share per GPU, the old rule; plain data parallelism
+    on 8-GPU nodes gets the node's whole NIC. A group whose last node is only partly used runs
+    at that node's rate (its fewer ranks drive fewer NIC shares).
     """
-    g = dp_ranks_per_node(hw, pool, stride)
-    inter = np.minimum(hw.inter_bw[pool] * g, hw.intra_bw[pool])
+    # A last node only partly used holds fewer ranks: the ring runs at its rate.
+    gpn = hw.gpus_per_node[pool]
+    part = np.where(span % gpn > 0, span % gpn, gpn)
+    g = dp_ranks_per_node(hw, pool, stride, part / np.maximum(stride, 1))
+    inter = np.where(g > 1, np.minimum(hw.inter_bw[pool] * g, hw.intra_bw[pool]),
+                     hw.inter_bw[pool])
     return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], inter)
 
 
@@ -576,9 +583,11 @@ def _cost_dp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
 
     # A mixed data-parallel group always crosses nodes: its ring runs at the slower side's
     # cross-node rate (see _dp_link; both sides have the same tp·pp).
-    ring_ab = np.minimum(hw.inter_bw[pa] * dp_ranks_per_node(hw, pa, tp * pp),
-                         hw.inter_bw[pb] * dp_ranks_per_node(hw, pb, tp * pp))
-    ring_ab = np.minimum(ring_ab, np.minimum(hw.intra_bw[pa], hw.intra_bw[pb]))
+    ring_ab = np.minimum(hw.inter_bw[pa] * dp_ranks_per_node(hw, pa, tp * pp, dpa),
+                         hw.inter_bw[pb] * dp_ranks_per_node(hw, pb, tp * pp, dpb))
+    ring_ab = np.where(ring_ab > np.minimum(hw.inter_bw[pa], hw.inter_bw[pb]),
+                       np.minimum(ring_ab, np.minimum(hw.intra_bw[pa], hw.intra_bw[pb])),
+                       ring_ab)
     t_dp = _ring_time(shape, calib, d, (params, ring_ab))
     opt = calib.optimizer_bytes_per_param
     t_opt = np.maximum(opt * params / hw.hbm_bw[pa], opt * params / hw.hbm_bw[pb])

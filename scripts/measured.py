@@ -224,8 +224,8 @@ def stated_strategy(row: Row) -> StatedStrategy:
     """The row's strategy from its ``parallelism`` and ``micro_batch`` columns and its notes.
 
     Activation checkpointing: MosaicML's ``ActCkpt=True/False`` and IBM's "Full AC" / "No AC" /
-    "Selective AC" (attention-only recompute, which FlashAttention does anyway: priced as
-    none); ``RECOMPUTE_SOURCES`` per their papers; every other row (DeepLearningExamples' and
+    "Selective AC" (fms-fsdp checkpoints a fraction of the blocks: priced as none, which is
+    optimistic by up to a third more compute); ``RECOMPUTE_SOURCES`` per their papers; every other row (DeepLearningExamples' and
     Lambda's BERT scripts, which do not checkpoint) without. HSDP (shard inside a node,
     replicate across) is priced as ZeRO-3 over all GPUs, which moves the same bytes per GPU
     and at most as much across nodes.

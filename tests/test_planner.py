@@ -389,3 +389,38 @@ def test_cross_node_data_parallel_ring_uses_one_nic_share_per_rank_on_the_node(t
     expected = (2 * (d - 1) / d * shape.state_g * params / bw
                 + DEFAULT_CALIBRATION.collective_latency_s * 2 * (d - 1))
     assert 2 * cost["zero3_extra_s"][0] == pytest.approx(expected, rel=1e-9)
+
+
+def _dp_seconds(spec, hw, kind, **rows):
+    """Gradient-sync time of one strategy row (ZeRO-3's extra is half of it)."""
+    def arr(v):
+        return np.array([v])
+
+    base = dict(pa=0, pb=0, dpb=0, tp=1, ppa=1, ppb=0, m=4, rc=False)
+    base.update(rows)
+    cost = strategy_cost(model_shape(spec), DEFAULT_CALIBRATION, hw, kind=arr(kind),
+                         **{k: arr(v) for k, v in base.items()}, batch=spec.global_batch,
+                         per_replica_batch=False, zero_stages=(3,))
+    return 2 * cost["zero3_extra_s"][0]
+
+
+def test_partly_used_node_and_small_mixed_sides_drive_only_their_own_nic_shares():
+    """12 GPUs of 8-GPU nodes: the last node holds 4 ranks, so the ring crosses at 4 NIC
+    shares; a mixed data-parallel group with one replica per side at one share."""
+    spec = get_model("gpt2-medium")
+    shape = model_shape(spec)
+    params = (shape.layers * shape.layer_params + 2 * shape.embed_params)
+    share = 200.0 * 1e9 / 8
+    alpha = DEFAULT_CALIBRATION.collective_latency_s
+
+    def ring(d, bw):
+        return 2 * (d - 1) / d * shape.state_g * params / bw + alpha * 2 * (d - 1)
+
+    hw = pool_arrays([get_gpu("A100-80GB")], [600.0], [200.0], [8], spec)
+    assert _dp_seconds(spec, hw, KIND_HOMO, dpa=12) == pytest.approx(ring(12, 4 * share))
+    assert _dp_seconds(spec, hw, KIND_HOMO, dpa=16) == pytest.approx(ring(16, 8 * share))
+    two = pool_arrays([get_gpu("A100-80GB"), get_gpu("V100-16GB")], [600.0, 300.0],
+                      [200.0, 200.0], [8, 8], spec)
+    for dpa, dpb, g in ((1, 1, 1), (2, 2, 2), (8, 4, 4)):
+        got = _dp_seconds(spec, two, KIND_DP_SPLIT, pb=1, dpa=dpa, dpb=dpb)
+        assert got == pytest.approx(ring(dpa + dpb, g * share)), (dpa, dpb)
