@@ -63,10 +63,11 @@ STRUCTURE_TRIAL_ROWS = ("mosaic-021",)
 MPT_SHAPES = {"mpt-1b": (24, 2048, 16), "mpt-3b": (32, 2560, 20), "mpt-7b": (32, 4096, 32),
               "mpt-13b": (40, 5120, 40), "mpt-30b": (48, 7168, 56), "mpt-70b": (80, 8192, 64)}
 MPT_VOCAB = 50368
-# Megatron-LM's 8.3B GPT-2 (72 layers, hidden 3072, 32 heads); the smaller Megatron models'
-# shapes are not quoted by the source, so their rows are not compared.
-MEGATRON_SHAPES = {"megatron-gpt2-8b": (72, 3072, 32)}
-GPT2_VOCAB = 50257
+# Megatron-LM's README scaling runs (the rows' notes, images/cases.png): the 8B case is 42
+# layers, hidden 4096, 32 heads, vocabulary 51200 (8.67B parameters; not the paper's 8.3B
+# shape); the smaller cases' shapes are not quoted by the source, so their rows are not compared.
+MEGATRON_SHAPES = {"megatron-gpt2-8b": (42, 4096, 32)}
+MEGATRON_VOCAB = 51200
 CATALOG_MODELS = ("llama2-7b", "llama2-13b", "llama2-70b", "bert-large")
 
 
@@ -164,7 +165,7 @@ def row_model(row: Row) -> ModelSpec:
     name, seq, batch = f["model"], int(f["seq_len"]), int(f["global_batch"])
     if name in MPT_SHAPES or name in MEGATRON_SHAPES:
         layers, hidden, heads = MPT_SHAPES.get(name) or MEGATRON_SHAPES[name]
-        vocab = MPT_VOCAB if name in MPT_SHAPES else GPT2_VOCAB
+        vocab = MPT_VOCAB if name in MPT_SHAPES else MEGATRON_VOCAB
         precision = "bf16" if name in MPT_SHAPES else "fp16"
         return dataclasses.replace(
             get_model("gpt2-xl"), name=name, display=name, layers=layers, hidden=hidden,
