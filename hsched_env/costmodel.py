@@ -372,6 +372,14 @@ def dp_ranks_per_node(hw: PoolArrays, pool, stride, ranks):
     return np.clip(np.floor(gpn / np.maximum(stride, 1)), 1.0, np.maximum(ranks, 1))
 
 
+def _cross_node_ring_bw(hw: PoolArrays, pool, g):
+    """One-way bandwidth per GPU of a ring that crosses the nodes of ``pool`` with ``g`` ranks
+    on each: ``g`` NIC shares, capped by the intra-node link when ``g`` > 1 (the rings then
+    also hop inside the node)."""
+    return np.where(g > 1, np.minimum(hw.inter_bw[pool] * g, hw.intra_bw[pool]),
+                    hw.inter_bw[pool])
+
+
 def _dp_link(hw: PoolArrays, pool, stride, span):
     """One-way bandwidth per GPU of a data-parallel ring over ``span`` GPUs of ``pool`` whose
     ranks lie ``stride`` (= tp·pp) apart.
@@ -379,19 +387,15 @@ def _dp_link(hw: PoolArrays, pool, stride, span):
     Inside one node: the intra-node link. Across nodes, NCCL runs one ring (channel) per NIC:
     a group with ``g`` ranks on each node splits its data over ``g`` rings that cross the node
     boundary through ``g`` different NIC shares, so each node's cross-node traffic is the
-    ring volume once, at ``g`` × the NIC share per GPU (capped by the intra-node link, which
-    the same rings also cross; with g = 1 no intra-node hop is on the ring). With ``tp·pp`` ≥
-    GPUs per node (g = 1) this is the NIC share per GPU, the old rule; plain data parallelism
-    on 8-GPU nodes gets the node's whole NIC. A group whose last node is only partly used runs
-    at that node's rate (its fewer ranks drive fewer NIC shares).
+    ring volume once, at ``g`` × the NIC share per GPU (``_cross_node_ring_bw``). With
+    ``tp·pp`` ≥ GPUs per node (g = 1) this is the NIC share per GPU, the old rule; plain data
+    parallelism on 8-GPU nodes gets the node's whole NIC. A group whose last node is only
+    partly used runs at that node's rate (its fewer ranks drive fewer NIC shares).
     """
-    # A last node only partly used holds fewer ranks: the ring runs at its rate.
     gpn = hw.gpus_per_node[pool]
-    part = np.where(span % gpn > 0, span % gpn, gpn)
-    g = dp_ranks_per_node(hw, pool, stride, part / np.maximum(stride, 1))
-    inter = np.where(g > 1, np.minimum(hw.inter_bw[pool] * g, hw.intra_bw[pool]),
-                     hw.inter_bw[pool])
-    return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], inter)
+    last = np.where(span % gpn > 0, span % gpn, gpn)
+    g = dp_ranks_per_node(hw, pool, stride, last / np.maximum(stride, 1))
+    return np.where(span <= gpn, hw.intra_bw[pool], _cross_node_ring_bw(hw, pool, g))
 
 
 def _zero_factors(shape: ModelShape, d, zero_stages) -> np.ndarray:
@@ -583,11 +587,9 @@ def _cost_dp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
 
     # A mixed data-parallel group always crosses nodes: its ring runs at the slower side's
     # cross-node rate (see _dp_link; both sides have the same tp·pp).
-    ring_ab = np.minimum(hw.inter_bw[pa] * dp_ranks_per_node(hw, pa, tp * pp, dpa),
-                         hw.inter_bw[pb] * dp_ranks_per_node(hw, pb, tp * pp, dpb))
-    ring_ab = np.where(ring_ab > np.minimum(hw.inter_bw[pa], hw.inter_bw[pb]),
-                       np.minimum(ring_ab, np.minimum(hw.intra_bw[pa], hw.intra_bw[pb])),
-                       ring_ab)
+    ring_ab = np.minimum(
+        _cross_node_ring_bw(hw, pa, dp_ranks_per_node(hw, pa, tp * pp, dpa)),
+        _cross_node_ring_bw(hw, pb, dp_ranks_per_node(hw, pb, tp * pp, dpb)))
     t_dp = _ring_time(shape, calib, d, (params, ring_ab))
     opt = calib.optimizer_bytes_per_param
     t_opt = np.maximum(opt * params / hw.hbm_bw[pa], opt * params / hw.hbm_bw[pb])

@@ -4,7 +4,7 @@ FIT the half-precision factors (``scripts/calibrate.py``) and which are HELD OUT
 
 A row is compared when it is half-precision (bf16/fp16/AMP) training of a transformer whose
 shape is known (the Llama-2 catalog models, BERT-large, MPT-1B…70B from llm-foundry's YAMLs,
-Megatron's 8.3B GPT-2) on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
+Megatron-LM's 8B GPT-2) on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
 model on exactly that many GPUs of that type (8 per node; NIC 200 GB/s per node for A100 and
 V100 systems, 400 GB/s for H100 systems — the sources' DGX-class nodes), with the row's global
 batch and sequence length, two ways:
@@ -14,10 +14,11 @@ batch and sequence length, two ways:
   the cost model's accuracy, which ``scripts/calibrate.py`` fits and the held-out figures
   measure;
 * ``predict``: the planner's fastest strategy on those GPUs — what the scheduler believes the
-  job can reach there (measured runs are not always the fastest configuration). fp32/TF32 rows, CNN rows (the
-catalog's CNNs are Gavel's fp32 jobs, validated on Gavel's table), H100 PCIe rows (no such
-catalog type), FP8 rows and rows the source's notes flag as unreliable are listed as not
-compared, with the reason.
+  job can reach there (measured runs are not always the fastest configuration).
+
+fp32/TF32 rows, CNN rows (the catalog's CNNs are Gavel's fp32 jobs, validated on Gavel's
+table), H100 PCIe rows (no such catalog type), FP8 rows and rows the source's notes flag as
+unreliable are listed as not compared, with the reason.
 
 ``FIT_ROWS`` are the only rows the calibration sees; every other compared row is held out.
 """
@@ -30,9 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hsched_env.catalog import ModelSpec, get_model
+from hsched_env.catalog import ModelSpec, get_gpu, get_model
 from hsched_env.cluster import cluster_from_dict
-from hsched_env.catalog import get_gpu
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, KIND_HOMO, Calibration, model_shape,
                                   pool_arrays, strategy_cost)
 from hsched_env.planner import PlannerConfig, plan
@@ -226,8 +226,9 @@ def stated_strategy(row: Row) -> StatedStrategy:
 
     Activation checkpointing: MosaicML's ``ActCkpt=True/False`` and IBM's "Full AC" / "No AC" /
     "Selective AC" (fms-fsdp checkpoints a fraction of the blocks: priced as none, which is
-    optimistic by up to a third more compute); ``RECOMPUTE_SOURCES`` per their papers; every other row (DeepLearningExamples' and
-    Lambda's BERT scripts, which do not checkpoint) without. HSDP (shard inside a node,
+    optimistic by up to a third more compute); ``RECOMPUTE_SOURCES`` per their papers; every
+    other row (DeepLearningExamples' and Lambda's BERT scripts, which do not checkpoint)
+    without. HSDP (shard inside a node,
     replicate across) is priced as ZeRO-3 over all GPUs, which moves the same bytes per GPU
     and at most as much across nodes.
 
