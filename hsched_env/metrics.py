@@ -82,6 +82,7 @@ def compute_metrics(result) -> dict:
         "decision_time_max_s": float(dec.max()) if dec.size else 0.0,
         "lp_vars_mean": float(np.mean(result.lp_vars)) if result.lp_vars else 0.0,
         "rounds": result.rounds,
+        "rounds_skipped": getattr(result, "rounds_skipped", 0),
         "wall_s": result.wall_s,
     }
     out.update({k: v for k, v in result.extra.items() if k not in out})

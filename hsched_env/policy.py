@@ -12,6 +12,12 @@ class MyPolicy:
     def decide(self, view):                       # -> {job_id: row or [rows...]}
         return {int(j): 0 for j in view.job_ids}  # everyone's fastest candidate
 ```
+
+A policy may set ``steady = True`` to promise that ``decide`` returns the same assignment
+whenever the active jobs, their ``current`` candidates and ``current_nodes`` are the same
+(whatever the time, progress or round index), and changes no state of its own (no random
+draws, no counters it later reads). The simulator then skips the rounds that would repeat the
+previous one (``SimConfig.skip_steady_rounds``): same results, fewer decisions.
 """
 
 from __future__ import annotations
@@ -113,6 +119,8 @@ class Policy(Protocol):
     """A scheduling policy (see the module docstring)."""
 
     name: str
+    #: Optional: the promise of the module docstring (default ``False`` when absent).
+    steady: bool
 
     def reset(self, cluster: Cluster, seed: int | None) -> None:
         """Called once before a simulation; seed the policy's own randomness here."""

@@ -73,6 +73,16 @@ class SimConfig:
             work for every active job, a job finishes inside its round with nothing left, no
             job runs longer than it has been in the system, and time never goes back.
         progress: Show a progress bar on stderr.
+        skip_steady_rounds: In ``run``, with a policy that declares itself steady
+            (``steady = True``: its decision depends only on the active jobs, their
+            current candidates and nodes, and uses no randomness, as ``fifo-fastest`` and
+            ``greedy``), advance over the rounds in which nothing can change — no arrival,
+            no completion, and the previous round changed no job's candidate or nodes —
+            without asking the policy or placing anything: those rounds would repeat the
+            previous one exactly. Results are identical either way (bit for bit,
+            ``tests/test_simulator.py``); skipped rounds log no decision time
+            (``SimResult.rounds_skipped``). Off under ``check_invariants`` (whose checks
+            are per placed round).
     """
 
     round_s: float = ROUND_S
@@ -84,6 +94,7 @@ class SimConfig:
     measure_jobs: tuple[int, int] | None = None
     check_invariants: bool = False
     progress: bool = False
+    skip_steady_rounds: bool = True
 
     def __post_init__(self) -> None:
         if not (self.round_s >= 1.0 and math.isfinite(self.round_s)):
@@ -149,6 +160,7 @@ class SimResult:
     wall_s: float
     rounds: int
     extra: dict = field(default_factory=dict)
+    rounds_skipped: int = 0                  # rounds advanced without a decision (steady)
 
     def metrics(self) -> dict:
         return compute_metrics(self)
@@ -510,14 +522,20 @@ class Simulator:
         for j in active:
             records[j].contention_sum += active.size
             records[j].rounds_active += 1
+        # whether this round left every job's candidate and nodes as they were (and ran
+        # something): then, until an arrival or a completion, a steady policy repeats it
+        unchanged = bool(new_alloc)
         for j in active:
             if j not in new_alloc:
+                if current[j] >= 0:
+                    unchanged = False
                 current[j], alloc[j] = -1, None
                 continue
             r, a = new_alloc[j]
             rec = records[j]
-            restart = cfg.restart_s if (current[j] != r or alloc[j] != a) and \
-                not math.isnan(rec.first_start_s) else 0.0
+            same = current[j] == r and alloc[j] == a
+            unchanged = unchanged and same
+            restart = cfg.restart_s if not same and not math.isnan(rec.first_start_s) else 0.0
             if restart:
                 rec.restarts += 1
             if math.isnan(rec.first_start_s):
@@ -566,6 +584,7 @@ class Simulator:
             s.prev_remaining = remaining.copy()
             _check_jobs(s, active, t, end)
         s.in_round = False
+        s.unchanged = unchanged and not changed_state
         s.rounds += 1
         s.t = end
         s.stalled = s.stalled + 1 if not new_alloc and s.next_arrival >= len(self.jobs) else 0
@@ -574,6 +593,75 @@ class Simulator:
                         "stopping at t=%.0f s (they are reported unfinished)",
                         s.stalled, active.size, end)
             self._end("stalled")
+
+    def skip_steady_rounds(self) -> int:
+        """Advance over the rounds that would repeat the last one exactly, without a decision
+        (``SimConfig.skip_steady_rounds``; call between ``advance`` and ``next_view``, only
+        with a steady policy): while no job arrives and no running job would finish inside
+        the round, and the last round changed no job's candidate or nodes, each job runs on
+        what it holds — the same arithmetic as ``advance``, in the same order, so the run is
+        bit-for-bit the one without skipping. Returns the rounds skipped."""
+        s, cfg, R = self._s, self.config, self.config.round_s
+        if not s.unchanged or s.in_round or s.end_reason is not None:
+            return 0
+        n = len(self.jobs)
+        arrival, active, records = s.arrival, s.active, s.records
+        run = np.array([j for j in active if j in s.new_alloc], dtype=np.int64)
+        rows = s.current[run]
+        thr = np.array([s.tables[j].samples_per_s[r] for j, r in zip(run, rows)], dtype=float)
+        gpus = np.array([s.tables[j].gpus[r] for j, r in zip(run, rows)], dtype=np.int64)
+        if not np.all(thr > 0):
+            return 0                  # a job that never finishes: step round by round
+        types = self.cluster.gpu_types
+        remaining = s.remaining[run]
+        attained = s.attained[run]
+        done = np.array([records[j].samples_done for j in run])
+        run_s = np.array([records[j].run_s for j in run])
+        gpu_s = np.array([[records[j].gpu_s_by_type[ty] for ty in types] for j in run])
+        step_samples, step_gpu_s = thr * R, R * gpus
+        busy = s.busy
+        skipped = 0
+        t = s.t
+        while True:
+            if s.next_arrival < n and arrival[s.next_arrival] <= t:
+                break
+            if cfg.max_time_s is not None and t >= cfg.max_time_s:
+                break
+            end = t + R
+            if np.any(t + remaining / thr <= end):     # a job would finish in this round
+                break
+            # ``advance``'s arithmetic, elementwise (each job's sums in the same order)
+            remaining = np.maximum(remaining - step_samples, 0.0)
+            done += step_samples
+            run_s += R
+            attained += R
+            gpu_s += step_gpu_s
+            # the cluster's busy GPU-seconds, job after job (``accumulate`` is sequential)
+            busy = np.add.accumulate(np.vstack([busy[None], step_gpu_s]), axis=0)[-1]
+            skipped += 1
+            t = end
+        if not skipped:
+            return 0
+        s.remaining[run] = remaining
+        s.attained[run] = attained
+        s.busy = busy
+        s.busy_until = max(s.busy_until, t)
+        for i, j in enumerate(run):
+            rec = records[j]
+            rec.samples_done, rec.run_s = float(done[i]), float(run_s[i])
+            for ti, ty in enumerate(types):
+                if gpus[i, ti]:
+                    rec.gpu_s_by_type[ty] = float(gpu_s[i, ti])
+        for j in active:
+            rec = records[j]
+            rec.contention_sum += skipped * active.size     # integers: exact in any order
+            rec.rounds_active += skipped
+        s.active_log.extend([int(active.size)] * skipped)
+        s.rounds += skipped
+        s.skipped += skipped
+        s.stalled = 0
+        s.t = t
+        return skipped
 
     def result(self) -> SimResult:
         """The outcome so far (complete once ``finished``)."""
@@ -584,13 +672,17 @@ class Simulator:
                          decision_s=s.decision_s, lp_vars=s.lp_vars, active_jobs=s.active_log,
                          busy_gpu_s_by_type=s.busy, busy_until_s=s.busy_until,
                          wall_s=time.perf_counter() - s.wall0, rounds=s.rounds,
-                         extra=dict(getattr(self.policy, "summary", lambda: {})()))
+                         extra=dict(getattr(self.policy, "summary", lambda: {})()),
+                         rounds_skipped=s.skipped)
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:
         """Simulate the whole workload under ``self.policy``."""
         self.policy.reset(self.cluster, self.config.seed)
         self.reset()
+        cfg = self.config
+        skip = (cfg.skip_steady_rounds and not cfg.check_invariants
+                and getattr(self.policy, "steady", False) is True)
         while (view := self.next_view()) is not None:
             t0 = time.perf_counter()
             decision = self.policy.decide(view)
@@ -599,6 +691,8 @@ class Simulator:
             self.record_decision(elapsed, getattr(stats, "lp_vars", 0) or 0)
             self.place_decision(decision, who=f"policy {self.policy.name!r}")
             self.advance()
+            if skip:
+                self.skip_steady_rounds()
         return self.result()
 
 
@@ -745,6 +839,8 @@ class _RunState:
     t: float = 0.0
     last_view_t: float = -math.inf           # time of the last round opened (invariant checks)
     rounds: int = 0
+    skipped: int = 0                          # rounds advanced by skip_steady_rounds
+    unchanged: bool = False                   # the last round changed no job's placement
     stalled: int = 0
     active: np.ndarray = None
     new_alloc: dict = field(default_factory=dict)

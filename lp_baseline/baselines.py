@@ -13,6 +13,11 @@ current candidate first, so it is not restarted needlessly:
 * ``greedy`` — arrival order, each job takes its fastest candidate (any resource set and
   strategy) that fits: strategy co-optimization without an LP.
 * ``random`` — random order, a random fitting candidate per job.
+
+``fifo-fastest`` and ``greedy`` are *steady* (``hsched_env.policy``): their decision depends
+only on the active jobs and what they run, so the simulator skips the rounds between events
+that would repeat the last one. ``fifo`` and ``random`` draw random numbers every round and
+``srf`` orders by remaining work, so they are asked every round.
 """
 
 from __future__ import annotations
@@ -33,13 +38,19 @@ class _Greedy(ABC):
     """Admit jobs in ``order`` with the candidate rows ``options`` returns, if they fit."""
 
     name = "greedy-base"
+    steady = False
+    #: Whether ``options`` depends on the job's candidate table alone (no view, no random
+    #: draws): then it is computed once per table and kept (``_table_options``).
+    options_per_table = False
 
     def __init__(self) -> None:
         self.rng = np.random.default_rng(0)
         self.last_stats = None
+        self._cache: dict[int, tuple] = {}
 
     def reset(self, cluster, seed) -> None:
         self.rng = np.random.default_rng(seed)
+        self._cache = {}
 
     def order(self, view: SchedulerView) -> np.ndarray:
         return np.arange(view.num_active)
@@ -48,20 +59,37 @@ class _Greedy(ABC):
     def options(self, view: SchedulerView, k: int) -> np.ndarray:
         """Candidate rows of active job ``k`` in preference order."""
 
+    def _table_options(self, view: SchedulerView, k: int) -> tuple[list, dict]:
+        """Job ``k``'s options as ``(rows, {row: GPUs per type})`` in plain Python ints,
+        cached per table when ``options_per_table``."""
+        table = view.candidates[k]
+        if self.options_per_table:
+            hit = self._cache.get(id(table))
+            if hit is not None and hit[0] is table:
+                return hit[1], hit[2]
+        rows = np.asarray(self.options(view, k), dtype=np.int64)
+        gpus = dict(zip(rows.tolist(), map(tuple, table.gpus[rows].tolist())))
+        rows = rows.tolist()
+        if self.options_per_table:
+            self._cache[id(table)] = (table, rows, gpus)
+        return rows, gpus
+
     def decide(self, view: SchedulerView) -> Assignment:
-        free = view.capacity.astype(np.int64).copy()
+        free = view.capacity.tolist()
         out: Assignment = {}
-        for k in self.order(view):
-            table = view.candidates[k]
-            options = np.asarray(self.options(view, k), dtype=np.int64)
-            cur = int(view.current[k])
-            if cur >= 0 and np.any(options == cur):   # a running job keeps what it runs
-                options = np.r_[cur, options[options != cur]]
-            rows = options[np.all(table.gpus[options] <= free, axis=1)]
-            if rows.size == 0:
+        current = view.current.tolist()
+        job_ids = view.job_ids.tolist()
+        for k in np.asarray(self.order(view)).tolist():
+            options, gpus = self._table_options(view, k)
+            cur = current[k]
+            if cur >= 0 and cur in gpus:                  # a running job keeps what it runs
+                options = [cur] + [r for r in options if r != cur]
+            rows = [r for r in options
+                    if all(g <= f for g, f in zip(gpus[r], free))]
+            if not rows:
                 continue
-            out[int(view.job_ids[k])] = rows.tolist()
-            free -= table.gpus[rows[0]]
+            out[job_ids[k]] = rows
+            free = [f - g for f, g in zip(free, gpus[rows[0]])]
         return out
 
 
@@ -79,6 +107,8 @@ class FifoFastest(_Greedy):
     """FIFO trying the fastest type first."""
 
     name = "fifo-fastest"
+    steady = True
+    options_per_table = True
 
     def options(self, view, k):
         table = view.candidates[k]
@@ -90,6 +120,8 @@ class ShortestRemainingFirst(FifoFastest):
     """Shortest remaining time (as submitted) first, fastest type first."""
 
     name = "srf"
+    steady = False
+    options_per_table = True
 
     def order(self, view):
         left = view.remaining_samples / view.reference_samples_per_s
@@ -100,6 +132,8 @@ class GreedyBest(_Greedy):
     """Arrival order; each job its fastest fitting candidate of all."""
 
     name = "greedy"
+    steady = True
+    options_per_table = True
 
     def options(self, view, k):
         table = view.candidates[k]

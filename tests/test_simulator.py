@@ -212,3 +212,60 @@ def test_unsorted_arrivals_are_rejected():
     jobs[1] = dataclasses.replace(jobs[1], arrival_s=jobs[2].arrival_s + 1000)
     with pytest.raises(ConfigError, match="sorted by arrival"):
         Simulator(TINY, jobs, BASELINES["fifo"]())
+
+
+def _outcome(result) -> tuple:
+    """Everything a run computes about its jobs and the cluster, for bitwise comparison."""
+    jobs = [(r.job_id, r.first_start_s, r.finish_s, r.restarts, r.run_s, r.samples_done,
+             tuple(sorted(r.gpu_s_by_type.items())), tuple(r.candidates_used),
+             r.contention_sum, r.rounds_active) for r in result.jobs]
+    return (jobs, result.end_s, result.rounds, tuple(result.active_jobs),
+            result.busy_gpu_s_by_type.tobytes(), result.busy_until_s)
+
+
+@pytest.mark.parametrize("policy", ["fifo-fastest", "greedy"])
+@pytest.mark.parametrize("cluster,spec", [
+    (get_cluster("gavel-108"), "gavel:rate=4,jobs=120,seed={seed},multi_gpu=0"),
+    (get_cluster("gavel-108"), "gavel:rate=8,jobs=120,seed={seed}"),
+    (SIA, "gavel:rate=20,jobs=80,seed={seed},mix=llm,duration_scale=0.1"),
+    (TINY, "gavel:rate=3,jobs=30,seed={seed},duration_scale=0.2"),
+])
+@slow
+def test_skipping_steady_rounds_changes_nothing(policy, cluster, spec):
+    """A steady policy's run is bit for bit the same with and without round skipping, on
+    many seeds and clusters, and the skipping does skip rounds (no decision is taken in
+    them)."""
+    skipped = 0
+    for seed in range(4):
+        workload = load_workload(spec.format(seed=seed), cluster)
+        out = []
+        for skip in (False, True):
+            cfg = SimConfig(round_s=360, skip_steady_rounds=skip, seed=seed)
+            res = Simulator(cluster, workload, BASELINES[policy](), cfg).run()
+            out.append(res)
+        plain, fast = out
+        assert _outcome(fast) == _outcome(plain)
+        assert plain.rounds_skipped == 0
+        assert len(fast.decision_s) == fast.rounds - fast.rounds_skipped
+        assert len(plain.decision_s) == plain.rounds
+        m_plain, m_fast = plain.metrics(), fast.metrics()
+        for key in ("avg_jct_s", "p99_jct_s", "makespan_s", "gpu_util", "ftf_worst",
+                    "restarts_per_job", "rounds"):
+            assert m_fast[key] == m_plain[key], key
+        skipped += fast.rounds_skipped
+    assert skipped > 0
+
+
+def test_skipping_stops_at_a_time_limit_and_not_for_unsteady_policies():
+    cluster = get_cluster("gavel-108")
+    workload = load_workload("gavel:rate=4,jobs=60,seed=1,multi_gpu=0", cluster)
+    res = [Simulator(cluster, workload, BASELINES["fifo-fastest"](),
+                     SimConfig(round_s=360, max_time_s=40_000, skip_steady_rounds=skip)).run()
+           for skip in (False, True)]
+    assert res[1].rounds_skipped > 0
+    assert _outcome(res[1]) == _outcome(res[0])
+    assert max(r.finish_s for r in res[1].jobs if r.done) < 40_000
+    # srf orders by remaining work and fifo draws random numbers: asked every round
+    for name in ("srf", "fifo"):
+        r = Simulator(cluster, workload, BASELINES[name](), SimConfig(round_s=360)).run()
+        assert r.rounds_skipped == 0 and len(r.decision_s) == r.rounds
