@@ -200,7 +200,7 @@ class Simulator:
                                                       else candidate_cache)
         self._s: _RunState | None = None
         self._run_view = RunView(self)
-        self._labels: dict[tuple[int, int], str] = {}     # (id(table), row) -> label
+        self._rows: dict[tuple[int, int], tuple] = {}     # (id(table), row) -> _row_info
 
     # ------------------------------------------------------------------ candidates
     def candidates_of(self, job) -> CandidateTable:
@@ -519,13 +519,18 @@ class Simulator:
         remaining, records, current, alloc = s.remaining, s.records, s.current, s.alloc
         end = t + R
         changed_state = []
-        for j in active:
-            records[j].contention_sum += active.size
-            records[j].rounds_active += 1
+        jobs = active.tolist()
+        for j in jobs:
+            rec = records[j]
+            rec.contention_sum += len(jobs)
+            rec.rounds_active += 1
+        busy = s.busy.tolist()          # summed as Python floats: the same IEEE additions
+        busy_until = s.busy_until
+        attained, state, finish_of = s.attained, s.state, s.finish
         # whether this round left every job's candidate and nodes as they were (and ran
         # something): then, until an arrival or a completion, a steady policy repeats it
         unchanged = bool(new_alloc)
-        for j in active:
+        for j in jobs:
             if j not in new_alloc:
                 if current[j] >= 0:
                     unchanged = False
@@ -535,42 +540,42 @@ class Simulator:
             rec = records[j]
             same = current[j] == r and alloc[j] == a
             unchanged = unchanged and same
-            restart = cfg.restart_s if not same and not math.isnan(rec.first_start_s) else 0.0
+            started = not math.isnan(rec.first_start_s)
+            restart = cfg.restart_s if not same and started else 0.0
             if restart:
                 rec.restarts += 1
-            if math.isnan(rec.first_start_s):
+            if not started:
                 rec.first_start_s = t
             current[j], alloc[j] = r, a
             tab = s.tables[j]
-            label = self._labels.get((id(tab), r))
-            if label is None:
-                label = self._labels[(id(tab), r)] = _label(tab, r)
+            label, thr, used = self._row_info(tab, r)
             if label not in s.used_labels[j]:
                 s.used_labels[j].add(label)
                 rec.candidates_used.append(label)
-            thr = float(tab.samples_per_s[r])
-            finish = t + restart + remaining[j] / thr
+            left = float(remaining[j])
+            finish = t + restart + left / thr
             if finish <= end:
                 held = finish - t
-                rec.samples_done += remaining[j]
+                rec.samples_done += left
                 remaining[j] = 0.0
-                s.state[j] = DONE
+                state[j] = DONE
                 rec.finish_s = finish
-                s.finish[j] = finish
+                finish_of[j] = finish
                 changed_state.append(j)
             else:
                 held = R
                 rec.samples_done += thr * (R - restart)
-                remaining[j] = max(remaining[j] - thr * (R - restart), 0.0)
-                s.state[j] = RUNNING
-            s.attained[j] += held
+                remaining[j] = max(left - thr * (R - restart), 0.0)
+                state[j] = RUNNING
+            attained[j] += held
             rec.run_s += held
-            g = tab.gpus[r]
-            for ti, k in enumerate(g):
-                if k:
-                    rec.gpu_s_by_type[types[ti]] += held * k
-            s.busy += g * held
-            s.busy_until = max(s.busy_until, t + held)
+            gpu_s = rec.gpu_s_by_type
+            for ti, name, k in used:
+                gpu_s[name] += held * k
+                busy[ti] += held * k
+            busy_until = max(busy_until, t + held)
+        s.busy[:] = busy
+        s.busy_until = busy_until
         for j in changed_state:
             alloc[j] = None
             current[j] = -1
@@ -593,6 +598,17 @@ class Simulator:
                         "stopping at t=%.0f s (they are reported unfinished)",
                         s.stalled, active.size, end)
             self._end("stalled")
+
+    def _row_info(self, table: CandidateTable, r: int) -> tuple[str, float, tuple]:
+        """``(label, samples/s, ((type index, type, GPUs), ...) of the types it uses)`` of
+        row ``r`` of ``table``, computed once per row."""
+        key = (id(table), r)
+        info = self._rows.get(key)
+        if info is None:
+            types = self.cluster.gpu_types
+            used = tuple((ti, types[ti], int(k)) for ti, k in enumerate(table.gpus[r]) if k)
+            info = self._rows[key] = (_label(table, r), float(table.samples_per_s[r]), used)
+        return info
 
     def skip_steady_rounds(self) -> int:
         """Advance over the rounds that would repeat the last one exactly, without a decision
