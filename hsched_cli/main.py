@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="skip invalid trace rows (their count is reported)")
         sp.add_argument("--check-invariants", action="store_true",
                         help="verify the simulator's invariants every round (slower)")
+        sp.add_argument("--no-skip-rounds", action="store_true",
+                        help="ask a steady policy (fifo-fastest, greedy) every round instead "
+                             "of skipping the rounds that repeat the last one (same results)")
         sp.add_argument("--no-progress", action="store_true", help="no progress bar")
         sp.add_argument("--json", action="store_true", help="JSON on stdout")
         if cmd == "simulate":

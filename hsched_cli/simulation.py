@@ -67,6 +67,7 @@ def _simulation_args(args):
                        throughputs=args.throughputs, seed=args.seed,
                        max_time_s=args.max_time_s, measure_jobs=measure,
                        check_invariants=args.check_invariants,
+                       skip_steady_rounds=not getattr(args, "no_skip_rounds", False),
                        progress=not args.no_progress and sys.stderr.isatty())
     return cluster, workload, config
 

@@ -455,11 +455,15 @@ class Simulator:
             if j < 0 or j >= n or s.state[j] >= DONE or s.arrival[j] > t:
                 raise ConfigError(f"{who} assigned job {j}, which is not active at t={t:.0f}",
                                   field="decision")
-            rows = [int(choice)] if np.ndim(choice) == 0 else [int(c) for c in choice]
+            if isinstance(choice, (list, tuple)):
+                rows = [int(c) for c in choice]
+            else:
+                rows = [int(choice)] if np.ndim(choice) == 0 else [int(c) for c in choice]
+            size = len(s.tables[j])
             for r in rows:
-                if not 0 <= r < len(s.tables[j]):
+                if not 0 <= r < size:
                     raise ConfigError(f"{who} chose row {r} for job {j}, which has "
-                                      f"{len(s.tables[j])} candidates", field="decision")
+                                      f"{size} candidates", field="decision")
             if rows:
                 prefs[j] = rows
         placed = []
@@ -467,7 +471,7 @@ class Simulator:
             if self.can_keep(j, rows[0]) and self._place_on(nodes, new_alloc, j, rows[0]):
                 placed.append((j, rows[0]))
         order = sorted((j for j in prefs if j not in new_alloc),
-                       key=lambda j: (-int(s.tables[j].gpus[prefs[j][0]].sum()), j))
+                       key=lambda j: (-self._row_info(s.tables[j], prefs[j][0])[3], j))
         for j in order:
             for r in prefs[j]:
                 if self._place_on(nodes, new_alloc, j, r):
@@ -548,7 +552,7 @@ class Simulator:
                 rec.first_start_s = t
             current[j], alloc[j] = r, a
             tab = s.tables[j]
-            label, thr, used = self._row_info(tab, r)
+            label, thr, used, _ = self._row_info(tab, r)
             if label not in s.used_labels[j]:
                 s.used_labels[j].add(label)
                 rec.candidates_used.append(label)
@@ -599,15 +603,16 @@ class Simulator:
                         s.stalled, active.size, end)
             self._end("stalled")
 
-    def _row_info(self, table: CandidateTable, r: int) -> tuple[str, float, tuple]:
-        """``(label, samples/s, ((type index, type, GPUs), ...) of the types it uses)`` of
-        row ``r`` of ``table``, computed once per row."""
+    def _row_info(self, table: CandidateTable, r: int) -> tuple[str, float, tuple, int]:
+        """``(label, samples/s, ((type index, type, GPUs), ...) of the types it uses,
+        GPUs)`` of row ``r`` of ``table``, computed once per row."""
         key = (id(table), r)
         info = self._rows.get(key)
         if info is None:
             types = self.cluster.gpu_types
             used = tuple((ti, types[ti], int(k)) for ti, k in enumerate(table.gpus[r]) if k)
-            info = self._rows[key] = (_label(table, r), float(table.samples_per_s[r]), used)
+            info = self._rows[key] = (_label(table, r), float(table.samples_per_s[r]), used,
+                                      sum(k for _, _, k in used))
         return info
 
     def skip_steady_rounds(self) -> int:

@@ -265,6 +265,9 @@ class LPPolicy:
         self._delivery = DeliveryTracker()
         self._norm_memo = NormalizerMemo()
         self._lp_memo: dict = {}      # fingerprint -> the previous decision's optimal result
+        # (id(table), eligible rows) -> (table, its other candidates fastest first); the
+        # table is kept so that its id is not reused while the entry lives
+        self._others_memo: dict = {}
         self._lp_reused = 0
 
     @property
@@ -700,8 +703,16 @@ class LPPolicy:
         """Job ``k``'s eligible candidates (``_eligible``) with positive throughput that are
         not in ``exclude``, fastest first (the agnostic policy: in random order, it does not
         know which type is faster)."""
-        return other_candidates(view.candidates[k], self._eligible(view, k, allowed), exclude,
-                                self.rng if self.agnostic else None)
+        table, eligible = view.candidates[k], self._eligible(view, k, allowed)
+        if self.agnostic:                  # a random order, drawn afresh each time
+            return other_candidates(table, eligible, exclude, self.rng)
+        # fastest first depends on the table and the eligible rows alone: ordered once
+        key = (id(table), eligible.tobytes())
+        hit = self._others_memo.get(key)
+        if hit is None or hit[0] is not table:
+            hit = self._others_memo[key] = (table, other_candidates(table, eligible, ()))
+        skip = set(exclude)
+        return [c for c in hit[1] if c not in skip]
 
 
 def __getattr__(name: str):

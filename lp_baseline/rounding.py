@@ -58,15 +58,17 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
         deficit = round(sum(deficits.get(j, {}).values()), 1)     # seconds
         # Which candidate: the current one if the LP still gives it a share (a switch costs
         # a restart), else the most under-served one (share X minus time received).
-        rs, xs = rows[support], x[support]
+        rs, xs = rows[support].tolist(), x[support].tolist()
         cur = int(view.current[k])
-        if rs.size == 1:                     # nothing to order (most jobs of a vertex)
-            order = [int(rs[0])]
+        if len(rs) == 1:                     # nothing to order (most jobs of a vertex)
+            order = rs
         else:
-            under = np.round((xs - np.array([rec.get(int(r), 0.0) / el for r in rs]))
-                             / SHARE_QUANTUM) * SHARE_QUANTUM
-            xs = np.round(xs / SHARE_QUANTUM) * SHARE_QUANTUM
-            order = [int(r) for r in rs[np.lexsort((-xs, -under))]]
+            # Python's round() is numpy's rint (half to even) on these floats, and the
+            # sort is stable: the order ``np.lexsort((-xs, -under))`` gives
+            under = [round((xv - rec.get(r, 0.0) / el) / SHARE_QUANTUM) * SHARE_QUANTUM
+                     for xv, r in zip(xs, rs)]
+            xq = [round(xv / SHARE_QUANTUM) * SHARE_QUANTUM for xv in xs]
+            order = [rs[i] for i in sorted(range(len(rs)), key=lambda i: (-under[i], -xq[i]))]
         if sticky and cur in order:
             order.remove(cur)
             order.insert(0, cur)
@@ -202,7 +204,8 @@ class PlacementDryRun:
     def __init__(self, view: SchedulerView) -> None:
         self.view = view
         self.nodes = NodeState(view.cluster)
-        self.free = view.capacity.astype(np.int64).copy()
+        self.free = view.capacity.tolist()          # GPUs per type not yet taken
+        self._current = view.current.tolist()
         self._held = {k: a for k, a in enumerate(view.current_nodes)
                       if a is not None and int(view.current[k]) >= 0}
         self._mask = np.zeros_like(self.nodes.free)       # GPUs held by pending running jobs
@@ -246,25 +249,26 @@ class PlacementDryRun:
     def place_first(self, k: int, prefs: list[int]) -> list[int] | None:
         """Take the first of ``prefs`` (rows of job ``k``) that fits; returns it followed by
         the job's other rows in ``prefs`` order (the simulator's fallbacks), or ``None``."""
-        view = self.view
-        cur = int(view.current[k])
+        cur = self._current[k]
         self._settle(k)
+        prefs = [int(r) for r in prefs]
         if k in self._evicted:
             prefs = [r for r in prefs if r != cur]
         if not prefs:
             return None
-        table = view.candidates[k]
-        cand = np.asarray(prefs, dtype=np.int64)
-        ok = np.flatnonzero(np.all(table.gpus[cand] <= self.free, axis=1))   # per-type test
+        table = self.view.candidates[k]
+        free = self.free
+        gpus = table.gpus[prefs].tolist()
+        ok = [(r, g) for r, g in zip(prefs, gpus)                  # per-type test
+              if all(n <= f for n, f in zip(g, free))]
         held = self._held.get(k)
         for masked in (True, False):
-            for i in ok:
-                r = int(cand[i])
+            for r, g in ok:
                 if r == cur and held is not None:
                     got = self.nodes.keep(held)
                 else:
                     got = self._place(table, r, masked)
                 if got:
-                    self.free -= table.gpus[r]
-                    return [r] + [int(c) for c in prefs if int(c) != r]
+                    self.free = [f - n for f, n in zip(free, g)]
+                    return [r] + [c for c in prefs if c != r]
         return None
