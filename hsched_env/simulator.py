@@ -40,7 +40,7 @@ from hsched_env.cluster import Cluster
 from hsched_env.errors import ConfigError
 from hsched_env.metrics import compute_metrics
 from hsched_env.placement import NodeState, candidate_parts
-from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_set, sia_sizes
+from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, sia_sizes
 from hsched_env.policy import Assignment, Policy, SchedulerView
 
 log = logging.getLogger(__name__)
@@ -221,10 +221,29 @@ class Simulator:
         cfg = self.config
         table = plan(spec, self.cluster, config=cfg.planner, throughputs=cfg.throughputs)
         dp_only = dataclasses.replace(cfg.planner, data_parallel_only=True)
+        # Every plain data-parallel set asked for below, priced in one pass (``plan_sets``:
+        # the tables ``plan_set`` gives one by one): the requested count and its doublings on
+        # each type, and Sia's sizes on each type's first pool.
+        first_pool = {}
+        for pool in self.cluster.pools:
+            first_pool.setdefault(pool.gpu_type, pool)
+        wanted = []
+        for t, pool in first_pool.items():
+            n = job.requested_gpus
+            while 0 < n <= pool.num_gpus:
+                wanted.append((t, n))
+                n *= 2
+            wanted += [(t, k) for k in sia_sizes(pool.gpus_per_node, pool.num_gpus)]
+        wanted = list(dict.fromkeys(wanted))
+        priced = dict(zip(wanted, plan_sets(spec, self.cluster, [{t: n} for t, n in wanted],
+                                            config=dp_only, throughputs=cfg.throughputs)))
 
         def dp_row(t: str, n: int) -> CandidateTable:
-            return plan_set(spec, self.cluster, {t: n}, config=dp_only,
-                            throughputs=cfg.throughputs)
+            got = priced.get((t, n))
+            if got is None:           # not asked for above: priced alone (or its error)
+                got = plan_sets(spec, self.cluster, [{t: n}], config=dp_only,
+                                throughputs=cfg.throughputs)[0]
+            return got.take(np.arange(len(got)))          # a copy: its flags are set below
 
         def same_rows(tab: CandidateTable, gpus: np.ndarray) -> np.ndarray:
             return np.flatnonzero(np.all(tab.gpus == gpus, axis=1) & (tab.tp == 1)

@@ -10,7 +10,7 @@ from hsched_env.cluster import get_cluster
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, KIND_DP_SPLIT, KIND_HOMO, KIND_PP_SPLIT,
                                   model_shape, pool_arrays, strategy_cost)
 from hsched_env.errors import ConfigError, UnknownNameError
-from hsched_env.planner import PlannerConfig, plan, plan_set, resource_sets
+from hsched_env.planner import PlannerConfig, plan, plan_set, plan_sets, resource_sets, sia_sizes
 from hsched_env.throughput import MeasuredTable
 
 SIA = get_cluster("sia-64")
@@ -424,3 +424,38 @@ def test_partly_used_node_and_small_mixed_sides_drive_only_their_own_nic_shares(
     for dpa, dpb, g in ((1, 1, 1), (2, 2, 2), (8, 4, 4)):
         got = _dp_seconds(spec, two, KIND_DP_SPLIT, pb=1, dpa=dpa, dpb=dpb)
         assert got == pytest.approx(ring(dpa + dpb, g * share)), (dpa, dpb)
+
+
+@pytest.mark.parametrize("cluster,throughputs", [("sia-64", None), ("gavel-108", "gavel"),
+                                                 ("modern-512", None)])
+@pytest.mark.parametrize("mixed", [False, True])
+def test_plan_sets_equals_plan_set_one_by_one(cluster, throughputs, mixed):
+    """Pricing many sets in one pass gives, set by set, the table ``plan_set`` gives alone,
+    bit for bit (every column), including sets nothing fits on (empty tables)."""
+    import dataclasses
+    cl = get_cluster(cluster)
+    sets = [{p.gpu_type: k} for p in cl.pools for k in sia_sizes(p.gpus_per_node, p.num_gpus)]
+    sets += [{p.gpu_type: 3} for p in cl.pools[:2]]
+    if mixed and len(cl.pools) > 1:
+        a, b = cl.pools[0], cl.pools[1]
+        sets += [{a.gpu_type: a.gpus_per_node, b.gpu_type: b.gpus_per_node}]
+    config = PlannerConfig(data_parallel_only=not mixed)
+    for model in ("resnet50", "gpt2-xl", "llama2-13b"):
+        batch = plan_sets(model, cl, sets, config=config, throughputs=throughputs)
+        assert len(batch) == len(sets)
+        empty = 0
+        for gpus, got in zip(sets, batch):
+            want = plan_set(model, cl, gpus, config=config, throughputs=throughputs)
+            empty += len(want) == 0
+            for f in dataclasses.fields(want):
+                a, b = getattr(want, f.name), getattr(got, f.name)
+                if isinstance(a, np.ndarray):
+                    assert a.dtype == b.dtype and a.shape == b.shape, (model, gpus, f.name)
+                    assert a.tobytes() == b.tobytes(), (model, gpus, f.name)
+                else:
+                    assert a == b, (model, gpus, f.name)
+        if model == "llama2-13b":
+            assert empty > 0            # a 13B model fits on no single small GPU count
+    assert plan_sets("resnet50", cl, []) == []
+    with pytest.raises(ConfigError, match="not available"):
+        plan_sets("resnet50", cl, [{cl.pools[0].gpu_type: 1}, {cl.pools[0].gpu_type: 10**6}])
