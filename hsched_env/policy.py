@@ -119,8 +119,8 @@ class Policy(Protocol):
     """A scheduling policy (see the module docstring)."""
 
     name: str
-    #: Optional: the promise of the module docstring (default ``False`` when absent).
-    steady: bool
+    # Optional attribute ``steady`` (read with ``getattr(policy, "steady", False)``): the
+    # promise of the module docstring.
 
     def reset(self, cluster: Cluster, seed: int | None) -> None:
         """Called once before a simulation; seed the policy's own randomness here."""

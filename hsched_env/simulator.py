@@ -145,7 +145,10 @@ class JobRecord:
 
 @dataclass
 class SimResult:
-    """Outcome of ``Simulator.run``: per-job records, per-round logs, and settings."""
+    """Outcome of ``Simulator.run``: per-job records, per-round logs, and settings.
+
+    ``active_jobs`` has one entry per round; ``decision_s`` and ``lp_vars`` one per decision
+    taken, so ``rounds_skipped`` fewer (``SimConfig.skip_steady_rounds``)."""
 
     policy: str
     cluster: Cluster
@@ -200,7 +203,8 @@ class Simulator:
                                                       else candidate_cache)
         self._s: _RunState | None = None
         self._run_view = RunView(self)
-        self._rows: dict[tuple[int, int], tuple] = {}     # (id(table), row) -> _row_info
+        # (id(table), row) -> (table, _row_info); the table is kept so its id is not reused
+        self._rows: dict[tuple[int, int], tuple] = {}
 
     # ------------------------------------------------------------------ candidates
     def candidates_of(self, job) -> CandidateTable:
@@ -576,7 +580,7 @@ class Simulator:
                 s.used_labels[j].add(label)
                 rec.candidates_used.append(label)
             left = float(remaining[j])
-            finish = t + restart + left / thr
+            finish = t + restart + (left / thr if thr else math.inf)
             if finish <= end:
                 held = finish - t
                 rec.samples_done += left
@@ -626,13 +630,13 @@ class Simulator:
         """``(label, samples/s, ((type index, type, GPUs), ...) of the types it uses,
         GPUs)`` of row ``r`` of ``table``, computed once per row."""
         key = (id(table), r)
-        info = self._rows.get(key)
-        if info is None:
+        hit = self._rows.get(key)
+        if hit is None or hit[0] is not table:     # (the table pins its id while kept)
             types = self.cluster.gpu_types
             used = tuple((ti, types[ti], int(k)) for ti, k in enumerate(table.gpus[r]) if k)
-            info = self._rows[key] = (_label(table, r), float(table.samples_per_s[r]), used,
-                                      sum(k for _, _, k in used))
-        return info
+            hit = self._rows[key] = (table, (_label(table, r), float(table.samples_per_s[r]),
+                                             used, sum(k for _, _, k in used)))
+        return hit[1]
 
     def skip_steady_rounds(self) -> int:
         """Advance over the rounds that would repeat the last one exactly, without a decision

@@ -43,6 +43,14 @@ class _Greedy(ABC):
     #: draws): then it is computed once per table and kept (``_table_options``).
     options_per_table = False
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        # ``steady`` and ``options_per_table`` are promises about ``order`` / ``options``: a
+        # subclass makes them only by setting them itself, never by inheriting them
+        super().__init_subclass__(**kwargs)
+        for name in ("steady", "options_per_table"):
+            if name not in cls.__dict__:
+                setattr(cls, name, False)
+
     def __init__(self) -> None:
         self.rng = np.random.default_rng(0)
         self.last_stats = None

@@ -84,6 +84,8 @@ from lp_baseline.solver import solve_allocation
 #: ``LPPolicy(lp_method=)``: the HiGHS options of each LP algorithm.
 LP_METHODS = {"simplex": None, "ipm": {"solver": "ipm", "run_crossover": "on"}}
 
+#: Entries of ``LPPolicy._others``' memo (job tables × eligible row sets) before it starts over.
+OTHERS_MEMO_SIZE = 4096
 #: Tolerance of the check that a solver's ``x`` satisfies the LP's constraints.
 FEASIBILITY_TOL = 1e-6
 #: The co-optimizer's default objective (``heterosched-lp``; see docs/lp.md for why).
@@ -710,6 +712,8 @@ class LPPolicy:
         key = (id(table), eligible.tobytes())
         hit = self._others_memo.get(key)
         if hit is None or hit[0] is not table:
+            if len(self._others_memo) >= OTHERS_MEMO_SIZE:
+                self._others_memo.clear()       # e.g. a ranker's kept rows change every round
             hit = self._others_memo[key] = (table, other_candidates(table, eligible, ()))
         skip = set(exclude)
         return [c for c in hit[1] if c not in skip]

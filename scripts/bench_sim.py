@@ -106,6 +106,8 @@ def decision(sizes=(100, 500, 1000, 2000), rounds=5) -> None:
             r, par = _timed_run("large-2048",
                                 f"gavel:rate={rate},jobs={n},seed=0,mix=llm,duration_scale=0.5",
                                 policy, max_time_s=rounds * 300.0)
+            # one decision per round: the LP policies are not steady, so no round is skipped
+            assert len(r.decision_s) == len(r.active_jobs), "skipped rounds: no per-round times"
             busy = [i for i, a in enumerate(r.active_jobs) if a >= 0.9 * n]
             dec = np.array([r.decision_s[i] for i in busy])
             par = [par[i] for i in busy]

@@ -574,9 +574,10 @@ def test_two_stage_inputs_are_validated():
 
 
 def test_highs_banner_capture_leaves_stdout_in_place_under_threads():
-    """POP parts solved on threads each build a Highs object inside the fd-1 capture; without
-    turns, interleaved save / redirect / restore left fd 1 on a temporary file and the rest
-    of the process's output (``hsched demo``'s schedule table) was lost."""
+    """POP parts solved on threads may build the process's first Highs object (the one made
+    inside the fd-1 capture, ``backends._new_highs``) at the same time; without turns,
+    interleaved save / redirect / restore left fd 1 on a temporary file and the rest of the
+    process's output (``hsched demo``'s schedule table) was lost."""
     import os
     import threading
     import time
