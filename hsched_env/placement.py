@@ -96,6 +96,12 @@ class NodeState:
 
     def keep(self, alloc: Allocation) -> bool:
         """Re-take an existing allocation (a job keeping its nodes); False if no longer free."""
+        if len(alloc) == 1:                      # one node (most jobs): no tally needed
+            (v, k), = alloc
+            if self.free[v] < k:
+                return False
+            self.free[v] -= k
+            return True
         need: dict[int, int] = {}
         for v, k in alloc:
             need[v] = need.get(v, 0) + k

@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from hsched_env.policy import Assignment, SchedulerView
+from lp_baseline.table_memo import TableMemo
 
 
 def requested_rows(table) -> np.ndarray:
@@ -54,11 +55,11 @@ class _Greedy(ABC):
     def __init__(self) -> None:
         self.rng = np.random.default_rng(0)
         self.last_stats = None
-        self._cache: dict[int, tuple] = {}
+        self._cache = TableMemo()
 
     def reset(self, cluster, seed) -> None:
         self.rng = np.random.default_rng(seed)
-        self._cache = {}
+        self._cache = TableMemo()
 
     def order(self, view: SchedulerView) -> np.ndarray:
         return np.arange(view.num_active)
@@ -71,16 +72,14 @@ class _Greedy(ABC):
         """Job ``k``'s options as ``(rows, {row: GPUs per type})`` in plain Python ints,
         cached per table when ``options_per_table``."""
         table = view.candidates[k]
+
+        def make() -> tuple[list, dict]:
+            rows = np.asarray(self.options(view, k), dtype=np.int64)
+            return rows.tolist(), dict(zip(rows.tolist(),
+                                           map(tuple, table.gpus[rows].tolist())))
         if self.options_per_table:
-            hit = self._cache.get(id(table))
-            if hit is not None and hit[0] is table:
-                return hit[1], hit[2]
-        rows = np.asarray(self.options(view, k), dtype=np.int64)
-        gpus = dict(zip(rows.tolist(), map(tuple, table.gpus[rows].tolist())))
-        rows = rows.tolist()
-        if self.options_per_table:
-            self._cache[id(table)] = (table, rows, gpus)
-        return rows, gpus
+            return self._cache.get_for(table, id(table), make)
+        return make()
 
     def decide(self, view: SchedulerView) -> Assignment:
         free = view.capacity.tolist()

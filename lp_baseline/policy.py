@@ -80,6 +80,7 @@ from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, Al
                                  check_feasible, evaluate_objective, problem_fingerprint)
 from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
 from lp_baseline.solver import solve_allocation
+from lp_baseline.table_memo import TableMemo
 
 #: ``LPPolicy(lp_method=)``: the HiGHS options of each LP algorithm.
 LP_METHODS = {"simplex": None, "ipm": {"solver": "ipm", "run_crossover": "on"}}
@@ -267,9 +268,10 @@ class LPPolicy:
         self._delivery = DeliveryTracker()
         self._norm_memo = NormalizerMemo()
         self._lp_memo: dict = {}      # fingerprint -> the previous decision's optimal result
-        # (id(table), eligible rows) -> (table, its other candidates fastest first); the
-        # table is kept so that its id is not reused while the entry lives
-        self._others_memo: dict = {}
+        # (id(table), eligible rows) -> its other candidates fastest first; id(table) -> its
+        # rows of the candidate set (``table_memo.TableMemo``: emptied by copies)
+        self._others_memo = TableMemo()
+        self._table_rows = TableMemo()
         self._lp_reused = 0
 
     @property
@@ -309,6 +311,14 @@ class LPPolicy:
 
     def _eligible_rows(self, view: SchedulerView, k: int, allowed=None) -> np.ndarray:
         table = view.candidates[k]
+        if allowed is None and not self.size_cap:
+            # the candidate set alone: the same rows every round, kept per table (read-only)
+            def rows_of_set():
+                rows = (np.flatnonzero(table.requested) if self.candidates == "requested"
+                        else np.arange(len(table)))
+                rows.flags.writeable = False
+                return rows
+            return self._table_rows.get_for(table, id(table), rows_of_set)
         if allowed is not None and self.candidates == "all":
             # = np.intersect1d(arange(n), allowed[k]), without its sort when already sorted
             rows = np.asarray(allowed[k], dtype=np.int64)
@@ -709,14 +719,12 @@ class LPPolicy:
         if self.agnostic:                  # a random order, drawn afresh each time
             return other_candidates(table, eligible, exclude, self.rng)
         # fastest first depends on the table and the eligible rows alone: ordered once
-        key = (id(table), eligible.tobytes())
-        hit = self._others_memo.get(key)
-        if hit is None or hit[0] is not table:
-            if len(self._others_memo) >= OTHERS_MEMO_SIZE:
-                self._others_memo.clear()       # e.g. a ranker's kept rows change every round
-            hit = self._others_memo[key] = (table, other_candidates(table, eligible, ()))
+        if len(self._others_memo) >= OTHERS_MEMO_SIZE:
+            self._others_memo.clear()           # e.g. a ranker's kept rows change every round
+        ordered = self._others_memo.get_for(table, (id(table), eligible.tobytes()),
+                                            lambda: other_candidates(table, eligible, ()))
         skip = set(exclude)
-        return [c for c in hit[1] if c not in skip]
+        return [c for c in ordered if c not in skip]
 
 
 def __getattr__(name: str):

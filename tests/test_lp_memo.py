@@ -177,3 +177,24 @@ def test_lp_method_ipm_reaches_highs_and_finds_the_same_optimum(monkeypatch):
             b = solve_allocation(p, objective, highs_options=LP_METHODS["ipm"])
             assert b.status == a.status == "optimal"
             assert b.objective == pytest.approx(a.objective, rel=1e-7, abs=1e-9)
+
+
+def test_table_memos_are_not_copied_with_the_policy():
+    """The per-table memos hold candidate tables: a deep copy of a policy (the rank
+    environment copies its LP every round) or a pickled one starts them empty instead of
+    copying the tables, and a hit needs the very table it was computed for."""
+    import copy
+    import pickle
+
+    from lp_baseline.table_memo import TableMemo
+
+    memo = TableMemo()
+    table, other = object(), object()
+    calls = []
+    assert memo.get_for(table, id(table), lambda: calls.append(1) or "a") == "a"
+    assert memo.get_for(table, id(table), lambda: calls.append(1) or "b") == "a"
+    assert memo.get_for(other, id(table), lambda: calls.append(1) or "c") == "c"  # same id
+    assert len(calls) == 2
+    assert len(copy.deepcopy(memo)) == 0 and len(copy.copy(memo)) == 0
+    assert len(pickle.loads(pickle.dumps(memo))) == 0
+    assert len(memo) == 1
