@@ -46,19 +46,21 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
         if j not in allocation:
             continue
         rows, x = allocation[j]
-        support = x > TINY
-        if not support.any():
+        xl = x.tolist()
+        support = [i for i, v in enumerate(xl) if v > TINY]
+        if not support:
             continue
+        rl = rows.tolist()
+        rs, xs = [rl[i] for i in support], [xl[i] for i in support]
         rec = received.get(j, {})
         # Rounded to SHARE_QUANTUM: the LP's solution is exact to ~1e-6, and another
         # optimal vertex (same problem, other candidates) must not reorder the jobs.
-        share = round(float(x[support].sum()) / SHARE_QUANTUM) * SHARE_QUANTUM
+        share = round(_numpy_sum(xs) / SHARE_QUANTUM) * SHARE_QUANTUM
         got = sum(rec.values())
         prio = share * 1e9 if got <= 0 else share / (got / el)
         deficit = round(sum(deficits.get(j, {}).values()), 1)     # seconds
         # Which candidate: the current one if the LP still gives it a share (a switch costs
         # a restart), else the most under-served one (share X minus time received).
-        rs, xs = rows[support].tolist(), x[support].tolist()
         cur = int(view.current[k])
         if len(rs) == 1:                     # nothing to order (most jobs of a vertex)
             order = rs
@@ -87,6 +89,17 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
     if fill:
         _fill_free_gpus(view, jobs, out, dry, others)
     return out
+
+
+def _numpy_sum(values: list[float]) -> float:
+    """``float(np.sum(values))`` to the last bit: numpy adds fewer than 8 values one after
+    the other from 0 (as here), more in an unrolled pairwise order (left to numpy)."""
+    if len(values) >= 8:
+        return float(np.sum(np.array(values, dtype=np.float64)))
+    total = 0.0
+    for v in values:
+        total += v
+    return total
 
 
 def integral_assignment(view: SchedulerView, allocation: dict, values: dict,

@@ -135,3 +135,14 @@ def test_integral_rounding_runs_the_lp_whole_jobs_on_their_row(simulate, objecti
                 whole += 1
                 assert decision[j][0] == int(rows[i[0]])     # no time slicing
     assert whole >= 20                                  # the rule was exercised
+
+
+def test_numpy_sum_matches_numpy_bit_for_bit():
+    """The rounding's share is ``np.sum`` of the support's shares, computed in Python for
+    the few values a job has: the same float for every length (numpy sums fewer than 8
+    values in order, more pairwise)."""
+    from lp_baseline.rounding import _numpy_sum
+    rng = np.random.default_rng(5)
+    for n in list(range(1, 20)) * 200:
+        a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)
+        assert _numpy_sum(a.tolist()) == float(np.sum(a))
