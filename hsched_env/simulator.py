@@ -42,6 +42,7 @@ from hsched_env.metrics import compute_metrics
 from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, sia_sizes
 from hsched_env.policy import Assignment, Policy, SchedulerView
+from hsched_env.table_memo import TableMemo
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +204,7 @@ class Simulator:
                                                       else candidate_cache)
         self._s: _RunState | None = None
         self._run_view = RunView(self)
-        # (id(table), row) -> (table, _row_info); the table is kept so its id is not reused
-        self._rows: dict[tuple[int, int], tuple] = {}
+        self._rows = TableMemo()                  # (id(table), row) -> _row_info
 
     # ------------------------------------------------------------------ candidates
     def candidates_of(self, job) -> CandidateTable:
@@ -629,14 +629,12 @@ class Simulator:
     def _row_info(self, table: CandidateTable, r: int) -> tuple[str, float, tuple, int]:
         """``(label, samples/s, ((type index, type, GPUs), ...) of the types it uses,
         GPUs)`` of row ``r`` of ``table``, computed once per row."""
-        key = (id(table), r)
-        hit = self._rows.get(key)
-        if hit is None or hit[0] is not table:     # (the table pins its id while kept)
+        def make() -> tuple[str, float, tuple, int]:
             types = self.cluster.gpu_types
             used = tuple((ti, types[ti], int(k)) for ti, k in enumerate(table.gpus[r]) if k)
-            hit = self._rows[key] = (table, (_label(table, r), float(table.samples_per_s[r]),
-                                             used, sum(k for _, _, k in used)))
-        return hit[1]
+            return (_label(table, r), float(table.samples_per_s[r]), used,
+                    sum(k for _, _, k in used))
+        return self._rows.get_for(table, (id(table), r), make)
 
     def skip_steady_rounds(self) -> int:
         """Advance over the rounds that would repeat the last one exactly, without a decision
@@ -652,7 +650,7 @@ class Simulator:
         arrival, active, records = s.arrival, s.active, s.records
         run = np.array([j for j in active if j in s.new_alloc], dtype=np.int64)
         rows = s.current[run]
-        thr = np.array([s.tables[j].samples_per_s[r] for j, r in zip(run, rows)], dtype=float)
+        thr = np.array([self._row_info(s.tables[j], r)[1] for j, r in zip(run, rows)])
         gpus = np.array([s.tables[j].gpus[r] for j, r in zip(run, rows)], dtype=np.int64)
         if not np.all(thr > 0):
             return 0                  # a job that never finishes: step round by round
@@ -688,7 +686,7 @@ class Simulator:
             return 0
         s.remaining[run] = remaining
         s.attained[run] = attained
-        s.busy = busy
+        s.busy[:] = busy
         s.busy_until = max(s.busy_until, t)
         for i, j in enumerate(run):
             rec = records[j]

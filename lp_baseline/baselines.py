@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from hsched_env.policy import Assignment, SchedulerView
-from lp_baseline.table_memo import TableMemo
+from hsched_env.table_memo import TableMemo
 
 
 def requested_rows(table) -> np.ndarray:
@@ -75,8 +75,8 @@ class _Greedy(ABC):
 
         def make() -> tuple[list, dict]:
             rows = np.asarray(self.options(view, k), dtype=np.int64)
-            return rows.tolist(), dict(zip(rows.tolist(),
-                                           map(tuple, table.gpus[rows].tolist())))
+            as_list = rows.tolist()
+            return as_list, dict(zip(as_list, map(tuple, table.gpus[rows].tolist())))
         if self.options_per_table:
             return self._cache.get_for(table, id(table), make)
         return make()

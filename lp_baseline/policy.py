@@ -80,7 +80,7 @@ from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, Al
                                  check_feasible, evaluate_objective, problem_fingerprint)
 from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
 from lp_baseline.solver import solve_allocation
-from lp_baseline.table_memo import TableMemo
+from hsched_env.table_memo import TableMemo
 
 #: ``LPPolicy(lp_method=)``: the HiGHS options of each LP algorithm.
 LP_METHODS = {"simplex": None, "ipm": {"solver": "ipm", "run_crossover": "on"}}

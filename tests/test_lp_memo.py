@@ -186,7 +186,7 @@ def test_table_memos_are_not_copied_with_the_policy():
     import copy
     import pickle
 
-    from lp_baseline.table_memo import TableMemo
+    from hsched_env.table_memo import TableMemo
 
     memo = TableMemo()
     table, other = object(), object()

@@ -1,8 +1,9 @@
-"""``TableMemo``: a per-policy cache of what a job's candidate table alone determines.
+"""``TableMemo``: a cache of what a job's candidate table alone determines (a simulator's
+per-row data, a policy's per-table preferences).
 
 Entries are keyed by ``id(table)`` and hold the table itself next to the value, so an id is
 never reused while its entry lives and a hit is checked with ``is``. A copy or an unpickled
-policy starts with an empty memo: copying it would copy every cached candidate table (the
+owner starts with an empty memo: copying it would copy every cached candidate table (the
 rank environment deep-copies its LP every round), and its ids would not match the copy's
 tables anyway.
 """
