@@ -41,6 +41,7 @@ class LPSpec:
     aux: int | None         # column index of t (max-min) or z' (min-makespan)
     obj_rows: np.ndarray    # row indices of the per-job objective rows
     obj_jobs: np.ndarray    # job of each objective row
+    col_job: np.ndarray | None = None   # (n,) job of each x column (column generation)
 
 
 def build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.ndarray,
@@ -106,4 +107,5 @@ def build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.nd
         cost = fill.copy()
     return LPSpec(cand=cand, a=a, row_lo=row_lo, row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
                  cost=cost, fill=fill, aux=n if has_aux else None,
-                 obj_rows=base_obj + np.arange(obj_jobs.size), obj_jobs=obj_jobs)
+                 obj_rows=base_obj + np.arange(obj_jobs.size), obj_jobs=obj_jobs,
+                 col_job=jobs)

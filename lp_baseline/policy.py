@@ -79,11 +79,12 @@ from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
                                  check_feasible, evaluate_objective, problem_fingerprint)
 from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
-from lp_baseline.solver import solve_allocation
+from lp_baseline.solver import METHOD_OPTIONS, solve_allocation
 from hsched_env.table_memo import TableMemo
 
-#: ``LPPolicy(lp_method=)``: the HiGHS options of each LP algorithm.
-LP_METHODS = {"simplex": None, "ipm": {"solver": "ipm", "run_crossover": "on"}}
+#: ``LPPolicy(lp_method=)``: how each LP is solved (``solver.METHODS``), with the HiGHS options
+#: each adds.
+LP_METHODS = METHOD_OPTIONS
 
 #: Entries of ``LPPolicy._others``' memo (job tables × eligible row sets) before it starts over.
 OTHERS_MEMO_SIZE = 4096
@@ -155,10 +156,13 @@ class LPPolicy:
             (``job_terms.NormalizerMemo``) and a part's LP solution when the LP is the same
             (``problem.problem_fingerprint``; not with ``time_limit_s``). The schedule is the
             same either way (``tests/test_lp_memo.py``); ``False`` recomputes everything.
-        lp_method: HiGHS' LP algorithm: ``"simplex"`` (default: dual simplex) or ``"ipm"``
-            (interior point, then crossover to a vertex, which the integral rounding needs).
-            Same optimum; on large LPs IPM is faster (docs/lp.md, "Backends"), and where the
-            LP has several optimal vertices it may return another one.
+        lp_method: How each LP is solved (``solver.METHODS``): ``"simplex"`` (default: HiGHS'
+            dual simplex over every column), ``"ipm"`` (interior point, then crossover to a
+            vertex, which the integral rounding needs) or ``"colgen"`` (dual simplex over a
+            restricted LP grown by column generation, ``lp_baseline.colgen``; the ``highs``
+            backend only). Same optimum; on large LPs IPM and column generation are faster
+            (docs/lp.md, "LP methods"), and where the LP has several optimal vertices they
+            may return another one.
         pop_executor: Where parallel parts run: ``"thread"`` (default), ``"process"``,
             ``"ray"`` or ``"serial"`` (``lp_baseline.parallel_parts``).
         backend: ``"highs"`` (direct sparse matrix, default) or ``"pulp"``.
@@ -242,6 +246,9 @@ class LPPolicy:
         self.memoize = bool(memoize)
         if lp_method not in LP_METHODS:
             raise UnknownNameError("LP method", lp_method, list(LP_METHODS))
+        if lp_method == "colgen" and backend != "highs":
+            raise ConfigError(f"lp_method='colgen' needs backend='highs', got {backend!r}",
+                              field="lp_method")
         self.lp_method = lp_method
         self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
@@ -534,7 +541,7 @@ class LPPolicy:
         reused = {i: memo[key] for i, key in enumerate(keys) if key is not None and key in memo}
         todo = [i for i, b in enumerate(built) if b.problem is not None and i not in reused]
         tasks = [PartSolve(built[i].problem, self.objective, self.backend, self.floor,
-                           deadline=deadline, highs_options=LP_METHODS[self.lp_method])
+                           deadline=deadline, method=self.lp_method)
                  for i in todo]
         t_solve = time.perf_counter()
         solved = dict(zip(todo, solve_parts(tasks, executor=self.pop_executor,

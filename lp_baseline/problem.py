@@ -224,6 +224,9 @@ class LPResult:
             constructed allocation); ``False`` when ``x`` is zeros for want of one
             (infeasible, error, unavailable, or a time limit before any feasible point).
         message: why a solve failed (status "error" / "unavailable"), else "".
+        columns_solved: LP columns HiGHS saw: ``n_vars``, or with column generation
+            (``method="colgen"``) those of the restricted LP at the end.
+        pricing_rounds: restricted LP solves of column generation (0 without it).
     """
 
     x: np.ndarray
@@ -240,6 +243,8 @@ class LPResult:
     has_x: bool = True
     message: str = ""
     floor_ratio: float = math.nan
+    columns_solved: int = 0
+    pricing_rounds: int = 0
 
     @property
     def decision_s(self) -> float:

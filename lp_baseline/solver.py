@@ -67,6 +67,7 @@ import numpy as np
 # tests/test_faults.py and scripts/reliability.py do).
 from lp_baseline.backends import (BACKENDS, HIGHSPY_IMPORT_ERROR, HighsDriver, PulpDriver,
                                   SolverRun, highspy)
+from lp_baseline.colgen import ColumnGenerationDriver
 from lp_baseline.formulation import LPSpec, build_spec
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
                                  LPResult, evaluate_objective, require_field)
@@ -90,6 +91,12 @@ LEX_REL_TOL = 1e-7
 FTF_REL_TOL = 1e-3
 #: Hard cap on ftf bisection LP solves.
 FTF_MAX_ITERS = 60
+#: ``solve_allocation(method=)``: HiGHS' dual simplex over every column, its interior point
+#: method with crossover, or dual simplex over a restricted LP grown by column generation
+#: (``lp_baseline.colgen``: the same optimum, certified by pricing every column).
+METHODS = ("simplex", "ipm", "colgen")
+#: The HiGHS options each method adds.
+METHOD_OPTIONS = {"simplex": {}, "ipm": {"solver": "ipm", "run_crossover": "on"}, "colgen": {}}
 
 
 def _repair(p: AllocationProblem, x: np.ndarray) -> np.ndarray:
@@ -110,7 +117,7 @@ def _repair(p: AllocationProblem, x: np.ndarray) -> np.ndarray:
 def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backend: str = "highs",
                      time_limit_s: float | None = None, secondary: bool = True,
                      highs_options: dict | None = None,
-                     floor: float = DEFAULT_FLOOR) -> LPResult:
+                     floor: float = DEFAULT_FLOOR, method: str = "simplex") -> LPResult:
     """Solve the allocation LP for one round.
 
     Args:
@@ -128,6 +135,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         floor: (the two-stage objectives) the second stage holds every job at ``>= floor * t*``,
             ``t*`` the max-min optimum; in [0, 1] (1: the JCT objective only breaks ties
             among max-min optima; 0: no fairness floor).
+        method: one of ``METHODS``: ``"simplex"`` (default), ``"ipm"`` or ``"colgen"``
+            (column generation, ``lp_baseline.colgen``; ``backend="highs"`` only).
 
     Returns:
         An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
@@ -141,6 +150,10 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         raise ValueError(f"time_limit_s must be > 0, got {time_limit_s!r}")
     if not (isinstance(floor, (int, float)) and 0.0 <= floor <= 1.0):
         raise ValueError(f"floor must be in [0, 1], got {floor!r}")
+    if method not in METHODS:
+        raise ValueError(f"unknown LP method {method!r}; expected one of {METHODS}")
+    if method == "colgen" and backend != "highs":
+        raise ValueError(f"method='colgen' needs backend='highs', got {backend!r}")
     if objective in ("min-makespan", "ftf"):
         require_field(p, "remaining", objective)
     if objective in ("sia-srpt", "sia-las"):
@@ -148,7 +161,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     if objective == "ftf":
         require_field(p, "age_s", objective)
         require_field(p, "ftf_denominator_s", objective)
-    options = dict(highs_options or {})
+    options = {**METHOD_OPTIONS[method], **(highs_options or {})}
     reserved = {"threads", "random_seed", "time_limit", "output_flag"} & set(options)
     if reserved:
         raise ValueError(f"highs_options may not set {sorted(reserved)}: the solver sets them "
@@ -203,7 +216,9 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         spec.col_hi[spec.aux] = float(np.min(best[spec.obj_jobs] * coef_scale[spec.obj_jobs]))
     n_vars, n_cons = spec.a.shape[1], spec.a.shape[0]
     try:
-        driver = (HighsDriver if backend == "highs" else PulpDriver)(spec, options)
+        driver_class = (ColumnGenerationDriver if method == "colgen" else
+                        HighsDriver if backend == "highs" else PulpDriver)
+        driver = driver_class(spec, options)
     except ValueError:   # a bad highs_options entry is the caller's error
         raise
     except ImportError as exc:   # PuLP (pulp backend) not installed
@@ -247,7 +262,9 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     return LPResult(x=x, objective=evaluate_objective(p, x, objective), status=status,
                     backend=backend, build_s=build_s, solve_s=solve_s, n_vars=n_vars,
                     n_cons=n_cons, iterations=iters, unrunnable=unrunnable, highs_run_s=run_s,
-                    has_x=values is not None, message=message, floor_ratio=floor_ratio)
+                    has_x=values is not None, message=message, floor_ratio=floor_ratio,
+                    columns_solved=getattr(driver, "columns", n_vars),
+                    pricing_rounds=getattr(driver, "rounds", 0))
 
 
 def _solve_lexicographic(spec: LPSpec, driver, budget, secondary: bool, keep: float):

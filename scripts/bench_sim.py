@@ -7,6 +7,7 @@ Usage:
     python scripts/bench_sim.py speed       # 2000-job workloads on large-2048, non-LP policies
     python scripts/bench_sim.py memo        # gavel on Gavel's workload, LPPolicy(memoize=) off / on
     python scripts/bench_sim.py ipm         # large-2048: the pure LP with dual simplex / IPM
+    python scripts/bench_sim.py methods     # large-2048: the pure LP with dual simplex / IPM / colgen
     python scripts/bench_sim.py all
 
 Each prints a Markdown table; every run is a deterministic simulation (fixed seeds).
@@ -171,32 +172,41 @@ def memo(reps: int = 3) -> None:
           f"{statistics.median(walls[False]) / statistics.median(walls[True]):.2f}")
 
 
-def ipm(sizes=(500, 1000, 2000), reps: int = 3) -> None:
-    """Decision time of the pure LP with HiGHS' dual simplex and with IPM + crossover, on
-    the same view of a large-2048 burst (as ``decision``), and whether the assignments match."""
-    print("\n### large-2048, mix=llm burst: the pure LP's decision, dual simplex against IPM\n")
-    print("| N | active | simplex median s | ipm median s | ipm ÷ simplex | same assignment |"
-          "\n|---:|---:|---:|---:|---:|---|")
+def lp_methods(sizes=(500, 1000, 2000), reps: int = 3,
+               methods=("simplex", "ipm", "colgen")) -> None:
+    """Decision time of the pure LP with each ``lp_method`` (HiGHS' dual simplex, IPM +
+    crossover, column generation) on the same view of a large-2048 burst (as ``decision``),
+    and whether each gives the dual simplex's assignment."""
+    print("\n### large-2048, mix=llm burst: the pure LP's decision by LP method\n")
+    others = [m for m in methods if m != "simplex"]
+    print("| N | active | " + " | ".join(f"{m} median s" for m in methods) + " | "
+          + " | ".join(f"{m} ÷ simplex | same as simplex" for m in others) + " |")
+    print("|---:|---:|" + "---:|" * len(methods) + "---:|---|" * len(others))
     from bench_pop import SnapshotProbe          # (scripts/, this script's folder)
     c = get_cluster("large-2048")
-    makers = {m: (lambda m=m: make_policy("heterosched-lp", lp_method=m))
-              for m in ("simplex", "ipm")}
+    makers = {m: (lambda m=m: make_policy("heterosched-lp", lp_method=m)) for m in methods}
     for n in sizes:
         probe = SnapshotProbe(int(0.9 * n), makers, reps, warmup=0)
         w = load_workload(f"gavel:rate={n * 12000},jobs={n},seed=0,mix=llm,duration_scale=0.5", c)
         Simulator(c, w, probe, SimConfig(max_time_s=1800.0)).run()
         med = {m: statistics.median(r["decide_s"] for r in v) for m, v in probe.samples.items()}
-        same = (probe.samples["simplex"][-1]["assignment"]
-                == probe.samples["ipm"][-1]["assignment"])
-        print(f"| {n} | {probe.active} | {med['simplex']:.3f} | {med['ipm']:.3f} | "
-              f"{med['ipm'] / med['simplex']:.2f} | {'yes' if same else 'no'} |")
+        cells = [f"{med[m]:.3f}" for m in methods]
+        for m in others:
+            same = probe.samples["simplex"][-1]["assignment"] == probe.samples[m][-1]["assignment"]
+            cells += [f"{med[m] / med['simplex']:.2f}", "yes" if same else "no"]
+        print(f"| {n} | {probe.active} | " + " | ".join(cells) + " |")
         sys.stdout.flush()
+
+
+def ipm(sizes=(500, 1000, 2000), reps: int = 3) -> None:
+    """``lp_methods`` with the dual simplex and IPM only (the subcommand's earlier table)."""
+    lp_methods(sizes, reps, methods=("simplex", "ipm"))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=["hetero", "llm", "decision", "speed", "memo", "ipm",
-                                     "all"])
+                                     "methods", "all"])
     ap.add_argument("--sizes", default="100,500,1000,2000",
                     help="active-job counts of the decision benchmark")
     args = ap.parse_args()
@@ -204,8 +214,8 @@ def main() -> None:
     for what in todo:
         if what == "decision":
             decision(tuple(int(v) for v in args.sizes.split(",")))
-        elif what == "ipm":
-            ipm(tuple(int(v) for v in args.sizes.split(",")))
+        elif what in ("ipm", "methods"):
+            {"ipm": ipm, "methods": lp_methods}[what](tuple(int(v) for v in args.sizes.split(",")))
         else:
             globals()[what]()
 

@@ -1,0 +1,174 @@
+"""Column generation: the allocation LP solved over a growing subset of its columns.
+
+The LP of a round has one column per (job, candidate) — 130,000 to 160,000 of them at 2,000
+active jobs — but only a few rows that join the jobs (one per GPU type, plus the max-min rows
+of the two-stage objectives), so an optimal basis uses about one column per job. HiGHS' dual
+simplex over every column spends most of its time on columns that never enter.
+
+``ColumnGenerationDriver`` solves the same ``LPSpec`` (the same rows, columns, bounds and
+costs as ``HighsDriver``) as a *restricted* LP that starts with each job's best column by the
+current objective (and the auxiliary column ``t`` / ``z'``), and repeats:
+
+1. solve the restricted LP (HiGHS dual simplex, warm-started from the previous basis);
+2. price every column outside it with the restricted optimum's row duals ``y``: reduced cost
+   ``d = cost - A^T y`` (one sparse product over the whole matrix);
+3. stop if no column has ``d > PRICING_TOL``; else add each job's best-priced column and go
+   to 1.
+
+At the stop, the restricted optimum with every other column at 0 satisfies the whole LP's
+optimality conditions (primal feasible: the same rows; dual feasible: no column prices in), so
+it is an optimum of the whole LP — the same objective value as the full solve, certified, not
+a heuristic. Where the LP has several optima it may be another vertex than the full dual
+simplex's (as with ``lp_method="ipm"``); docs/lp.md says how often that changes a schedule.
+
+A restricted LP that is infeasible (the ftf bisection's feasibility LPs can be feasible only
+with columns not yet in it) does not prove the whole LP infeasible: the driver then adds every
+column and solves the whole LP, so the answer is exact in every case.
+
+Changes between runs (``set_cost``, ``set_col_lower``, ``set_row_lower``) apply to the whole
+LP: the restricted LP gets them for its columns, pricing uses the new costs for the others.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from lp_baseline.backends import SolverRun, _collect, _configure, _new_highs, highspy
+from lp_baseline.formulation import INF, LPSpec
+
+#: A column outside the restricted LP enters when its reduced cost exceeds this. Below HiGHS'
+#: own dual feasibility tolerance (1e-7), so the stop is at least as strict as a full solve's.
+PRICING_TOL = 1e-9
+
+
+class ColumnGenerationDriver:
+    """The driver interface of ``lp_baseline.backends.HighsDriver`` (``run``, ``set_cost``,
+    ``set_col_lower``, ``set_row_lower``, ``clear_solver``) over a restricted LP; ``run``
+    returns the values of **all** columns (0 outside the restricted LP).
+
+    Attributes after runs: ``columns`` (how many are in the restricted LP), ``rounds``
+    (restricted solves so far), ``complete`` (every column was added: an infeasible
+    restricted LP)."""
+
+    def __init__(self, spec: LPSpec, options: dict) -> None:
+        if spec.col_job is None:
+            raise ValueError("column generation needs the job of each column (LPSpec.col_job)")
+        self.spec = spec
+        self.a = spec.a.tocsc()
+        self.ncol = self.a.shape[1]
+        self.cost = np.array(spec.cost, dtype=np.float64)
+        self.col_lo = np.array(spec.col_lo, dtype=np.float64)
+        self.group = np.full(self.ncol, -1, dtype=np.int64)      # job of each x column
+        n = spec.col_job.size
+        self.group[:n] = spec.col_job
+        # each job's x columns in one run (as build_spec writes them): per-job maxima by
+        # segment, O(columns) per pricing round
+        contiguous = n == 0 or bool(np.all(np.diff(spec.col_job) >= 0))
+        self.segments = ((np.flatnonzero(np.r_[True, spec.col_job[1:] != spec.col_job[:-1]]), n)
+                         if contiguous and n else None)
+        self.h = _new_highs()
+        _configure(self.h, options)
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = 0, self.a.shape[0]
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.row_lower_, lp.row_upper_ = spec.row_lo, spec.row_hi
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = 0, self.a.shape[0]
+        lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
+        if self.h.passModel(lp) != highspy.HighsStatus.kOk:
+            raise RuntimeError("HiGHS rejected the model (passModel)")
+        self.pos = np.full(self.ncol, -1, dtype=np.int64)   # column -> restricted LP index
+        self.order: list[np.ndarray] = []                    # restricted LP columns, in order
+        self.columns = 0
+        self.rounds = 0
+        self.complete = False
+        first = np.arange(n, self.ncol)                      # the auxiliary column, if any
+        score = self.cost if np.any(self.cost[:n] != 0) else spec.fill
+        self._add(np.concatenate([first, self._best_per_job(score, np.arange(n))]))
+
+    # ------------------------------------------------------------------ restricted LP
+    def _best_per_job(self, score: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Among ``cols`` (x columns, increasing), each job's column of highest ``score``
+        (lowest index on ties)."""
+        if cols.size == 0:
+            return cols
+        if self.segments is None:               # jobs' columns not contiguous: sort
+            order = cols[np.lexsort((cols, -score[cols], self.group[cols]))]
+            g = self.group[order]
+            return order[np.r_[True, g[1:] != g[:-1]]]
+        starts, n = self.segments
+        masked = np.full(n, -np.inf)
+        masked[cols] = score[cols]
+        top = np.maximum.reduceat(masked, starts)
+        hit = cols[masked[cols] == np.repeat(top, np.diff(np.r_[starts, n]))[cols]]
+        g = self.group[hit]
+        return hit[np.r_[True, g[1:] != g[:-1]]]
+
+    def _add(self, cols: np.ndarray) -> None:
+        cols = np.asarray(cols, dtype=np.int64)
+        cols = cols[self.pos[cols] < 0]
+        if cols.size == 0:
+            return
+        sub = self.a[:, cols]
+        status = self.h.addCols(cols.size, self.cost[cols], self.col_lo[cols],
+                                self.spec.col_hi[cols], sub.nnz, sub.indptr.astype(np.int32),
+                                sub.indices.astype(np.int32), sub.data)
+        if status != highspy.HighsStatus.kOk:
+            raise RuntimeError("HiGHS rejected the generated columns (addCols)")
+        self.pos[cols] = self.columns + np.arange(cols.size)
+        self.order.append(cols)
+        self.columns += cols.size
+
+    def _all_values(self, values: np.ndarray | None) -> np.ndarray | None:
+        if values is None:
+            return None
+        out = np.zeros(self.ncol)
+        inside = np.flatnonzero(self.pos >= 0)
+        out[inside] = values[self.pos[inside]]
+        return out
+
+    # ------------------------------------------------------------------ driver interface
+    def set_cost(self, cost: np.ndarray) -> None:
+        self.cost = np.array(cost, dtype=np.float64)
+        cols = np.concatenate(self.order)
+        self.h.changeColsCost(cols.size, self.pos[cols].astype(np.int32), self.cost[cols])
+
+    def set_col_lower(self, col: int, lo: float) -> None:
+        self.col_lo[col] = lo
+        self._add(np.array([col]))          # a column with a positive lower bound must be in
+        self.h.changeColBounds(int(self.pos[col]), lo, float(self.spec.col_hi[col]))
+
+    def set_row_lower(self, rows: np.ndarray, lo: np.ndarray) -> None:
+        self.h.changeRowsBounds(rows.size, rows.astype(np.int32), lo, np.full(rows.size, INF))
+
+    def clear_solver(self) -> None:
+        """Drop the warm-start state (basis, factorization); the model is kept."""
+        self.h.clearSolver()
+
+    def run(self, budget_s: float | None) -> SolverRun:
+        t0 = time.perf_counter()
+        run_s = 0.0
+        while True:
+            left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
+            before = self.h.getRunTime()
+            limit = INF if left is None else before + max(left, 0.0)
+            self.h.setOptionValue("time_limit", limit)
+            self.h.run()
+            self.rounds += 1
+            res = _collect(self.h, before)
+            run_s += res.run_s
+            if res.status == "infeasible" and not self.complete:
+                # the restricted LP proves nothing: solve the whole LP
+                self.complete = True
+                self._add(np.flatnonzero(self.pos < 0))
+                continue
+            if res.status != "optimal" or self.complete:
+                return SolverRun(res.status, self._all_values(res.values), run_s)
+            dual = np.asarray(self.h.getSolution().row_dual, dtype=np.float64)
+            reduced = self.cost - self.a.T @ dual
+            enter = np.flatnonzero((reduced > PRICING_TOL) & (self.pos < 0))
+            if enter.size == 0:
+                return SolverRun("optimal", self._all_values(res.values), run_s)
+            self._add(self._best_per_job(reduced, enter))
