@@ -156,13 +156,15 @@ class LPPolicy:
             (``job_terms.NormalizerMemo``) and a part's LP solution when the LP is the same
             (``problem.problem_fingerprint``; not with ``time_limit_s``). The schedule is the
             same either way (``tests/test_lp_memo.py``); ``False`` recomputes everything.
-        lp_method: How each LP is solved (``solver.METHODS``): ``"simplex"`` (default: HiGHS'
-            dual simplex over every column), ``"ipm"`` (interior point, then crossover to a
-            vertex, which the integral rounding needs) or ``"colgen"`` (dual simplex over a
-            restricted LP grown by column generation, ``lp_baseline.colgen``; the ``highs``
-            backend only). Same optimum; on large LPs IPM and column generation are faster
-            (docs/lp.md, "LP methods"), and where the LP has several optimal vertices they
-            may return another one.
+        lp_method: How each LP is solved (``solver.METHODS``): ``"auto"`` (default: column
+            generation for LPs of at least ``solver.COLGEN_MIN_COLUMNS`` columns, else the
+            dual simplex), ``"simplex"`` (HiGHS' dual simplex over every column), ``"ipm"``
+            (interior point, then crossover to a vertex, which the integral rounding needs)
+            or ``"colgen"`` (dual simplex over a restricted LP grown by column generation,
+            ``lp_baseline.colgen``; the ``highs`` backend only). The same optimum each way;
+            on large LPs column generation is 3–8× faster than the dual simplex (docs/lp.md,
+            "LP methods"), and where the LP has several optimal vertices a method may
+            return another one.
         pop_executor: Where parallel parts run: ``"thread"`` (default), ``"process"``,
             ``"ray"`` or ``"serial"`` (``lp_baseline.parallel_parts``).
         backend: ``"highs"`` (direct sparse matrix, default) or ``"pulp"``.
@@ -207,7 +209,7 @@ class LPPolicy:
                  las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True,
                  rounding: str | None = None, pop_workers: int | None = 1,
                  pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
-                 lp_method: str = "simplex") -> None:
+                 lp_method: str = "auto") -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         defaults = objective_defaults(objective)

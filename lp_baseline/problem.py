@@ -227,6 +227,8 @@ class LPResult:
         columns_solved: LP columns HiGHS saw: ``n_vars``, or with column generation
             (``method="colgen"``) those of the restricted LP at the end.
         pricing_rounds: restricted LP solves of column generation (0 without it).
+        method: how the LP was solved (``solver.METHODS``; ``"auto"`` resolved), "" when
+            no LP was built.
     """
 
     x: np.ndarray
@@ -245,6 +247,7 @@ class LPResult:
     floor_ratio: float = math.nan
     columns_solved: int = 0
     pricing_rounds: int = 0
+    method: str = ""
 
     @property
     def decision_s(self) -> float:

@@ -92,11 +92,19 @@ FTF_REL_TOL = 1e-3
 #: Hard cap on ftf bisection LP solves.
 FTF_MAX_ITERS = 60
 #: ``solve_allocation(method=)``: HiGHS' dual simplex over every column, its interior point
-#: method with crossover, or dual simplex over a restricted LP grown by column generation
-#: (``lp_baseline.colgen``: the same optimum, certified by pricing every column).
-METHODS = ("simplex", "ipm", "colgen")
+#: method with crossover, dual simplex over a restricted LP grown by column generation
+#: (``lp_baseline.colgen``: the same optimum, certified by pricing every column), or ``auto``:
+#: column generation for an LP of at least ``COLGEN_MIN_COLUMNS`` columns (``highs``
+#: backend), else the dual simplex.
+METHODS = ("simplex", "ipm", "colgen", "auto")
 #: The HiGHS options each method adds.
-METHOD_OPTIONS = {"simplex": {}, "ipm": {"solver": "ipm", "run_crossover": "on"}, "colgen": {}}
+METHOD_OPTIONS = {"simplex": {}, "ipm": {"solver": "ipm", "run_crossover": "on"}, "colgen": {},
+                  "auto": {}}
+#: ``method="auto"`` uses column generation from this many LP columns up. Measured
+#: (docs/lp.md, "LP methods"): on synthetic ``sia-srpt`` LPs column generation is 1.17× the
+#: dual simplex's time at 500 columns, 0.93× at 1,000, 0.69× at 1,800, 0.46× at 3,000; on the
+#: quality benchmark's rounds (125–1,100 columns on average) it is 1.0–2.5× slower.
+COLGEN_MIN_COLUMNS = 2000
 
 
 def _repair(p: AllocationProblem, x: np.ndarray) -> np.ndarray:
@@ -135,8 +143,10 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         floor: (the two-stage objectives) the second stage holds every job at ``>= floor * t*``,
             ``t*`` the max-min optimum; in [0, 1] (1: the JCT objective only breaks ties
             among max-min optima; 0: no fairness floor).
-        method: one of ``METHODS``: ``"simplex"`` (default), ``"ipm"`` or ``"colgen"``
-            (column generation, ``lp_baseline.colgen``; ``backend="highs"`` only).
+        method: one of ``METHODS``: ``"simplex"`` (default), ``"ipm"``, ``"colgen"``
+            (column generation, ``lp_baseline.colgen``; ``backend="highs"`` only) or
+            ``"auto"`` (``"colgen"`` from ``COLGEN_MIN_COLUMNS`` LP columns up on the
+            ``highs`` backend, else ``"simplex"``); ``LPResult.method`` says which ran.
 
     Returns:
         An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
@@ -216,6 +226,9 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         spec.col_hi[spec.aux] = float(np.min(best[spec.obj_jobs] * coef_scale[spec.obj_jobs]))
     n_vars, n_cons = spec.a.shape[1], spec.a.shape[0]
     try:
+        if method == "auto":
+            method = ("colgen" if backend == "highs" and n_vars >= COLGEN_MIN_COLUMNS
+                      else "simplex")
         driver_class = (ColumnGenerationDriver if method == "colgen" else
                         HighsDriver if backend == "highs" else PulpDriver)
         driver = driver_class(spec, options)
@@ -263,7 +276,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                     backend=backend, build_s=build_s, solve_s=solve_s, n_vars=n_vars,
                     n_cons=n_cons, iterations=iters, unrunnable=unrunnable, highs_run_s=run_s,
                     has_x=values is not None, message=message, floor_ratio=floor_ratio,
-                    columns_solved=getattr(driver, "columns", n_vars),
+                    columns_solved=getattr(driver, "columns", n_vars), method=method,
                     pricing_rounds=getattr(driver, "rounds", 0))
 
 

@@ -144,3 +144,20 @@ def test_jobs_whose_columns_are_not_contiguous():
     want = solve_allocation(q, "max-throughput")
     assert run.status == "optimal" and driver.columns < spec.a.shape[1]
     assert spec.cost @ run.values == pytest.approx(want.objective, rel=1e-9)
+
+
+def test_auto_picks_column_generation_for_large_lps_only():
+    from lp_baseline.solver import COLGEN_MIN_COLUMNS
+    rng = np.random.default_rng(6)
+    small = random_problem(20, rng, candidates_per_job=10, n_types=3, total_gpus=64)
+    large = random_problem(COLGEN_MIN_COLUMNS // 16 + 1, rng, n_types=4, total_gpus=512)
+    assert small.n_candidates < COLGEN_MIN_COLUMNS <= large.n_candidates
+    for p, method in ((small, "simplex"), (large, "colgen")):
+        res = solve_allocation(p, "max-throughput", method="auto")
+        assert res.status == "optimal" and res.method == method
+        assert (res.pricing_rounds > 0) == (method == "colgen")
+        want = solve_allocation(p, "max-throughput", method=method)
+        np.testing.assert_array_equal(res.x, want.x)
+    assert solve_allocation(large, "max-throughput", method="auto",
+                            backend="pulp").method == "simplex"
+    assert LPPolicy().lp_method == "auto"
