@@ -47,6 +47,9 @@ from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_COLUMN, CLUSTE
 
 #: Logit given to empty slots (keep probability ~2e-9).
 PAD_LOGIT = -20.0
+#: ``gate_candidates`` that solves every round whole: ``scripts/calibrate_gate.py`` found no
+#: probed round size at which ranking paid.
+GATE_NEVER = 2 ** 62
 FORMAT = "heterosched-ranker/1"
 
 
@@ -361,7 +364,8 @@ class Ranker:
     ``keep`` keeps every candidate without running the network, so the LP is solved whole —
     on a small round the LP costs less than the inference that would prune it (an explicit
     ``budget`` is always applied). Default: the file's ``meta["gate_candidates"]``
-    (``scripts/calibrate_gate.py``), else 0 (always rank). ``gated_rounds`` counts them.
+    (``scripts/calibrate_gate.py``), else 0 (always rank); ``GATE_NEVER``: never rank.
+    ``gated_rounds`` counts them.
     """
 
     def __init__(self, net: RankerNet, name: str = "ranker", threshold: float | None = None,

@@ -49,8 +49,8 @@ class ColumnGenerationDriver:
     returns the values of **all** columns (0 outside the restricted LP).
 
     Attributes after runs: ``columns`` (how many are in the restricted LP), ``rounds``
-    (restricted solves so far), ``complete`` (every column was added: an infeasible
-    restricted LP)."""
+    (restricted solves so far), ``complete`` (every column was added: the restricted LP was
+    infeasible, or HiGHS gave no duals to price with)."""
 
     def __init__(self, spec: LPSpec, options: dict) -> None:
         if spec.col_job is None:
@@ -129,6 +129,11 @@ class ColumnGenerationDriver:
         out[inside] = values[self.pos[inside]]
         return out
 
+    def _add_every_column(self) -> None:
+        """Make the restricted LP the whole LP (its answer is then the whole LP's)."""
+        self.complete = True
+        self._add(np.flatnonzero(self.pos < 0))
+
     # ------------------------------------------------------------------ driver interface
     def set_cost(self, cost: np.ndarray) -> None:
         self.cost = np.array(cost, dtype=np.float64)
@@ -159,14 +164,16 @@ class ColumnGenerationDriver:
             self.rounds += 1
             res = _collect(self.h, before)
             run_s += res.run_s
-            if res.status == "infeasible" and not self.complete:
-                # the restricted LP proves nothing: solve the whole LP
-                self.complete = True
-                self._add(np.flatnonzero(self.pos < 0))
-                continue
             if res.status != "optimal" or self.complete:
+                if res.status == "infeasible" and not self.complete:
+                    self._add_every_column()      # the restricted LP proves nothing
+                    continue
                 return SolverRun(res.status, self._all_values(res.values), run_s)
-            dual = np.asarray(self.h.getSolution().row_dual, dtype=np.float64)
+            solution = self.h.getSolution()
+            if not solution.dual_valid:           # no duals to price with
+                self._add_every_column()
+                continue
+            dual = np.asarray(solution.row_dual, dtype=np.float64)
             reduced = self.cost - self.a.T @ dual
             enter = np.flatnonzero((reduced > PRICING_TOL) & (self.pos < 0))
             if enter.size == 0:

@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments)
-from agents.ranker import Ranker, load_ranker_net, save_ranker
+from agents.ranker import GATE_NEVER, Ranker, load_ranker_net, save_ranker
 
 #: (cluster, workload, rounds to advance before probing, probes) from small to large rounds.
 PROBES = (
@@ -83,13 +83,14 @@ def suggest_gate(rows: list[dict], margin: float = 0.9, share: float = 1.0) -> i
     """The smallest candidate count ``c`` such that, over the probed rounds with at least ``c``
     candidates, at least ``share`` of them (default: every one — the ranker must never cost
     time) had ranker time ≤ ``margin`` × the pure LP's and the mean ratio is ≤ ``margin``
-    (no such count: above every probed round)."""
+    (no such count: ``GATE_NEVER``, every round solved whole — a ranker that is slower on the
+    largest probed rounds is not assumed to pay on larger ones)."""
     rows = sorted(rows, key=lambda r: r["candidates"])
     for i, r in enumerate(rows):
         ratios = [x["ranker_s"] / x["pure_lp_s"] for x in rows[i:]]
         if np.mean([q <= margin for q in ratios]) >= share and np.mean(ratios) <= margin:
             return int(r["candidates"])
-    return int(rows[-1]["candidates"]) + 1 if rows else 0
+    return GATE_NEVER if rows else 0
 
 
 def main(argv=None) -> int:
@@ -118,7 +119,9 @@ def main(argv=None) -> int:
         json.dump({"rows": rows, "gate_candidates": gate}, sys.stdout, indent=1)
         print()
     else:
-        print(f"suggested --gate-candidates {gate}")
+        print(f"suggested --gate-candidates {gate}" if gate != GATE_NEVER else
+              f"suggested --gate-candidates {gate} (never rank: no probed round was at "
+              f"≤ 0.9× the pure LP's time with the ranker)")
     return 0
 
 

@@ -90,6 +90,9 @@ def test_the_gate_keeps_every_candidate_of_a_small_round_without_inference():
     keep = gated.keep(obs, env)
     assert keep.sum() == n and np.array_equal(keep.astype(bool), obs["valid"] > 0.5)
     assert gated.gated_rounds == 1
+    from agents.ranker import GATE_NEVER
+    never = Ranker(Boom(hidden=8), gate_candidates=GATE_NEVER)
+    assert never.keep(obs, env).sum() == n and never.gated_rounds == 1
     ungated = Ranker(RankerNet(hidden=8), gate_candidates=n)     # n is not below n: ranked
     ungated.keep(obs, env)
     assert ungated.gated_rounds == 0
@@ -171,4 +174,7 @@ def test_suggested_gate_is_where_every_larger_probed_round_pays():
                          (20000, 0.4)]]
     assert mod.suggest_gate(rows) == 5000            # 400 and 800 are slower with the ranker
     assert mod.suggest_gate(rows, share=0.6) == 400  # the old, lenient rule
-    assert mod.suggest_gate([{"candidates": 10, "pure_lp_s": 1.0, "ranker_s": 2.0}]) == 11
+    from agents.ranker import GATE_NEVER
+    # never faster ranked: every round is solved whole, however large
+    assert mod.suggest_gate([{"candidates": 10, "pure_lp_s": 1.0, "ranker_s": 2.0}]) == GATE_NEVER
+    assert mod.suggest_gate([]) == 0
