@@ -396,7 +396,9 @@ class LPPolicy:
 
     def _decide(self, view: SchedulerView, allowed, lp_rows, t0: float) -> Assignment:
         self._delivery.track(view, self._last_t)
-        if self._last_t is not None:
+        if self._last_t is not None and self.rounding == "gavel":
+            # what each (job, candidate) ran since the allocation: the Gavel-style rounding's
+            # deficits (the integral rounding does not use them)
             step = view.time_s - self._last_t
             self._elapsed += step
             for k, j in enumerate(view.job_ids):
@@ -434,9 +436,10 @@ class LPPolicy:
 
     def _solve(self, view: SchedulerView, stats: PolicyStats, allowed=None,
                t0: float | None = None, norms: np.ndarray | None = None) -> None:
-        # New allocation: move what each pair received into its deficit, restart the shares.
+        # New allocation: move what each pair received into its deficit, restart the shares
+        # (Gavel-style rounding only; 160,000 Python steps at 2,400 jobs otherwise unused)
         active = {int(j) for j in view.job_ids}
-        for j, (rows, x) in self._x.items():
+        for j, (rows, x) in (self._x.items() if self.rounding == "gavel" else ()):
             rec = self._received.get(j, {})
             d = self._deficit.setdefault(j, {})
             for r, xv in zip(rows, x):
@@ -637,7 +640,8 @@ class LPPolicy:
             x = self._greedy_x(view, part.members, rows, part.thr, part.gpus, cap, sizes)
             stats.extra.setdefault("fallbacks", []).append(kind)
         start = np.r_[0, np.cumsum(sizes)[:-1]]
-        return [np.clip(x[s0:s0 + s], 0.0, 1.0) for s0, s in zip(start, sizes)], kind is None
+        x = np.clip(x, 0.0, 1.0)
+        return [x[s0:s0 + s] for s0, s in zip(start, sizes)], kind is None
 
     def _accept(self, problem: AllocationProblem, res, stats, reused: bool = False):
         """Book one part's ``SolveResult`` into ``stats`` (``reused``: the previous decision's,
