@@ -7,7 +7,8 @@ simplex over every column spends most of its time on columns that never enter.
 
 ``ColumnGenerationDriver`` solves the same ``LPSpec`` (the same rows, columns, bounds and
 costs as ``HighsDriver``) as a *restricted* LP that starts with each job's best column by the
-current objective (and the auxiliary column ``t`` / ``z'``), and repeats:
+current objective (with max-min rows also by its weighted throughput and by the fill), plus
+the auxiliary column ``t`` / ``z'``, and repeats:
 
 1. solve the restricted LP (HiGHS dual simplex, warm-started from the previous basis);
 2. price every column outside it with the restricted optimum's row duals ``y``: reduced cost
@@ -23,7 +24,10 @@ simplex's (as with ``lp_method="ipm"``); docs/lp.md says how often that changes 
 
 A restricted LP that is infeasible (the ftf bisection's feasibility LPs can be feasible only
 with columns not yet in it) does not prove the whole LP infeasible: the driver then adds every
-column and solves the whole LP, so the answer is exact in every case.
+column and solves the whole LP, so the answer is exact in every case (and the ftf bisection's
+later steps run on the whole LP: no faster than the dual simplex). Under a time limit, a
+restricted LP cut short returns the previous restricted optimum, a feasible point of the
+whole LP, with status ``time_limit``.
 
 Changes between runs (``set_cost``, ``set_col_lower``, ``set_row_lower``) apply to the whole
 LP: the restricted LP gets them for its columns, pricing uses the new costs for the others.
@@ -84,9 +88,22 @@ class ColumnGenerationDriver:
         self.columns = 0
         self.rounds = 0
         self.complete = False
-        first = np.arange(n, self.ncol)                      # the auxiliary column, if any
-        score = self.cost if np.any(self.cost[:n] != 0) else spec.fill
-        self._add(np.concatenate([first, self._best_per_job(score, np.arange(n))]))
+        # to begin: the auxiliary column (if any), every column with a positive lower bound,
+        # and each job's best column by the objective; with objective rows (max-min, the
+        # floor objectives' first stage, whose cost is on the auxiliary column only) also
+        # each job's best column by its coefficient there (its weighted throughput) and by the
+        # fill (stage 2), so a bottleneck job is not left with one poor column
+        x_cols = np.arange(n)
+        start = [np.arange(n, self.ncol), np.flatnonzero(self.col_lo[:n] != 0)]
+        if np.any(self.cost[:n] != 0):
+            start.append(self._best_per_job(self.cost, x_cols))
+        if spec.obj_rows.size or not np.any(self.cost[:n] != 0):
+            start.append(self._best_per_job(spec.fill, x_cols))
+        if spec.obj_rows.size:
+            in_obj = self.a[spec.obj_rows, :n].tocsc()
+            coef = np.asarray(in_obj.sum(axis=0)).ravel()       # one objective row per column
+            start.append(self._best_per_job(coef, x_cols))
+        self._add(np.unique(np.concatenate(start)))
 
     # ------------------------------------------------------------------ restricted LP
     def _best_per_job(self, score: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -152,10 +169,12 @@ class ColumnGenerationDriver:
         """Drop the warm-start state (basis, factorization); the model is kept."""
         self.h.clearSolver()
 
-    def run(self, budget_s: float | None) -> SolverRun:
-        t0 = time.perf_counter()
+    def _solve_restricted(self, t0: float, budget_s: float | None) -> SolverRun:
+        """One solve of the restricted LP within what is left of ``budget_s``; a warm-started
+        solve that ends in an error is retried once from scratch (HiGHS sometimes ends a
+        warm re-solve in status "unknown", see ``solver._solve_lexicographic``)."""
         run_s = 0.0
-        while True:
+        for attempt in range(2):
             left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
             before = self.h.getRunTime()
             limit = INF if left is None else before + max(left, 0.0)
@@ -164,11 +183,29 @@ class ColumnGenerationDriver:
             self.rounds += 1
             res = _collect(self.h, before)
             run_s += res.run_s
+            if res.status != "error" or attempt:
+                break
+            self.h.clearSolver()
+        return SolverRun(res.status, res.values, run_s)
+
+    def run(self, budget_s: float | None) -> SolverRun:
+        t0 = time.perf_counter()
+        run_s = 0.0
+        last = None           # the last restricted optimum: a feasible point of the whole LP
+        while True:
+            res = self._solve_restricted(t0, budget_s)
+            run_s += res.run_s
             if res.status != "optimal" or self.complete:
                 if res.status == "infeasible" and not self.complete:
                     self._add_every_column()      # the restricted LP proves nothing
                     continue
-                return SolverRun(res.status, self._all_values(res.values), run_s)
+                values = self._all_values(res.values)
+                if values is None and last is not None and res.status in ("time_limit",
+                                                                          "error"):
+                    # cut short (or failed) after an earlier restricted optimum: that one is
+                    # the incumbent, a feasible point of the whole LP
+                    return SolverRun("time_limit", last, run_s)
+                return SolverRun(res.status, values, run_s)
             solution = self.h.getSolution()
             if not solution.dual_valid:           # no duals to price with
                 self._add_every_column()
@@ -176,6 +213,7 @@ class ColumnGenerationDriver:
             dual = np.asarray(solution.row_dual, dtype=np.float64)
             reduced = self.cost - self.a.T @ dual
             enter = np.flatnonzero((reduced > PRICING_TOL) & (self.pos < 0))
+            last = self._all_values(res.values)
             if enter.size == 0:
-                return SolverRun("optimal", self._all_values(res.values), run_s)
+                return SolverRun("optimal", last, run_s)
             self._add(self._best_per_job(reduced, enter))

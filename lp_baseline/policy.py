@@ -502,7 +502,7 @@ class LPPolicy:
             # stage 2's value counts only where the allocation keeps the whole problem's
             # floor (a pruned LP has a lower max-min optimum, hence a looser floor)
             t_star = solve_allocation(problem, "max-min", backend=self.backend,
-                                      secondary=False).objective
+                                      secondary=False, method=self.lp_method).objective
             ratio = evaluate_objective(problem, x, "max-min")
             if ratio < self.floor * t_star * (1.0 - 1e-6) - 1e-12:
                 return -math.inf
