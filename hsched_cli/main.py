@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
             _add_ray_flags(sp, "policy run", out=True)
         sp.add_argument("--lp-time-limit-s", type=float, default=None,
                         help="per-solve LP time limit")
+        sp.add_argument("--lp-method", default="auto",
+                        choices=["auto", "simplex", "ipm", "colgen"],
+                        help="how the LP policies solve each LP: auto (default: column "
+                             "generation from 2,000 LP columns up, else dual simplex), simplex "
+                             "(the default before 2026-12-03), ipm or colgen (docs/lp.md)")
         sp.add_argument("--seed", type=int, default=0, help="policy seed (0)")
         sp.add_argument("--max-time-s", type=float, default=None,
                         help="stop the simulation at this time")

@@ -82,8 +82,13 @@ def _measure(text: str) -> tuple[int, int]:
 
 
 def _lp_options(args) -> dict:
-    """Co-optimizer knobs given on the command line (``--floor``)."""
-    return {} if args.floor is None else {"floor": args.floor}
+    """LP knobs given on the command line: ``--floor`` (the co-optimizer's policies) and
+    ``--lp-method`` (every LP policy)."""
+    options = {} if args.floor is None else {"floor": args.floor}
+    method = getattr(args, "lp_method", "auto")
+    if method != "auto":
+        options["lp_method"] = method
+    return options
 
 
 def _lp_backend(args) -> str:
@@ -193,7 +198,8 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     config = dataclasses.replace(config, progress=False)      # no bars inside the workers
     options = argparse.Namespace(objective=args.objective, backend=None,
                                  lp_backend=_lp_backend(args), topk=args.topk,
-                                 floor=args.floor, lp_time_limit_s=args.lp_time_limit_s)
+                                 floor=args.floor, lp_time_limit_s=args.lp_time_limit_s,
+                                 lp_method=args.lp_method)
     inputs = {"cluster": args.cluster, "cluster_sha256": fingerprint(cluster),
               "workload": args.workload, "jobs_sha256": fingerprint(workload.jobs),
               "skip_invalid": args.skip_invalid, "sim_config": repr(config),

@@ -44,7 +44,8 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
             ``heterosched-lp-v1`` (``fair-srpt``) fix theirs.
         backend, topk, time_limit_s, memoize: As in ``LPPolicy`` (every LP policy).
         lp_options: Further ``LPPolicy`` keywords for those policies (``floor``,
-            ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...).
+            ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...);
+            ``lp_method`` also reaches ``gavel`` and ``agnostic-lp``.
     """
     from lp_baseline.baselines import BASELINES
     if name in BASELINES:
@@ -67,6 +68,8 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
     gavel_like = dict(candidates="requested", normalizer="requested", size_cap=False,
                       backend=backend, time_limit_s=time_limit_s, objective="max-min",
                       memoize=memoize)
+    if "lp_method" in lp_options:           # how the LP is solved: every LP policy
+        gavel_like["lp_method"] = lp_options["lp_method"]
     if name == "heterosched-lp":
         return LPPolicy(name, **common)
     if name == "lp-on-change":

@@ -226,11 +226,31 @@ def test_simulate_errors(tmp_path):
     (["--jobs-out", "/nonexistent-dir/x.csv"], "--jobs-out"),
     (["--floor", "1.5"], "--floor"),
     (["--objective", "fastest"], "fair-srpt"),
+    (["--lp-method", "colgen", "--lp-backend", "pulp"], "colgen"),
 ])
 def test_bad_simulation_flags_fail_before_simulating(capsys, extra, needle):
     code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
                          "gavel:rate=4,jobs=3", *extra)
     assert code == 2 and needle in err and out == ""
+
+
+@pytest.mark.parametrize("policy", ["heterosched-lp", "gavel"])
+def test_lp_method_reaches_every_lp_policy(capsys, monkeypatch, policy):
+    import lp_baseline.parallel_parts as parts_mod
+    seen, real = [], parts_mod.solve_allocation
+
+    def record(problem, objective, **kw):
+        seen.append(kw.get("method"))
+        return real(problem, objective, **kw)
+
+    monkeypatch.setattr(parts_mod, "solve_allocation", record)
+    for flag, method in (([], "auto"), (["--lp-method", "simplex"], "simplex"),
+                         (["--lp-method", "colgen"], "colgen")):
+        seen.clear()
+        code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
+                             "gavel:rate=4,jobs=3", "--policy", policy, "--json",
+                             "--no-progress", *flag)
+        assert code == 0 and seen and set(seen) == {method}, (flag, err)
 
 
 def test_compare_checks_every_policy_name_first(capsys):
