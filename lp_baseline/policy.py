@@ -162,8 +162,8 @@ class LPPolicy:
             (interior point, then crossover to a vertex, which the integral rounding needs)
             or ``"colgen"`` (dual simplex over a restricted LP grown by column generation,
             ``lp_baseline.colgen``; the ``highs`` backend only). The same optimum each way;
-            on large LPs column generation is 3–8× faster than the dual simplex (docs/lp.md,
-            "LP methods"), and where the LP has several optimal vertices a method may
+            on `large-2048` rounds of 50–2,000 jobs column generation is 1.9–8.3× faster
+            than the dual simplex (docs/lp.md, "LP methods"), and where the LP has several optimal vertices a method may
             return another one.
         pop_executor: Where parallel parts run: ``"thread"`` (default), ``"process"``,
             ``"ray"`` or ``"serial"`` (``lp_baseline.parallel_parts``).
