@@ -139,19 +139,22 @@ def _configure(h, options: dict) -> None:
             raise ValueError(f"HiGHS rejected option {key}={value!r}")
 
 
-class HighsDriver:
-    """Direct path: one ``passModel`` of CSC arrays into ``highspy.Highs``; warm re-solves."""
+class HighsModel:
+    """A configured ``highspy.Highs`` (``_new_highs``, ``_configure``) holding one maximization
+    LP, loaded in one ``passModel`` of the CSC matrix ``a``; the row changes and the timed run
+    both drivers of this module's ``highs`` path share (``HighsDriver``, and
+    ``lp_baseline.colgen.ColumnGenerationDriver``, which loads the rows without columns)."""
 
-    def __init__(self, spec: LPSpec, options: dict) -> None:
+    def __init__(self, a, cost: np.ndarray, col_lo: np.ndarray, col_hi: np.ndarray,
+                 row_lo: np.ndarray, row_hi: np.ndarray, options: dict) -> None:
         self.h = _new_highs()
         _configure(self.h, options)
-        a = spec.a.tocsc()   # sums duplicates (there are none) and sorts: deterministic
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = a.shape[1], a.shape[0]
         lp.sense_ = highspy.ObjSense.kMaximize
-        lp.col_cost_ = spec.cost
-        lp.col_lower_, lp.col_upper_ = spec.col_lo, spec.col_hi
-        lp.row_lower_, lp.row_upper_ = spec.row_lo, spec.row_hi
+        lp.col_cost_ = cost
+        lp.col_lower_, lp.col_upper_ = col_lo, col_hi
+        lp.row_lower_, lp.row_upper_ = row_lo, row_hi
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = a.shape[1], a.shape[0]
         lp.a_matrix_.start_ = a.indptr
@@ -159,6 +162,32 @@ class HighsDriver:
         lp.a_matrix_.value_ = a.data
         if self.h.passModel(lp) != highspy.HighsStatus.kOk:
             raise RuntimeError("HiGHS rejected the model (passModel)")
+
+    def set_row_lower(self, rows: np.ndarray, lo: np.ndarray) -> None:
+        self.h.changeRowsBounds(rows.size, rows.astype(np.int32), lo, np.full(rows.size, INF))
+
+    def clear_solver(self) -> None:
+        """Drop the warm-start state (basis, factorization); the model is kept."""
+        self.h.clearSolver()
+
+    def run_highs(self, budget_s: float | None) -> SolverRun:
+        """One ``run`` within ``budget_s`` seconds (``None``: no limit)."""
+        # HiGHS 1.x compares time_limit with the run time accumulated over all run() calls of
+        # this object (ERGO-Code/HiGHS#1477), so the limit is re-based before each re-solve.
+        before = self.h.getRunTime()
+        limit = INF if budget_s is None else before + max(budget_s, 0.0)
+        self.h.setOptionValue("time_limit", limit)
+        self.h.run()
+        return _collect(self.h, before)
+
+
+class HighsDriver(HighsModel):
+    """Direct path: one ``passModel`` of CSC arrays into ``highspy.Highs``; warm re-solves."""
+
+    def __init__(self, spec: LPSpec, options: dict) -> None:
+        a = spec.a.tocsc()   # sums duplicates (there are none) and sorts: deterministic
+        super().__init__(a, spec.cost, spec.col_lo, spec.col_hi, spec.row_lo, spec.row_hi,
+                         options)
         self.spec = spec
         self.ncol = a.shape[1]
 
@@ -168,21 +197,8 @@ class HighsDriver:
     def set_col_lower(self, col: int, lo: float) -> None:
         self.h.changeColBounds(col, lo, float(self.spec.col_hi[col]))
 
-    def set_row_lower(self, rows: np.ndarray, lo: np.ndarray) -> None:
-        self.h.changeRowsBounds(rows.size, rows.astype(np.int32), lo, np.full(rows.size, INF))
-
-    def clear_solver(self) -> None:
-        """Drop the warm-start state (basis, factorization); the model is kept."""
-        self.h.clearSolver()
-
     def run(self, budget_s: float | None) -> SolverRun:
-        # HiGHS 1.x compares time_limit with the run time accumulated over all run() calls of
-        # this object (ERGO-Code/HiGHS#1477), so the limit is re-based before each re-solve.
-        before = self.h.getRunTime()
-        limit = INF if budget_s is None else before + max(budget_s, 0.0)
-        self.h.setOptionValue("time_limit", limit)
-        self.h.run()
-        return _collect(self.h, before)
+        return self.run_highs(budget_s)
 
 
 def _collect(h, run_before: float) -> SolverRun:

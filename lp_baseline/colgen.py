@@ -39,17 +39,18 @@ import time
 
 import numpy as np
 
-from lp_baseline.backends import SolverRun, _collect, _configure, _new_highs, highspy
-from lp_baseline.formulation import INF, LPSpec
+from lp_baseline.backends import HighsModel, SolverRun, highspy
+from lp_baseline.formulation import LPSpec
 
 #: A column outside the restricted LP enters when its reduced cost exceeds this. Below HiGHS'
 #: own dual feasibility tolerance (1e-7), so the stop is at least as strict as a full solve's.
 PRICING_TOL = 1e-9
 
 
-class ColumnGenerationDriver:
+class ColumnGenerationDriver(HighsModel):
     """The driver interface of ``lp_baseline.backends.HighsDriver`` (``run``, ``set_cost``,
-    ``set_col_lower``, ``set_row_lower``, ``clear_solver``) over a restricted LP; ``run``
+    ``set_col_lower``; ``set_row_lower``, ``clear_solver`` from ``HighsModel``) over a
+    restricted LP; ``run``
     returns the values of **all** columns (0 outside the restricted LP).
 
     Attributes after runs: ``columns`` (how many are in the restricted LP), ``rounds``
@@ -72,17 +73,9 @@ class ColumnGenerationDriver:
         contiguous = n == 0 or bool(np.all(np.diff(spec.col_job) >= 0))
         self.segments = ((np.flatnonzero(np.r_[True, spec.col_job[1:] != spec.col_job[:-1]]), n)
                          if contiguous and n else None)
-        self.h = _new_highs()
-        _configure(self.h, options)
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = 0, self.a.shape[0]
-        lp.sense_ = highspy.ObjSense.kMaximize
-        lp.row_lower_, lp.row_upper_ = spec.row_lo, spec.row_hi
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = 0, self.a.shape[0]
-        lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
-        if self.h.passModel(lp) != highspy.HighsStatus.kOk:
-            raise RuntimeError("HiGHS rejected the model (passModel)")
+        none = np.zeros(0)
+        super().__init__(self.a[:, :0], none, none, none, spec.row_lo, spec.row_hi,
+                         options)                      # the rows, no column yet
         self.pos = np.full(self.ncol, -1, dtype=np.int64)   # column -> restricted LP index
         self.order: list[np.ndarray] = []                    # restricted LP columns, in order
         self.columns = 0
@@ -162,13 +155,6 @@ class ColumnGenerationDriver:
         self._add(np.array([col]))          # a column with a positive lower bound must be in
         self.h.changeColBounds(int(self.pos[col]), lo, float(self.spec.col_hi[col]))
 
-    def set_row_lower(self, rows: np.ndarray, lo: np.ndarray) -> None:
-        self.h.changeRowsBounds(rows.size, rows.astype(np.int32), lo, np.full(rows.size, INF))
-
-    def clear_solver(self) -> None:
-        """Drop the warm-start state (basis, factorization); the model is kept."""
-        self.h.clearSolver()
-
     def _solve_restricted(self, t0: float, budget_s: float | None) -> SolverRun:
         """One solve of the restricted LP within what is left of ``budget_s``; a warm-started
         solve that ends in an error is retried once from scratch (HiGHS sometimes ends a
@@ -176,12 +162,8 @@ class ColumnGenerationDriver:
         run_s = 0.0
         for attempt in range(2):
             left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
-            before = self.h.getRunTime()
-            limit = INF if left is None else before + max(left, 0.0)
-            self.h.setOptionValue("time_limit", limit)
-            self.h.run()
+            res = self.run_highs(left)
             self.rounds += 1
-            res = _collect(self.h, before)
             run_s += res.run_s
             if res.status != "error" or attempt:
                 break

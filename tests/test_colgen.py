@@ -135,7 +135,7 @@ def test_each_restricted_solve_gets_what_is_left_of_the_budget(monkeypatch):
 def test_a_restricted_solve_cut_short_returns_the_previous_restricted_optimum(monkeypatch):
     """A time limit in a later pricing round leaves HiGHS without a point, but the previous
     restricted optimum is feasible for the whole LP: it is returned as the incumbent."""
-    import lp_baseline.colgen as colgen
+    import lp_baseline.backends as colgen          # where the drivers' runs are collected
     from lp_baseline.backends import SolverRun
     rng = np.random.default_rng(5)
     p = random_problem(200, rng, candidates_per_job=24, n_types=4, total_gpus=256)
