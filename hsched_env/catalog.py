@@ -119,7 +119,8 @@ class ModelSpec:
         sample: What one sample is.
         tokens_per_sample: Equals ``seq_len`` (0 for non-token models).
         fwd_flops_per_sample: Forward FLOPs per sample, or None for transformer-shaped models.
-        act_bytes_per_sample: Training activation bytes per sample, or None for
+        act_bytes_per_sample: Training activation bytes per sample with 4-byte (fp32)
+            activations (the cost model halves them for a half-precision model), or None for
             transformer-shaped models.
         bytes_per_param_states: Weights + gradients + optimizer bytes per parameter, no ZeRO.
         parallelism: Allowed parallelism kinds, subset of ``("dp", "tp", "pp")``.

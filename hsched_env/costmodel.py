@@ -170,7 +170,8 @@ def model_shape(model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> M
     Transformers use Megatron's FLOP count (per layer forward ``2·s·P_layer + 4·s²·h``; output
     layer ``2·s·h·V``), which gives the ``6N + 12·L·h·s`` FLOPs per token of anchor A1, and
     Korthikanti et al.'s activation bytes. Other jobs spread the catalog's forward FLOPs,
-    parameters and activation bytes evenly over their layers.
+    parameters and activation bytes (given at fp32, halved for a half-precision model) evenly
+    over their layers.
     """
     dtype = 4 if model.precision == "fp32" else 2
     w = g = float(dtype)
@@ -200,7 +201,7 @@ def model_shape(model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> M
             tp_comm_bytes=4.0 * 2.0 * s * h * dtype,
             dtype_bytes=dtype, state_w=w, state_g=g, state_o=o,
             fixed_mem_bytes=fixed, host_time_s=host, transformer=True)
-    act = float(model.act_bytes_per_sample)
+    act = float(model.act_bytes_per_sample) * dtype / 4.0
     return ModelShape(
         layers=L, layer_fwd_flops=float(model.fwd_flops_per_sample) / L, logits_fwd_flops=0.0,
         layer_params=model.params / L, embed_params=0.0,

@@ -4,7 +4,8 @@ FIT the half-precision factors (``scripts/calibrate.py``) and which are HELD OUT
 
 A row is compared when it is half-precision (bf16/fp16/AMP) training of a transformer whose
 shape is known (the Llama-2 catalog models, BERT-large, MPT-1B…70B from llm-foundry's YAMLs,
-Megatron-LM's 8B GPT-2) on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
+Megatron-LM's 8B GPT-2), or ResNet-50 training (the catalog's model) in half precision or in
+fp32 on a GPU older than Ampere, on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
 model on exactly that many GPUs of that type (8 per node; NIC 200 GB/s per node for A100 and
 V100 systems, 400 GB/s for H100 systems — the sources' DGX-class nodes), with the row's global
 batch and sequence length, two ways:
@@ -16,9 +17,10 @@ batch and sequence length, two ways:
 * ``predict``: the planner's fastest strategy on those GPUs — what the scheduler believes the
   job can reach there (measured runs are not always the fastest configuration).
 
-fp32/TF32 rows, CNN rows (the catalog's CNNs are Gavel's fp32 jobs, validated on Gavel's
-table), H100 PCIe rows (no such catalog type), FP8 rows and rows the source's notes flag as
-unreliable are listed as not compared, with the reason.
+Transformer rows in fp32, TF32 rows, "fp32" CNN rows on Ampere and newer (cuDNN runs their
+convolutions in TF32 by default; the catalog has no TF32 peak), H100 PCIe rows (no such catalog
+type), FP8 rows and rows the source's notes flag as unreliable are listed as not compared, with
+the reason.
 
 ``FIT_ROWS`` are the only rows the calibration sees; every other compared row is held out.
 """
@@ -69,6 +71,12 @@ MPT_VOCAB = 50368
 MEGATRON_SHAPES = {"megatron-gpt2-8b": (42, 4096, 32)}
 MEGATRON_VOCAB = 51200
 CATALOG_MODELS = ("llama2-7b", "llama2-13b", "llama2-70b", "bert-large")
+#: Catalog CNNs compared (data parallel, one replica per GPU; the rows' batch is per GPU).
+CNN_MODELS = ("resnet50",)
+#: Architectures whose "fp32" convolutions run on TF32 tensor cores by default (cuDNN in
+#: PyTorch since 1.7 and TensorFlow since 2.4 allow TF32 unless told otherwise; Lambda's rows do
+#: not say, DeepLearningExamples labels its Ampere rows TF32).
+TF32_ARCHS = ("ampere", "ada", "hopper")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,17 +126,30 @@ def _half(precision: str) -> bool:
         t in p for t in ("bf16", "fp16", "amp", "mixed"))
 
 
+def family(row: "Row") -> str:
+    """``"CNN"`` or ``"transformer"``: the two kinds of compared rows, reported apart."""
+    return "CNN" if row["model"] in CNN_MODELS else "transformer"
+
+
 def _skip_reason(f: dict) -> str:
     if f["metric"] not in ("tokens_per_s_per_gpu", "samples_per_s_per_gpu"):
         return f"metric {f['metric']}"
-    if not _half(f["precision"]):
+    p = f["precision"].lower()
+    if f["model"] in CNN_MODELS and not _half(p):
+        if "tf32" in p or "fp8" in p:
+            return f"precision {f['precision']} (no TF32/FP8 peak in the catalog)"
+        if get_gpu(f["gpu"]).arch in TF32_ARCHS:
+            return ("fp32 CNN on Ampere or newer (convolutions run TF32 by default; no TF32 "
+                    "peak in the catalog)")
+    elif not _half(p):
         return f"precision {f['precision']} (the catalog's half-precision models only)"
     if "pcie" in f["notes"].lower() and f["gpu"].startswith("H100"):
         return "H100 PCIe (the catalog has the SXM part only)"
     if "LOW QUALITY" in f["notes"]:
         return "flagged unreliable in the notes"
     name = f["model"]
-    if name not in MPT_SHAPES and name not in MEGATRON_SHAPES and name not in CATALOG_MODELS:
+    if (name not in MPT_SHAPES and name not in MEGATRON_SHAPES and name not in CATALOG_MODELS
+            and name not in CNN_MODELS):
         return f"model {name}: shape not known to the comparison"
     if not (1 <= int(f["num_gpus"]) <= 128):
         return "more than 128 GPUs"
@@ -160,8 +181,18 @@ def load_rows(path: Path = CSV_PATH) -> list[Row]:
 
 
 def row_model(row: Row) -> ModelSpec:
-    """The row's model at its sequence length and global batch."""
+    """The row's model at its sequence length and global batch (a CNN: at its batch per GPU,
+    the catalog's per-replica convention, in fp16 for a half-precision row — mixed precision
+    runs the convolutions in fp16 and keeps fp16 activations)."""
     f = row.fields
+    if f["model"] in CNN_MODELS:
+        n, batch = int(f["num_gpus"]), int(f["global_batch"])
+        if batch % n:
+            raise ValueError(f"{row.id}: global batch {batch} is not a whole batch per GPU "
+                             f"on {n} GPUs")
+        spec = get_model(f["model"])
+        return dataclasses.replace(spec, global_batch=batch // n,
+                                   precision="fp16" if _half(f["precision"]) else "fp32")
     name, seq, batch = f["model"], int(f["seq_len"]), int(f["global_batch"])
     if name in MPT_SHAPES or name in MEGATRON_SHAPES:
         layers, hidden, heads = MPT_SHAPES.get(name) or MEGATRON_SHAPES[name]

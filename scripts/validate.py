@@ -110,15 +110,23 @@ def summary(results: list[dict], ratios: list[dict]) -> list[str]:
             lines.append(f"{role}, planner's best: "
                          + _row_stats(np.array([x["error_best"] for x in mine])))
     held = [x for x in results if x["row"].role == "held out"]
-    for source in sorted({x["row"]["source"] for x in held}):
-        errs = np.array([x["error"] for x in held if x["row"]["source"] == source])
-        lines.append(f"held out, stated strategy, {source}: " + _row_stats(errs))
-    for pair in sorted({x["pair"] for x in ratios}):
+    for fam in ("transformer", "CNN"):
+        errs = np.array([x["error"] for x in held if measured.family(x["row"]) == fam])
+        if errs.size:
+            lines.append(f"held out, stated strategy, every {fam} row: " + _row_stats(errs))
+    for fam, source in sorted({(measured.family(x["row"]), x["row"]["source"]) for x in held},
+                              key=lambda k: (k[0] != "transformer", k[1])):
+        errs = np.array([x["error"] for x in held if x["row"]["source"] == source
+                         and measured.family(x["row"]) == fam])
+        lines.append(f"held out, stated strategy, {fam}, {source}: " + _row_stats(errs))
+    for fam, pair in sorted({(measured.family(x["a"]), x["pair"]) for x in ratios},
+                            key=lambda k: (k[0] != "transformer", k[1])):
         for role in ("held out, fit's table", "held out, independent"):
             errs = np.array([x["error"] for x in ratios if x["pair"] == pair
+                             and measured.family(x["a"]) == fam
                              and x["role"] == role and np.isfinite(x["error"])])
             if errs.size:
-                lines.append(f"ratio {pair} ({role}): {errs.size} pairs, median |error| "
+                lines.append(f"ratio {pair}, {fam} ({role}): {errs.size} pairs, median |error| "
                              f"{np.median(np.abs(errs)):.1%}, within ±10%: "
                              f"{np.mean(np.abs(errs) <= 0.10):.0%}")
     return lines
