@@ -62,6 +62,8 @@ class GpuType:
         price_per_gpu_hour_usd: Indicative on-demand price, USD per GPU-hour.
         source: Where the figures come from; unverified ones are flagged.
         notes: Free-form remarks.
+        tf32_tflops: Dense TF32 tensor-core peak, TFLOP/s; 0 where the GPU has none (before
+            Ampere). Optional in a catalog file (default 0).
     """
 
     name: str
@@ -76,6 +78,7 @@ class GpuType:
     price_per_gpu_hour_usd: float
     source: str
     notes: str = ""
+    tf32_tflops: float = 0.0
 
     def peak_tflops(self, precision: str) -> float:
         """Dense peak TFLOP/s for a training precision.
@@ -184,7 +187,10 @@ _GPU_SCHEMA: dict[str, str] = {
     "name": "str", "aliases": "list[str]", "arch": "str", "fp16_tflops": "num>0",
     "fp32_tflops": "num>0", "memory_gb": "num>0", "memory_bw_gbps": "num>0", "link": "str",
     "link_bw_gbps": "num>0", "price_per_gpu_hour_usd": "num>=0", "source": "str", "notes": "text",
+    "tf32_tflops": "num>=0",
 }
+#: Keys a GPU row may leave out, with their defaults.
+_GPU_OPTIONAL: dict[str, Any] = {"tf32_tflops": 0.0}
 _MODEL_SCHEMA: dict[str, str] = {
     "name": "str", "display": "str", "family": "str", "params": "num>0", "layers": "int>0",
     "hidden": "int>0", "ffn": "int>=0", "heads": "int>=0", "kv_heads": "int>=0",
@@ -243,17 +249,21 @@ def _check_value(value: Any, code: str, err: Callable[[str], ConfigError]) -> An
 
 
 def _check_row(row: Any, schema: dict[str, str], where: str,
-               err: Callable[[str, str], ConfigError]) -> dict[str, Any]:
-    """Check keys and value types of one row; return the converted values."""
+               err: Callable[[str, str], ConfigError],
+               optional: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Check keys and value types of one row; return the converted values (``optional``: keys
+    the row may leave out, with their defaults)."""
     if not isinstance(row, dict):
         raise err(where, f"expected an object, got {type(row).__name__}")
+    optional = optional or {}
     for key in schema:
-        if key not in row:
+        if key not in row and key not in optional:
             raise err(f"{where}.{key}", "missing key")
     for key in row:
         if key not in schema:
             raise err(f"{where}.{key}", f"unknown key; valid keys: {', '.join(schema)}")
-    return {key: _check_value(row[key], code, functools.partial(err, f"{where}.{key}"))
+    return {key: (_check_value(row[key], code, functools.partial(err, f"{where}.{key}"))
+                  if key in row else optional[key])
             for key, code in schema.items()}
 
 
@@ -292,13 +302,16 @@ def _parse_gpus(text: str, source: str) -> dict[str, GpuType]:
     seen_aliases: set[str] = set()
     for i, raw in enumerate(_read_rows(text, source, "gpus")):
         where = f"gpus[{i}]"
-        v = _check_row(raw, _GPU_SCHEMA, where, err)
+        v = _check_row(raw, _GPU_SCHEMA, where, err, optional=_GPU_OPTIONAL)
         if v["arch"] not in ARCHS:
             raise err(f"{where}.arch",
                       f"unknown architecture {show(v['arch'])}; valid: {', '.join(ARCHS)}")
         if v["fp16_tflops"] < v["fp32_tflops"]:
             raise err(f"{where}.fp16_tflops", "below fp32_tflops (use the fp32 value when the GPU "
                       "has no fast fp16; columns swapped?)")
+        if v["tf32_tflops"] > v["fp16_tflops"]:
+            raise err(f"{where}.tf32_tflops", "above fp16_tflops (TF32 tensor cores run at most "
+                      "at the fp16 rate; a sparsity figure?)")
         name = v["name"]
         if _norm(name) in owner:
             raise err(f"{where}.name", f"duplicate GPU name {show(name)} (clashes with "

@@ -33,6 +33,9 @@ Calibration (see ``Calibration``) — which anchors fit which factor, and which 
   single-GPU throughputs (anchor A8) of **ResNet-18, CycleGAN, LM, A3C and Recommendation
   only**. ResNet-50 and Transformer are **held out**; their V100/K80 and V100/P100 ratios are the
   validation test.
+* ``eta_tf32`` (fp32 convolutions on TF32 tensor cores, Ampere and newer) is fitted
+  (``scripts/calibrate.py``) to one measured row, ResNet-50 on one A100-80GB in NVIDIA's
+  PyTorch table; every other TF32 / Ampere-fp32 CNN row is held out.
 """
 
 from __future__ import annotations
@@ -78,6 +81,15 @@ class Calibration:
             pre-Ampere tensor cores). Reference defaults (0.25–0.35, ``cost_model.md`` §5).
         eta_fp32_by_arch: Efficiency of fp32 kernels, fitted to Gavel's single-GPU throughputs of
             the calibration jobs (ResNet-18, CycleGAN, LM, A3C, Recommendation).
+        eta_tf32: Efficiency (fraction of the dense TF32 tensor-core peak) of an fp32 model's
+            convolutions on GPUs with TF32 (``GpuType.tf32_tflops`` > 0: Ampere, Ada, Hopper).
+            cuDNN runs fp32 convolutions in TF32 unless told otherwise (PyTorch's
+            ``torch.backends.cudnn.allow_tf32`` defaults to True), so an "fp32" CNN on an
+            A100 runs about 2.5× its V100 speed where the fp32 peak alone says 1.2×. Fitted
+            (``scripts/calibrate.py``) on ResNet-50 on one A100-80GB (NVIDIA's PyTorch table).
+        tf32_families: Model families whose fp32 FLOPs are convolutions and so run in TF32
+            (``eta_tf32``). Matmul-bound fp32 models (Transformer, LM, Recommendation) keep fp32:
+            PyTorch has not used TF32 for matmuls by default since 1.12.
         launch_overhead_s: Host-side cost per layer per micro-batch per pass (kernel launches,
             framework), seconds. Makes very small micro-batches cost something.
         kernel_launch_s: Host cost of one kernel launch in eager PyTorch (dispatch + launch).
@@ -113,6 +125,8 @@ class Calibration:
     eta_fp32_by_arch: dict = field(default_factory=lambda: {
         "kepler": 0.207, "pascal": 0.8, "volta": 0.8, "turing": 0.8, "ampere": 0.8,
         "ada": 0.8, "hopper": 0.8})
+    eta_tf32: float = 0.3165
+    tf32_families: tuple = ("cnn", "gan")
     launch_overhead_s: float = 20e-6
     kernel_launch_s: float = 26.28e-6
     overlap_gamma: float = 1.0
@@ -121,6 +135,19 @@ class Calibration:
     optimizer_bytes_per_param: float = 20.0
     fixed_mem_gb: float = 1.0
     mem_usable_fraction: float = 0.9
+
+    def achievable_flops(self, gpu: GpuType, model: ModelSpec) -> float:
+        """FLOP/s ``model``'s kernels reach on ``gpu``: the dense peak its math runs at (TF32
+        for an fp32 convolutional model on a GPU with TF32, else the model's precision) × the
+        matching efficiency."""
+        if self.runs_tf32(gpu, model):
+            return gpu.tf32_tflops * 1e12 * self.eta_tf32
+        return gpu.peak_tflops(model.precision) * 1e12 * self.eta(gpu, model)
+
+    def runs_tf32(self, gpu: GpuType, model: ModelSpec) -> bool:
+        """Whether ``model``'s fp32 convolutions run on ``gpu``'s TF32 tensor cores."""
+        return (model.precision == "fp32" and gpu.tf32_tflops > 0
+                and model.family in self.tf32_families)
 
     def eta(self, gpu: GpuType, model: ModelSpec) -> float:
         """Kernel efficiency of ``model`` on ``gpu`` (fraction of the matching dense peak)."""
@@ -218,7 +245,7 @@ class PoolArrays:
     Index = pool index. Built by ``pool_arrays``.
     """
 
-    flops: np.ndarray          # achievable FLOP/s = dense peak at the model's precision × η
+    flops: np.ndarray          # achievable FLOP/s (Calibration.achievable_flops)
     mem_bytes: np.ndarray      # usable bytes per GPU (capacity × usable fraction)
     hbm_bw: np.ndarray         # bytes/s
     intra_bw: np.ndarray       # bytes/s, one direction, GPU to GPU inside a node
@@ -231,8 +258,7 @@ def pool_arrays(gpus: list[GpuType], intra_bw_gbps, inter_bw_gbps_per_node, gpus
     """Build ``PoolArrays`` for pools with the given GPU types and links (GB/s figures)."""
     gpn = np.asarray(gpus_per_node, dtype=np.int64)
     return PoolArrays(
-        flops=np.array([g.peak_tflops(model.precision) * 1e12 * calib.eta(g, model)
-                        for g in gpus]),
+        flops=np.array([calib.achievable_flops(g, model) for g in gpus]),
         mem_bytes=np.array([g.memory_gb * GB * calib.mem_usable_fraction for g in gpus]),
         hbm_bw=np.array([g.memory_bw_gbps * GB for g in gpus]),
         intra_bw=np.asarray(intra_bw_gbps, dtype=float) * GB / 2.0,   # bidirectional → one way

@@ -10,6 +10,8 @@ What is fitted to what (and what is held out for validation, see tests/test_vali
   Gavel's data they are bound by the host (A3C's environments, the LSTM's small kernels,
   Recommendation runs slower on a V100 than on a K80), which no FLOP-based model captures.
   ResNet-50 and Transformer are held out.
+* ``eta_tf32``: bisection so that ResNet-50 in TF32 on one A100-80GB (NVIDIA's PyTorch table,
+  ``measured.TF32_FIT_ROWS``) is reproduced; every other TF32 / Ampere-fp32 CNN row is held out.
 * ``eta_llm``: bisection so that LLaMA-1 65B (s = 2048, 4M-token batches) on 2048 A100-80GB
   reaches 380 tokens/s/GPU (anchor A2, LLaMA paper). Llama-2 7B/13B/70B (anchor A1) are held out.
 
@@ -173,18 +175,43 @@ def fit_half(calib: Calibration, progress: bool = True) -> dict[str, float]:
     return out
 
 
+def fit_tf32(calib: Calibration) -> dict[str, float]:
+    """``eta_tf32``: bisection (in log space) so that ``measured.TF32_FIT_ROWS`` — ResNet-50
+    on one A100-80GB in TF32, NVIDIA's PyTorch table — is reproduced under the strategy it ran.
+    The rest of the model (memory traffic, launch cost) is the fp32 fit's."""
+    import measured
+    rows = [r for r in measured.load_rows() if r.id in measured.TF32_FIT_ROWS]
+    if len(rows) != len(measured.TF32_FIT_ROWS) or not all(r.compared for r in rows):
+        raise SystemExit("a TF32_FIT_ROWS id is missing or not comparable in the CSV")
+
+    def log_error(eta):
+        c = dataclasses.replace(calib, eta_tf32=float(eta))
+        return float(np.mean([np.log(measured.predict_stated(r, c)[0] / r.value)
+                              for r in rows]))
+
+    lo, hi = 0.02, 1.0
+    if log_error(lo) > 0 or log_error(hi) < 0:
+        raise SystemExit("eta_tf32 outside [0.02, 1.0]: the rest of the model cannot reach "
+                         "the TF32 fit row")
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if log_error(mid) < 0 else (lo, mid)
+    return {"eta_tf32": round(0.5 * (lo + hi), 4)}
+
+
 def main() -> None:
     calib = DEFAULT_CALIBRATION
     fp32 = fit_fp32(calib)
     print("eta_fp32_by_arch and kernel launch cost (fitted on ResNet-18, CycleGAN, LM):", fp32)
     half = fit_half(calib)
     print("half-precision factors (fitted on measured.FIT_ROWS and anchor A2):", half)
+    print("TF32 convolution efficiency (fitted on measured.TF32_FIT_ROWS):", fit_tf32(calib))
     print("shipped defaults:", calib.eta_fp32_by_arch, "eta_llm =", calib.eta_llm,
           "eta_llm_by_arch =", calib.eta_llm_by_arch,
           "llm_elementwise_traffic =", calib.llm_elementwise_traffic,
           "kernel_launch_us =", calib.kernel_launch_s * 1e6,
           "mem_traffic_factor =", calib.mem_traffic_factor,
-          "overlap_gamma =", calib.overlap_gamma)
+          "overlap_gamma =", calib.overlap_gamma, "eta_tf32 =", calib.eta_tf32)
 
 
 if __name__ == "__main__":

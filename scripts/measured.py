@@ -4,8 +4,10 @@ FIT the half-precision factors (``scripts/calibrate.py``) and which are HELD OUT
 
 A row is compared when it is half-precision (bf16/fp16/AMP) training of a transformer whose
 shape is known (the Llama-2 catalog models, BERT-large, MPT-1B…70B from llm-foundry's YAMLs,
-Megatron-LM's 8B GPT-2), or ResNet-50 training (the catalog's model) in half precision or in
-fp32 on a GPU older than Ampere, on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
+Megatron-LM's 8B GPT-2), or ResNet-50 training (the catalog's model) in half precision, fp32 or
+TF32 (an "fp32" CNN on Ampere or newer runs its convolutions in TF32 by default — cuDNN in
+PyTorch and TensorFlow allows it unless told otherwise — and the cost model prices it so:
+``Calibration.eta_tf32``), on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
 model on exactly that many GPUs of that type (8 per node; NIC 200 GB/s per node for A100 and
 V100 systems, 400 GB/s for H100 systems — the sources' DGX-class nodes), with the row's global
 batch and sequence length, two ways:
@@ -17,12 +19,11 @@ batch and sequence length, two ways:
 * ``predict``: the planner's fastest strategy on those GPUs — what the scheduler believes the
   job can reach there (measured runs are not always the fastest configuration).
 
-Transformer rows in fp32, TF32 rows, "fp32" CNN rows on Ampere and newer (cuDNN runs their
-convolutions in TF32 by default; the catalog has no TF32 peak), H100 PCIe rows (no such catalog
-type), FP8 rows and rows the source's notes flag as unreliable are listed as not compared, with
-the reason.
+Transformer rows in fp32 or TF32, H100 PCIe rows (no such catalog type), FP8 rows and rows the
+source's notes flag as unreliable are listed as not compared, with the reason.
 
-``FIT_ROWS`` are the only rows the calibration sees; every other compared row is held out.
+``FIT_ROWS`` (half precision) and ``TF32_FIT_ROWS`` are the only rows the calibration sees;
+every other compared row is held out.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ FIT_ROWS = (
     "dle-pyt-bert-2022-014",   # same, s 512
 )
 
+#: The row ``Calibration.eta_tf32`` is fitted to (``scripts/calibrate.py``, ``fit_tf32``):
+#: ResNet-50 in TF32 on one A100-80GB, NVIDIA's PyTorch table. Every other TF32 row, and every
+#: "fp32" CNN row on Ampere or newer (TF32 convolutions by default), is held out.
+TF32_FIT_ROWS = ("dle-pyt-rn50-001",)
+
 #: Held-out rows that took part in a trial of the model's structure (a separate attention
 #: efficiency, fitted with this row and rejected): not counted as held-out evidence.
 STRUCTURE_TRIAL_ROWS = ("mosaic-021",)
@@ -73,10 +79,6 @@ MEGATRON_VOCAB = 51200
 CATALOG_MODELS = ("llama2-7b", "llama2-13b", "llama2-70b", "bert-large")
 #: Catalog CNNs compared (data parallel, one replica per GPU; the rows' batch is per GPU).
 CNN_MODELS = ("resnet50",)
-#: Architectures whose "fp32" convolutions run on TF32 tensor cores by default (cuDNN in
-#: PyTorch since 1.7 and TensorFlow since 2.4 allow TF32 unless told otherwise; Lambda's rows do
-#: not say, DeepLearningExamples labels its Ampere rows TF32).
-TF32_ARCHS = ("ampere", "ada", "hopper")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +102,7 @@ class Row:
         model, sequence length and GPU type as a fit row — e.g. the 8-GPU copy of a fitted
         1-GPU row — or a structure-trial row: not independent evidence, so left out of the
         held-out statistics) or ``"held out"``."""
-        if self.id in FIT_ROWS:
+        if self.id in FIT_ROWS or self.id in TF32_FIT_ROWS:
             return "fit"
         if self.id in STRUCTURE_TRIAL_ROWS or self._key() in _fit_keys():
             return "fit-adjacent"
@@ -136,11 +138,10 @@ def _skip_reason(f: dict) -> str:
         return f"metric {f['metric']}"
     p = f["precision"].lower()
     if f["model"] in CNN_MODELS and not _half(p):
-        if "tf32" in p or "fp8" in p:
-            return f"precision {f['precision']} (no TF32/FP8 peak in the catalog)"
-        if get_gpu(f["gpu"]).arch in TF32_ARCHS:
-            return ("fp32 CNN on Ampere or newer (convolutions run TF32 by default; no TF32 "
-                    "peak in the catalog)")
+        if "fp8" in p:
+            return f"precision {f['precision']}"
+        if "tf32" in p and get_gpu(f["gpu"]).tf32_tflops <= 0:
+            return f"precision {f['precision']} on a GPU without TF32"
     elif not _half(p):
         return f"precision {f['precision']} (the catalog's half-precision models only)"
     if "pcie" in f["notes"].lower() and f["gpu"].startswith("H100"):
@@ -166,7 +167,8 @@ def _fit_keys() -> set:
     if _FIT_KEYS is None:
         with open(CSV_PATH, newline="") as fh:
             _FIT_KEYS = {(f["source"], f["model"], f["seq_len"], f["gpu"], f["precision"])
-                         for f in csv.DictReader(fh) if f["id"] in FIT_ROWS}
+                         for f in csv.DictReader(fh)
+                         if f["id"] in FIT_ROWS or f["id"] in TF32_FIT_ROWS}
     return _FIT_KEYS
 
 

@@ -71,6 +71,20 @@ def test_peak_tflops_by_precision():
         v100.peak_tflops("fp8")
 
 
+def test_tf32_peak_is_optional(tmp_path):
+    """``tf32_tflops`` may be left out of a catalog row (no TF32: 0); the packaged catalog
+    gives it for Ampere, Ada and Hopper parts only."""
+    doc = packaged_json("gpus.json")
+    for row in doc["gpus"]:
+        row.pop("tf32_tflops", None)
+    path = tmp_path / "gpus.json"
+    path.write_text(json.dumps(doc))
+    assert all(g.tf32_tflops == 0.0 for g in load_gpu_catalog(path).values())
+    for gpu in gpu_catalog().values():
+        assert (gpu.tf32_tflops > 0) == (gpu.arch in ("ampere", "ada", "hopper")), gpu.name
+    assert get_gpu("A100-40GB").tf32_tflops == 156
+
+
 def test_every_gpu_is_sane():
     for gpu in gpu_catalog().values():
         assert gpu.fp16_tflops >= gpu.fp32_tflops > 0
@@ -258,6 +272,10 @@ GPU_CASES = [
     ("swapped peaks", lambda rows: rows[2].update(fp16_tflops=10.0), "gpus[2].fp16_tflops",
      "fp32"),
     ("row not object", lambda rows: rows.__setitem__(1, ["P100"]), "gpus[1]", "object"),
+    ("sparse tf32", lambda rows: rows[8].update(tf32_tflops=624.0), "gpus[8].tf32_tflops",
+     "sparsity"),
+    ("negative tf32", lambda rows: rows[8].update(tf32_tflops=-1.0), "gpus[8].tf32_tflops",
+     ">= 0"),
 ]
 
 MODEL_CASES = [
