@@ -38,6 +38,8 @@ ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hop
 FAMILIES = ("cnn", "rnn", "transformer", "rl", "recsys", "gan")
 PRECISIONS = ("fp32", "fp16", "bf16")
 PARALLELISM = ("dp", "tp", "pp")
+#: Architectures without TF32 tensor cores (a catalog row's ``tf32_tflops`` must be 0).
+PRE_TF32_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing")
 #: Largest integer accepted in a catalog row (exact in float64; beyond it the cost model's
 #: integer arithmetic could overflow).
 MAX_CATALOG_INT = 2 ** 53
@@ -63,7 +65,8 @@ class GpuType:
         source: Where the figures come from; unverified ones are flagged.
         notes: Free-form remarks.
         tf32_tflops: Dense TF32 tensor-core peak, TFLOP/s; 0 where the GPU has none (before
-            Ampere). Optional in a catalog file (default 0).
+            Ampere). Optional in a catalog file (default 0: an Ampere-or-newer row without it
+            prices fp32 convolutions at the fp32 peak only).
     """
 
     name: str
@@ -309,6 +312,9 @@ def _parse_gpus(text: str, source: str) -> dict[str, GpuType]:
         if v["fp16_tflops"] < v["fp32_tflops"]:
             raise err(f"{where}.fp16_tflops", "below fp32_tflops (use the fp32 value when the GPU "
                       "has no fast fp16; columns swapped?)")
+        if v["tf32_tflops"] > 0 and v["arch"] in PRE_TF32_ARCHS:
+            raise err(f"{where}.tf32_tflops", f"{v['arch']} has no TF32 tensor cores (TF32 "
+                      "came with Ampere); use 0 or leave the key out")
         if v["tf32_tflops"] > v["fp16_tflops"]:
             raise err(f"{where}.tf32_tflops", "above fp16_tflops (TF32 tensor cores run at most "
                       "at the fp16 rate; a sparsity figure?)")

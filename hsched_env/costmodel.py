@@ -83,13 +83,17 @@ class Calibration:
             the calibration jobs (ResNet-18, CycleGAN, LM, A3C, Recommendation).
         eta_tf32: Efficiency (fraction of the dense TF32 tensor-core peak) of an fp32 model's
             convolutions on GPUs with TF32 (``GpuType.tf32_tflops`` > 0: Ampere, Ada, Hopper).
-            cuDNN runs fp32 convolutions in TF32 unless told otherwise (PyTorch's
-            ``torch.backends.cudnn.allow_tf32`` defaults to True), so an "fp32" CNN on an
-            A100 runs about 2.5× its V100 speed where the fp32 peak alone says 1.2×. Fitted
+            cuDNN may run fp32 convolutions in TF32 unless told otherwise (PyTorch's
+            ``torch.backends.cudnn.allow_tf32`` defaults to True) and picks its fastest
+            algorithm, so the model takes the faster of this rate and the fp32 one: an "fp32"
+            CNN on an A100 runs about 2.5× its V100 speed where the fp32 peak alone says 1.2×
+            (on A10, L4 and L40S the fp32 rate stays the faster). Fitted
             (``scripts/calibrate.py``) on ResNet-50 on one A100-80GB (NVIDIA's PyTorch table).
-        tf32_families: Model families whose fp32 FLOPs are convolutions and so run in TF32
-            (``eta_tf32``). Matmul-bound fp32 models (Transformer, LM, Recommendation) keep fp32:
-            PyTorch has not used TF32 for matmuls by default since 1.12.
+        tf32_families: Model families whose fp32 FLOPs are convolutions and so may run in
+            TF32 (``eta_tf32``). Matmul-bound fp32 models (Transformer, Recommendation) keep
+            fp32: PyTorch has not used TF32 for matmuls by default since 1.12. The LSTM
+            language model (family ``rnn``) is left out too: whether cuDNN's RNNs take TF32 by
+            default was not established, and no measured row would check it.
         launch_overhead_s: Host-side cost per layer per micro-batch per pass (kernel launches,
             framework), seconds. Makes very small micro-batches cost something.
         kernel_launch_s: Host cost of one kernel launch in eager PyTorch (dispatch + launch).
@@ -137,15 +141,17 @@ class Calibration:
     mem_usable_fraction: float = 0.9
 
     def achievable_flops(self, gpu: GpuType, model: ModelSpec) -> float:
-        """FLOP/s ``model``'s kernels reach on ``gpu``: the dense peak its math runs at (TF32
-        for an fp32 convolutional model on a GPU with TF32, else the model's precision) × the
-        matching efficiency."""
-        if self.runs_tf32(gpu, model):
-            return gpu.tf32_tflops * 1e12 * self.eta_tf32
-        return gpu.peak_tflops(model.precision) * 1e12 * self.eta(gpu, model)
+        """FLOP/s ``model``'s kernels reach on ``gpu``: the dense peak of the model's precision
+        × the matching efficiency — or, for an fp32 convolutional model on a GPU with TF32,
+        the faster of that and the TF32 peak × ``eta_tf32`` (cuDNN may use TF32 and picks its
+        fastest algorithm)."""
+        flops = gpu.peak_tflops(model.precision) * 1e12 * self.eta(gpu, model)
+        if self.may_use_tf32(gpu, model):
+            return max(flops, gpu.tf32_tflops * 1e12 * self.eta_tf32)
+        return flops
 
-    def runs_tf32(self, gpu: GpuType, model: ModelSpec) -> bool:
-        """Whether ``model``'s fp32 convolutions run on ``gpu``'s TF32 tensor cores."""
+    def may_use_tf32(self, gpu: GpuType, model: ModelSpec) -> bool:
+        """Whether ``model``'s fp32 convolutions may run on ``gpu``'s TF32 tensor cores."""
         return (model.precision == "fp32" and gpu.tf32_tflops > 0
                 and model.family in self.tf32_families)
 

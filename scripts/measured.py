@@ -36,6 +36,7 @@ import numpy as np
 
 from hsched_env.catalog import ModelSpec, get_gpu, get_model
 from hsched_env.cluster import cluster_from_dict
+from hsched_env.errors import UnknownNameError
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, KIND_HOMO, Calibration, model_shape,
                                   pool_arrays, strategy_cost)
 from hsched_env.planner import PlannerConfig, plan
@@ -137,10 +138,14 @@ def _skip_reason(f: dict) -> str:
     if f["metric"] not in ("tokens_per_s_per_gpu", "samples_per_s_per_gpu"):
         return f"metric {f['metric']}"
     p = f["precision"].lower()
+    try:
+        gpu = get_gpu(f["gpu"])
+    except UnknownNameError:
+        return f"GPU {f['gpu']} not in the catalog"
     if f["model"] in CNN_MODELS and not _half(p):
-        if "fp8" in p:
+        if not p.startswith(("fp32", "tf32")):
             return f"precision {f['precision']}"
-        if "tf32" in p and get_gpu(f["gpu"]).tf32_tflops <= 0:
+        if p.startswith("tf32") and gpu.tf32_tflops <= 0:
             return f"precision {f['precision']} on a GPU without TF32"
     elif not _half(p):
         return f"precision {f['precision']} (the catalog's half-precision models only)"

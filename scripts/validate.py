@@ -119,17 +119,26 @@ def summary(results: list[dict], ratios: list[dict]) -> list[str]:
         errs = np.array([x["error"] for x in held if x["row"]["source"] == source
                          and measured.family(x["row"]) == fam])
         lines.append(f"held out, stated strategy, {fam}, {source}: " + _row_stats(errs))
-    for fam, pair in sorted({(measured.family(x["a"]), x["pair"]) for x in ratios},
-                            key=lambda k: (k[0] != "transformer", k[1])):
+    for fam, pair in sorted({(_ratio_kind(x), x["pair"]) for x in ratios},
+                            key=lambda k: (k[0] != "transformer", k[0], k[1])):
         for role in ("held out, fit's table", "held out, independent"):
             errs = np.array([x["error"] for x in ratios if x["pair"] == pair
-                             and measured.family(x["a"]) == fam
+                             and _ratio_kind(x) == fam
                              and x["role"] == role and np.isfinite(x["error"])])
             if errs.size:
                 lines.append(f"ratio {pair}, {fam} ({role}): {errs.size} pairs, median |error| "
                              f"{np.median(np.abs(errs)):.1%}, within ±10%: "
                              f"{np.mean(np.abs(errs) <= 0.10):.0%}")
     return lines
+
+
+def _ratio_kind(ratio: dict) -> str:
+    """How a ratio pair is summarised: transformers together, CNN pairs by precision (mixed
+    precision apart from fp32 / TF32)."""
+    a = ratio["a"]
+    if measured.family(a) == "transformer":
+        return "transformer"
+    return "CNN AMP" if measured._half(a["precision"]) else "CNN fp32/TF32"
 
 
 def _strategy_text(st: measured.StatedStrategy) -> str:

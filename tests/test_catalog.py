@@ -276,6 +276,8 @@ GPU_CASES = [
      "sparsity"),
     ("negative tf32", lambda rows: rows[8].update(tf32_tflops=-1.0), "gpus[8].tf32_tflops",
      ">= 0"),
+    ("tf32 on volta", lambda rows: rows[2].update(tf32_tflops=62.5), "gpus[2].tf32_tflops",
+     "Ampere"),
 ]
 
 MODEL_CASES = [
