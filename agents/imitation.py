@@ -189,17 +189,37 @@ def evaluate_keep(net: RankerNet, demos: Demos, threshold: float = 0.5,
             "kept_fraction": kept / max(total, 1), "rounds": len(demos)}
 
 
+#: How ``behaviour_clone`` weighs the candidates' losses (see there).
+LOSS_WEIGHTINGS = ("round", "candidate")
+
+
+def weighted_loss(loss: th.Tensor, valid: th.Tensor, weighting: str) -> th.Tensor:
+    """Mean of a (rounds, K) per-candidate loss over the valid candidates: per round first,
+    then over rounds (``"round"``), or pooled over every candidate (``"candidate"``)."""
+    if weighting == "candidate":
+        return (loss * valid).sum() / valid.sum().clamp(min=1)
+    per_round = (loss * valid).sum(1) / valid.sum(1).clamp(min=1)
+    return per_round.mean()
+
+
 def behaviour_clone(net: RankerNet, demos: Demos, *, epochs: int = 30,
                     batch_rounds: int = 16, lr: float = 1e-3, pos_weight: float = 3.0,
                     seed: int = 0, valid_demos: Demos | None = None, progress: bool = True,
-                    log_fn=None) -> list[dict]:
+                    log_fn=None, weighting: str = "round") -> list[dict]:
     """Fit ``net``'s keep-logits to the demonstrations (binary cross-entropy per candidate).
+
+    ``weighting``: ``"round"`` (default) averages the loss over each round's candidates and
+    then over rounds, so every decision round counts the same whatever its size (a 2,000-job
+    burst does not drown a 64-GPU cluster's rounds); ``"candidate"`` pools every candidate
+    of the batch (the weighting before 2026-12-03).
 
     Returns one record per epoch (train loss, and precision / recall / kept fraction on
     ``valid_demos`` when given); ``log_fn(epoch, record)`` is called after each epoch.
     """
     if len(demos) == 0:
         raise ValueError("no demonstrations to learn from")
+    if weighting not in LOSS_WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {LOSS_WEIGHTINGS}, got {weighting!r}")
     rng = np.random.default_rng(seed)
     th.manual_seed(seed)
     opt = th.optim.Adam(net.parameters(), lr=lr)
@@ -216,7 +236,7 @@ def behaviour_clone(net: RankerNet, demos: Demos, *, epochs: int = 30,
             logits, _ = net(cand, valid, cluster, glob, job=job)
             loss = th.nn.functional.binary_cross_entropy_with_logits(
                 logits, label, pos_weight=weight, reduction="none")
-            loss = (loss * valid).sum() / valid.sum().clamp(min=1)
+            loss = weighted_loss(loss, valid, weighting)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -83,6 +83,9 @@ TRAIN_SEED_RANGE = (0, 10_000)
 #: Every registered id (``hsched_env.registration``).
 ENVS = VARIANT_IDS
 ALGOS = ("ppo", "maskable-ppo", "imitation")
+#: ``imitation_weighting`` values (``agents.imitation.LOSS_WEIGHTINGS``, named here so that
+#: checking a config does not import torch).
+IMITATION_WEIGHTINGS = ("round", "candidate")
 POLICIES = ("equivariant", "mlp")
 #: The shipped hyper-parameter files (``<algo>.yml``, ``<algo>_mlp.yml``; rl-zoo style).
 HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
@@ -133,6 +136,9 @@ class TrainConfig:
     imitation_epochs: int = 30
     imitation_lr: float = 1e-3
     pos_weight: float = 3.0
+    # "round": every demonstration round weighs the same in the loss; "candidate": every
+    # candidate (the weighting before 2026-12-03; agents.imitation.behaviour_clone)
+    imitation_weighting: str = "round"
     # simulated-time horizon of the demonstration episodes of ``regimes``
     imitation_hours: float | None = 3.0
     # imitation over a mix of regimes (``agents.regimes.REGIMES``; None: the one scenario)
@@ -224,6 +230,9 @@ class TrainConfig:
             if self.prune not in PRUNE_SCOPES:
                 raise UnknownNameError("prune scope", self.prune, list(PRUNE_SCOPES),
                                        field="--prune")
+        if self.imitation_weighting not in IMITATION_WEIGHTINGS:
+            raise UnknownNameError("imitation weighting", self.imitation_weighting,
+                                   list(IMITATION_WEIGHTINGS), field="imitation_weighting")
         if self.target_recall is not None and not 0.0 < self.target_recall <= 1.0:
             raise ConfigError(f"must be in (0, 1], got {self.target_recall}",
                               field="--target-recall")
@@ -1102,7 +1111,7 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     history = behaviour_clone(
         net, train_demos, epochs=config.imitation_epochs, lr=config.imitation_lr,
         pos_weight=config.pos_weight, seed=config.seed, valid_demos=valid_demos,
-        progress=bar, log_fn=log_epoch)
+        progress=bar, log_fn=log_epoch, weighting=config.imitation_weighting)
     record = {"rounds": len(train_demos) + len(valid_demos), "train_rounds": len(train_demos),
               "valid_rounds": len(valid_demos),
               "positive_fraction": Demos.merge([train_demos, valid_demos]).positive_fraction(),

@@ -185,6 +185,21 @@ def test_imitation_learns_the_lp_support(rank_env):
     assert after["kept_fraction"] < 2 * frac
 
 
+def test_imitation_loss_weighs_rounds_or_candidates():
+    """``"round"`` averages each round's candidates first, so a small round counts as much
+    as a large one; ``"candidate"`` pools them. Two rounds: 1 valid candidate with loss 1,
+    3 valid with loss 0 (a padded slot with a large loss is ignored by both)."""
+    from agents.imitation import LOSS_WEIGHTINGS, weighted_loss
+    from agents.train import IMITATION_WEIGHTINGS
+    assert IMITATION_WEIGHTINGS == LOSS_WEIGHTINGS
+    loss = th.tensor([[1.0, 9.0, 9.0, 9.0], [0.0, 0.0, 0.0, 9.0]])
+    valid = th.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
+    assert float(weighted_loss(loss, valid, "round")) == pytest.approx(0.5)
+    assert float(weighted_loss(loss, valid, "candidate")) == pytest.approx(0.25)
+    with pytest.raises(UnknownNameError, match="imitation weighting"):
+        TrainConfig(algo="imitation", imitation_weighting="job")
+
+
 def test_train_config_validates():
     with pytest.raises(UnknownNameError):
         TrainConfig(env="hsched/Nope-v0")
