@@ -5,9 +5,10 @@ FIT the half-precision factors (``scripts/calibrate.py``) and which are HELD OUT
 A row is compared when it is half-precision (bf16/fp16/AMP) training of a transformer whose
 shape is known (the Llama-2 catalog models, BERT-large, MPT-1B…70B from llm-foundry's YAMLs,
 Megatron-LM's 8B GPT-2), or ResNet-50 training (the catalog's model) in half precision, fp32 or
-TF32 (an "fp32" CNN on Ampere or newer runs its convolutions in TF32 by default — cuDNN in
-PyTorch and TensorFlow allows it unless told otherwise — and the cost model prices it so:
-``Calibration.eta_tf32``), on a GPU type of the catalog, on 1–128 GPUs; the prediction is the
+TF32 (an "fp32" CNN on Ampere or newer may run its convolutions in TF32 — cuDNN in PyTorch and
+TensorFlow allows it unless told otherwise — and the cost model prices it at the faster of its
+TF32 and fp32 rates: ``Calibration.achievable_flops``), on a GPU type of the catalog, on 1–128
+GPUs; the prediction is the
 model on exactly that many GPUs of that type (8 per node; NIC 200 GB/s per node for A100 and
 V100 systems, 400 GB/s for H100 systems — the sources' DGX-class nodes), with the row's global
 batch and sequence length, two ways:
@@ -62,6 +63,8 @@ FIT_ROWS = (
 #: ResNet-50 in TF32 on one A100-80GB, NVIDIA's PyTorch table. Every other TF32 row, and every
 #: "fp32" CNN row on Ampere or newer (TF32 convolutions by default), is held out.
 TF32_FIT_ROWS = ("dle-pyt-rn50-001",)
+#: Every row some factor is fitted to.
+ALL_FIT_ROWS = FIT_ROWS + TF32_FIT_ROWS
 
 #: Held-out rows that took part in a trial of the model's structure (a separate attention
 #: efficiency, fitted with this row and rejected): not counted as held-out evidence.
@@ -103,7 +106,7 @@ class Row:
         model, sequence length and GPU type as a fit row — e.g. the 8-GPU copy of a fitted
         1-GPU row — or a structure-trial row: not independent evidence, so left out of the
         held-out statistics) or ``"held out"``."""
-        if self.id in FIT_ROWS or self.id in TF32_FIT_ROWS:
+        if self.id in ALL_FIT_ROWS:
             return "fit"
         if self.id in STRUCTURE_TRIAL_ROWS or self._key() in _fit_keys():
             return "fit-adjacent"
@@ -172,8 +175,7 @@ def _fit_keys() -> set:
     if _FIT_KEYS is None:
         with open(CSV_PATH, newline="") as fh:
             _FIT_KEYS = {(f["source"], f["model"], f["seq_len"], f["gpu"], f["precision"])
-                         for f in csv.DictReader(fh)
-                         if f["id"] in FIT_ROWS or f["id"] in TF32_FIT_ROWS}
+                         for f in csv.DictReader(fh) if f["id"] in ALL_FIT_ROWS}
     return _FIT_KEYS
 
 
