@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from hsched_env.policy import SchedulerView
+from hsched_env.table_memo import TableMemo
 
 
 class DeliveryTracker:
@@ -25,6 +26,9 @@ class DeliveryTracker:
         self.planned: dict[int, tuple[float, float, int]] = {}
         self.planned_sum = 0.0
         self.delivered_sum = 0.0
+        # job -> (allocation entry, candidate table, Σ X thr): recomputed when either changes;
+        # a cache, so a copy of the tracker starts it empty (``TableMemo``'s copy semantics)
+        self._rates = TableMemo()
 
     def ratio(self) -> float:
         """Delivered ÷ planned over the run so far; NaN before a round has run."""
@@ -55,11 +59,17 @@ class DeliveryTracker:
         """Record what ``allocation`` (``{job id: (rows, X)}``) plans for each job; ``norms``: the
         active jobs' normalizers."""
         self.planned = {}
-        for k, j in enumerate(view.job_ids):
-            got = allocation.get(int(j))
+        rates = self._rates
+        restarts = view.restarts.tolist()
+        for k, j in enumerate(view.job_ids.tolist()):
+            got = allocation.get(j)
             if got is None:
                 continue
-            rows, x = got
-            thr = view.candidates[k].samples_per_s[rows]
-            self.planned[int(j)] = (float(np.sum(x * thr)) / norms[k], float(norms[k]),
-                                    int(view.restarts[k]))
+            table = view.candidates[k]
+            known = rates.get(j)
+            if known is None or known[0] is not got or known[1] is not table:
+                rows, x = got
+                known = rates[j] = (got, table, float(np.sum(x * table.samples_per_s[rows])))
+            self.planned[j] = (known[2] / norms[k], float(norms[k]), restarts[k])
+        if len(rates) > 2 * len(self.planned) + 64:
+            self._rates = TableMemo((j, rates[j]) for j in self.planned)   # finished jobs

@@ -78,7 +78,8 @@ from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome
                                         default_workers, solve_parts)
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
                                  check_feasible, evaluate_objective, problem_fingerprint)
-from lp_baseline.rounding import TINY, integral_assignment, other_candidates, round_allocation
+from lp_baseline.rounding import (TINY, RoundingMemo, integral_assignment, other_candidates,
+                                  round_allocation)
 from lp_baseline.solver import METHOD_OPTIONS, solve_allocation
 from hsched_env.table_memo import TableMemo
 
@@ -88,6 +89,10 @@ LP_METHODS = METHOD_OPTIONS
 
 #: Entries of ``LPPolicy._others``' memo (job tables × eligible row sets) before it starts over.
 OTHERS_MEMO_SIZE = 4096
+#: Gavel's ``minimum_time_between_allocation_resets`` (seconds): its simulator recomputes the
+#: allocation only when the job set changed and at least this long after the last reset
+#: (``LPPolicy(min_resolve_interval_s=)``, the ``gavel-resets`` policy).
+GAVEL_MIN_RESET_S = 1920.0
 #: Tolerance of the check that a solver's ``x`` satisfies the LP's constraints.
 FEASIBILITY_TOL = 1e-6
 #: The co-optimizer's default objective (``heterosched-lp``; see docs/lp.md for why).
@@ -148,13 +153,23 @@ class LPPolicy:
         topk: Keep each job's k best candidates by normalized throughput per GPU.
         dominance: Drop candidates dominated within the job.
         resolve: ``"every-round"`` or ``"on-change"``.
+        min_resolve_interval_s: With ``resolve="on-change"``: a change of the job set (an
+            arrival or a completion) triggers a re-solve only once at least this many seconds
+            have passed since the last solve; until then the jobs keep their allocation and a
+            new job runs only on GPUs the fill pass finds free. Gavel recomputes its
+            allocation this way (``minimum_time_between_allocation_resets``, 1,920 s:
+            ``GAVEL_MIN_RESET_S``, the ``gavel-resets`` policy). 0 (default): at the next
+            decision. A first decision, a fallback or a change of ``allowed`` re-solves at
+            once.
         pop: Number of POP partitions (1 = the whole problem).
         pop_workers: How many POP parts are solved at the same time (1: one after the other;
             ``None``: ``min(pop, CPUs this process may use)``). The allocation does not depend
             on it.
         memoize: Reuse what did not change since the previous decision: a job's normalizer
-            (``job_terms.NormalizerMemo``) and a part's LP solution when the LP is the same
-            (``problem.problem_fingerprint``; not with ``time_limit_s``). The schedule is the
+            (``job_terms.NormalizerMemo``), a part's LP solution when the LP is the same
+            (``problem.problem_fingerprint``; not with ``time_limit_s``) and the Gavel-style
+            rounding's result when its inputs are the previous round's
+            (``rounding.RoundingMemo``). The schedule is the
             same either way (``tests/test_lp_memo.py``); ``False`` recomputes everything.
         lp_method: How each LP is solved (``solver.METHODS``): ``"auto"`` (default: column
             generation for LPs of at least ``solver.COLGEN_MIN_COLUMNS`` columns, else the
@@ -209,7 +224,7 @@ class LPPolicy:
                  las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True,
                  rounding: str | None = None, pop_workers: int | None = 1,
                  pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
-                 lp_method: str = "auto") -> None:
+                 lp_method: str = "auto", min_resolve_interval_s: float = 0.0) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         defaults = objective_defaults(objective)
@@ -225,6 +240,15 @@ class LPPolicy:
             raise UnknownNameError("resolve mode", resolve, ["every-round", "on-change"])
         if normalizer not in NORMALIZERS:
             raise UnknownNameError("normalizer", normalizer, list(NORMALIZERS))
+        if not (isinstance(min_resolve_interval_s, (int, float))
+                and not isinstance(min_resolve_interval_s, bool)
+                and math.isfinite(min_resolve_interval_s) and min_resolve_interval_s >= 0):
+            raise ConfigError(f"must be a number of seconds >= 0, got "
+                              f"{min_resolve_interval_s!r}", field="min_resolve_interval_s")
+        if min_resolve_interval_s > 0 and resolve != "on-change":
+            raise ConfigError("applies to resolve='on-change' only (every-round re-solves "
+                              "each round)", field="min_resolve_interval_s")
+        self.min_resolve_interval_s = float(min_resolve_interval_s)
 
         if not (isinstance(floor, (int, float)) and 0.0 <= floor <= 1.0):
             raise ConfigError(f"the fairness floor must be in [0, 1], got {floor!r}",
@@ -267,6 +291,7 @@ class LPPolicy:
         self._deficit: dict[int, dict[int, float]] = {}
         self._elapsed = 0.0
         self._last_t: float | None = None
+        self._last_solve_t: float | None = None    # time of the last solve (the reset rule)
         self._solves = 0
         self._fallbacks = 0
         self._fallback_kinds: dict[str, int] = {}
@@ -282,6 +307,8 @@ class LPPolicy:
         self._others_memo = TableMemo()
         self._table_rows = TableMemo()
         self._lp_reused = 0
+        self._round_memo = RoundingMemo()     # the last rounding's result (``_round``)
+        self._gpu_rows = TableMemo()          # id(table) -> its GPUs by row (the rounding)
 
     @property
     def allocation(self) -> dict:
@@ -294,7 +321,9 @@ class LPPolicy:
         ``lp_fallback_kinds`` (those by kind, see ``FALLBACK_KINDS``), ``lp_time_limits``
         (solves that hit the time limit, with or without a usable incumbent), ``lp_reused``
         (LP parts not solved because they were the previous decision's LP exactly: its
-        solution is reused, ``problem.problem_fingerprint``) and
+        solution is reused, ``problem.problem_fingerprint``), ``rounding_reused`` (Gavel-style
+        roundings whose dry-run placement was skipped because its inputs were the previous
+        round's, ``rounding.RoundingMemo``) and
         ``delivered_over_planned``: Σ over rounds and jobs of the normalized throughput the
         jobs actually ran with (less the time a restart took) ÷ the normalized throughput the
         LP planned for them (``Σ_c X thr / norm``; rounds a job finished in are left out);
@@ -303,6 +332,7 @@ class LPPolicy:
         return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
                 "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
                 "lp_time_limits": self._time_limits, "lp_reused": self._lp_reused,
+                "rounding_reused": self._round_memo.hits,
                 "delivered_over_planned": self._delivery.ratio()}
 
     # ------------------------------------------------------------------ candidates
@@ -416,8 +446,12 @@ class LPPolicy:
                            for a, b in zip(allowed, lp_rows)])
         key = None if solve_rows is None else tuple(np.asarray(a, dtype=np.int64).tobytes()
                                                     for a in solve_rows)
-        changed = bool(view.arrived or view.completed) or not self._x \
-            or set(self._x) != active or key != self._allowed_key or self._retry
+        jobs_changed = bool(view.arrived or view.completed) or set(self._x) != active
+        if jobs_changed and self.min_resolve_interval_s > 0 and self._last_solve_t is not None:
+            # Gavel's reset rule: the change waits until the interval has passed (it stays
+            # visible: the allocation's job set differs from the active one until a solve)
+            jobs_changed = view.time_s - self._last_solve_t >= self.min_resolve_interval_s
+        changed = jobs_changed or not self._x or key != self._allowed_key or self._retry
         self._allowed_key = key
         stats = PolicyStats()
         norms = self._norms(view)          # once per decision: the LP and the plan record
@@ -448,6 +482,7 @@ class LPPolicy:
             del self._deficit[j]                    # finished jobs
         self._received = {}
         self._elapsed = 0.0
+        self._last_solve_t = view.time_s
         self._x = self._allocate(view, stats, allowed, t0, norms)
         self._retry = bool(stats.extra.get("fallbacks"))
         stats.resolved = True
@@ -720,9 +755,13 @@ class LPPolicy:
 
     def _round(self, view: SchedulerView, allowed=None) -> Assignment:
         """Gavel-style rounding at the job level (``rounding.round_allocation``)."""
+        # the memo needs ``others`` to depend on the job's table alone
+        memo = (self._round_memo if self.memoize and allowed is None and not self.agnostic
+                else None)
         return round_allocation(view, self._x, self._received, self._deficit, self._elapsed,
                                 sticky=self.sticky, fill=self.fill,
-                                others=lambda k, exclude: self._others(view, k, exclude, allowed))
+                                others=lambda k, exclude: self._others(view, k, exclude, allowed),
+                                memo=memo, gpu_rows=self._gpu_rows)
 
     def _others(self, view: SchedulerView, k: int, exclude, allowed=None) -> list[int]:
         """Job ``k``'s eligible candidates (``_eligible``) with positive throughput that are

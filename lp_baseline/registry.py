@@ -5,7 +5,10 @@ co-optimizer: all candidates, ``sia-srpt``, integral rounding), ``heterosched-lp
 with the non-clairvoyant ``sia-las``), ``heterosched-lp-v1`` (the previous default: ``fair-srpt``
 with its fairness floor, size cap and Gavel-style rounding), ``gavel`` (Gavel's
 heterogeneity-aware max-min with its ``X_equal`` normalizer, only each job's requested GPU count
-with plain data parallelism on each type: no strategy co-optimization), ``agnostic-lp`` (the
+with plain data parallelism on each type: no strategy co-optimization; a new allocation every round, re-solved when the LP changed),
+``gavel-resets`` (the same LP recomputed on Gavel's own schedule: when the job set changed
+and at least 1,920 s after the last solve, ``GAVEL_MIN_RESET_S`` — another schedule, and
+faster), ``agnostic-lp`` (the
 same, with every type's throughput taken as equal), ``heterosched-lp-v0`` (an ablation: max-min
 over every candidate with Gavel's normalizer and no size cap, on today's rounding and candidate
 tables), ``topk``, ``pop-K``, ``lp-on-change`` and ``support-reuse``
@@ -17,11 +20,10 @@ baselines of ``lp_baseline.baselines``.
 from __future__ import annotations
 
 from hsched_env.errors import UnknownNameError
-from lp_baseline.policy import DEFAULT_OBJECTIVE, LPPolicy
 
 POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
                 "support-reuse",
-                "gavel", "sia",
+                "gavel", "gavel-resets", "sia",
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "pop-4-serial", "heterosched-lp-las",
                 "heterosched-lp-v0", "heterosched-lp-v1", "fifo",
                 "fifo-fastest", "srf", "greedy", "random")
@@ -50,6 +52,9 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
     from lp_baseline.baselines import BASELINES
     if name in BASELINES:
         return BASELINES[name]()
+    # the LP policies' modules (scipy, HiGHS) load only when an LP policy is asked for, so a
+    # ``hsched simulate --policy fifo-fastest`` starts without them
+    from lp_baseline.policy import DEFAULT_OBJECTIVE, GAVEL_MIN_RESET_S, LPPolicy
     if name == "sia":
         from lp_baseline.sia import SiaPolicy
         return SiaPolicy()
@@ -84,6 +89,9 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         return LPPolicy(name, topk=topk, dominance=True, **common)
     if name == "gavel":
         return LPPolicy(name, **gavel_like)
+    if name == "gavel-resets":
+        return LPPolicy(name, resolve="on-change", min_resolve_interval_s=GAVEL_MIN_RESET_S,
+                        **gavel_like)
     if name == "agnostic-lp":
         return LPPolicy(name, agnostic=True, **gavel_like)
     if name == "heterosched-lp-v0":

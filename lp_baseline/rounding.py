@@ -17,14 +17,34 @@ import numpy as np
 
 from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.policy import Assignment, SchedulerView
+from hsched_env.table_memo import TableMemo
 
 #: An LP share ``X`` at or below this is no share (the rounding's support).
 TINY = 1e-6
 SHARE_QUANTUM = 1e-4    # shares closer than this are ties in the rounding's priorities
 
 
+class RoundingMemo:
+    """The last ``round_allocation`` result and what it was computed from
+    (``round_allocation(memo=)``)."""
+
+    def __init__(self) -> None:
+        self.key = None
+        self.out: Assignment = {}
+        self.hits = 0
+        # job id -> (its allocation entry, its ``_support``): computed once per allocation
+        self.supports: dict[int, tuple] = {}
+
+    def __deepcopy__(self, memo) -> "RoundingMemo":
+        return RoundingMemo()        # a cache: a copy starts empty (same results)
+
+    def __reduce__(self):
+        return RoundingMemo, ()
+
+
 def round_allocation(view: SchedulerView, allocation: dict, received: dict, deficits: dict,
-                     elapsed: float, *, sticky: bool, fill: bool, others) -> Assignment:
+                     elapsed: float, *, sticky: bool, fill: bool, others,
+                     memo: RoundingMemo | None = None, gpu_rows=None) -> Assignment:
     """Gavel-style rounding at the job level (see ``lp_baseline.policy``), checked against
     a dry-run placement on the cluster's nodes.
 
@@ -38,32 +58,42 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
         sticky, fill: As in ``LPPolicy``.
         others: ``others(k, exclude)``: active job ``k``'s candidates not in ``exclude`` in
             preference order (``other_candidates``), the tail of its preference list.
+        memo: Where the previous round's result is kept, or ``None``. Past the priority
+            order, the rounding is a function of the jobs in that order with their preference
+            lists, their candidate tables, what each runs on which nodes, and the capacity;
+            when all of these are the previous call's, its result is returned (a copy)
+            without the dry-run placement. Only for a deterministic ``others`` of the job's
+            table alone (not the agnostic policy's random order, not a per-round
+            ``allowed``).
+        gpu_rows: A ``TableMemo`` for each table's GPUs per type by row as Python ints
+            (``PlacementDryRun``), kept across calls; ``None``: a new one.
     """
     el = max(elapsed, 1e-9)
     jobs = []
-    for k, j in enumerate(view.job_ids):
-        j = int(j)
-        if j not in allocation:
+    supports = {} if memo is None else memo.supports
+    current = view.current.tolist()
+    for k, j in enumerate(view.job_ids.tolist()):
+        entry = allocation.get(j)
+        if entry is None:
             continue
-        rows, x = allocation[j]
-        xl = x.tolist()
-        support = [i for i, v in enumerate(xl) if v > TINY]
-        if not support:
+        known = supports.get(j)
+        if known is not None and known[0] is entry:
+            rs, xs, share = known[1]
+        else:
+            rs, xs, share = _support(entry)
+            if memo is not None:
+                supports[j] = (entry, (rs, xs, share))
+        if not rs:
             continue
-        rl = rows.tolist()
-        rs, xs = [rl[i] for i in support], [xl[i] for i in support]
         rec = received.get(j, {})
-        # Rounded to SHARE_QUANTUM: the LP's solution is exact to ~1e-6, and another
-        # optimal vertex (same problem, other candidates) must not reorder the jobs.
-        share = round(_numpy_sum(xs) / SHARE_QUANTUM) * SHARE_QUANTUM
         got = sum(rec.values())
         prio = share * 1e9 if got <= 0 else share / (got / el)
         deficit = round(sum(deficits.get(j, {}).values()), 1)     # seconds
         # Which candidate: the current one if the LP still gives it a share (a switch costs
         # a restart), else the most under-served one (share X minus time received).
-        cur = int(view.current[k])
+        cur = current[k]
         if len(rs) == 1:                     # nothing to order (most jobs of a vertex)
-            order = rs
+            order = rs[:]                    # (``rs`` is kept in the memo: never mutated)
         else:
             # Python's round() is numpy's rint (half to even) on these floats, and the
             # sort is stable: the order ``np.lexsort((-xs, -under))`` gives
@@ -76,7 +106,25 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
             order.insert(0, cur)
         jobs.append((-prio, -deficit, -share, j, k, order))
     jobs.sort(key=lambda e: e[:4])
-    dry = PlacementDryRun(view)
+    if memo is not None:
+        if len(supports) > 2 * len(allocation):
+            for j in [j for j in supports if j not in allocation]:
+                del supports[j]                       # jobs the allocation no longer has
+        key = ([(j, order) for _, _, _, j, _, order in jobs], view.job_ids.tobytes(),
+               view.current.tobytes(), view.current_nodes, view.capacity.tobytes(),
+               [id(t) for t in view.candidates])
+        if key == memo.key:
+            memo.hits += 1
+            return {j: list(rows) for j, rows in memo.out.items()}
+    out = _dry_run(view, jobs, fill, others, gpu_rows)
+    if memo is not None:
+        memo.key, memo.out = key, {j: list(rows) for j, rows in out.items()}
+    return out
+
+
+def _dry_run(view: SchedulerView, jobs: list, fill: bool, others, gpu_rows) -> Assignment:
+    """The rounding's placement pass over ``jobs`` (in priority order), then the fill pass."""
+    dry = PlacementDryRun(view, gpu_rows)
     out: Assignment = {}
     for _, _, _, j, k, order in jobs:
         # the LP's candidates first; if node fragmentation blocks them all, the job's
@@ -89,6 +137,20 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
     if fill:
         _fill_free_gpus(view, jobs, out, dry, others)
     return out
+
+
+def _support(entry: tuple) -> tuple[list[int], list[float], float]:
+    """A job's allocation ``(rows, X)`` as its support: the rows and shares with X > TINY
+    (Python lists), and its total share rounded to ``SHARE_QUANTUM``."""
+    rows, x = entry
+    xl = x.tolist()
+    support = [i for i, v in enumerate(xl) if v > TINY]
+    rl = rows.tolist()
+    rs, xs = [rl[i] for i in support], [xl[i] for i in support]
+    # Rounded to SHARE_QUANTUM: the LP's solution is exact to ~1e-6, and another
+    # optimal vertex (same problem, other candidates) must not reorder the jobs.
+    share = round(_numpy_sum(xs) / SHARE_QUANTUM) * SHARE_QUANTUM if rs else 0.0
+    return rs, xs, share
 
 
 def _numpy_sum(values: list[float]) -> float:
@@ -214,8 +276,10 @@ class PlacementDryRun:
     they may not list their current candidate (the simulator would give them their old nodes
     back first), so a lower-priority running job never blocks a higher-priority one."""
 
-    def __init__(self, view: SchedulerView) -> None:
+    def __init__(self, view: SchedulerView, gpu_rows: TableMemo | None = None) -> None:
         self.view = view
+        # table -> its GPUs per type by row, as lists of Python ints (read-only)
+        self._gpu_rows = TableMemo() if gpu_rows is None else gpu_rows
         self.nodes = NodeState(view.cluster)
         self.free = view.capacity.tolist()          # GPUs per type not yet taken
         self._current = view.current.tolist()
@@ -271,7 +335,8 @@ class PlacementDryRun:
             return None
         table = self.view.candidates[k]
         free = self.free
-        gpus = table.gpus[prefs].tolist()
+        by_row = self._gpu_rows.get_for(table, id(table), table.gpus.tolist)
+        gpus = [by_row[r] for r in prefs]
         ok = [(r, g) for r, g in zip(prefs, gpus)                  # per-type test
               if all(n <= f for n, f in zip(g, free))]
         held = self._held.get(k)

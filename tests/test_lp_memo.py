@@ -57,7 +57,9 @@ CASES = [("gavel-108", "gavel:rate=4,jobs=40,seed={s},multi_gpu=0", "gavel",
           "heterosched-lp", {}),
          ("sia-64", "gavel:rate=6,jobs=24,seed={s},mix=llm,duration_scale=0.2",
           "heterosched-lp-v1", {}),
-         ("sia-64", "gavel:rate=6,jobs=24,seed={s},duration_scale=0.2", "gavel", {})]
+         ("sia-64", "gavel:rate=6,jobs=24,seed={s},duration_scale=0.2", "gavel", {}),
+         ("gavel-108", "gavel:rate=6,jobs=50,seed={s},multi_gpu=0", "gavel-resets",
+          dict(throughputs="gavel"))]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -68,13 +70,16 @@ def test_memoized_decisions_equal_recomputed_ones(cluster, spec, name, cfg, seed
     fresh = _run(cluster, spec, name, False, **dict(cfg))
     memo = _run(cluster, spec, name, True, **dict(cfg))
     assert memo[0] == fresh[0]                      # every round's assignment
-    wall = ("decision", "wall_s", "lp_reused")
+    wall = ("decision", "wall_s", "lp_reused", "rounding_reused")
     assert {k: v for k, v in memo[1].items() if not any(w in k for w in wall)} == \
         {k: v for k, v in fresh[1].items() if not any(w in k for w in wall)}
-    assert fresh[2]["lp_reused"] == 0
+    assert fresh[2]["lp_reused"] == 0 and fresh[2]["rounding_reused"] == 0
     if name == "gavel":
         # max-min over fixed configurations: the LP changes only when the job set does
         assert memo[2]["lp_reused"] > 0
+    if name.startswith("gavel"):
+        # rounds that repeat the previous one's inputs skip the dry-run placement
+        assert memo[2]["rounding_reused"] > 0
 
 
 def test_memo_on_a_small_run_equals_recomputing():
@@ -199,3 +204,46 @@ def test_table_memos_are_not_copied_with_the_policy():
     assert len(copy.deepcopy(memo)) == 0 and len(copy.copy(memo)) == 0
     assert len(pickle.loads(pickle.dumps(memo))) == 0
     assert len(memo) == 1
+
+
+def test_gavel_resets_solves_on_gavels_schedule():
+    """``gavel-resets`` re-solves only when the job set changed and at least
+    ``GAVEL_MIN_RESET_S`` after the last solve; between solves new jobs run on what the fill
+    pass finds free, and every job finishes."""
+    from lp_baseline.policy import GAVEL_MIN_RESET_S, LPPolicy
+
+    solves = []
+    real = LPPolicy._solve
+
+    def recording(self, view, *a, **kw):
+        solves.append((view.time_s, frozenset(self._x), frozenset(view.job_ids.tolist())))
+        return real(self, view, *a, **kw)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(LPPolicy, "_solve", recording)
+    try:
+        _, metrics, summary = _run("gavel-108", "gavel:rate=6,jobs=40,seed=2,multi_gpu=0",
+                                   "gavel-resets", True, throughputs="gavel")
+    finally:
+        mp.undo()
+    assert metrics["jobs_completed"] == 40
+    assert summary["lp_solves"] == len(solves) > 3
+    times = [t for t, _, _ in solves]
+    assert min(b - a for a, b in zip(times, times[1:])) >= GAVEL_MIN_RESET_S
+    for _, allocated, active in solves[1:]:
+        assert allocated != active          # only a changed job set triggers a solve
+    # the same LP re-solved at every change instead: more solves
+    _, _, every = _run("gavel-108", "gavel:rate=6,jobs=40,seed=2,multi_gpu=0", "gavel", True,
+                       throughputs="gavel")
+    assert every["lp_solves"] > summary["lp_solves"]
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(resolve="on-change", min_resolve_interval_s=-1.0), "min_resolve_interval_s"),
+    (dict(resolve="on-change", min_resolve_interval_s=float("nan")), "min_resolve_interval_s"),
+    (dict(resolve="every-round", min_resolve_interval_s=60.0), "min_resolve_interval_s")])
+def test_min_resolve_interval_is_checked(kwargs, field):
+    from hsched_env.errors import ConfigError
+    from lp_baseline.policy import LPPolicy
+    with pytest.raises(ConfigError, match=field):
+        LPPolicy("x", **kwargs)
