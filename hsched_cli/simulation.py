@@ -11,7 +11,6 @@ import math
 import sys
 from pathlib import Path
 
-from agents.sweep import plain_json
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, show
 from hsched_env.planner import PlannerConfig
@@ -111,6 +110,7 @@ def _compare_task(name, cluster, workload, config, options) -> dict:
     """One policy run of ``compare --backend ray`` (``agents.sweep``): its metrics and one
     row per job, JSON-ready."""
     result = _run_policy(name, cluster, workload, config, options)
+    from agents.sweep import plain_json
     return plain_json({"metrics": result.metrics(),
                        "jobs": [dataclasses.asdict(r) for r in result.jobs]})
 
