@@ -63,7 +63,7 @@ def test_our_side_only_tiny(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert set(doc) == {"config", "commands", "summary", "runs", "warnings"}
     assert doc["config"]["gavel"] is None
-    assert set(doc["summary"]) == {"lp", "fifo"}
+    assert set(doc["summary"]) == {"lp", "lp-resets", "fifo"}
     for key, s in doc["summary"].items():
         for name in ("ours_wall_s", "ours_cpu_s", "ours_avg_jct_h"):
             assert s[name] > 0, (key, name)
@@ -101,6 +101,31 @@ def test_both_sides_with_a_fake_gavel(tmp_path, capsys):
     assert s["gavel_wall_s"] > 0 and s["speedup_wall"] > 0 and s["speedup_cpu"] > 0
     ratio = s["ours_avg_jct_h"] / s["gavel_avg_jct_h"]
     assert s["jct_diff_pct"] == pytest.approx(100 * (ratio - 1))
+
+
+@pytest.mark.slow
+def test_lp_and_lp_resets_share_gavels_run(tmp_path, capsys):
+    """``lp`` and ``lp-resets`` both compare against Gavel's max-min LP: it runs once per round
+    of the benchmark, and both pairs get that run."""
+    sched = tmp_path / "gavel" / "scheduler"
+    (sched / bvg.GAVEL_DRIVER).parent.mkdir(parents=True)
+    calls = tmp_path / "calls.txt"
+    (sched / bvg.GAVEL_DRIVER).write_text(
+        f"open({str(calls)!r}, 'a').write('x')\n" + FAKE_DRIVER)
+    (sched / bvg.GAVEL_STUB).parent.mkdir(parents=True)
+    (sched / bvg.GAVEL_STUB).write_text("")
+    out = tmp_path / "bench.json"
+    assert bvg.main(["--gavel", str(tmp_path / "gavel"), "--gavel-python", sys.executable,
+                     "--runs", "2", "--policies", "lp,lp-resets", "--jobs", "2:6",
+                     "--our-jobs", "10", "--round-s", "3600", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert calls.read_text() == "xx"                    # one Gavel run per round, not two
+    doc = json.loads(out.read_text())
+    assert doc["runs"]["lp"]["gavel"] == doc["runs"]["lp-resets"]["gavel"]
+    ours = doc["commands"]["lp-resets"]["ours"]
+    assert ours[ours.index("--policy") + 1] == "gavel-resets"
+    for key in ("lp", "lp-resets"):
+        assert doc["summary"][key]["speedup_wall"] > 0
 
 
 def test_missing_gavel_stubs(tmp_path):
