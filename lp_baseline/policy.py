@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -240,7 +241,7 @@ class LPPolicy:
             raise UnknownNameError("resolve mode", resolve, ["every-round", "on-change"])
         if normalizer not in NORMALIZERS:
             raise UnknownNameError("normalizer", normalizer, list(NORMALIZERS))
-        if not (isinstance(min_resolve_interval_s, (int, float))
+        if not (isinstance(min_resolve_interval_s, numbers.Real)
                 and not isinstance(min_resolve_interval_s, bool)
                 and math.isfinite(min_resolve_interval_s) and min_resolve_interval_s >= 0):
             raise ConfigError(f"must be a number of seconds >= 0, got "
@@ -755,7 +756,7 @@ class LPPolicy:
 
     def _round(self, view: SchedulerView, allowed=None) -> Assignment:
         """Gavel-style rounding at the job level (``rounding.round_allocation``)."""
-        # the memo needs ``others`` to depend on the job's table alone
+        # the memo needs an ``others`` fixed by the round's jobs (no random order, no ranker)
         memo = (self._round_memo if self.memoize and allowed is None and not self.agnostic
                 else None)
         return round_allocation(view, self._x, self._received, self._deficit, self._elapsed,

@@ -31,6 +31,7 @@ class RoundingMemo:
     def __init__(self) -> None:
         self.key = None
         self.out: Assignment = {}
+        self.tables: tuple = ()
         self.hits = 0
         # job id -> (its allocation entry, its ``_support``): computed once per allocation
         self.supports: dict[int, tuple] = {}
@@ -61,10 +62,11 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
         memo: Where the previous round's result is kept, or ``None``. Past the priority
             order, the rounding is a function of the jobs in that order with their preference
             lists, their candidate tables, what each runs on which nodes, and the capacity;
-            when all of these are the previous call's, its result is returned (a copy)
-            without the dry-run placement. Only for a deterministic ``others`` of the job's
-            table alone (not the agnostic policy's random order, not a per-round
-            ``allowed``).
+            when all of these and the active job set are the previous call's, its result is
+            returned (a copy) without the dry-run placement. Only for an ``others`` that is a
+            deterministic function of those (the job's table and, through a size cap, the
+            active jobs and the capacity): not the agnostic policy's random order, not a
+            per-round ``allowed``.
         gpu_rows: A ``TableMemo`` for each table's GPUs per type by row as Python ints
             (``PlacementDryRun``), kept across calls; ``None``: a new one.
     """
@@ -119,6 +121,7 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
     out = _dry_run(view, jobs, fill, others, gpu_rows)
     if memo is not None:
         memo.key, memo.out = key, {j: list(rows) for j, rows in out.items()}
+        memo.tables = view.candidates        # pins the tables whose ids the key holds
     return out
 
 
