@@ -18,6 +18,13 @@ whenever the active jobs, their ``current`` candidates and ``current_nodes`` are
 (whatever the time, progress or round index), and changes no state of its own (no random
 draws, no counters it later reads). The simulator then skips the rounds that would repeat the
 previous one (``SimConfig.skip_steady_rounds``): same results, fewer decisions.
+
+A steady policy may also set ``settles = True`` to promise more: when every job of its
+decision was placed on the first row listed for it, its next decision — same active jobs, now
+running what this one placed — lists the same first row for every job and no other job (it
+"settles" at once). The simulator then starts skipping right after such a round, instead of
+after the round that repeats it. ``fifo-fastest`` and ``greedy`` (``lp_baseline.baselines``)
+make both promises.
 """
 
 from __future__ import annotations
@@ -119,8 +126,8 @@ class Policy(Protocol):
     """A scheduling policy (see the module docstring)."""
 
     name: str
-    # Optional attribute ``steady`` (read with ``getattr(policy, "steady", False)``): the
-    # promise of the module docstring.
+    # Optional attributes ``steady`` and ``settles`` (read with ``getattr(policy, "steady",
+    # False)``): the promises of the module docstring.
 
     def reset(self, cluster: Cluster, seed: int | None) -> None:
         """Called once before a simulation; seed the policy's own randomness here."""

@@ -725,17 +725,33 @@ class Simulator:
         cfg = self.config
         skip = (cfg.skip_steady_rounds and not cfg.check_invariants
                 and getattr(self.policy, "steady", False) is True)
+        settles = skip and getattr(self.policy, "settles", False) is True
         while (view := self.next_view()) is not None:
             t0 = time.perf_counter()
             decision = self.policy.decide(view)
             elapsed = time.perf_counter() - t0
             stats = getattr(self.policy, "last_stats", None)
             self.record_decision(elapsed, getattr(stats, "lp_vars", 0) or 0)
-            self.place_decision(decision, who=f"policy {self.policy.name!r}")
+            placed = self.place_decision(decision, who=f"policy {self.policy.name!r}")
             self.advance()
+            if settles and placed and not self._s.completed_since \
+                    and _all_first(decision, placed):
+                # the policy's promise: the next round would repeat this one's placements
+                self._s.unchanged = True
             if skip:
                 self.skip_steady_rounds()
         return self.result()
+
+
+def _all_first(decision: Assignment, placed: list[tuple[int, int]]) -> bool:
+    """Whether ``placed`` (``place_decision``'s placements) put every job of ``decision`` on
+    the first row listed for it."""
+    firsts = {}
+    for j, choice in decision.items():
+        rows = [choice] if np.ndim(choice) == 0 else list(choice)
+        if rows:
+            firsts[int(j)] = int(rows[0])
+    return len(placed) == len(firsts) and all(firsts.get(j) == r for j, r in placed)
 
 
 class RunView:

@@ -16,7 +16,11 @@ current candidate first, so it is not restarted needlessly:
 
 ``fifo-fastest`` and ``greedy`` are *steady* (``hsched_env.policy``): their decision depends
 only on the active jobs and what they run, so the simulator skips the rounds between events
-that would repeat the last one. ``fifo`` and ``random`` draw random numbers every round and
+that would repeat the last one. They also *settle*: jobs go in a fixed order, each takes the
+first of its fixed preference list that fits the GPUs per type the jobs before it left, and
+a running job lists its current row first; so once every job runs its first row, the next
+decision sees the same free GPUs at every step, keeps every job's row and admits no other
+job — the simulator skips from that round on. ``fifo`` and ``random`` draw random numbers every round and
 ``srf`` orders by remaining work, so they are asked every round.
 """
 
@@ -40,6 +44,7 @@ class _Greedy(ABC):
 
     name = "greedy-base"
     steady = False
+    settles = False
     #: Whether ``options`` depends on the job's candidate table alone (no view, no random
     #: draws): then it is computed once per table and kept (``_table_options``).
     options_per_table = False
@@ -48,7 +53,7 @@ class _Greedy(ABC):
         # ``steady`` and ``options_per_table`` are promises about ``order`` / ``options``: a
         # subclass makes them only by setting them itself, never by inheriting them
         super().__init_subclass__(**kwargs)
-        for name in ("steady", "options_per_table"):
+        for name in ("steady", "settles", "options_per_table"):
             if name not in cls.__dict__:
                 setattr(cls, name, False)
 
@@ -115,6 +120,7 @@ class FifoFastest(_Greedy):
 
     name = "fifo-fastest"
     steady = True
+    settles = True
     options_per_table = True
 
     def options(self, view, k):
@@ -140,6 +146,7 @@ class GreedyBest(_Greedy):
 
     name = "greedy"
     steady = True
+    settles = True
     options_per_table = True
 
     def options(self, view, k):

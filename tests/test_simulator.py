@@ -256,6 +256,27 @@ def test_skipping_steady_rounds_changes_nothing(policy, cluster, spec):
     assert skipped > 0
 
 
+@pytest.mark.parametrize("policy", ["fifo-fastest", "greedy"])
+def test_a_settling_policy_skips_from_the_round_it_settled_in(policy):
+    """``settles``: once every job runs the first row of the decision, the simulator skips
+    from that round on instead of deciding the repeat round first — the same run, bit for
+    bit, with fewer decisions."""
+    cluster = get_cluster("gavel-108")
+    workload = load_workload("gavel:rate=4,jobs=80,seed=2,multi_gpu=0", cluster)
+
+    class SteadyOnly(BASELINES[policy]):
+        steady = True                       # the same decisions, without the promise
+    assert SteadyOnly.settles is False and BASELINES[policy].settles is True
+    cfg = SimConfig(round_s=360, seed=2)
+    plain = Simulator(cluster, workload, BASELINES[policy](),
+                      SimConfig(round_s=360, seed=2, skip_steady_rounds=False)).run()
+    steady = Simulator(cluster, workload, SteadyOnly(), cfg).run()
+    settled = Simulator(cluster, workload, BASELINES[policy](), cfg).run()
+    assert _outcome(settled) == _outcome(steady) == _outcome(plain)
+    assert settled.rounds_skipped > steady.rounds_skipped > 0
+    assert len(settled.decision_s) == settled.rounds - settled.rounds_skipped
+
+
 def test_skipping_stops_at_a_time_limit_and_not_for_unsteady_policies():
     cluster = get_cluster("gavel-108")
     workload = load_workload("gavel:rate=4,jobs=60,seed=1,multi_gpu=0", cluster)
@@ -273,6 +294,7 @@ def test_skipping_stops_at_a_time_limit_and_not_for_unsteady_policies():
         def order(self, view):
             return np.argsort(view.remaining_samples, kind="stable")
     assert ByRemaining.steady is False and ByRemaining.options_per_table is False
+    assert ByRemaining.settles is False and BASELINES["srf"].settles is False
     # srf orders by remaining work and fifo draws random numbers: asked every round
     for name in ("srf", "fifo"):
         r = Simulator(cluster, workload, BASELINES[name](), SimConfig(round_s=360)).run()
