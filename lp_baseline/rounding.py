@@ -80,11 +80,11 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
             continue
         known = supports.get(j)
         if known is not None and known[0] is entry:
-            rs, xs, share = known[1]
+            rs, xs, share, xq = known[1]
         else:
-            rs, xs, share = _support(entry)
+            rs, xs, share, xq = _support(entry)
             if memo is not None:
-                supports[j] = (entry, (rs, xs, share))
+                supports[j] = (entry, (rs, xs, share, xq))
         if not rs:
             continue
         rec = received.get(j, {})
@@ -101,7 +101,6 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
             # sort is stable: the order ``np.lexsort((-xs, -under))`` gives
             under = [round((xv - rec.get(r, 0.0) / el) / SHARE_QUANTUM) * SHARE_QUANTUM
                      for xv, r in zip(xs, rs)]
-            xq = [round(xv / SHARE_QUANTUM) * SHARE_QUANTUM for xv in xs]
             order = [rs[i] for i in sorted(range(len(rs)), key=lambda i: (-under[i], -xq[i]))]
         if sticky and cur in order:
             order.remove(cur)
@@ -142,9 +141,9 @@ def _dry_run(view: SchedulerView, jobs: list, fill: bool, others, gpu_rows) -> A
     return out
 
 
-def _support(entry: tuple) -> tuple[list[int], list[float], float]:
+def _support(entry: tuple) -> tuple[list[int], list[float], float, list[float]]:
     """A job's allocation ``(rows, X)`` as its support: the rows and shares with X > TINY
-    (Python lists), and its total share rounded to ``SHARE_QUANTUM``."""
+    (Python lists), its total share and each share rounded to ``SHARE_QUANTUM``."""
     rows, x = entry
     xl = x.tolist()
     support = [i for i, v in enumerate(xl) if v > TINY]
@@ -153,7 +152,7 @@ def _support(entry: tuple) -> tuple[list[int], list[float], float]:
     # Rounded to SHARE_QUANTUM: the LP's solution is exact to ~1e-6, and another
     # optimal vertex (same problem, other candidates) must not reorder the jobs.
     share = round(_numpy_sum(xs) / SHARE_QUANTUM) * SHARE_QUANTUM if rs else 0.0
-    return rs, xs, share
+    return rs, xs, share, [round(xv / SHARE_QUANTUM) * SHARE_QUANTUM for xv in xs]
 
 
 def _numpy_sum(values: list[float]) -> float:
@@ -339,17 +338,24 @@ class PlacementDryRun:
         table = self.view.candidates[k]
         free = self.free
         by_row = self._gpu_rows.get_for(table, id(table), table.gpus.tolist)
-        gpus = [by_row[r] for r in prefs]
-        ok = [(r, g) for r, g in zip(prefs, gpus)                  # per-type test
-              if all(n <= f for n, f in zip(g, free))]
         held = self._held.get(k)
-        for masked in (True, False):
-            for r, g in ok:
-                if r == cur and held is not None:
-                    got = self.nodes.keep(held)
-                else:
-                    got = self._place(table, r, masked)
-                if got:
+        ok = []            # the rows that pass the per-type test, for the unmasked pass
+        for r in prefs:    # the masked pass, testing each row's GPUs per type as it goes
+            g = by_row[r]
+            if all(n <= f for n, f in zip(g, free)):
+                ok.append((r, g))
+                if self._try(table, r, cur, held, True):
                     self.free = [f - n for f, n in zip(free, g)]
                     return [r] + [c for c in prefs if c != r]
+        for r, g in ok:
+            if self._try(table, r, cur, held, False):
+                self.free = [f - n for f, n in zip(free, g)]
+                return [r] + [c for c in prefs if c != r]
         return None
+
+    def _try(self, table, r: int, cur: int, held, masked: bool) -> bool:
+        """Place row ``r``: the held nodes when it is the job's current row, else on the free
+        nodes (``masked``: without those still held by running jobs not yet placed)."""
+        if r == cur and held is not None:
+            return self.nodes.keep(held)
+        return self._place(table, r, masked)
