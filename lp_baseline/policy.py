@@ -77,8 +77,9 @@ from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominat
                                    stage2_terms)
 from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome, PartSolve,
                                         default_workers, solve_parts)
-from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
-                                 check_feasible, evaluate_objective, problem_fingerprint)
+from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIELDS, OBJECTIVES,
+                                 AllocationProblem, check_feasible, evaluate_objective,
+                                 problem_fingerprint)
 from lp_baseline.rounding import (TINY, RoundingMemo, integral_assignment, other_candidates,
                                   round_allocation)
 from lp_baseline.solver import METHOD_OPTIONS, solve_allocation
@@ -303,6 +304,7 @@ class LPPolicy:
         self._delivery = DeliveryTracker()
         self._norm_memo = NormalizerMemo()
         self._lp_memo: dict = {}      # fingerprint -> the previous decision's optimal result
+        self._static_lp: _StaticLP | None = None     # ``_allocate``'s repeat of a static LP
         # (id(table), eligible rows) -> its other candidates fastest first; id(table) -> its
         # rows of the candidate set (``table_memo.TableMemo``: emptied by copies)
         self._others_memo = TableMemo()
@@ -554,6 +556,21 @@ class LPPolicy:
                     (time.perf_counter() if t0 is None else t0) + self.time_limit_s)
         A = view.num_active
         norms = self._norms(view) if norms is None else norms
+        # An objective that reads no per-round field (max-min, max-throughput) builds the
+        # same LP from the same jobs, tables, normalizers, capacity and allowed rows: on
+        # such a repeat the previous decision's accepted answer is reused without building
+        # the LP to fingerprint it (what the fingerprint's reuse would give, bit for bit)
+        static_key = None
+        if (memo_update and self.memoize and self.time_limit_s is None and self.pop == 1
+                and not OBJECTIVE_FIELDS[self.objective]):
+            static_key = (view.job_ids.tobytes(), norms.tobytes(), view.capacity.tobytes(),
+                          [id(t) for t in view.candidates],
+                          None if allowed is None else
+                          [np.asarray(a, dtype=np.int64).tobytes() for a in allowed])
+            hit = self._static_lp
+            if hit is not None and hit.key == static_key:
+                return hit.reuse(self, stats)
+        self._static_lp = None
         rows = [self._rows(view, k, norms[k], allowed) for k in range(A)]
         parts = (self.rng.permutation(A) % self.pop if self.pop > 1
                  else np.zeros(A, dtype=np.int64))
@@ -609,6 +626,8 @@ class LPPolicy:
             self._lp_memo = kept
             stats.extra["lp_reused"] = len(reused)
             self._lp_reused += len(reused)
+        if static_key is not None and len(built) == 1 and kept:
+            self._static_lp = _StaticLP(static_key, dict(out), stats, view.candidates)
         if self.pop > 1:
             stats.extra["pop_sequential_s"] = float(sum(part_times))
             stats.extra["pop_solve_wall_s"] = wall
@@ -778,6 +797,41 @@ class LPPolicy:
                                             lambda: other_candidates(table, eligible, ()))
         skip = set(exclude)
         return [c for c in ordered if c not in skip]
+
+
+class _StaticLP:
+    """The last allocation of an objective that reads no per-round field, with what it was
+    built from (``key``) and what its decision booked into ``PolicyStats``: ``reuse`` books
+    it again as the fingerprint's reuse of the same LP would (``_accept(reused=True)``)."""
+
+    def __init__(self, key, out: dict, stats: PolicyStats, tables: tuple) -> None:
+        self.key, self.out, self.tables = key, out, tables     # (tables pin the key's ids)
+        extra = stats.extra
+        self.booked = (list(extra["objective_parts"]), list(extra["lp_status"]),
+                       extra["objective"], stats.lp_vars, stats.lp_cons)
+
+    def reuse(self, policy: "LPPolicy", stats: PolicyStats) -> dict:
+        t0 = time.perf_counter()
+        parts, status, objective, n_vars, n_cons = self.booked
+        stats.extra.setdefault("objective_parts", []).extend(parts)
+        stats.extra.setdefault("lp_status", []).extend(status)
+        stats.extra["objective"] = objective
+        stats.lp_vars += n_vars
+        stats.lp_cons += n_cons
+        stats.extra["lp_reused"] = 1
+        policy._lp_reused += 1
+        stats.extra["pop_parallel_s"] = time.perf_counter() - t0
+        return dict(self.out)
+
+    def __deepcopy__(self, memo) -> None:
+        return None                # a cache: a copy of the policy builds its LP afresh
+
+    def __reduce__(self):
+        return _no_static_lp, ()   # ... and so does an unpickled one
+
+
+def _no_static_lp() -> None:
+    return None
 
 
 def __getattr__(name: str):

@@ -247,3 +247,26 @@ def test_min_resolve_interval_is_checked(kwargs, field):
     from lp_baseline.policy import LPPolicy
     with pytest.raises(ConfigError, match=field):
         LPPolicy("x", **kwargs)
+
+
+def test_static_lp_reuse_is_a_cache_copies_drop():
+    """``gavel``'s max-min reads no per-round field: a repeat of the job set, tables,
+    normalizers and capacity reuses the last accepted answer without building the LP (counted
+    in ``lp_reused``, identical decisions: ``test_memoized_decisions_equal_recomputed_ones``);
+    copies and unpickled policies start without it (it pins candidate tables)."""
+    import copy
+    import pickle
+
+    c = get_cluster("gavel-108")
+    policy = make_policy("gavel")
+    Simulator(c, load_workload("gavel:rate=3,jobs=12,seed=5,multi_gpu=0", c,
+                               throughputs="gavel"),
+              policy, SimConfig(throughputs="gavel", max_time_s=20_000)).run()
+    assert policy._static_lp is not None and policy.summary()["lp_reused"] > 0
+    assert copy.deepcopy(policy)._static_lp is None
+    assert pickle.loads(pickle.dumps(policy))._static_lp is None
+    # an objective that reads per-round fields never takes this path
+    sia = make_policy("heterosched-lp")
+    Simulator(c, load_workload("gavel:rate=3,jobs=12,seed=5", c), sia,
+              SimConfig(max_time_s=20_000)).run()
+    assert sia._static_lp is None
