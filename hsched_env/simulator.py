@@ -478,10 +478,7 @@ class Simulator:
             if j < 0 or j >= n or s.state[j] >= DONE or s.arrival[j] > t:
                 raise ConfigError(f"{who} assigned job {j}, which is not active at t={t:.0f}",
                                   field="decision")
-            if isinstance(choice, (list, tuple)):
-                rows = [int(c) for c in choice]
-            else:
-                rows = [int(choice)] if np.ndim(choice) == 0 else [int(c) for c in choice]
+            rows = _choice_rows(choice)
             size = len(s.tables[j])
             for r in rows:
                 if not 0 <= r < size:
@@ -743,14 +740,21 @@ class Simulator:
         return self.result()
 
 
+def _choice_rows(choice) -> list[int]:
+    """A decision's choice for one job (a row, or rows in preference order) as a list."""
+    if isinstance(choice, (list, tuple)):
+        return [int(c) for c in choice]
+    return [int(choice)] if np.ndim(choice) == 0 else [int(c) for c in choice]
+
+
 def _all_first(decision: Assignment, placed: list[tuple[int, int]]) -> bool:
     """Whether ``placed`` (``place_decision``'s placements) put every job of ``decision`` on
     the first row listed for it."""
     firsts = {}
     for j, choice in decision.items():
-        rows = [choice] if np.ndim(choice) == 0 else list(choice)
+        rows = _choice_rows(choice)
         if rows:
-            firsts[int(j)] = int(rows[0])
+            firsts[int(j)] = rows[0]
     return len(placed) == len(firsts) and all(firsts.get(j) == r for j, r in placed)
 
 

@@ -125,13 +125,19 @@ def fit_fp32(calib: Calibration) -> dict[str, float]:
     return out
 
 
-def fit_llm(calib: Calibration) -> float:
-    lo, hi = 0.2, 0.9
-    for _ in range(30):
+def _bisect(too_low, lo: float, hi: float, steps: int) -> float:
+    """The midpoint of ``[lo, hi]`` after ``steps`` halvings, keeping the upper half where
+    ``too_low(mid)`` (an increasing quantity below its target)."""
+    for _ in range(steps):
         mid = (lo + hi) / 2
-        got = tokens_per_gpu_at(LLAMA1_65B, A2_GPUS, dataclasses.replace(calib, eta_llm=mid))
-        lo, hi = (mid, hi) if got < A2_TOKENS_PER_S_PER_GPU else (lo, mid)
-    return round((lo + hi) / 2, 3)
+        lo, hi = (mid, hi) if too_low(mid) else (lo, mid)
+    return (lo + hi) / 2
+
+
+def fit_llm(calib: Calibration) -> float:
+    return round(_bisect(
+        lambda eta: tokens_per_gpu_at(LLAMA1_65B, A2_GPUS, dataclasses.replace(
+            calib, eta_llm=eta)) < A2_TOKENS_PER_S_PER_GPU, 0.2, 0.9, 30), 3)
 
 
 HALF_FACTORS = ("eta_llm", "eta_hopper", "eta_volta", "llm_elementwise_traffic")
@@ -193,10 +199,7 @@ def fit_tf32(calib: Calibration) -> dict[str, float]:
     if log_error(lo) > 0 or log_error(hi) < 0:
         raise SystemExit("eta_tf32 outside [0.02, 1.0]: the rest of the model cannot reach "
                          "the TF32 fit row")
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if log_error(mid) < 0 else (lo, mid)
-    return {"eta_tf32": round(0.5 * (lo + hi), 4)}
+    return {"eta_tf32": round(_bisect(lambda eta: log_error(eta) < 0, lo, hi, 60), 4)}
 
 
 def main() -> None:
