@@ -68,13 +68,14 @@ class NodeState:
             if full.size < whole:
                 return None
             out += [(int(v), gpn) for v in full[:whole]]
-            for v, _ in out:
-                free[np.searchsorted(nodes, v)] = 0
+            free[full[:whole] - nodes[0]] = 0                    # a pool's nodes are contiguous
         if rest:
-            ok = np.flatnonzero(free >= rest)
-            if ok.size == 0:
+            if not free.size:
                 return None
-            best = ok[np.argmin(free[ok])]                       # best fit, lowest index on ties
+            # best fit: the fewest free GPUs that still hold ``rest``, lowest index on ties
+            best = int(np.argmin(np.where(free >= rest, free, np.iinfo(np.int64).max)))
+            if free[best] < rest:
+                return None
             out.append((int(nodes[best]), rest))
         return out
 
@@ -136,17 +137,15 @@ class FitIndex:
 
     def __init__(self, cluster: Cluster, pool_a, n_a, pool_b, n_b, tp) -> None:
         gpn = np.array([p.gpus_per_node for p in cluster.pools], dtype=np.int64)
-        node_pool = np.asarray(cluster.node_pool)
-        self._gpn_node = gpn[node_pool]
-        self._levels = np.arange(int(gpn.max()) + 1)
-        L = int(gpn.max()) + 1
-        self._P, self._L = len(cluster.pools), L
-        self._node_base = node_pool * L                  # histogram cell of free = 0
-        self._full_cell = np.arange(self._P) * L + gpn   # (P,) cell "free ≥ GPUs per node"
+        node_pool = np.asarray(cluster.node_pool, dtype=np.int64)
+        P, L = len(cluster.pools), int(gpn.max()) + 1
+        self._shape = (P, L)
+        # histogram cell of a node of pool p with f free GPUs: p·L + (L − 1 − f), levels
+        # reversed so that a cumulative sum along a pool's row counts nodes with ≥ f free
+        self._node_cell = node_pool * L + (L - 1)
         tp = np.asarray(tp, dtype=np.int64)
-        L = self._levels.size
         ok = np.ones(len(tp), dtype=bool)
-        pools, wholes, flat, need = [], [], [], []
+        cells, need = [], []
         for pool, n in ((np.asarray(pool_a), np.asarray(n_a)), (np.asarray(pool_b),
                                                                  np.asarray(n_b))):
             present = pool >= 0
@@ -154,40 +153,33 @@ class FitIndex:
             g = gpn[p]
             whole, rest = np.divmod(n, g)
             ok &= ~present | ~(((rest > 0) & (rest % tp != 0)) | ((whole > 0) & (g % tp != 0)))
-            # absent part or no remainder: both tests pass trivially (≥ 0)
-            whole = np.where(present, whole, 0)
+            # ≥ whole completely free nodes, and ≥ whole + 1 nodes with ≥ rest free; an absent
+            # part or no remainder needs ≥ 0 nodes (always true)
             has_rest = present & (rest > 0)
-            pools.append(p)
-            wholes.append(whole)
-            flat.append(np.where(has_rest, p * L + rest, 0))
-            need.append(np.where(has_rest, whole + 1, 0))
+            cells += [p * L + (L - 1 - g), np.where(has_rest, p * L + (L - 1 - rest), 0)]
+            need += [np.where(present, whole, 0), np.where(has_rest, whole + 1, 0)]
         self.static_ok = ok
-        self._pool = np.concatenate(pools)      # (2M,): part A of every candidate, then B
-        self._whole = np.concatenate(wholes)
-        self._flat = np.concatenate(flat)
-        self._need = np.concatenate(need)
+        self._cells = np.stack(cells)           # (4, M): cell of each condition
+        need = np.stack(need)
+        need[0, ~ok] = np.iinfo(np.int64).max   # statically impossible: never fits
+        self._need = need
 
     def take(self, idx: np.ndarray) -> "FitIndex":
         """The index restricted to candidates ``idx`` (in that order)."""
         out = object.__new__(FitIndex)
-        out._gpn_node, out._levels = self._gpn_node, self._levels
-        out._P, out._L = self._P, self._L
-        out._node_base, out._full_cell = self._node_base, self._full_cell
+        out._shape, out._node_cell = self._shape, self._node_cell
         out.static_ok = self.static_ok[idx]
-        both = np.concatenate([idx, idx + self.static_ok.size])
-        out._pool, out._whole = self._pool[both], self._whole[both]
-        out._flat, out._need = self._flat[both], self._need[both]
+        out._cells, out._need = self._cells[:, idx], self._need[:, idx]
         return out
 
     def fits(self, free: np.ndarray) -> np.ndarray:
         """(M,) bool: which candidates ``NodeState.place`` could place with ``free`` GPUs per
         node (``NodeState.free``)."""
-        # count[p, r]: nodes of pool p with ≥ r free GPUs (reverse cumulative histogram)
-        hist = np.bincount(self._node_base + free, minlength=self._P * self._L)
-        count = hist.reshape(self._P, self._L)[:, ::-1].cumsum(axis=1)[:, ::-1].ravel()
-        full = count[self._full_cell]
-        part_ok = (full[self._pool] >= self._whole) & (count[self._flat] >= self._need)
-        return self.static_ok & part_ok.reshape(2, -1).all(axis=0)
+        P, L = self._shape
+        # count[p, L − 1 − r]: nodes of pool p with ≥ r free GPUs
+        count = np.bincount(self._node_cell - free, minlength=P * L).reshape(P, L).cumsum(
+            axis=1).ravel()
+        return (count[self._cells] >= self._need).all(axis=0)
 
 
 def candidate_parts(table, row: int) -> list[tuple[int, int]]:

@@ -446,8 +446,8 @@ class Simulator:
         if self.can_keep(j, r) and nodes.keep(s.alloc[j]):
             new_alloc[j] = (r, s.alloc[j])
             return True
-        table = s.tables[j]
-        got = nodes.place(candidate_parts(table, r), int(table.tp[r]))
+        _, _, _, _, parts, tp = self._row_info(s.tables[j], r)
+        got = nodes.place(parts, tp)
         if got is None:
             return False
         new_alloc[j] = (r, got)
@@ -572,7 +572,7 @@ class Simulator:
                 rec.first_start_s = t
             current[j], alloc[j] = r, a
             tab = s.tables[j]
-            label, thr, used, _ = self._row_info(tab, r)
+            label, thr, used = self._row_info(tab, r)[:3]
             if label not in s.used_labels[j]:
                 s.used_labels[j].add(label)
                 rec.candidates_used.append(label)
@@ -623,15 +623,18 @@ class Simulator:
                         s.stalled, active.size, end)
             self._end("stalled")
 
-    def _row_info(self, table: CandidateTable, r: int) -> tuple[str, float, tuple, int]:
-        """``(label, samples/s, ((type index, type, GPUs), ...) of the types it uses,
-        GPUs)`` of row ``r`` of ``table``, computed once per row."""
-        def make() -> tuple[str, float, tuple, int]:
-            types = self.cluster.gpu_types
-            used = tuple((ti, types[ti], int(k)) for ti, k in enumerate(table.gpus[r]) if k)
-            return (_label(table, r), float(table.samples_per_s[r]), used,
-                    sum(k for _, _, k in used))
-        return self._rows.get_for(table, (id(table), r), make)
+    def _row_info(self, table: CandidateTable, r: int) -> tuple:
+        """``(label, samples/s, ((type index, type, GPUs), ...) of the types it uses, GPUs,
+        [(pool, GPUs), ...] parts, tp)`` of row ``r`` of ``table``, computed once per row."""
+        hit = self._rows.get((id(table), r))       # TableMemo.get_for, inlined: a hot path
+        if hit is not None and hit[0] is table:
+            return hit[1]
+        types = self.cluster.gpu_types
+        used = tuple((ti, types[ti], int(k)) for ti, k in enumerate(table.gpus[r]) if k)
+        info = (_label(table, r), float(table.samples_per_s[r]), used,
+                sum(k for _, _, k in used), candidate_parts(table, r), int(table.tp[r]))
+        self._rows[(id(table), r)] = (table, info)
+        return info
 
     def skip_steady_rounds(self) -> int:
         """Advance over the rounds that would repeat the last one exactly, without a decision

@@ -35,8 +35,22 @@ REWARDS = ("job-time", "completions")
 ENV_IDS_BY_CLASS = {"ScheduleEnv": "hsched/Schedule-v0", "RankEnv": "hsched/Rank-v0"}
 
 
-def _log_hours(seconds: np.ndarray) -> np.ndarray:
-    return np.clip(np.log1p(np.maximum(seconds, 0.0) / 3600.0), 0.0, LOG_CAP)
+def _log1p_hours(seconds: np.ndarray) -> np.ndarray:
+    """``log(1 + hours)`` of non-negative seconds (unclipped above: callers clip to
+    ``[0, LOG_CAP]``)."""
+    return np.log1p(np.maximum(seconds, 0.0) / 3600.0)
+
+
+def _round_robin(rank: np.ndarray, neg_score: np.ndarray, k_of: np.ndarray,
+                 K: int) -> np.ndarray:
+    """The first ``K`` candidates (indices) ordered by ``(rank, -score, job index)``: each
+    job's best, then each job's second best, ... ``(rank, job)`` pairs are unique, so the
+    order is total. Only the ranks the first ``K`` can reach are sorted."""
+    if rank.size > 4 * K:
+        reach = int(np.searchsorted(np.bincount(rank).cumsum(), K))
+        sel = np.flatnonzero(rank <= reach)
+        return sel[np.lexsort((k_of[sel], neg_score[sel], rank[sel]))][:K]
+    return np.lexsort((k_of, neg_score, rank))[:K]
 
 
 @dataclass
@@ -65,6 +79,7 @@ class RoundCandidates:
     row_of: np.ndarray            # (total,) row in the job's candidate table
     thr: np.ndarray               # (total,) samples/s
     score: np.ndarray             # (total,) samples/s per GPU ÷ the job's reference samples/s
+    neg_score: np.ndarray         # (total,) −score (a sort key)
     rank: np.ndarray              # (total,) rank by score within the job (0 = best)
     fit: FitIndex                 # which candidates fit the free GPUs
     cols: np.ndarray              # (total, F) float32 static feature columns
@@ -134,6 +149,11 @@ class HSchedEnvBase(gym.Env):
         self._type_obs[:, CLUSTER_COLUMN["speed_rel"]] = peak / peak.max()
         self._type_cap = np.maximum(self.cluster.capacity_vec, 1).astype(np.float64)
         self._type_nodes_safe = np.maximum(nodes, 1).astype(np.float64)
+        self._type_cap_list = self._type_cap.tolist()
+        self._type_nodes_list = self._type_nodes_safe.tolist()
+        self._node_type_list = np.asarray(self.cluster.node_type).tolist()
+        self._cluster_key = self._cluster_cache = None
+        self._free_by_type = self._free_nodes_by_type = None
         self._t0 = 0.0
         self._gpu_mem = np.array([_gpu_mem(t) for t in types])
         # validate the scenario (and the LP's name and objective) now, not at the first reset
@@ -280,7 +300,7 @@ class HSchedEnvBase(gym.Env):
         cols[:, C["within_fair_share"]] = ((ngpu <= view.fair_share_gpus(k_of) + 1e-9)
                                            | cat("requested", bool))
         st = RoundCandidates(total=total, starts=starts, k_of=k_of, row_of=row_of, thr=thr,
-                             score=score, rank=rank, fit=fit, cols=cols)
+                             score=score, neg_score=-score, rank=rank, fit=fit, cols=cols)
         if len(self._static_cache) > 256:
             self._static_cache.clear()
         self._static_cache[key] = st
@@ -293,34 +313,33 @@ class HSchedEnvBase(gym.Env):
         best candidate, then each job's second best, ...); cut to K slots."""
         st = self._round_static(view)
         total, k_of, row_of, starts = st.total, st.k_of, st.row_of, st.starts
-        share = np.zeros(total)
-        if shares:
+        # rank within the job by score, its current candidate first; then round-robin
+        current = view.current
+        is_current = row_of == current[k_of]
+        rank = st.rank
+        running = current >= 0
+        if total and running.any():
+            # each running job's current candidate moves to rank 0, the ones it passes down one
+            cur_rank = np.where(running, st.rank[np.where(running, starts + current, 0)], -1)
+            rank = np.where(is_current, 0, rank + (rank < cur_rank[k_of]))
+        share = tier = None
+        if shares or first:
+            share = np.zeros(total)
             for k, j in enumerate(view.job_ids):
-                got = shares.get(int(j))
+                got = shares.get(int(j)) if shares else None
                 if got is not None and got[0].size:
                     share[starts[k] + got[0]] = got[1]
-        cur_row = view.current[k_of]
-        is_current = row_of == cur_row
-        # rank within the job by score, its current candidate first; then round-robin
-        rank = st.rank
-        running = view.current >= 0
-        if running.any():
-            cur_rank = np.full(view.num_active, -1, dtype=np.int64)
-            idx = np.flatnonzero(running)
-            cur_rank[idx] = st.rank[starts[idx] + view.current[idx]]
-            cr = cur_rank[k_of]
-            rank = np.where(is_current, 0, rank + ((cr >= 0) & (rank < cr)))
-        tier = np.where(share > 1e-6, 1, 2)
+            tier = np.where(share > 1e-6, 1, 2)
         if first:
             prio = np.zeros(total)
             pos = starts[[k for k, _ in first]] + np.array([r for _, r in first])
             tier[pos] = 0
             prio[pos] = -np.arange(len(first))
-            order = np.lexsort((k_of, -st.score, rank, -share, -prio, tier))
+            order = np.lexsort((k_of, st.neg_score, rank, -share, -prio, tier))
         elif shares:
-            order = np.lexsort((k_of, -st.score, rank, -share, tier))
+            order = np.lexsort((k_of, st.neg_score, rank, -share, tier))
         else:
-            order = np.lexsort((k_of, -st.score, rank))
+            order = _round_robin(rank, st.neg_score, k_of, self.K)
         order = order[:self.K]
         k, row = k_of[order], row_of[order]
         M = order.size
@@ -330,34 +349,66 @@ class HSchedEnvBase(gym.Env):
             f = st.cols[order]
             rem = view.remaining_samples[k]
             age = view.time_s - view.arrival_s[k]
-            running = view.current[k] >= 0
-            started = (view.attained_s[k] > 0) | running
+            running = current[k] >= 0
             cur = is_current[order]
             f[:, C["remaining_frac"]] = rem / view.work_samples[k]
-            f[:, C["remaining_ref_h"]] = _log_hours(rem / view.reference_samples_per_s[k])
-            f[:, C["age_h"]] = _log_hours(age)
-            f[:, C["wait_h"]] = _log_hours(age - view.attained_s[k])
+            # the hours columns are clipped to [0, LOG_CAP] with the whole matrix below
+            f[:, C["remaining_ref_h"]] = _log1p_hours(rem / view.reference_samples_per_s[k])
+            f[:, C["age_h"]] = _log1p_hours(age)
+            f[:, C["wait_h"]] = _log1p_hours(age - view.attained_s[k])
             f[:, C["job_running"]] = running
             f[:, C["is_current"]] = cur
-            f[:, C["restart"]] = started & ~cur
-            f[:, C["finish_h"]] = _log_hours(rem / st.thr[order])
-            f[:, C["lp_share"]] = np.clip(share[order], 0, 1)
-            f[:, C["lp_assigned"]] = tier[order] == 0
+            f[:, C["restart"]] = ((view.attained_s[k] > 0) | running) & ~cur
+            f[:, C["finish_h"]] = _log1p_hours(rem / st.thr[order])
+            if share is not None:           # else both stay 0 (the static columns' zeros)
+                f[:, C["lp_share"]] = np.clip(share[order], 0, 1)
+                f[:, C["lp_assigned"]] = tier[order] == 0
             feats[:M] = np.clip(f, 0.0, LOG_CAP)
         return RoundSlots(view=view, k=k, job=view.job_ids[k], row=row, features=feats,
                           fit=st.fit.take(order), total=total)
 
     def _cluster_obs(self) -> np.ndarray:
+        """(T, cluster features): the per-type observation of the free GPUs now. Computed
+        from the nodes' free GPUs once per round (and whenever the cache is stale), then kept
+        up to date placement by placement (``_track_placement``)."""
         run = self._sim.run_view()
-        free = run.free_gpus
-        out = self._type_obs.copy()
-        node_type = self.cluster.node_type
-        out[:, CLUSTER_COLUMN["free_frac"]] = (np.bincount(node_type, weights=free,
-                                                           minlength=self.T) / self._type_cap)
-        out[:, CLUSTER_COLUMN["free_nodes_frac"]] = (
-            np.bincount(node_type, weights=free == run.node_gpus, minlength=self.T)
-            / self._type_nodes_safe)
-        return out
+        key = self._cluster_key
+        if key is None or key[0] is not self._slots or key[1] != len(run.placements):
+            free = run.free_gpus
+            node_type = self.cluster.node_type
+            self._free_by_type = np.bincount(node_type, weights=free,
+                                             minlength=self.T).astype(np.int64).tolist()
+            self._free_nodes_by_type = np.bincount(node_type, weights=free == run.node_gpus,
+                                                   minlength=self.T).astype(np.int64).tolist()
+            out = self._type_obs.copy()
+            out[:, CLUSTER_COLUMN["free_frac"]] = (np.asarray(self._free_by_type, np.float64)
+                                                   / self._type_cap)
+            out[:, CLUSTER_COLUMN["free_nodes_frac"]] = (
+                np.asarray(self._free_nodes_by_type, np.float64) / self._type_nodes_safe)
+            self._cluster_cache = out
+            self._cluster_key = (self._slots, len(run.placements))
+        return self._cluster_cache.copy()
+
+    def _track_placement(self, job: int) -> None:
+        """Bring the cached cluster observation up to date with ``job``'s placement, just
+        made (the next ``_cluster_obs`` recomputes it if the cache was stale)."""
+        run = self._sim.run_view()
+        placements = run.placements
+        key = self._cluster_key
+        if key is None or key[0] is not self._slots or key[1] != len(placements) - 1:
+            return
+        free, cap = run.free_gpus, run.node_gpus
+        node_type = self._node_type_list
+        out = self._cluster_cache
+        free_col, nodes_col = CLUSTER_COLUMN["free_frac"], CLUSTER_COLUMN["free_nodes_frac"]
+        for v, k in placements[job][1]:
+            t = node_type[v]
+            self._free_by_type[t] -= k
+            out[t, free_col] = self._free_by_type[t] / self._type_cap_list[t]
+            if free[v] + k == cap[v]:               # the node was completely free before
+                self._free_nodes_by_type[t] -= 1
+                out[t, nodes_col] = self._free_nodes_by_type[t] / self._type_nodes_list[t]
+        self._cluster_key = (self._slots, len(placements))
 
     def _global_obs(self) -> np.ndarray:
         sl = self._slots
@@ -498,6 +549,7 @@ class HSchedEnvBase(gym.Env):
     def _state_dict(self) -> dict:
         return {"sim_state": self._sim.snapshot(), "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
+                "_cluster_key": None,
                 "_actions": self._actions, "_job_time": self._job_time,
                 "_completed": self._completed, "_end_reason": self._end_reason,
                 **self._extra_state()}

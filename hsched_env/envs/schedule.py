@@ -324,6 +324,7 @@ class ScheduleEnv(HSchedEnvBase):
                 raise AssertionError(f"slot {a} was valid but could not be placed "
                                      f"(placement mask out of sync)")
             self._job_placed |= sl.job == j
+            self._track_placement(j)
             if self._ref and self._ref[0] == a:
                 self._ref.pop(0)
             self._refresh_mask()
