@@ -16,6 +16,8 @@ import numpy as np
 from hsched_env.cluster import Cluster
 
 Allocation = tuple[tuple[int, int], ...]      # ((node, gpus), ...)
+_NEVER = np.iinfo(np.int64).max                # more free GPUs than any node has
+_LIST_NODES = 48          # pools up to this many nodes are placed on Python ints, not arrays
 
 
 class NodeState:
@@ -29,8 +31,8 @@ class NodeState:
         self.cluster = cluster
         self.capacity = np.asarray(cluster.node_gpus, dtype=np.int64)
         self.free = self.capacity.copy()
-        first = np.asarray(cluster.pool_first_node)
-        self._pool_nodes = [np.arange(first[p], first[p + 1]) for p in range(len(cluster.pools))]
+        first = [int(v) for v in cluster.pool_first_node]
+        self._pool_range = [(first[p], first[p + 1]) for p in range(len(cluster.pools))]
         self._gpn = [p.gpus_per_node for p in cluster.pools]
 
     def reset(self) -> None:
@@ -49,34 +51,63 @@ class NodeState:
         return out
 
     def _part(self, pool: int, n: int, tp: int, taken: dict[int, int]) -> list[tuple[int, int]] | None:
-        nodes = self._pool_nodes[pool]
+        """Nodes for ``n`` GPUs of ``pool`` (``taken``: GPUs already promised on nodes by the
+        candidate's other parts), or None: ``n // g`` completely free nodes (lowest index
+        first) plus, for the remainder, the node with the fewest free GPUs that holds it
+        (best fit, lowest index on ties)."""
         gpn = self._gpn[pool]
-        free = self.free[nodes]
-        if taken:
-            free = free - np.array([taken.get(int(v), 0) for v in nodes])
-        else:
-            free = free.copy()
-        if n < gpn or n % gpn:
-            whole, rest = divmod(n, gpn) if n >= gpn else (0, n)
-        else:
-            whole, rest = n // gpn, 0
+        whole, rest = divmod(n, gpn)
         if (rest and rest % tp) or (whole and gpn % tp):
             return None
+        lo, hi = self._pool_range[pool]
+        if hi - lo <= _LIST_NODES:
+            return self._part_list(lo, hi, gpn, whole, rest, taken)
+        return self._part_array(lo, hi, gpn, whole, rest, taken)
+
+    def _part_list(self, lo: int, hi: int, gpn: int, whole: int, rest: int,
+                   taken: dict[int, int]) -> list[tuple[int, int]] | None:
+        """``_part`` on Python ints (small pools: faster than arrays)."""
+        free = self.free[lo:hi].tolist()
+        if taken:
+            free = [f - taken.get(v, 0) for v, f in enumerate(free, lo)]
         out: list[tuple[int, int]] = []
         if whole:
-            full = nodes[free == gpn]
+            full = [i for i, f in enumerate(free) if f == gpn][:whole]
+            if len(full) < whole:
+                return None
+            for i in full:
+                out.append((lo + i, gpn))
+                free[i] = 0
+        if rest:
+            best, least = -1, 0
+            for i, f in enumerate(free):
+                if f >= rest and (best < 0 or f < least):
+                    best, least = i, f
+            if best < 0:
+                return None
+            out.append((lo + best, rest))
+        return out
+
+    def _part_array(self, lo: int, hi: int, gpn: int, whole: int, rest: int,
+                    taken: dict[int, int]) -> list[tuple[int, int]] | None:
+        """``_part`` on arrays (large pools)."""
+        free = self.free[lo:hi].copy()
+        if taken:
+            free -= np.array([taken.get(v, 0) for v in range(lo, hi)], dtype=free.dtype)
+        out: list[tuple[int, int]] = []
+        if whole:
+            full = np.flatnonzero(free == gpn)[:whole]
             if full.size < whole:
                 return None
-            out += [(int(v), gpn) for v in full[:whole]]
-            free[full[:whole] - nodes[0]] = 0                    # a pool's nodes are contiguous
+            out += [(lo + int(i), gpn) for i in full]
+            free[full] = 0
         if rest:
             if not free.size:
                 return None
-            # best fit: the fewest free GPUs that still hold ``rest``, lowest index on ties
-            best = int(np.argmin(np.where(free >= rest, free, np.iinfo(np.int64).max)))
+            best = int(np.argmin(np.where(free >= rest, free, _NEVER)))
             if free[best] < rest:
                 return None
-            out.append((int(nodes[best]), rest))
+            out.append((lo + best, rest))
         return out
 
     def place(self, parts: list[tuple[int, int]], tp: int) -> Allocation | None:
@@ -161,8 +192,22 @@ class FitIndex:
         self.static_ok = ok
         self._cells = np.stack(cells)           # (4, M): cell of each condition
         need = np.stack(need)
-        need[0, ~ok] = np.iinfo(np.int64).max   # statically impossible: never fits
+        need[0, ~ok] = _NEVER                   # statically impossible: never fits
         self._need = need
+
+    @classmethod
+    def concatenate(cls, parts: list["FitIndex"], cluster: Cluster) -> "FitIndex":
+        """One index over the candidates of ``parts`` (indexes of the same cluster), in
+        order."""
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(cluster, empty, empty, empty, empty, empty)
+        out = object.__new__(cls)
+        out._shape, out._node_cell = parts[0]._shape, parts[0]._node_cell
+        out.static_ok = np.concatenate([p.static_ok for p in parts])
+        out._cells = np.concatenate([p._cells for p in parts], axis=1)
+        out._need = np.concatenate([p._need for p in parts], axis=1)
+        return out
 
     def take(self, idx: np.ndarray) -> "FitIndex":
         """The index restricted to candidates ``idx`` (in that order)."""

@@ -399,20 +399,22 @@ class Simulator:
             if s.t < s.last_view_t:
                 raise AssertionError(f"time went back: round at t={s.t} after t={s.last_view_t}")
             s.last_view_t = s.t
-        tables = s.tables
+        tables, records, alloc = s.tables, s.records, s.alloc
+        act = active.tolist()                   # Python ints index lists faster
+        recs = [records[i] for i in act]
         view = SchedulerView(
             time_s=s.t, round_index=s.rounds, round_s=R, cluster=self.cluster,
             capacity=np.asarray(self.cluster.capacity_vec, dtype=np.int64).copy(),
             job_ids=active.copy(), arrival_s=arrival[active], work_samples=s.work[active],
             remaining_samples=s.remaining[active], attained_s=s.attained[active],
             requested_gpus=s.requested[active], reference_samples_per_s=s.ref_thr[active],
-            current=s.current[active], candidates=tuple(tables[i] for i in active),
-            models=tuple(s.records[i].model for i in active),
+            current=s.current[active], candidates=tuple([tables[i] for i in act]),
+            models=tuple([r.model for r in recs]),
             arrived=tuple(s.arrived_since), completed=tuple(s.completed_since),
-            done_samples=np.array([s.records[i].samples_done for i in active]),
+            done_samples=np.array([r.samples_done for r in recs]),
             restart_s=float(cfg.restart_s),
-            restarts=np.array([s.records[i].restarts for i in active], dtype=np.int64),
-            current_nodes=tuple(s.alloc[i] for i in active))
+            restarts=np.array([r.restarts for r in recs], dtype=np.int64),
+            current_nodes=tuple([alloc[i] for i in act]))
         s.arrived_since, s.completed_since = [], []
         s.active = active
         s.active_log.append(int(active.size))
@@ -767,6 +769,23 @@ class RunView:
 
     def __init__(self, sim: Simulator) -> None:
         self._sim = sim
+        self._views: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __getstate__(self) -> dict:
+        return {"_sim": self._sim}          # the views are remade (a copy's would not follow)
+
+    def __setstate__(self, state: dict) -> None:
+        self._sim = state["_sim"]
+        self._views = {}
+
+    def _ro(self, a: np.ndarray) -> np.ndarray:
+        """A read-only view of the run's array ``a``, made once per array."""
+        hit = self._views.get(id(a))
+        if hit is None or hit[0] is not a:
+            if len(self._views) > 64:
+                self._views.clear()
+            hit = self._views[id(a)] = (a, _read_only(a))
+        return hit[1]
 
     @property
     def _s(self) -> "_RunState":
@@ -794,23 +813,23 @@ class RunView:
     @property
     def finish_s(self) -> np.ndarray:
         """(N,) finish time of each job, ``inf`` until it is done."""
-        return _read_only(self._s.finish)
+        return self._ro(self._s.finish)
 
     @property
     def state(self) -> np.ndarray:
         """(N,) each job's state: ``QUEUED`` (also before it arrives), ``RUNNING``, ``DONE``
         or ``UNRUNNABLE`` (no candidate on the cluster), constants of this module."""
-        return _read_only(self._s.state)
+        return self._ro(self._s.state)
 
     @property
     def remaining_samples(self) -> np.ndarray:
         """(N,) work each job has left, in samples."""
-        return _read_only(self._s.remaining)
+        return self._ro(self._s.remaining)
 
     @property
     def attained_s(self) -> np.ndarray:
         """(N,) seconds each job has run (its attained service)."""
-        return _read_only(self._s.attained)
+        return self._ro(self._s.attained)
 
     @property
     def jobs_completed(self) -> int:
@@ -830,12 +849,12 @@ class RunView:
     @property
     def free_gpus(self) -> np.ndarray:
         """(nodes,) GPUs free on each node in the open round (after its placements)."""
-        return _read_only(self._s.nodes.free)
+        return self._ro(self._s.nodes.free)
 
     @property
     def node_gpus(self) -> np.ndarray:
         """(nodes,) GPUs of each node."""
-        return _read_only(self._s.nodes.capacity)
+        return self._ro(self._s.nodes.capacity)
 
     @property
     def placements(self):

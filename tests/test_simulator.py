@@ -162,6 +162,63 @@ def test_placement_best_fit_and_tensor_groups():
     assert NodeState(c6).place([(0, 8)], tp=2) is not None
 
 
+def _reference_part(free, lo, hi, gpn, n, tp):
+    """The placement rule written out plainly: whole free nodes lowest index first, then the
+    best-fit node for the remainder (fewest free GPUs that hold it, lowest index on ties)."""
+    whole, rest = divmod(n, gpn)
+    if (rest and rest % tp) or (whole and gpn % tp):
+        return None
+    free = list(free[lo:hi])
+    out = []
+    for i in range(hi - lo):
+        if len(out) < whole and free[i] == gpn:
+            out.append((lo + i, gpn))
+            free[i] = 0
+    if len(out) < whole:
+        return None
+    if rest:
+        fits = [(f, i) for i, f in enumerate(free) if f >= rest]
+        if not fits:
+            return None
+        out.append((lo + min(fits)[1], rest))
+    return out
+
+
+@pytest.mark.parametrize("list_nodes", [0, 10**6])
+def test_node_placement_on_lists_and_on_arrays_follows_the_rule(monkeypatch, list_nodes):
+    """Small pools are placed on Python ints, large ones on arrays: both must follow the
+    same rule, on random free-GPU states of pools of 2, 4 and 8 GPUs per node."""
+    from hsched_env import placement
+    monkeypatch.setattr(placement, "_LIST_NODES", list_nodes)
+    c = cluster_from_dict({"name": "mixed", "nodes": [
+        {"gpu_type": "A100-80GB", "gpus_per_node": 8, "count": 12},
+        {"gpu_type": "T4", "gpus_per_node": 4, "count": 9},
+        {"gpu_type": "V100-16GB", "gpus_per_node": 2, "count": 5}]})
+    rng = np.random.default_rng(7)
+    first = [int(v) for v in c.pool_first_node]
+    placed = 0
+    for _ in range(1500):
+        ns = NodeState(c)
+        free = (rng.random(len(ns.free)) * (ns.capacity + 1)).astype(np.int64)
+        free = np.where(rng.random(len(free)) < 0.4, ns.capacity, free)
+        ns.free[:] = free
+        pool = int(rng.integers(len(c.pools)))
+        gpn = c.pools[pool].gpus_per_node
+        n, tp = int(rng.integers(1, 3 * gpn + 1)), int(rng.choice([1, 2, 4]))
+        want = _reference_part(free, first[pool], first[pool + 1], gpn, n, tp)
+        got = ns.place([(pool, n)], tp)
+        assert (None if got is None else list(got)) == want, (pool, n, tp, free)
+        if got is not None:
+            placed += 1
+            taken = np.zeros_like(free)
+            for v, k in got:
+                taken[v] += k
+            assert np.array_equal(ns.free, free - taken)
+        else:
+            assert np.array_equal(ns.free, free)          # nothing taken on failure
+    assert 300 < placed < 1400                            # both outcomes were exercised
+
+
 # ---------------------------------------------------------------- regressions (code review)
 def test_utilization_stays_below_one_when_the_run_stops_early():
     _, result = run(TINY, "gavel:rate=30,jobs=40,seed=0,mix=llm,duration_scale=0.05", "greedy",

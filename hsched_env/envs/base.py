@@ -85,6 +85,21 @@ class RoundCandidates:
     cols: np.ndarray              # (total, F) float32 static feature columns
 
 
+@dataclass(frozen=True)
+class JobCandidates:
+    """One job's candidates as the slots need them (cached per job and episode)."""
+
+    table: object                 # the job's CandidateTable (the cache is valid for it only)
+    size: int
+    thr: np.ndarray               # (n,) samples/s
+    score: np.ndarray             # (n,) samples/s per GPU ÷ the job's reference samples/s
+    rank: np.ndarray              # (n,) rank by score (0 = best; ties in row order)
+    cols: np.ndarray              # (n, F) float32 static feature columns
+    ngpu: np.ndarray              # (n,) GPUs of each candidate
+    requested: np.ndarray         # (n,) bool: the job's requested configuration
+    fit: FitIndex
+
+
 class HSchedEnvBase(gym.Env):
     """Shared machinery of ``ScheduleEnv`` and ``RankEnv`` (see their docstrings)."""
 
@@ -124,6 +139,7 @@ class HSchedEnvBase(gym.Env):
         self._workloads: dict[str, object] = {}
         self._tables: dict = {}
         self._static_cache: dict[bytes, RoundCandidates] = {}
+        self._job_cache: dict[int, JobCandidates] = {}
         self._global_round = self._global_cache = None
         self._sim: Simulator | None = None
         self._slots: RoundSlots | None = None
@@ -211,6 +227,7 @@ class HSchedEnvBase(gym.Env):
                               SimConfig(**{**self.sim_config.__dict__, "seed": episode_seed}),
                               candidate_cache=self._tables)   # plan each model once per env
         self._static_cache.clear()                       # keyed by job ids of this workload
+        self._job_cache.clear()
         self._sim.reset()
         self._t0 = self._sim.run_view().first_arrival_s
         if self._uses_lp():
@@ -248,62 +265,85 @@ class HSchedEnvBase(gym.Env):
         return float(new)
 
     def _round_static(self, view: SchedulerView) -> "RoundCandidates":
-        """What the slots need that only depends on which jobs are active (cached)."""
+        """What the slots need that only depends on which jobs are active (cached per job
+        set, assembled from per-job parts that are cached per job)."""
         key = view.job_ids.tobytes()
         st = self._static_cache.get(key)
         if st is not None:
             return st
-        tabs = view.candidates
-        sizes = np.fromiter((len(t) for t in tabs), dtype=np.int64, count=len(tabs))
+        parts = [self._job_static(view, k) for k in range(view.num_active)]
+        sizes = np.fromiter((p.size for p in parts), dtype=np.int64, count=len(parts))
         total = int(sizes.sum())
         starts = np.cumsum(sizes) - sizes
-        k_of = np.repeat(np.arange(len(tabs)), sizes)
+        k_of = np.repeat(np.arange(len(parts)), sizes)
         row_of = np.arange(total) - np.repeat(starts, sizes)
-
-        def cat(name, dtype=np.float64, shape=()):
-            return (np.concatenate([getattr(t, name) for t in tabs]) if total
-                    else np.zeros((0,) + shape, dtype=dtype))
-        thr = cat("samples_per_s")
-        gpus = cat("gpus", np.int64, (self.T,))
-        ngpu = gpus.sum(axis=1)
-        tp, pp = cat("tp", np.int64), cat("pp", np.int64)
-        pa, pb = cat("pool_a", np.int64), cat("pool_b", np.int64)
-        na, nb = _part_sizes(gpus, pa, pb, self.cluster)
-        fit = FitIndex(self.cluster, pa, na, pb, nb, tp)
-        per_gpu = thr / np.maximum(ngpu, 1)
-        score = per_gpu / view.reference_samples_per_s[k_of]
-        by_score = np.lexsort((-score, k_of))        # within each job, best first
-        rank = np.empty(total, dtype=np.int64)
-        rank[by_score] = np.arange(total) - np.repeat(starts, sizes)
-        best = np.zeros(len(tabs))
-        best_pg = np.zeros(len(tabs))
-        np.maximum.at(best, k_of, thr)
-        np.maximum.at(best_pg, k_of, per_gpu)
-        G = self.cluster.num_gpus
-        min_mem = np.where(gpus > 0, self._gpu_mem[None, :], np.inf).min(axis=1) \
-            if total else np.zeros(0)
-        mem = cat("mem_gb_per_gpu")
-        ref = view.reference_samples_per_s[k_of]
-        # static feature columns (the dynamic ones are filled per round, in ``_build_slots``)
-        C = self.columns
-        cols = np.zeros((total, len(C)), dtype=np.float32)
-        cols[:, C["requested_gpus"]] = np.log2(1 + view.requested_gpus[k_of]) / math.log2(1 + G)
-        cols[:, C.gpus] = gpus / np.maximum(self.cluster.capacity_vec, 1)
-        cols[:, C["gpus_total"]] = ngpu / G
-        cols[:, C["throughput_norm"]] = thr / best[k_of]
-        cols[:, C["throughput_per_gpu"]] = per_gpu / best_pg[k_of]
-        cols[:, C["speedup_ref"]] = np.clip(np.log1p(thr / ref), 0, LOG_CAP)
-        cols[:, C["mem_frac"]] = np.clip(mem / min_mem, 0, 1)
-        cols[:, C["tp_log"]] = np.clip(np.log2(tp) / 4, 0, 1)
-        cols[:, C["pp_log"]] = np.clip(np.log2(pp) / 5, 0, 1)
-        # the fair share the LP's size cap allows, max(requested, G / N): fixed by the active set
-        cols[:, C["within_fair_share"]] = ((ngpu <= view.fair_share_gpus(k_of) + 1e-9)
-                                           | cat("requested", bool))
+        if total:
+            thr = np.concatenate([p.thr for p in parts])
+            score = np.concatenate([p.score for p in parts])
+            rank = np.concatenate([p.rank for p in parts])
+            cols = np.concatenate([p.cols for p in parts])
+            ngpu = np.concatenate([p.ngpu for p in parts])
+            requested = np.concatenate([p.requested for p in parts])
+            # the fair share the LP's size cap allows, max(requested, G / N): fixed by the
+            # active set
+            cols[:, self.columns["within_fair_share"]] = (
+                (ngpu <= view.fair_share_gpus(k_of) + 1e-9) | requested)
+        else:
+            thr, score = np.zeros(0), np.zeros(0)
+            rank = np.zeros(0, dtype=np.int64)
+            cols = np.zeros((0, len(self.columns)), dtype=np.float32)
+        fit = FitIndex.concatenate([p.fit for p in parts], self.cluster)
         st = RoundCandidates(total=total, starts=starts, k_of=k_of, row_of=row_of, thr=thr,
                              score=score, neg_score=-score, rank=rank, fit=fit, cols=cols)
         if len(self._static_cache) > 256:
             self._static_cache.clear()
         self._static_cache[key] = st
+        return st
+
+    def _job_static(self, view: SchedulerView, k: int) -> "JobCandidates":
+        """Active job ``k``'s candidates as the slots need them (cached per job: a job's
+        table, reference throughput and request never change within an episode)."""
+        job = int(view.job_ids[k])
+        st = self._job_cache.get(job)
+        if st is not None and st.table is view.candidates[k]:
+            return st
+        table = view.candidates[k]
+        n = len(table)
+        thr = np.asarray(table.samples_per_s, dtype=np.float64)
+        gpus = np.asarray(table.gpus, dtype=np.int64).reshape(n, self.T)
+        ngpu = gpus.sum(axis=1)
+        tp, pp = np.asarray(table.tp, np.int64), np.asarray(table.pp, np.int64)
+        pa, pb = np.asarray(table.pool_a, np.int64), np.asarray(table.pool_b, np.int64)
+        na, nb = _part_sizes(gpus, pa, pb, self.cluster)
+        per_gpu = thr / np.maximum(ngpu, 1)
+        ref_k = view.reference_samples_per_s[k]
+        ref = np.full(n, ref_k)
+        score = per_gpu / ref
+        rank = np.empty(n, dtype=np.int64)
+        rank[np.argsort(-score, kind="stable")] = np.arange(n)    # best first
+        best = thr.max(initial=0.0)
+        best_pg = per_gpu.max(initial=0.0)
+        G = self.cluster.num_gpus
+        min_mem = np.where(gpus > 0, self._gpu_mem[None, :], np.inf).min(axis=1) \
+            if n else np.zeros(0)
+        mem = np.asarray(table.mem_gb_per_gpu, dtype=np.float64)
+        # static feature columns (the dynamic ones are filled per round, in ``_build_slots``)
+        C = self.columns
+        cols = np.zeros((n, len(C)), dtype=np.float32)
+        cols[:, C["requested_gpus"]] = (np.log2(1 + np.full(n, view.requested_gpus[k]))
+                                        / math.log2(1 + G))
+        cols[:, C.gpus] = gpus / np.maximum(self.cluster.capacity_vec, 1)
+        cols[:, C["gpus_total"]] = ngpu / G
+        cols[:, C["throughput_norm"]] = thr / np.full(n, best)
+        cols[:, C["throughput_per_gpu"]] = per_gpu / np.full(n, best_pg)
+        cols[:, C["speedup_ref"]] = np.clip(np.log1p(thr / ref), 0, LOG_CAP)
+        cols[:, C["mem_frac"]] = np.clip(mem / min_mem, 0, 1)
+        cols[:, C["tp_log"]] = np.clip(np.log2(tp) / 4, 0, 1)
+        cols[:, C["pp_log"]] = np.clip(np.log2(pp) / 5, 0, 1)
+        st = JobCandidates(table=table, size=n, thr=thr, score=score, rank=rank, cols=cols,
+                           ngpu=ngpu, requested=np.asarray(table.requested, dtype=bool),
+                           fit=FitIndex(self.cluster, pa, na, pb, nb, tp))
+        self._job_cache[job] = st
         return st
 
     def _build_slots(self, view: SchedulerView, shares=None,
@@ -538,6 +578,8 @@ class HSchedEnvBase(gym.Env):
     def set_state(self, snapshot) -> None:
         """Return to a ``get_state()`` snapshot (of this environment)."""
         state = self._copy_state(snapshot)
+        self._static_cache.clear()           # the snapshot may be of another episode's jobs
+        self._job_cache.clear()
         for key, value in state.items():
             if key == "sim_state":
                 self._sim = self._sim.restored(value)
