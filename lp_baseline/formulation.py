@@ -31,7 +31,7 @@ class LPSpec:
     """The LP as arrays, shared by both backends: maximize ``cost @ v`` s.t. bounds."""
 
     cand: np.ndarray        # (n,) candidate index of each x column
-    a: sp.coo_matrix        # (m, ncol) constraint matrix (rows: jobs, types, objective rows)
+    a: sp.csc_matrix        # (m, ncol) constraint matrix (rows: jobs, types, objective rows)
     row_lo: np.ndarray
     row_hi: np.ndarray
     col_lo: np.ndarray
@@ -42,6 +42,20 @@ class LPSpec:
     obj_rows: np.ndarray    # row indices of the per-job objective rows
     obj_jobs: np.ndarray    # job of each objective row
     col_job: np.ndarray | None = None   # (n,) job of each x column (column generation)
+
+
+def _csc(vals: np.ndarray, rows: np.ndarray, cols: np.ndarray, m: int,
+         ncol: int) -> sp.csc_matrix:
+    """The (m, ncol) CSC matrix of the entries ``(rows, cols, vals)`` — no duplicates, and
+    within each column the rows ascending in the given order (``build_spec`` lists a
+    column's job row, then its type rows ascending, then its objective row) — in canonical
+    form: the arrays ``coo_matrix(...).tocsc()`` makes, without its conversion passes."""
+    order = np.argsort(cols, kind="stable")
+    indptr = np.zeros(ncol + 1, dtype=np.int32)
+    np.cumsum(np.bincount(cols, minlength=ncol), out=indptr[1:])
+    a = sp.csc_matrix((vals[order], rows[order].astype(np.int32), indptr), shape=(m, ncol))
+    a.has_sorted_indices = True
+    return a
 
 
 def build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.ndarray,
@@ -78,8 +92,7 @@ def build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.nd
         rows.append(obj_row[obj_jobs])
         cols.append(np.full(obj_jobs.size, n))
         vals.append(-np.ones(obj_jobs.size))
-    a = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                      shape=(m, ncol))
+    a = _csc(np.concatenate(vals), np.concatenate(rows), np.concatenate(cols), m, ncol)
 
     row_lo = np.concatenate([np.full(base_obj, -INF), np.zeros(obj_jobs.size)])
     row_hi = np.concatenate([np.ones(run_jobs.size), p.capacity[types],

@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hsched_env.policy import SchedulerView
+from hsched_env.table_memo import TableMemo
 from lp_baseline.problem import FLOOR_OBJECTIVES
 
 #: Normalizers of a job's throughput (``LPPolicy(normalizer=)``).
@@ -103,7 +106,7 @@ def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
 
 def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
                  objective: str, las_tau_s: float, restart_aware: bool,
-                 gain_cache: dict | None = None):
+                 gain_cache: dict | None = None, table_cache: TableMemo | None = None):
     """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
     order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
     None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
@@ -126,7 +129,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
         w = (srpt_weights(view, ks) if objective == "sia-srpt"
              else las_weights(view, ks, las_tau_s))
         return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,
-                                    cache=gain_cache)
+                                    cache=gain_cache, table_cache=table_cache)
     rem = view.remaining_samples[ks]
     norm = norms[ks]
     if objective == "fair-srpt":
@@ -169,6 +172,18 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     return priority, switch, None
 
 
+def _median(x: np.ndarray) -> float:
+    """``float(np.median(x))`` of a non-empty 1-D float array, the same value (the mean of
+    the two middle values is ``(a + b) / 2`` there too) without ``np.median``'s overhead."""
+    s = np.sort(x)
+    n = s.size
+    if math.isnan(s[-1]):                       # NaNs sort last; np.median returns NaN
+        return math.nan
+    if n % 2:
+        return float(s[n // 2])
+    return float((s[n // 2 - 1] + s[n // 2]) / 2.0)
+
+
 def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_ALPHA) -> np.ndarray:
     """(len(ks),) SRPT job weights ``clip((median R / R_j)^α, 0.1, 10)``, ``R`` a job's
     remaining time on its requested configuration (remaining work ÷ reference throughput),
@@ -176,7 +191,7 @@ def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_AL
     rem = view.remaining_samples / view.reference_samples_per_s
     if rem.size == 0:
         return np.zeros(0)
-    med = float(np.median(rem))
+    med = _median(rem)
     return np.clip((med / np.maximum(rem[ks], 1.0)) ** float(alpha), 0.1, 10.0)
 
 
@@ -192,12 +207,13 @@ def las_weights(view: SchedulerView, ks: np.ndarray, las_tau_s: float,
         return np.zeros(0)
     cls = np.floor(np.log2(1.0 + attained / las_tau_s))
     est = (2.0 ** (cls + 1) - 1.0) * las_tau_s
-    med = float(np.median(est))
+    med = _median(est)
     return np.clip((med / est[ks]) ** float(alpha), 0.1, 10.0)
 
 
 def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
-             restart_aware: bool = True, cache: dict | None = None) -> np.ndarray:
+             restart_aware: bool = True, cache: dict | None = None,
+             table_cache: TableMemo | None = None) -> np.ndarray:
     """(Σ len(rows),) ``sia-srpt``'s second-stage coefficient of each candidate: the gain of
     running job ``j`` on candidate ``c`` over leaving it waiting in Sia's objective,
     ``w_j · (λ − min(G_jc^p, clip))`` (``lp_baseline.sia``: ``G`` the goodput normalized by
@@ -210,26 +226,45 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
     ``cache`` (a dict, for one view, one weighting and one ``restart_aware``; the LP policy
     keeps one per decision) holds each job's gains over its whole table, by active index,
     and later calls only index them: the LP's build and the rounding's values ask for the
-    same jobs in one decision. Each gain is computed element by element as without it."""
-    from lp_baseline.sia import SIA_LAMBDA, config_cost, goodput, restart_factor
+    same jobs in one decision. Each gain is computed element by element as without it.
+    ``table_cache`` keeps each table's goodputs across decisions (``table_goodput``)."""
+    from lp_baseline.sia import SIA_LAMBDA, config_cost, restart_factor
     parts = []
     for i, (k, r) in enumerate(zip(ks, rows)):
         r = np.asarray(r, dtype=np.int64)
         full = None if cache is None else cache.get(int(k))
         if full is None:
             table = view.candidates[k]
-            thr = np.asarray(table.samples_per_s, dtype=np.float64)
-            with np.errstate(invalid="ignore"):
-                valid = np.flatnonzero(np.isfinite(thr) & (thr > 0))
-            g = np.zeros(len(table))
-            g[valid] = goodput(table, valid)
+            g, cost = table_goodput(table, table_cache)
             cur = int(view.current[k])
             if restart_aware and cur >= 0:
                 f = restart_factor(view.time_s - view.arrival_s[k], int(view.restarts[k]),
                                    view.restart_s)
                 g = np.where(np.arange(len(table)) == cur, g, g * f)
-            full = w[i] * (SIA_LAMBDA - config_cost(g))
+                cost = SIA_LAMBDA - config_cost(g)
+            full = w[i] * cost
             if cache is not None:
                 cache[int(k)] = full
         parts.append(full[r])
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def table_goodput(table, table_cache: TableMemo | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(G, λ − min(G^p, clip))`` over every row of ``table``: Sia's normalized goodput
+    (``lp_baseline.sia.goodput`` over the rows with finite, positive throughput; 0 on the
+    others) and the gain of a job that pays no restart factor, before its weight. Fixed by
+    the table, so ``table_cache`` (a ``TableMemo``) keeps it across decisions."""
+    from lp_baseline.sia import SIA_LAMBDA, config_cost, goodput
+
+    def make():
+        thr = np.asarray(table.samples_per_s, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            valid = np.flatnonzero(np.isfinite(thr) & (thr > 0))
+        g = np.zeros(len(table))
+        g[valid] = goodput(table, valid)
+        cost = SIA_LAMBDA - config_cost(g)
+        g.flags.writeable = cost.flags.writeable = False      # shared across decisions
+        return g, cost
+    if table_cache is None:
+        return make()
+    return table_cache.get_for(table, (id(table), "goodput"), make)

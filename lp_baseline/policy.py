@@ -312,6 +312,7 @@ class LPPolicy:
         self._lp_reused = 0
         self._round_memo = RoundingMemo()     # the last rounding's result (``_round``)
         self._gpu_rows = TableMemo()          # id(table) -> its GPUs by row (the rounding)
+        self._goodput_memo = TableMemo()      # id(table) -> Sia's goodputs (job_terms)
 
     @property
     def allocation(self) -> dict:
@@ -748,7 +749,7 @@ class LPPolicy:
         return stage2_terms(view, ks, rows, norms, objective=self.objective,
                             las_tau_s=self.las_tau_s, restart_aware=self.restart_aware,
                             gain_cache=memo.gains if memo is not None and memo.view is view
-                            else None)
+                            else None, table_cache=self._goodput_memo)
 
     # ------------------------------------------------------------------ rounding
     def _values(self, view: SchedulerView, allowed, norms: np.ndarray) -> dict:
