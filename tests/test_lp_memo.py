@@ -5,6 +5,7 @@ recomputing everything gives, decision for decision."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -270,3 +271,71 @@ def test_static_lp_reuse_is_a_cache_copies_drop():
     Simulator(c, load_workload("gavel:rate=3,jobs=12,seed=5", c), sia,
               SimConfig(max_time_s=20_000)).run()
     assert sia._static_lp is None
+
+
+# ---------------------------------------------------------------- fast paths, same values
+def test_csc_assembly_matches_scipys_coo_conversion():
+    """``formulation._csc`` builds the canonical CSC arrays of the triplets directly; they
+    must be the ones ``coo_matrix(...).tocsc()`` makes (HiGHS receives them as they are)."""
+    import scipy.sparse as sp
+    from lp_baseline.formulation import _csc
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        m, ncol = int(rng.integers(1, 30)), int(rng.integers(1, 40))
+        dense = (rng.random((m, ncol)) < 0.2) * rng.normal(size=(m, ncol))
+        cols, rows = np.nonzero(dense.T)             # column by column, rows ascending
+        # interleave the columns at random, each column's rows still in ascending order
+        key = rng.random(rows.size)
+        for c in np.unique(cols):
+            at = np.flatnonzero(cols == c)
+            key[at] = np.sort(key[at])
+        order = np.argsort(key)
+        r, c, v = rows[order], cols[order], dense[rows[order], cols[order]]
+        got = _csc(v, r, c, m, ncol)
+        want = sp.coo_matrix((v, (r, c)), shape=(m, ncol)).tocsc()
+        assert got.shape == want.shape
+        for name in ("indptr", "indices", "data"):
+            a, b = getattr(got, name), getattr(want, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def test_median_helper_is_numpys_median():
+    from lp_baseline.job_terms import _median
+    rng = np.random.default_rng(5)
+    for n in list(range(1, 25)) + [100, 101]:
+        x = np.round(rng.random(n) * 10.0 ** rng.integers(0, 6), int(rng.integers(0, 3)))
+        assert _median(x) == float(np.median(x))
+    assert math.isnan(_median(np.array([1.0, math.nan, 2.0])))
+
+
+def test_table_goodput_cache_gives_the_uncached_gains():
+    from hsched_env.table_memo import TableMemo
+    from lp_baseline.job_terms import sia_gain, srpt_weights
+    view = _sia_view()
+    ks = np.arange(view.num_active)
+    rows = [np.arange(len(t)) for t in view.candidates]
+    w = srpt_weights(view, ks)
+    memo = TableMemo()
+    plain = sia_gain(view, ks, rows, w)
+    for _ in range(2):                               # filled, then read
+        cached = sia_gain(view, ks, rows, w, table_cache=memo)
+        assert np.array_equal(plain, cached)
+    assert len(memo) == len({id(t) for t in view.candidates})
+
+
+def _sia_view():
+    """A mid-run view on ``sia-64`` with running and waiting jobs."""
+    from lp_baseline.baselines import BASELINES
+    cluster = get_cluster("sia-64")
+    workload = load_workload("gavel:rate=20,jobs=40,seed=2,mix=llm,duration_scale=0.2", cluster)
+    sim = Simulator(cluster, workload, BASELINES["greedy"](), SimConfig())
+    sim.reset()
+    policy = BASELINES["greedy"]()
+    policy.reset(cluster, 0)
+    for _ in range(6):
+        view = sim.next_view()
+        sim.place_decision(policy.decide(view))
+        sim.advance()
+    view = sim.next_view()
+    assert (view.current >= 0).any() and (view.current < 0).any()
+    return view
