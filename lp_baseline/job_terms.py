@@ -229,23 +229,33 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
     same jobs in one decision. Each gain is computed element by element as without it.
     ``table_cache`` keeps each table's goodputs across decisions (``table_goodput``)."""
     from lp_baseline.sia import SIA_LAMBDA, config_cost, restart_factor
-    parts = []
-    for i, (k, r) in enumerate(zip(ks, rows)):
-        r = np.asarray(r, dtype=np.int64)
-        full = None if cache is None else cache.get(int(k))
-        if full is None:
+    ks = [int(k) for k in ks]
+    got = {} if cache is None else cache
+    todo = [i for i, k in enumerate(ks) if k not in got]
+    if todo:
+        # the jobs not in the cache, in one vectorized pass over their whole tables: G times
+        # each row's restart factor (1 for a running job's current row and for a job that
+        # is not running), then the cost, elementwise as one job at a time
+        gs, factor = [], []
+        for i in todo:
+            k = ks[i]
             table = view.candidates[k]
-            g, cost = table_goodput(table, table_cache)
+            g = table_goodput(table, table_cache)[0]
+            gs.append(g)
             cur = int(view.current[k])
             if restart_aware and cur >= 0:
-                f = restart_factor(view.time_s - view.arrival_s[k], int(view.restarts[k]),
-                                   view.restart_s)
-                g = np.where(np.arange(len(table)) == cur, g, g * f)
-                cost = SIA_LAMBDA - config_cost(g)
-            full = w[i] * cost
-            if cache is not None:
-                cache[int(k)] = full
-        parts.append(full[r])
+                f = np.full(g.size, restart_factor(view.time_s - view.arrival_s[k],
+                                                   int(view.restarts[k]), view.restart_s))
+                f[cur] = 1.0
+                factor.append(f)
+            else:
+                factor.append(np.ones(g.size))
+        sizes = [g.size for g in gs]
+        cost = SIA_LAMBDA - config_cost(np.concatenate(gs) * np.concatenate(factor))
+        full = np.repeat(np.asarray(w, dtype=np.float64)[todo], sizes) * cost
+        for i, part in zip(todo, np.split(full, np.cumsum(sizes)[:-1])):
+            got[ks[i]] = part
+    parts = [got[k][np.asarray(r, dtype=np.int64)] for k, r in zip(ks, rows)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 

@@ -313,6 +313,7 @@ class LPPolicy:
         self._round_memo = RoundingMemo()     # the last rounding's result (``_round``)
         self._gpu_rows = TableMemo()          # id(table) -> its GPUs by row (the rounding)
         self._goodput_memo = TableMemo()      # id(table) -> Sia's goodputs (job_terms)
+        self._fallback_memo = TableMemo()     # the integral rounding's fallback lists
 
     @property
     def allocation(self) -> dict:
@@ -462,9 +463,11 @@ class LPPolicy:
         if self.resolve == "every-round" or changed:
             self._solve(view, stats, solve_rows, t0, norms)
         if self.rounding == "integral":
+            if len(self._fallback_memo) >= OTHERS_MEMO_SIZE:
+                self._fallback_memo.clear()      # e.g. a ranker's kept rows change every round
             assignment = integral_assignment(
                 view, self._x, self._values(view, allowed, norms),
-                lambda k: self._eligible(view, k, allowed))
+                lambda k: self._eligible(view, k, allowed), fallbacks=self._fallback_memo)
         else:
             assignment = self._round(view, allowed)
         self._delivery.record_plan(view, self._x, norms)

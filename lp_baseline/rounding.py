@@ -167,7 +167,7 @@ def _numpy_sum(values: list[float]) -> float:
 
 
 def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
-                        eligible) -> Assignment:
+                        eligible, fallbacks: TableMemo | None = None) -> Assignment:
     """One candidate per job from an LP vertex (``LPPolicy(rounding="integral")``): no time
     slicing.
 
@@ -186,6 +186,8 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
         values: ``{job id: (rows, value)}``, the second-stage value of each of the job's
             candidates (only candidates with a positive value are taken by the repair).
         eligible: ``eligible(k)``: active job ``k``'s candidate rows (the fallbacks' pool).
+        fallbacks: Optional ``TableMemo`` keeping each ``smaller_on_same_type`` list (a
+            function of the table, the eligible rows and the chosen row) across decisions.
     """
     free = view.capacity.astype(np.float64).copy()
     chosen: dict[int, int] = {}
@@ -220,8 +222,14 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
         free -= table.gpus[r]
     out: Assignment = {}
     for k in sorted(chosen):
-        out[int(view.job_ids[k])] = smaller_on_same_type(view.candidates[k], eligible(k),
-                                                         chosen[k])
+        table, rows, row = view.candidates[k], eligible(k), chosen[k]
+        if fallbacks is None:
+            prefs = smaller_on_same_type(table, rows, row)
+        else:
+            prefs = fallbacks.get_for(
+                table, (id(table), np.asarray(rows, dtype=np.int64).tobytes(), row),
+                lambda: smaller_on_same_type(table, rows, row))
+        out[int(view.job_ids[k])] = list(prefs)
     return out
 
 

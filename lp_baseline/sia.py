@@ -85,7 +85,6 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
 from lp_baseline.job_terms import srpt_weights
@@ -319,6 +318,9 @@ class SiaPolicy:
 
     def _solve(self, view, prob, ks, stats, t0) -> dict[int, int]:
         """The ILP's choice ``{active index: row}``, or the greedy fallback's."""
+        # imported here: scipy.optimize takes 0.2-0.3 s to import, and the LP policies load
+        # this module for its goodput and cost terms alone
+        from scipy.optimize import Bounds, LinearConstraint, milp
         sizes = np.array([prob[k][0].size for k in ks], dtype=np.int64)
         n = int(sizes.sum())
         T = int(view.capacity.size)
