@@ -106,6 +106,14 @@ FALLBACK_KINDS = ("exception", "no_solution", "status", "bad_solution")
 
 
 # ---------------------------------------------------------------------------- pieces
+def milp(*args, **kwargs):
+    """``scipy.optimize.milp``, imported on the first ILP solve: scipy.optimize takes
+    0.2–0.3 s to import, and the LP policies load this module for its goodput and cost
+    terms alone."""
+    from scipy.optimize import milp as scipy_milp
+    return scipy_milp(*args, **kwargs)
+
+
 def sia_rows(table) -> np.ndarray:
     """Rows of ``table`` that are Sia configurations: flagged ``sia_config``, with finite,
     positive throughput (in row order)."""
@@ -318,9 +326,7 @@ class SiaPolicy:
 
     def _solve(self, view, prob, ks, stats, t0) -> dict[int, int]:
         """The ILP's choice ``{active index: row}``, or the greedy fallback's."""
-        # imported here: scipy.optimize takes 0.2-0.3 s to import, and the LP policies load
-        # this module for its goodput and cost terms alone
-        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.optimize import Bounds, LinearConstraint    # see ``milp``
         sizes = np.array([prob[k][0].size for k in ks], dtype=np.int64)
         n = int(sizes.sum())
         T = int(view.capacity.size)
