@@ -189,7 +189,6 @@ class FitIndex:
             has_rest = present & (rest > 0)
             cells += [p * L + (L - 1 - g), np.where(has_rest, p * L + (L - 1 - rest), 0)]
             need += [np.where(present, whole, 0), np.where(has_rest, whole + 1, 0)]
-        self.static_ok = ok
         self._cells = np.stack(cells)           # (4, M): cell of each condition
         need = np.stack(need)
         need[0, ~ok] = _NEVER                   # statically impossible: never fits
@@ -204,7 +203,6 @@ class FitIndex:
             return cls(cluster, empty, empty, empty, empty, empty)
         out = object.__new__(cls)
         out._shape, out._node_cell = parts[0]._shape, parts[0]._node_cell
-        out.static_ok = np.concatenate([p.static_ok for p in parts])
         out._cells = np.concatenate([p._cells for p in parts], axis=1)
         out._need = np.concatenate([p._need for p in parts], axis=1)
         return out
@@ -213,7 +211,6 @@ class FitIndex:
         """The index restricted to candidates ``idx`` (in that order)."""
         out = object.__new__(FitIndex)
         out._shape, out._node_cell = self._shape, self._node_cell
-        out.static_ok = self.static_ok[idx]
         out._cells, out._need = self._cells[:, idx], self._need[:, idx]
         return out
 

@@ -185,7 +185,7 @@ class HighsDriver(HighsModel):
     """Direct path: one ``passModel`` of CSC arrays into ``highspy.Highs``; warm re-solves."""
 
     def __init__(self, spec: LPSpec, options: dict) -> None:
-        a = spec.a.tocsc()   # sums duplicates (there are none) and sorts: deterministic
+        a = spec.a.tocsc()   # build_spec's matrix is canonical CSC already (then: itself)
         super().__init__(a, spec.cost, spec.col_lo, spec.col_hi, spec.row_lo, spec.row_hi,
                          options)
         self.spec = spec

@@ -174,7 +174,8 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
 
 def _median(x: np.ndarray) -> float:
     """``float(np.median(x))`` of a non-empty 1-D float array, the same value (the mean of
-    the two middle values is ``(a + b) / 2`` there too) without ``np.median``'s overhead."""
+    the two middle values is ``(a + b) / 2`` there too; a zero median may differ in sign)
+    without ``np.median``'s overhead."""
     s = np.sort(x)
     n = s.size
     if math.isnan(s[-1]):                       # NaNs sort last; np.median returns NaN

@@ -339,3 +339,23 @@ def _sia_view():
     view = sim.next_view()
     assert (view.current >= 0).any() and (view.current < 0).any()
     return view
+
+
+@pytest.mark.parametrize("objective", ["max-min", "sia-srpt", "max-throughput", "ftf"])
+def test_build_spec_matrix_is_canonical_csc(objective):
+    """HiGHS receives ``build_spec``'s CSC arrays as they are: they must be the canonical
+    form (rows ascending within each column, no duplicates) of the same matrix."""
+    import scipy.sparse as sp
+    from lp_baseline.formulation import build_spec
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        p = random_problem(15, rng, n_types=3, total_gpus=128)
+        if objective == "sia-srpt":
+            p = dataclasses.replace(p, gain=rng.normal(size=p.n_candidates))
+        fit, run = p.fits(), p.runnable()
+        spec = build_spec(p, objective, fit, run, run.copy(), 1.0 / p.norm)
+        a = spec.a
+        canonical = sp.csc_matrix(a.toarray())
+        assert a.format == "csc" and a.nnz == canonical.nnz
+        for name in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(a, name), getattr(canonical, name)), name

@@ -78,8 +78,7 @@ class RoundCandidates:
     k_of: np.ndarray              # (total,) job index in the view
     row_of: np.ndarray            # (total,) row in the job's candidate table
     thr: np.ndarray               # (total,) samples/s
-    score: np.ndarray             # (total,) samples/s per GPU ÷ the job's reference samples/s
-    neg_score: np.ndarray         # (total,) −score (a sort key)
+    neg_score: np.ndarray         # (total,) −(samples/s per GPU ÷ the job's reference): a key
     rank: np.ndarray              # (total,) rank by score within the job (0 = best)
     fit: FitIndex                 # which candidates fit the free GPUs
     cols: np.ndarray              # (total, F) float32 static feature columns
@@ -226,8 +225,7 @@ class HSchedEnvBase(gym.Env):
         self._sim = Simulator(self.cluster, workload, _NoPolicy(),
                               SimConfig(**{**self.sim_config.__dict__, "seed": episode_seed}),
                               candidate_cache=self._tables)   # plan each model once per env
-        self._static_cache.clear()                       # keyed by job ids of this workload
-        self._job_cache.clear()
+        self._clear_caches()                             # keyed by job ids of this workload
         self._sim.reset()
         self._t0 = self._sim.run_view().first_arrival_s
         if self._uses_lp():
@@ -246,6 +244,13 @@ class HSchedEnvBase(gym.Env):
     # ------------------------------------------------------------------ rounds
     def _uses_lp(self) -> bool:
         return True
+
+    def _clear_caches(self) -> None:
+        """Forget what is cached about the episode's jobs and cluster state (a new episode,
+        or a state restored from a snapshot that may be of another episode)."""
+        self._static_cache.clear()
+        self._job_cache.clear()
+        self._cluster_key = None
 
     def _open_round(self) -> None:
         """Advance to the next decision point with candidates to show (None at the end)."""
@@ -294,7 +299,7 @@ class HSchedEnvBase(gym.Env):
             cols = np.zeros((0, len(self.columns)), dtype=np.float32)
         fit = FitIndex.concatenate([p.fit for p in parts], self.cluster)
         st = RoundCandidates(total=total, starts=starts, k_of=k_of, row_of=row_of, thr=thr,
-                             score=score, neg_score=-score, rank=rank, fit=fit, cols=cols)
+                             neg_score=-score, rank=rank, fit=fit, cols=cols)
         if len(self._static_cache) > 256:
             self._static_cache.clear()
         self._static_cache[key] = st
@@ -441,6 +446,8 @@ class HSchedEnvBase(gym.Env):
         node_type = self._node_type_list
         out = self._cluster_cache
         free_col, nodes_col = CLUSTER_COLUMN["free_frac"], CLUSTER_COLUMN["free_nodes_frac"]
+        # an allocation lists each node once (a candidate's parts lie in different pools), so
+        # a node was completely free before iff it is now short by exactly this entry
         for v, k in placements[job][1]:
             t = node_type[v]
             self._free_by_type[t] -= k
@@ -578,8 +585,7 @@ class HSchedEnvBase(gym.Env):
     def set_state(self, snapshot) -> None:
         """Return to a ``get_state()`` snapshot (of this environment)."""
         state = self._copy_state(snapshot)
-        self._static_cache.clear()           # the snapshot may be of another episode's jobs
-        self._job_cache.clear()
+        self._clear_caches()                 # the snapshot may be of another episode's jobs
         for key, value in state.items():
             if key == "sim_state":
                 self._sim = self._sim.restored(value)
@@ -591,7 +597,6 @@ class HSchedEnvBase(gym.Env):
     def _state_dict(self) -> dict:
         return {"sim_state": self._sim.snapshot(), "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
-                "_cluster_key": None,
                 "_actions": self._actions, "_job_time": self._job_time,
                 "_completed": self._completed, "_end_reason": self._end_reason,
                 **self._extra_state()}
