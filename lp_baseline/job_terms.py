@@ -231,6 +231,8 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
     ``table_cache`` keeps each table's goodputs across decisions (``table_goodput``)."""
     from lp_baseline.sia import SIA_LAMBDA, config_cost, restart_factor
     ks = [int(k) for k in ks]
+    if len(set(ks)) != len(ks):
+        raise ValueError("sia_gain: ks must list each active job once")
     got = {} if cache is None else cache
     todo = [i for i, k in enumerate(ks) if k not in got]
     if todo:

@@ -359,3 +359,54 @@ def test_build_spec_matrix_is_canonical_csc(objective):
         assert a.format == "csc" and a.nnz == canonical.nnz
         for name in ("indptr", "indices", "data"):
             assert np.array_equal(getattr(a, name), getattr(canonical, name)), name
+
+
+def test_sia_gains_are_the_per_job_formula():
+    """The vectorized gains equal, bit for bit, the formula applied one job at a time:
+    ``w_j · (λ − min(G^p, clip))``, G times the restart factor on a running job's other
+    rows."""
+    from lp_baseline.job_terms import sia_gain, srpt_weights
+    from lp_baseline.sia import SIA_LAMBDA, config_cost, goodput, restart_factor
+    view = _sia_view()
+    ks = np.arange(view.num_active)
+    rows = [np.arange(len(t)) for t in view.candidates]
+    w = srpt_weights(view, ks)
+    for restart_aware in (True, False):
+        want = []
+        for i, k in enumerate(ks):
+            table = view.candidates[k]
+            thr = np.asarray(table.samples_per_s, dtype=np.float64)
+            valid = np.flatnonzero(np.isfinite(thr) & (thr > 0))
+            g = np.zeros(len(table))
+            g[valid] = goodput(table, valid)
+            cur = int(view.current[k])
+            if restart_aware and cur >= 0:
+                f = restart_factor(view.time_s - view.arrival_s[k], int(view.restarts[k]),
+                                   view.restart_s)
+                g = np.where(np.arange(len(table)) == cur, g, g * f)
+            want.append(w[i] * (SIA_LAMBDA - config_cost(g)))
+        got = sia_gain(view, ks, rows, w, restart_aware=restart_aware)
+        assert np.array_equal(got, np.concatenate(want))
+    with pytest.raises(ValueError, match="once"):
+        sia_gain(view, np.array([0, 0]), [rows[0], rows[0]], w[:2])
+
+
+def test_integral_rounding_fallback_memo_gives_the_same_lists():
+    from hsched_env.table_memo import TableMemo
+    from lp_baseline.rounding import integral_assignment
+    view = _sia_view()
+    policy = make_policy("heterosched-lp")
+    policy.reset(view.cluster, 0)
+    policy.decide(view)
+    values = policy._values(view, None, policy._norms(view))
+    eligible = lambda k: policy._eligible(view, k, None)      # noqa: E731
+    plain = integral_assignment(view, policy.allocation, values, eligible)
+    assert any(len(v) > 2 for v in plain.values())
+    memo = TableMemo()
+    # filled first with fewer eligible rows: those lists must not come back for all rows
+    fewer = integral_assignment(view, policy.allocation, values,
+                                lambda k: eligible(k)[::2], fallbacks=memo)
+    assert fewer != plain
+    for _ in range(2):                               # filled, then read
+        got = integral_assignment(view, policy.allocation, values, eligible, fallbacks=memo)
+        assert got == plain
