@@ -10,6 +10,9 @@ includes the environment's resets and the random-action sampling (CartPole's too
 share of the time (the select mode's candidate filter, the rank mode's solve) is taken from
 the simulator's per-round decision log and reported separately from the environment's own
 time. Medians over ``--repeats`` runs of ``--seconds`` each, the configurations interleaved.
+The ratio to CartPole is also given in CPU time (``time.process_time`` over the same windows):
+on a shared or virtualized machine, time the process waits for a core inflates wall-clock
+steps/s but not CPU seconds, so that ratio moves less between runs.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def run_cartpole(seconds: float, seed: int) -> dict:
     env = gym.make("CartPole-v1")
     env.reset(seed=seed)
     env.action_space.seed(seed)
-    steps, t0 = 0, time.perf_counter()
+    steps, t0, c0 = 0, time.perf_counter(), time.process_time()
     while True:
         for _ in range(1000):
             _, _, term, trunc, _ = env.step(env.action_space.sample())
@@ -42,7 +45,8 @@ def run_cartpole(seconds: float, seed: int) -> dict:
                 env.reset()
         elapsed = time.perf_counter() - t0
         if elapsed >= seconds:
-            return {"steps": steps, "seconds": elapsed, "lp_seconds": 0.0}
+            return {"steps": steps, "seconds": elapsed, "lp_seconds": 0.0,
+                    "cpu_seconds": time.process_time() - c0}
 
 
 def run_select(seconds: float, seed: int, **kwargs) -> dict:
@@ -53,7 +57,7 @@ def run_select(seconds: float, seed: int, **kwargs) -> dict:
     env.step(unwrapped.K)                      # warm the planner cache before timing
     env.reset(seed=seed)
     lp_filter = kwargs.get("candidate_filter", "lp") == "lp"
-    steps, lp_s, t0 = 0, 0.0, time.perf_counter()
+    steps, lp_s, t0, c0 = 0, 0.0, time.perf_counter(), time.process_time()
     while True:
         for _ in range(200):
             valid = np.flatnonzero(unwrapped.action_masks())
@@ -66,7 +70,8 @@ def run_select(seconds: float, seed: int, **kwargs) -> dict:
         if elapsed >= seconds:
             if lp_filter:
                 lp_s += sum(unwrapped.simulator.result().decision_s)
-            return {"steps": steps, "seconds": elapsed, "lp_seconds": lp_s}
+            return {"steps": steps, "seconds": elapsed, "lp_seconds": lp_s,
+                    "cpu_seconds": time.process_time() - c0}
 
 
 def run_rank(seconds: float, seed: int, keep: float = 0.5, **kwargs) -> dict:
@@ -75,7 +80,7 @@ def run_rank(seconds: float, seed: int, keep: float = 0.5, **kwargs) -> dict:
     unwrapped = env.unwrapped
     rng = np.random.default_rng(seed)
     env.reset(seed=seed)
-    steps, lp_s, t0 = 0, 0.0, time.perf_counter()
+    steps, lp_s, t0, c0 = 0, 0.0, time.perf_counter(), time.process_time()
     while True:
         for _ in range(20):
             action = (rng.random(unwrapped.K) < keep).astype(np.int8)
@@ -86,7 +91,8 @@ def run_rank(seconds: float, seed: int, keep: float = 0.5, **kwargs) -> dict:
                 env.reset()
         elapsed = time.perf_counter() - t0
         if elapsed >= seconds:
-            return {"steps": steps, "seconds": elapsed, "lp_seconds": lp_s}
+            return {"steps": steps, "seconds": elapsed, "lp_seconds": lp_s,
+                    "cpu_seconds": time.process_time() - c0}
 
 
 CONFIGS = {
@@ -121,29 +127,34 @@ def main(argv=None) -> int:
             print(f"[{rep + 1}/{args.repeats}] {name}: {r['steps'] / r['seconds']:,.0f} steps/s",
                   file=sys.stderr)
     cart = statistics.median(r["steps"] / r["seconds"] for r in runs["CartPole-v1"])
+    cart_cpu = statistics.median(r["steps"] / r["cpu_seconds"] for r in runs["CartPole-v1"])
     rows = []
     for name in names:
         sps = statistics.median(r["steps"] / r["seconds"] for r in runs[name])
         own = statistics.median(r["steps"] / max(r["seconds"] - r["lp_seconds"], 1e-9)
                                 for r in runs[name])
         lp_share = statistics.median(r["lp_seconds"] / r["seconds"] for r in runs[name])
+        cpu = statistics.median(r["steps"] / r["cpu_seconds"] for r in runs[name])
         rows.append({"config": name, "steps_per_s": sps, "ratio_to_cartpole": sps / cart,
-                     "lp_time_share": lp_share, "env_only_steps_per_s": own})
+                     "lp_time_share": lp_share, "env_only_steps_per_s": own,
+                     "steps_per_cpu_s": cpu, "cpu_ratio_to_cartpole": cpu / cart_cpu})
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         print()
     elif args.markdown:
         print("| configuration | steps/s (median) | × CartPole | LP share of time | "
-              "steps/s without LP time |")
-        print("|---|---:|---:|---:|---:|")
+              "steps/s without LP time | × CartPole in CPU time |")
+        print("|---|---:|---:|---:|---:|---:|")
         for r in rows:
             print(f"| {r['config']} | {r['steps_per_s']:,.0f} | {r['ratio_to_cartpole']:.3f} | "
-                  f"{r['lp_time_share']:.0%} | {r['env_only_steps_per_s']:,.0f} |")
+                  f"{r['lp_time_share']:.0%} | {r['env_only_steps_per_s']:,.0f} | "
+                  f"{r['cpu_ratio_to_cartpole']:.3f} |")
     else:
         for r in rows:
             print(f"{r['config']:<42s} {r['steps_per_s']:>10,.0f} steps/s  "
                   f"x{r['ratio_to_cartpole']:.3f} CartPole  LP {r['lp_time_share']:.0%}  "
-                  f"without LP {r['env_only_steps_per_s']:,.0f}/s")
+                  f"without LP {r['env_only_steps_per_s']:,.0f}/s  "
+                  f"x{r['cpu_ratio_to_cartpole']:.3f} CartPole in CPU time")
     return 0
 
 
