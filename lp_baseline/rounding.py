@@ -186,8 +186,8 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
         values: ``{job id: (rows, value)}``, the second-stage value of each of the job's
             candidates (only candidates with a positive value are taken by the repair).
         eligible: ``eligible(k)``: active job ``k``'s candidate rows (the fallbacks' pool).
-        fallbacks: Optional ``TableMemo`` keeping each ``smaller_on_same_type`` list (a
-            function of the table, the eligible rows and the chosen row) across decisions.
+        fallbacks: Optional ``TableMemo`` keeping, across decisions, each table row's
+            fallback order over the whole table (``smaller_on_same_type``'s ``memo``).
     """
     free = view.capacity.astype(np.float64).copy()
     chosen: dict[int, int] = {}
@@ -222,20 +222,31 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
         free -= table.gpus[r]
     out: Assignment = {}
     for k in sorted(chosen):
-        table, rows, row = view.candidates[k], eligible(k), chosen[k]
-        if fallbacks is None:
-            prefs = smaller_on_same_type(table, rows, row)
-        else:
-            prefs = fallbacks.get_for(
-                table, (id(table), np.asarray(rows, dtype=np.int64).tobytes(), row),
-                lambda: smaller_on_same_type(table, rows, row))
-        out[int(view.job_ids[k])] = list(prefs)
+        out[int(view.job_ids[k])] = smaller_on_same_type(view.candidates[k], eligible(k),
+                                                         chosen[k], memo=fallbacks)
     return out
 
 
-def smaller_on_same_type(table, rows: np.ndarray, row: int) -> list[int]:
+def smaller_on_same_type(table, rows: np.ndarray, row: int,
+                         memo: TableMemo | None = None) -> list[int]:
     """``row``, then the one-type rows of ``rows`` on ``row``'s (main) GPU type with fewer
-    GPUs, largest first (then fastest, then lowest row)."""
+    GPUs, largest first (then fastest, then lowest row).
+
+    With ``memo`` (a ``TableMemo``), the order over every row of the table is computed once
+    per (table, row) and filtered by ``rows``: the same list, since the order depends on the
+    rows' own keys alone."""
+    if memo is not None:
+        eligible = np.asarray(rows, dtype=np.int64).tolist()
+        allowed = set(eligible)
+        if len(allowed) == len(eligible):             # (a repeated row: the plain path)
+            order = memo.get_for(table, (id(table), "smaller", int(row)),
+                                 lambda: _smaller_rows(table, np.arange(len(table)), row))
+            return [int(row)] + [r for r in order if r in allowed]
+    return [int(row)] + _smaller_rows(table, rows, row)
+
+
+def _smaller_rows(table, rows: np.ndarray, row: int) -> list[int]:
+    """The fallbacks of ``smaller_on_same_type`` (without ``row`` itself)."""
     rows = np.asarray(rows, dtype=np.int64)
     thr = table.samples_per_s[rows]
     rows = rows[np.isfinite(thr) & (thr > 0)]
@@ -244,7 +255,7 @@ def smaller_on_same_type(table, rows: np.ndarray, row: int) -> list[int]:
     same = (table.gpus[rows, t] == n) & (n < int(table.gpus[row].sum()))
     alt = rows[same]
     alt = alt[np.lexsort((alt, -table.samples_per_s[alt], -n[same]))]
-    return [int(row)] + [int(r) for r in alt]
+    return [int(r) for r in alt]
 
 
 def other_candidates(table, eligible: np.ndarray, exclude, rng=None) -> list[int]:

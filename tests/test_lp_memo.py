@@ -410,3 +410,24 @@ def test_integral_rounding_fallback_memo_gives_the_same_lists():
     for _ in range(2):                               # filled, then read
         got = integral_assignment(view, policy.allocation, values, eligible, fallbacks=memo)
         assert got == plain
+
+
+def test_smaller_on_same_type_memo_filters_the_whole_table_order():
+    """The memoized fallbacks (the table's whole order, filtered by the eligible rows) equal
+    the plain ones on random subsets of rows of real candidate tables."""
+    from hsched_env.table_memo import TableMemo
+    from lp_baseline.rounding import smaller_on_same_type
+    view = _sia_view()
+    rng = np.random.default_rng(4)
+    memo = TableMemo()
+    longer = 0
+    for table in view.candidates:
+        for _ in range(40):
+            rows = np.sort(rng.choice(len(table), size=int(rng.integers(1, len(table) + 1)),
+                                      replace=False))
+            row = int(rng.integers(len(table)))
+            plain = smaller_on_same_type(table, rows, row)
+            assert smaller_on_same_type(table, rows, row, memo=memo) == plain
+            assert smaller_on_same_type(table, rng.permutation(rows), row, memo=memo) == plain
+            longer += len(plain) > 2
+    assert longer > 20
