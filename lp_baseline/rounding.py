@@ -35,6 +35,9 @@ class RoundingMemo:
         self.hits = 0
         # job id -> (its allocation entry, its ``_support``): computed once per allocation
         self.supports: dict[int, tuple] = {}
+        # a job's deficit sum -> ``round(sum, 1)`` (slow in Python; the sums repeat between
+        # solves, when the deficits do not change)
+        self.rounded: dict[float, float] = {}
 
     def __deepcopy__(self, memo) -> "RoundingMemo":
         return RoundingMemo()        # a cache: a copy starts empty (same results)
@@ -73,6 +76,9 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
     el = max(elapsed, 1e-9)
     jobs = []
     supports = {} if memo is None else memo.supports
+    rounded = {} if memo is None else memo.rounded
+    if len(rounded) > 4096:
+        rounded.clear()
     current = view.current.tolist()
     for k, j in enumerate(view.job_ids.tolist()):
         entry = allocation.get(j)
@@ -90,7 +96,10 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
         rec = received.get(j, {})
         got = sum(rec.values())
         prio = share * 1e9 if got <= 0 else share / (got / el)
-        deficit = round(sum(deficits.get(j, {}).values()), 1)     # seconds
+        total = sum(deficits.get(j, {}).values())
+        deficit = rounded.get(total)                             # seconds, to 0.1
+        if deficit is None:
+            deficit = rounded[total] = round(total, 1)
         # Which candidate: the current one if the LP still gives it a share (a switch costs
         # a restart), else the most under-served one (share X minus time received).
         cur = current[k]
