@@ -243,7 +243,7 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
         for i in todo:
             k = ks[i]
             table = view.candidates[k]
-            g = table_goodput(table, table_cache)[0]
+            g = table_goodput(table, table_cache)
             gs.append(g)
             cur = int(view.current[k])
             if restart_aware and cur >= 0:
@@ -262,12 +262,11 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def table_goodput(table, table_cache: TableMemo | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(G, λ − min(G^p, clip))`` over every row of ``table``: Sia's normalized goodput
-    (``lp_baseline.sia.goodput`` over the rows with finite, positive throughput; 0 on the
-    others) and the gain of a job that pays no restart factor, before its weight. Fixed by
-    the table, so ``table_cache`` (a ``TableMemo``) keeps it across decisions."""
-    from lp_baseline.sia import SIA_LAMBDA, config_cost, goodput
+def table_goodput(table, table_cache: TableMemo | None = None) -> np.ndarray:
+    """``G`` over every row of ``table``: Sia's normalized goodput (``lp_baseline.sia.goodput``
+    over the rows with finite, positive throughput; 0 on the others). Fixed by the table, so
+    ``table_cache`` (a ``TableMemo``) keeps it across decisions."""
+    from lp_baseline.sia import goodput
 
     def make():
         thr = np.asarray(table.samples_per_s, dtype=np.float64)
@@ -275,9 +274,8 @@ def table_goodput(table, table_cache: TableMemo | None = None) -> tuple[np.ndarr
             valid = np.flatnonzero(np.isfinite(thr) & (thr > 0))
         g = np.zeros(len(table))
         g[valid] = goodput(table, valid)
-        cost = SIA_LAMBDA - config_cost(g)
-        g.flags.writeable = cost.flags.writeable = False      # shared across decisions
-        return g, cost
+        g.flags.writeable = False                 # shared across decisions
+        return g
     if table_cache is None:
         return make()
     return table_cache.get_for(table, (id(table), "goodput"), make)
