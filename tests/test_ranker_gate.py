@@ -178,3 +178,27 @@ def test_suggested_gate_is_where_every_larger_probed_round_pays():
     # never faster ranked: every round is solved whole, however large
     assert mod.suggest_gate([{"candidates": 10, "pure_lp_s": 1.0, "ranker_s": 2.0}]) == GATE_NEVER
     assert mod.suggest_gate([]) == 0
+
+
+@pytest.mark.slow
+def test_ranker_bound_oracle_reproduces_the_pure_lp_and_keeps_only_its_support():
+    """scripts/bench_ranker_bound.py: the support oracle's schedule is the pure LP's (prune
+    "lp"), it keeps a small fraction, and its LP runs on that fraction (the bound's figures
+    are the measured times, all positive)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import bench_ranker_bound as bound
+
+    (row,) = bound.measure(None, 1, progress=False, suite="smoke")
+    (jct,) = row["avg_jct_s"]
+    assert jct["oracle"] == jct["all"] == jct["pure"] and jct["pure"] > 0
+    assert 0.0 < row["oracle_kept_frac"] < 0.2
+    assert row["rounds"] > 50
+    for key in ("pure_lp_ms", "keep_all_ms", "oracle_lp_ms", "inference_ms"):
+        mean, p99 = row[key]
+        assert 0 < mean <= p99
+    assert row["bound_free_inference"] == pytest.approx(
+        row["keep_all_ms"][0] / row["oracle_lp_ms"][0])
+    with pytest.raises(ConfigError, match="unknown scenario"):
+        bound.measure(["no-such-scenario"], 1, progress=False, suite="smoke")
