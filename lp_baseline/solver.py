@@ -260,6 +260,10 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         message = f"solve failed: {type(exc).__name__}: {exc}"
         log.debug("allocation LP (%s): %s", backend, message)
         status, values, iters, run_s = "error", None, 0, 0.0
+    finally:
+        close = getattr(driver, "close", None)
+        if close is not None:
+            close()                  # its Highs object serves this thread's next LP
     solve_s = time.perf_counter() - t1
     if objective not in FLOOR_OBJECTIVES or values is None or spec.aux is None:
         floor_ratio = math.nan

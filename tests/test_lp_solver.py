@@ -595,3 +595,45 @@ def test_highs_banner_capture_leaves_stdout_in_place_under_threads():
         t.join()
     after = os.fstat(1)
     assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+
+
+def test_reused_highs_object_gives_what_a_new_one_gives(monkeypatch):
+    """``HighsModel.close`` hands its cleared ``Highs`` object to the thread's next LP with the
+    same options (``backends._acquire_highs``): the answers stay those of new objects, bit for
+    bit, across objectives and methods, and an object configured for one method never serves
+    another."""
+    from lp_baseline import backends
+    made = []
+    real_new = backends._new_highs
+
+    def counting_new():
+        made.append(real_new())
+        return made[-1]
+
+    monkeypatch.setattr(backends, "_new_highs", counting_new)
+    rng = np.random.default_rng(11)
+    problems = [random_problem(n, rng, n_types=3, total_gpus=64) for n in (5, 40, 400)]
+    cases = [(q, o, m) for p in problems for o in ("max-min", "sia-srpt", "ftf")
+             for q in [with_gain(p, o)] for m in ("simplex", "ipm", "colgen")]
+
+    def solve_all(order=1):
+        return [_digest(solve_allocation(q, o, method=m)) for q, o, m in cases[::order]]
+
+    fresh = []
+    for q, o, m in cases:                      # each on a new object
+        backends._idle.pool = {}
+        fresh.append(_digest(solve_allocation(q, o, method=m)))
+    backends._idle.pool = {}
+    made.clear()
+    first = solve_all()
+    reused = solve_all(-1)                     # every object now reused, in another order
+    assert first == fresh
+    assert solve_all() == fresh and reused == fresh[::-1]
+    # one object per option set (simplex and colgen share theirs; ipm has its own), kept
+    assert len(made) == 2
+    assert sorted(len(v) for v in backends._idle.pool.values()) == [1, 1]
+    from lp_baseline.solver import METHOD_OPTIONS
+    ipm = backends._acquire_highs(METHOD_OPTIONS["ipm"])
+    assert ipm.getOptionValue("solver")[1] == "ipm"
+    plain = backends._acquire_highs({})
+    assert plain.getOptionValue("solver")[1] != "ipm"
