@@ -465,9 +465,11 @@ class LPPolicy:
         if self.rounding == "integral":
             if len(self._fallback_memo) >= OTHERS_MEMO_SIZE:
                 self._fallback_memo.clear()      # e.g. a ranker's kept rows change every round
+            every_row = allowed is None and not self.size_cap and self.candidates == "all"
             assignment = integral_assignment(
                 view, self._x, self._values(view, allowed, norms),
-                lambda k: self._eligible(view, k, allowed), fallbacks=self._fallback_memo)
+                None if every_row else (lambda k: self._eligible(view, k, allowed)),
+                fallbacks=self._fallback_memo)
         else:
             assignment = self._round(view, allowed)
         self._delivery.record_plan(view, self._x, norms)

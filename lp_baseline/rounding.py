@@ -194,56 +194,120 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
         allocation: The LP allocation, ``{job id: (candidate rows, X)}``.
         values: ``{job id: (rows, value)}``, the second-stage value of each of the job's
             candidates (only candidates with a positive value are taken by the repair).
-        eligible: ``eligible(k)``: active job ``k``'s candidate rows (the fallbacks' pool).
+        eligible: ``eligible(k)``: active job ``k``'s candidate rows (the fallbacks' pool);
+            ``None``: every row of its table.
         fallbacks: Optional ``TableMemo`` keeping, across decisions, each table row's
             fallback order over the whole table (``smaller_on_same_type``'s ``memo``).
+
+    The jobs are read in one pass over all their candidates (array operations over the
+    concatenated X and values, not a few small ones per job); the result is the per-job
+    rule's above (``tests/test_integral_rounding.py`` holds it to a plain version).
     """
+    A = view.num_active
     free = view.capacity.astype(np.float64).copy()
+    ids = view.job_ids.tolist()
+    tables = view.candidates
+    no_rows, no_x = np.zeros(0, dtype=np.int64), np.zeros(0)
+    alloc = [allocation.get(j) or (no_rows, no_x) for j in ids]
+    vals = [values.get(j) or (no_rows, no_x) for j in ids]
+    xs = [np.asarray(a[1], dtype=np.float64) for a in alloc]
+    vs = [np.asarray(v[1], dtype=np.float64) for v in vals]
+    vr = [np.asarray(v[0], dtype=np.int64) for v in vals]
+    x_size = np.fromiter((x.size for x in xs), dtype=np.int64, count=A)
+    v_size = np.fromiter((v.size for v in vs), dtype=np.int64, count=A)
+    X = np.concatenate(xs) if A else no_x
+    V = np.concatenate(vs) if A else no_x
+    VR = np.concatenate(vr) if A else no_rows
+    x_job = np.repeat(np.arange(A), x_size)
+    v_job = np.repeat(np.arange(A), v_size)
+
+    # each job's first X = 1 row (a job with one is "whole")
+    pos = np.flatnonzero(X > 1.0 - TINY)
+    first = np.r_[True, x_job[pos][1:] != x_job[pos][:-1]] if pos.size else pos.astype(bool)
+    pos = pos[first]
+    whole_k = x_job[pos]
+    row_of = np.full(A, -1, dtype=np.int64)             # the whole row of each job, else -1
+    row_of[whole_k] = [int(alloc[k][0][i]) for k, i in
+                       zip(whole_k.tolist(), (pos - (np.cumsum(x_size) - x_size)[whole_k]).tolist())]
+    # its value: the first of the job's values listed for that row (none: worth running)
+    match = np.flatnonzero((VR == row_of[v_job]) & (row_of[v_job] >= 0))
+    if match.size:
+        match = match[np.r_[True, v_job[match][1:] != v_job[match][:-1]]]
+    worthless = np.zeros(A, dtype=bool)
+    worthless[v_job[match]] = ~(V[match] > 0)
+    runs_whole = (row_of >= 0) & ~worthless
+
     chosen: dict[int, int] = {}
-    rest = []
-    for k, j in enumerate(view.job_ids):
-        j = int(j)
-        rows, x = allocation.get(j, (np.zeros(0, dtype=np.int64), np.zeros(0)))
-        vrows, val = values.get(j, (np.zeros(0, dtype=np.int64), np.zeros(0)))
-        whole = np.flatnonzero(x > 1.0 - TINY)
-        if whole.size:
-            r = int(rows[whole[0]])
-            worth = val[vrows == r]
-            # a row the LP filled for want of anything better (every gain <= 0, e.g. a part
-            # or an ``allowed`` set without a positive one) is not worth a job's GPUs
-            if worth.size == 0 or worth[0] > 0:
-                chosen[k] = r
-                free -= view.candidates[k].gpus[r]
-                continue
-        best = float(val.max()) if val.size else -np.inf
-        if best > 0:
-            rest.append((-round(float(x.sum()) / SHARE_QUANTUM), -best, j, k))
-    rest.sort()
-    for _, _, j, k in rest:
-        vrows, val = values[j]
-        table = view.candidates[k]
-        ok = (val > 0) & np.all(table.gpus[vrows] <= free + 1e-9, axis=1)
-        if not ok.any():
-            continue
-        i = np.flatnonzero(ok)
-        r = int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
+    for k in np.flatnonzero(runs_whole).tolist():
+        r = int(row_of[k])
         chosen[k] = r
-        free -= table.gpus[r]
+        free -= tables[k].gpus[r]
+    # the rest, by share (the fractional jobs) then best value: jobs with a positive value
+    best = np.full(A, -np.inf)
+    has_v = v_size > 0
+    if has_v.any():
+        starts = (np.cumsum(v_size) - v_size)[has_v]
+        best[has_v] = np.maximum.reduceat(V, starts)
+    nonzero_x = np.zeros(A, dtype=bool)
+    nonzero_x[x_job[X != 0]] = True
+    rest = [(-round((float(xs[k].sum()) if nonzero_x[k] else 0.0) / SHARE_QUANTUM),
+             -float(best[k]), ids[k], k)
+            for k in np.flatnonzero(~runs_whole & (best > 0)).tolist()]
+    rest.sort()
+    if rest:
+        # Only the jobs with a positive candidate that fits the GPUs free now are tried: the
+        # others cannot take any (their test below fails), and it is recomputed after each
+        # placement (the only time the free GPUs change), in one pass over every candidate.
+        rk = np.array([k for _, _, _, k in rest], dtype=np.int64)
+        in_rest = np.zeros(A, dtype=bool)
+        in_rest[rk] = True
+        sel = np.flatnonzero(in_rest[v_job] & (V > 0))
+        sel_job = v_job[sel]
+        by_job = np.concatenate([tables[k].gpus[vr[k]] for k in rk.tolist()])
+        job_first = np.zeros(A, dtype=np.int64)           # job's block of ``by_job`` (rk order)
+        job_first[rk] = np.cumsum(v_size[rk]) - v_size[rk]
+        sel_gpus = by_job[job_first[sel_job] + sel - (np.cumsum(v_size) - v_size)[sel_job]]
+
+        def fitting() -> np.ndarray:
+            may = np.zeros(A, dtype=bool)
+            may[sel_job[np.all(sel_gpus <= free + 1e-9, axis=1)]] = True
+            return may
+
+        may_fit = fitting()
+        for _, _, j, k in rest:
+            if not may_fit[k]:
+                continue
+            val, vrows = vs[k], vr[k]
+            table = tables[k]
+            ok = (val > 0) & np.all(table.gpus[vrows] <= free + 1e-9, axis=1)
+            i = np.flatnonzero(ok)
+            r = int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
+            chosen[k] = r
+            free -= table.gpus[r]
+            may_fit = fitting()
     out: Assignment = {}
     for k in sorted(chosen):
-        out[int(view.job_ids[k])] = smaller_on_same_type(view.candidates[k], eligible(k),
-                                                         chosen[k], memo=fallbacks)
+        rows = None if eligible is None else eligible(k)
+        out[ids[k]] = smaller_on_same_type(tables[k], rows, chosen[k], memo=fallbacks)
     return out
 
 
-def smaller_on_same_type(table, rows: np.ndarray, row: int,
+def smaller_on_same_type(table, rows: np.ndarray | None, row: int,
                          memo: TableMemo | None = None) -> list[int]:
-    """``row``, then the one-type rows of ``rows`` on ``row``'s (main) GPU type with fewer
-    GPUs, largest first (then fastest, then lowest row).
+    """``row``, then the one-type rows of ``rows`` (``None``: every row of ``table``) on
+    ``row``'s (main) GPU type with fewer GPUs, largest first (then fastest, then lowest row).
 
     With ``memo`` (a ``TableMemo``), the order over every row of the table is computed once
     per (table, row) and filtered by ``rows``: the same list, since the order depends on the
     rows' own keys alone."""
+    if rows is None:
+        if memo is None:
+            return [int(row)] + _smaller_rows(table, np.arange(len(table)), row)
+        key = (id(table), "smaller", int(row))
+        hit = memo.get(key)                          # TableMemo.get_for, inlined: hot
+        if hit is None or hit[0] is not table:
+            hit = memo[key] = (table, _smaller_rows(table, np.arange(len(table)), row))
+        return [int(row)] + hit[1]
     if memo is not None:
         eligible = np.asarray(rows, dtype=np.int64).tolist()
         allowed = set(eligible)

@@ -149,3 +149,78 @@ def test_numpy_sum_matches_numpy_bit_for_bit():
     for n in list(range(1, 20)) * 200:
         a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)
         assert _numpy_sum(a.tolist()) == float(np.sum(a))
+
+
+def _plain_integral_assignment(view, allocation, values, eligible):
+    """The per-job rule ``integral_assignment`` implements, written one job at a time."""
+    free = view.capacity.astype(np.float64).copy()
+    chosen, rest = {}, []
+    for k, j in enumerate(view.job_ids):
+        j = int(j)
+        rows, x = allocation.get(j, (np.zeros(0, dtype=np.int64), np.zeros(0)))
+        vrows, val = values.get(j, (np.zeros(0, dtype=np.int64), np.zeros(0)))
+        whole = np.flatnonzero(x > 1.0 - 1e-6)
+        if whole.size:
+            r = int(rows[whole[0]])
+            worth = val[vrows == r]
+            if worth.size == 0 or worth[0] > 0:
+                chosen[k] = r
+                free -= view.candidates[k].gpus[r]
+                continue
+        best = float(val.max()) if val.size else -np.inf
+        if best > 0:
+            rest.append((-round(float(x.sum()) / 1e-4), -best, j, k))
+    rest.sort()
+    for _, _, j, k in rest:
+        vrows, val = values[j]
+        table = view.candidates[k]
+        ok = (val > 0) & np.all(table.gpus[vrows] <= free + 1e-9, axis=1)
+        if ok.any():
+            i = np.flatnonzero(ok)
+            chosen[k] = r = int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
+            free -= table.gpus[r]
+    return {int(view.job_ids[k]): smaller_on_same_type(
+        view.candidates[k], np.arange(len(view.candidates[k])) if eligible is None
+        else eligible(k), chosen[k]) for k in sorted(chosen)}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_integral_assignment_is_the_plain_per_job_rule(seed):
+    """Random rounds: whole, fractional and left-out jobs, jobs missing from the allocation or
+    the values, values of both signs on subsets of the rows, tight capacities, and both a
+    per-job eligible set and every row (``eligible=None``), with and without the memo."""
+    from hsched_env.table_memo import TableMemo
+    rng = np.random.default_rng(seed)
+    A = int(rng.integers(0, 30))
+    tabs = []
+    for _ in range(A):
+        R = int(rng.integers(1, 8))
+        g = rng.integers(0, 5, (R, 2))
+        g[g.sum(axis=1) == 0, 0] = 1
+        tabs.append(make_table(g, rng.uniform(1, 50, R)))
+    view = make_view(tabs, rng.integers(0, 3 * A + 2, 2))
+    view = dataclasses.replace(view, job_ids=rng.permutation(1000)[:A].astype(np.int64))
+    allocation, values = {}, {}
+    for k, t in enumerate(tabs):
+        j, R = int(view.job_ids[k]), len(t)
+        rows = np.sort(rng.choice(R, int(rng.integers(1, R + 1)), replace=False))
+        kind = rng.integers(0, 4)
+        x = np.zeros(rows.size)
+        if kind == 0:
+            x[rng.integers(rows.size)] = 1.0 - rng.choice([0.0, 5e-7])
+        elif kind == 1:
+            x[:] = rng.dirichlet(np.ones(rows.size)) * rng.uniform(0.1, 1.0)
+        if rng.random() < 0.9:
+            allocation[j] = (rows, x)
+        if rng.random() < 0.9:
+            vrows = np.sort(rng.choice(R, int(rng.integers(0, R + 1)), replace=False))
+            values[j] = (vrows, rng.normal(0.5, 1.0, vrows.size))
+    subsets = [np.sort(rng.choice(len(t), int(rng.integers(1, len(t) + 1)), replace=False))
+               for t in tabs]
+    for eligible in (None, lambda k: subsets[k]):
+        want = _plain_integral_assignment(view, allocation, values, eligible)
+        assert integral_assignment(view, allocation, values, eligible) == want
+        memo = TableMemo()
+        for _ in range(2):
+            assert integral_assignment(view, allocation, values, eligible,
+                                       fallbacks=memo) == want
