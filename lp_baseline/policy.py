@@ -772,12 +772,11 @@ class LPPolicy:
             pri = np.ones(len(ks)) if priority is None else priority
             gain = (np.repeat(pri / norms, sizes) * thr
                     * (1.0 if switch is None else switch))
-        out, start = {}, 0
-        for k, r in zip(ks, rows):
-            v = np.asarray(gain[start:start + r.size], dtype=np.float64)
-            out[int(view.job_ids[k])] = (r, np.where(np.isfinite(v), v, -np.inf))
-            start += r.size
-        return out
+        gain = np.asarray(gain, dtype=np.float64)
+        gain = np.where(np.isfinite(gain), gain, -np.inf)     # one pass; each job a slice
+        ends = np.cumsum([r.size for r in rows]).tolist()
+        return {j: (r, gain[e - r.size:e])
+                for j, r, e in zip(view.job_ids.tolist(), rows, ends)}
 
     def _round(self, view: SchedulerView, allowed=None) -> Assignment:
         """Gavel-style rounding at the job level (``rounding.round_allocation``)."""
