@@ -300,21 +300,20 @@ def smaller_on_same_type(table, rows: np.ndarray | None, row: int,
     With ``memo`` (a ``TableMemo``), the order over every row of the table is computed once
     per (table, row) and filtered by ``rows``: the same list, since the order depends on the
     rows' own keys alone."""
-    if rows is None:
-        if memo is None:
-            return [int(row)] + _smaller_rows(table, np.arange(len(table)), row)
-        key = (id(table), "smaller", int(row))
-        hit = memo.get(key)                          # TableMemo.get_for, inlined: hot
-        if hit is None or hit[0] is not table:
-            hit = memo[key] = (table, _smaller_rows(table, np.arange(len(table)), row))
-        return [int(row)] + hit[1]
-    if memo is not None:
-        eligible = np.asarray(rows, dtype=np.int64).tolist()
-        allowed = set(eligible)
-        if len(allowed) == len(eligible):             # (a repeated row: the plain path)
-            order = memo.get_for(table, (id(table), "smaller", int(row)),
-                                 lambda: _smaller_rows(table, np.arange(len(table)), row))
-            return [int(row)] + [r for r in order if r in allowed]
+    if memo is None:
+        every = np.arange(len(table)) if rows is None else rows
+        return [int(row)] + _smaller_rows(table, every, row)
+    key = (id(table), "smaller", int(row))
+    hit = memo.get(key)                              # TableMemo.get_for, inlined: hot
+    if hit is None or hit[0] is not table:
+        hit = memo[key] = (table, _smaller_rows(table, np.arange(len(table)), row))
+    order = hit[1]
+    if rows is None or not order:      # (no fallback on the whole table: none among ``rows``)
+        return [int(row)] + order
+    eligible = np.asarray(rows, dtype=np.int64).tolist()
+    allowed = set(eligible)
+    if len(allowed) == len(eligible):                 # (a repeated row: the plain path)
+        return [int(row)] + [r for r in order if r in allowed]
     return [int(row)] + _smaller_rows(table, rows, row)
 
 

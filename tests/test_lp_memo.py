@@ -429,5 +429,12 @@ def test_smaller_on_same_type_memo_filters_the_whole_table_order():
             plain = smaller_on_same_type(table, rows, row)
             assert smaller_on_same_type(table, rows, row, memo=memo) == plain
             assert smaller_on_same_type(table, rng.permutation(rows), row, memo=memo) == plain
+            with_dup = np.r_[rows, rows[:1]]                  # a repeated row: the plain path
+            assert (smaller_on_same_type(table, with_dup, row, memo=memo)
+                    == smaller_on_same_type(table, with_dup, row))
             longer += len(plain) > 2
+        for row in range(len(table)):                         # None: every row of the table
+            every = smaller_on_same_type(table, np.arange(len(table)), row)
+            assert smaller_on_same_type(table, None, row) == every
+            assert smaller_on_same_type(table, None, row, memo=memo) == every
     assert longer > 20
