@@ -175,6 +175,12 @@ def _numpy_sum(values: list[float]) -> float:
     return total
 
 
+#: How many times ``integral_assignment``'s repair recomputes which jobs still fit (each a
+#: pass over every repair candidate): enough for the few placements of a full cluster's
+#: repair, bounded so that a repair placing many jobs stays linear.
+_REFITS = 8
+
+
 def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
                         eligible, fallbacks: TableMemo | None = None) -> Assignment:
     """One candidate per job from an LP vertex (``LPPolicy(rounding="integral")``): no time
@@ -255,9 +261,13 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
             for k in np.flatnonzero(~runs_whole & (best > 0)).tolist()]
     rest.sort()
     if rest:
-        # Only the jobs with a positive candidate that fits the GPUs free now are tried: the
-        # others cannot take any (their test below fails), and it is recomputed after each
-        # placement (the only time the free GPUs change), in one pass over every candidate.
+        # Only the jobs with a positive candidate that fits the GPUs free now can take one:
+        # ``may_fit`` marks them, in one pass over every candidate, and since GPUs only get
+        # taken from here on, a job it leaves out would fail the test below too. The pass is
+        # repeated after a placement (the only time the free GPUs change), at most
+        # ``_REFITS`` times and only while it still leaves jobs out, so the work stays linear
+        # in the candidates; past that, ``may_fit`` is a superset and the per-job test
+        # decides.
         rk = np.array([k for _, _, _, k in rest], dtype=np.int64)
         in_rest = np.zeros(A, dtype=bool)
         in_rest[rk] = True
@@ -273,18 +283,25 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
             may[sel_job[np.all(sel_gpus <= free + 1e-9, axis=1)]] = True
             return may
 
-        may_fit = fitting()
+        may_fit, refits = fitting(), 0
         for _, _, j, k in rest:
             if not may_fit[k]:
                 continue
             val, vrows = vs[k], vr[k]
             table = tables[k]
             ok = (val > 0) & np.all(table.gpus[vrows] <= free + 1e-9, axis=1)
+            if not ok.any():
+                continue
             i = np.flatnonzero(ok)
             r = int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
             chosen[k] = r
             free -= table.gpus[r]
-            may_fit = fitting()
+            if refits < _REFITS:
+                again = fitting()
+                # nothing left out this time (room to spare): stop recomputing
+                refits = (_REFITS if np.count_nonzero(again) >= np.count_nonzero(may_fit)
+                          else refits + 1)
+                may_fit = again
     out: Assignment = {}
     for k in sorted(chosen):
         rows = None if eligible is None else eligible(k)

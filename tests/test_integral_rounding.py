@@ -184,11 +184,12 @@ def _plain_integral_assignment(view, allocation, values, eligible):
         else eligible(k), chosen[k]) for k in sorted(chosen)}
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(48))
 def test_integral_assignment_is_the_plain_per_job_rule(seed):
     """Random rounds: whole, fractional and left-out jobs, jobs missing from the allocation or
-    the values, values of both signs on subsets of the rows, tight capacities, and both a
-    per-job eligible set and every row (``eligible=None``), with and without the memo."""
+    the values, values of both signs on subsets of the rows (some repeated), tight capacities
+    and roomy ones where the repair places many jobs, and both a per-job eligible set and
+    every row (``eligible=None``), with and without the memo."""
     from hsched_env.table_memo import TableMemo
     rng = np.random.default_rng(seed)
     A = int(rng.integers(0, 30))
@@ -198,7 +199,8 @@ def test_integral_assignment_is_the_plain_per_job_rule(seed):
         g = rng.integers(0, 5, (R, 2))
         g[g.sum(axis=1) == 0, 0] = 1
         tabs.append(make_table(g, rng.uniform(1, 50, R)))
-    view = make_view(tabs, rng.integers(0, 3 * A + 2, 2))
+    roomy = seed % 4 == 0             # room for many repairs: past the repair's refits
+    view = make_view(tabs, rng.integers(0, 3 * A + 2, 2) * (20 if roomy else 1))
     view = dataclasses.replace(view, job_ids=rng.permutation(1000)[:A].astype(np.int64))
     allocation, values = {}, {}
     for k, t in enumerate(tabs):
@@ -206,14 +208,18 @@ def test_integral_assignment_is_the_plain_per_job_rule(seed):
         rows = np.sort(rng.choice(R, int(rng.integers(1, R + 1)), replace=False))
         kind = rng.integers(0, 4)
         x = np.zeros(rows.size)
+        if roomy and rng.random() < 0.7:
+            kind = 3                                      # left out: the repair places it
         if kind == 0:
-            x[rng.integers(rows.size)] = 1.0 - rng.choice([0.0, 5e-7])
+            x[rng.integers(rows.size, size=int(rng.integers(1, 3)))] = \
+                1.0 - rng.choice([0.0, 5e-7])             # (two X = 1 rows: the first counts)
         elif kind == 1:
             x[:] = rng.dirichlet(np.ones(rows.size)) * rng.uniform(0.1, 1.0)
         if rng.random() < 0.9:
             allocation[j] = (rows, x)
         if rng.random() < 0.9:
-            vrows = np.sort(rng.choice(R, int(rng.integers(0, R + 1)), replace=False))
+            vrows = np.sort(rng.choice(R, int(rng.integers(0, R + 1)),
+                                       replace=bool(rng.random() < 0.2)))   # repeats too
             values[j] = (vrows, rng.normal(0.5, 1.0, vrows.size))
     subsets = [np.sort(rng.choice(len(t), int(rng.integers(1, len(t) + 1)), replace=False))
                for t in tabs]
