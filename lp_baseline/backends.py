@@ -133,8 +133,10 @@ def _new_highs():
 #: Configured ``Highs`` objects no driver holds, per thread and per option set: a new one
 #: costs ~80 µs (the pybind11 constructor and the options), a reused one ``clearModel`` (~2 µs).
 _idle = threading.local()
-#: At most this many idle objects are kept per thread and option set.
+#: At most this many idle objects are kept per thread and option set, and this many option
+#: sets per thread (past it the idle objects are dropped: callers varying ``highs_options``).
 _IDLE_MAX = 4
+_IDLE_SETS = 16
 
 
 def _options_key(options: dict) -> tuple:
@@ -162,7 +164,10 @@ def _release_highs(h, options: dict) -> None:
     pool = getattr(_idle, "pool", None)
     if pool is None:
         pool = _idle.pool = {}
-    spare = pool.setdefault(_options_key(options), [])
+    key = _options_key(options)
+    if key not in pool and len(pool) >= _IDLE_SETS:
+        pool.clear()
+    spare = pool.setdefault(key, [])
     if len(spare) < _IDLE_MAX:
         spare.append(h)
 

@@ -637,3 +637,15 @@ def test_reused_highs_object_gives_what_a_new_one_gives(monkeypatch):
     assert ipm.getOptionValue("solver")[1] == "ipm"
     plain = backends._acquire_highs({})
     assert plain.getOptionValue("solver")[1] != "ipm"
+
+
+def test_highs_pool_keeps_a_bounded_number_of_option_sets():
+    """A caller varying ``highs_options`` on every solve does not make the per-thread pool of
+    idle ``Highs`` objects grow without bound."""
+    from lp_baseline import backends
+    backends._idle.pool = {}
+    p = random_problem(6, np.random.default_rng(2), n_types=2, total_gpus=16)
+    for i in range(3 * backends._IDLE_SETS):
+        tolerance = {"primal_feasibility_tolerance": 1e-7 + i * 1e-9}
+        solve_allocation(p, "max-min", highs_options=tolerance)
+    assert 1 <= len(backends._idle.pool) <= backends._IDLE_SETS
