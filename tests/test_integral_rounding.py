@@ -184,13 +184,16 @@ def _plain_integral_assignment(view, allocation, values, eligible):
         else eligible(k), chosen[k]) for k in sorted(chosen)}
 
 
+@pytest.mark.parametrize("vector_min_jobs", [0, 10 ** 9], ids=["vectorized", "per-job"])
 @pytest.mark.parametrize("seed", range(48))
-def test_integral_assignment_is_the_plain_per_job_rule(seed):
+def test_integral_assignment_is_the_plain_per_job_rule(seed, vector_min_jobs, monkeypatch):
     """Random rounds: whole, fractional and left-out jobs, jobs missing from the allocation or
     the values, values of both signs on subsets of the rows (some repeated), tight capacities
     and roomy ones where the repair places many jobs, and both a per-job eligible set and
-    every row (``eligible=None``), with and without the memo."""
+    every row (``eligible=None``), with and without the memo; both of its paths."""
     from hsched_env.table_memo import TableMemo
+    from lp_baseline import rounding
+    monkeypatch.setattr(rounding, "_VECTOR_MIN_JOBS", vector_min_jobs)
     rng = np.random.default_rng(seed)
     A = int(rng.integers(0, 30))
     tabs = []
