@@ -306,15 +306,11 @@ def _choose_vectorized(view: SchedulerView, allocation: dict, values: dict) -> d
         for _, _, j, k in rest:
             if not may_fit[k]:
                 continue
-            val, vrows = vs[k], vr[k]
-            table = tables[k]
-            ok = (val > 0) & np.all(table.gpus[vrows] <= free + 1e-9, axis=1)
-            if not ok.any():
+            r = _best_fitting(tables[k], vr[k], vs[k], free)
+            if r is None:
                 continue
-            i = np.flatnonzero(ok)
-            r = int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
             chosen[k] = r
-            free -= table.gpus[r]
+            free -= tables[k].gpus[r]
             if refits < _REFITS:
                 again = fitting()
                 # nothing left out this time (room to spare): stop recomputing
@@ -349,15 +345,21 @@ def _choose_per_job(view: SchedulerView, allocation: dict, values: dict) -> dict
     rest.sort()
     for _, _, j, k in rest:
         vrows, val = values[j]
-        table = view.candidates[k]
-        ok = (val > 0) & np.all(table.gpus[vrows] <= free + 1e-9, axis=1)
-        if not ok.any():
-            continue
-        i = np.flatnonzero(ok)
-        r = int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
-        chosen[k] = r
-        free -= table.gpus[r]
+        r = _best_fitting(view.candidates[k], vrows, val, free)
+        if r is not None:
+            chosen[k] = r
+            free -= view.candidates[k].gpus[r]
     return chosen
+
+
+def _best_fitting(table, vrows: np.ndarray, val: np.ndarray, free: np.ndarray) -> int | None:
+    """The repair's pick for one job: among its rows ``vrows`` with a positive value ``val``
+    that fit the ``free`` GPUs, the highest value (then the lowest row); ``None`` if none."""
+    ok = (val > 0) & np.all(table.gpus[vrows] <= free + 1e-9, axis=1)
+    if not ok.any():
+        return None
+    i = np.flatnonzero(ok)
+    return int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
 
 
 def smaller_on_same_type(table, rows: np.ndarray | None, row: int,
