@@ -143,13 +143,18 @@ def _options_key(options: dict) -> tuple:
     return tuple(sorted((str(k), repr(v)) for k, v in options.items()))
 
 
-def _acquire_highs(options: dict):
-    """A ``Highs`` configured with ``options`` and holding no model: an idle one of this
-    thread (released by ``HighsModel.close``) or a new one."""
+def _idle_pool() -> dict:
+    """This thread's idle objects: ``{options key: [Highs, ...]}``."""
     pool = getattr(_idle, "pool", None)
     if pool is None:
         pool = _idle.pool = {}
-    spare = pool.get(_options_key(options))
+    return pool
+
+
+def _acquire_highs(options: dict):
+    """A ``Highs`` configured with ``options`` and holding no model: an idle one of this
+    thread (released by ``HighsModel.close``) or a new one."""
+    spare = _idle_pool().get(_options_key(options))
     if spare:
         return spare.pop()
     h = _new_highs()
@@ -161,9 +166,7 @@ def _release_highs(h, options: dict) -> None:
     """Give ``h`` back (its model and solver state cleared) for this thread's next
     ``_acquire_highs`` with the same options."""
     h.clearModel()
-    pool = getattr(_idle, "pool", None)
-    if pool is None:
-        pool = _idle.pool = {}
+    pool = _idle_pool()
     key = _options_key(options)
     if key not in pool and len(pool) >= _IDLE_SETS:
         pool.clear()

@@ -245,6 +245,8 @@ def _choose_vectorized(view: SchedulerView, allocation: dict, values: dict) -> d
     VR = np.concatenate(vr) if A else no_rows
     x_job = np.repeat(np.arange(A), x_size)
     v_job = np.repeat(np.arange(A), v_size)
+    x_start = np.cumsum(x_size) - x_size             # each job's first place in X / V
+    v_start = np.cumsum(v_size) - v_size
 
     # each job's first X = 1 row (a job with one is "whole")
     pos = np.flatnonzero(X > 1.0 - TINY)
@@ -253,7 +255,7 @@ def _choose_vectorized(view: SchedulerView, allocation: dict, values: dict) -> d
     whole_k = x_job[pos]
     row_of = np.full(A, -1, dtype=np.int64)             # the whole row of each job, else -1
     row_of[whole_k] = [int(alloc[k][0][i]) for k, i in
-                       zip(whole_k.tolist(), (pos - (np.cumsum(x_size) - x_size)[whole_k]).tolist())]
+                       zip(whole_k.tolist(), (pos - x_start[whole_k]).tolist())]
     # its value: the first of the job's values listed for that row (none: worth running)
     match = np.flatnonzero((VR == row_of[v_job]) & (row_of[v_job] >= 0))
     if match.size:
@@ -271,8 +273,7 @@ def _choose_vectorized(view: SchedulerView, allocation: dict, values: dict) -> d
     best = np.full(A, -np.inf)
     has_v = v_size > 0
     if has_v.any():
-        starts = (np.cumsum(v_size) - v_size)[has_v]
-        best[has_v] = np.maximum.reduceat(V, starts)
+        best[has_v] = np.maximum.reduceat(V, v_start[has_v])
     nonzero_x = np.zeros(A, dtype=bool)
     nonzero_x[x_job[X != 0]] = True
     rest = [(-round((float(xs[k].sum()) if nonzero_x[k] else 0.0) / SHARE_QUANTUM),
@@ -287,15 +288,12 @@ def _choose_vectorized(view: SchedulerView, allocation: dict, values: dict) -> d
         # ``_REFITS`` times and only while it still leaves jobs out, so the work stays linear
         # in the candidates; past that, ``may_fit`` is a superset and the per-job test
         # decides.
-        rk = np.array([k for _, _, _, k in rest], dtype=np.int64)
         in_rest = np.zeros(A, dtype=bool)
-        in_rest[rk] = True
-        sel = np.flatnonzero(in_rest[v_job] & (V > 0))
-        sel_job = v_job[sel]
-        by_job = np.concatenate([tables[k].gpus[vr[k]] for k in rk.tolist()])
-        job_first = np.zeros(A, dtype=np.int64)           # job's block of ``by_job`` (rk order)
-        job_first[rk] = np.cumsum(v_size[rk]) - v_size[rk]
-        sel_gpus = by_job[job_first[sel_job] + sel - (np.cumsum(v_size) - v_size)[sel_job]]
+        in_rest[[k for _, _, _, k in rest]] = True
+        flat = np.flatnonzero(in_rest[v_job])            # their candidates, in view order
+        gpus = np.concatenate([tables[k].gpus[vr[k]] for k in np.flatnonzero(in_rest).tolist()])
+        positive = V[flat] > 0
+        sel_job, sel_gpus = v_job[flat][positive], gpus[positive]
 
         def fitting() -> np.ndarray:
             may = np.zeros(A, dtype=bool)
@@ -373,11 +371,8 @@ def smaller_on_same_type(table, rows: np.ndarray | None, row: int,
     if memo is None:
         every = np.arange(len(table)) if rows is None else rows
         return [int(row)] + _smaller_rows(table, every, row)
-    key = (id(table), "smaller", int(row))
-    hit = memo.get(key)                              # TableMemo.get_for, inlined: hot
-    if hit is None or hit[0] is not table:
-        hit = memo[key] = (table, _smaller_rows(table, np.arange(len(table)), row))
-    order = hit[1]
+    order = memo.get_for(table, (id(table), "smaller", int(row)),
+                         lambda: _smaller_rows(table, np.arange(len(table)), row))
     if rows is None or not order:      # (no fallback on the whole table: none among ``rows``)
         return [int(row)] + order
     eligible = np.asarray(rows, dtype=np.int64).tolist()
