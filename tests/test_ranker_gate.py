@@ -181,24 +181,35 @@ def test_suggested_gate_is_where_every_larger_probed_round_pays():
 
 
 @pytest.mark.slow
-def test_ranker_bound_oracle_reproduces_the_pure_lp_and_keeps_only_its_support():
-    """scripts/bench_ranker_bound.py: the support oracle's schedule is the pure LP's (prune
-    "lp"), it keeps a small fraction, and its LP runs on that fraction (the bound's figures
-    are the measured times, all positive)."""
+def test_ranker_bound_oracle_reproduces_the_pure_lp_and_keeps_only_its_support(tmp_path):
+    """scripts/bench_ranker_bound.py: under both prune scopes (with "all" the oracle also keeps
+    each assignment's candidates and fallbacks) the support oracle's schedule is the pure
+    LP's, it keeps a small fraction, and its LP runs on that fraction (the bound's figures are
+    the measured times, all positive); the scopes share the pure and keep-all runs."""
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     import bench_ranker_bound as bound
 
-    (row,) = bound.measure(None, 1, progress=False, suite="smoke")
-    (jct,) = row["avg_jct_s"]
-    assert jct["oracle"] == jct["all"] == jct["pure"] and jct["pure"] > 0
-    assert 0.0 < row["oracle_kept_frac"] < 0.2
-    assert row["rounds"] > 50
-    for key in ("pure_lp_ms", "keep_all_ms", "oracle_lp_ms", "inference_ms"):
-        mean, p99 = row[key]
-        assert 0 < mean <= p99
-    assert row["bound_free_inference"] == pytest.approx(
-        row["keep_all_ms"][0] / row["oracle_lp_ms"][0])
+    rows = bound.measure(None, 1, progress=False, suite="smoke", prune=("lp", "all"))
+    assert [(r["scenario"], r["prune"]) for r in rows] == [("sia-64", "lp"), ("sia-64", "all")]
+    lp, every = rows
+    # "all" keeps the support and, per job, what the rounding assigned (with its fallbacks)
+    assert 0.0 < lp["oracle_kept_frac"] < every["oracle_kept_frac"] < 0.3
+    for row in rows:
+        (jct,) = row["avg_jct_s"]
+        assert jct["oracle"] == jct["all"] == jct["pure"] and jct["pure"] > 0
+        assert row["rounds"] > 50
+        for key in ("pure_lp_ms", "keep_all_ms", "oracle_lp_ms", "inference_ms"):
+            mean, p99 = row[key]
+            assert 0 < mean <= p99
+        assert row["bound_free_inference"] == pytest.approx(
+            row["keep_all_ms"][0] / row["oracle_lp_ms"][0])
+    assert lp["keep_all_ms"] == every["keep_all_ms"] and lp["pure_lp_ms"] == every["pure_lp_ms"]
+    bound.plot(rows, tmp_path / "bound.png", suite="smoke")
+    assert (tmp_path / "bound.png").stat().st_size > 10_000
     with pytest.raises(ConfigError, match="unknown scenario"):
         bound.measure(["no-such-scenario"], 1, progress=False, suite="smoke")
+    for bad in ("rounding", ("lp", "lp"), ()):
+        with pytest.raises(ConfigError, match="prune must be one of"):
+            bound.measure(None, 1, progress=False, suite="smoke", prune=bad)
