@@ -61,15 +61,54 @@ class DeliveryTracker:
         self.planned = {}
         rates = self._rates
         restarts = view.restarts.tolist()
+        tables = view.candidates
+        listed = []              # (active index, job id) of the jobs the allocation lists
+        todo = []                # (job id, its entry, its table): their Σ X thr to compute
         for k, j in enumerate(view.job_ids.tolist()):
             got = allocation.get(j)
             if got is None:
                 continue
-            table = view.candidates[k]
+            listed.append((k, j))
             known = rates.get(j)
-            if known is None or known[0] is not got or known[1] is not table:
-                rows, x = got
-                known = rates[j] = (got, table, float(np.sum(x * table.samples_per_s[rows])))
-            self.planned[j] = (known[2] / norms[k], float(norms[k]), restarts[k])
+            if known is None or known[0] is not got or known[1] is not tables[k]:
+                todo.append((j, got, tables[k]))
+        for (j, got, table), rate in zip(todo, _planned_rates(todo)):
+            rates[j] = (got, table, rate)
+        for k, j in listed:
+            self.planned[j] = (rates[j][2] / norms[k], float(norms[k]), restarts[k])
         if len(rates) > 2 * len(self.planned) + 64:
             self._rates = TableMemo((j, rates[j]) for j in self.planned)   # finished jobs
+
+
+def _planned_rates(todo: list) -> list[float]:
+    """``float(np.sum(x * table.samples_per_s[rows]))`` for each ``(job, (rows, x), table)``
+    of ``todo``, to the last bit. The products are formed in one pass; a job whose products
+    are finite with at most two non-zero takes its sum from one segmented sum (adding zeros
+    is exact and two values have one sum in any order, whatever order ``np.sum`` adds in),
+    any other job from ``np.sum`` itself."""
+    if not todo:
+        return []
+    xs, thrs = [], []
+    for _, (rows, x), table in todo:
+        thr = table.samples_per_s
+        n = len(rows)
+        whole = n == thr.size and (n == 0 or (rows[0] == 0 and rows[n - 1] == n - 1))
+        xs.append(x)
+        thrs.append(thr if whole else thr[rows])          # (an LP's rows are ascending, unique)
+    sizes = np.fromiter((len(x) for x in xs), dtype=np.int64, count=len(xs))
+    prod = np.concatenate(xs) * np.concatenate(thrs)
+    if prod.size == 0:
+        return [0.0] * len(todo)
+    # reduceat sums [start, next start), the last to the end: over the non-empty jobs only,
+    # whose starts increase strictly (an empty job's sum is 0.0, as np.sum's)
+    nonempty = np.flatnonzero(sizes > 0)
+    at = (np.cumsum(sizes) - sizes)[nonempty]
+    sums = np.add.reduceat(prod, at)
+    nonzero = np.add.reduceat((prod != 0).astype(np.int64), at)
+    finite = np.logical_and.reduceat(np.isfinite(prod), at)
+    out = [0.0] * len(todo)
+    for i, total, easy in zip(nonempty.tolist(), sums.tolist(),
+                              (finite & (nonzero <= 2)).tolist()):
+        # (+ 0.0: np.sum of zeros is +0.0 whatever their signs; reduceat keeps a -0.0)
+        out[i] = total + 0.0 if easy else float(np.sum(xs[i] * thrs[i]))
+    return out

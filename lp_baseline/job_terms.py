@@ -219,8 +219,9 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
     running job ``j`` on candidate ``c`` over leaving it waiting in Sia's objective,
     ``w_j · (λ − min(G_jc^p, clip))`` (``lp_baseline.sia``: ``G`` the goodput normalized by
     the job's smallest candidate, p = −0.5, λ = 1.1), ``w`` the job weights (``srpt_weights``
-    or ``las_weights``), aligned with ``ks``. With ``restart_aware``, Sia's restart factor multiplies ``G`` of a
-    running job's other candidates.
+    or ``las_weights``), aligned with ``ks``; ``rows``: each job's candidate rows, ascending
+    and unique (as ``LPPolicy`` gives them). With ``restart_aware``, Sia's restart factor
+    multiplies ``G`` of a running job's other candidates.
 
     A job's gains do not depend on which of its rows are asked for (the weights are scaled by
     the median over every active job, ``G`` by the job's smallest valid candidate), so
@@ -239,26 +240,41 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
         # the jobs not in the cache, in one vectorized pass over their whole tables: G times
         # each row's restart factor (1 for a running job's current row and for a job that
         # is not running), then the cost, elementwise as one job at a time
-        gs, factor = [], []
+        gs, job_factor, first = [], [], []       # per job: G, its factor, the current row
+        tables, current = view.candidates, view.current.tolist()
+        arrival, restarts = view.arrival_s.tolist(), view.restarts.tolist()
         for i in todo:
             k = ks[i]
-            table = view.candidates[k]
-            g = table_goodput(table, table_cache)
-            gs.append(g)
-            cur = int(view.current[k])
+            gs.append(table_goodput(tables[k], table_cache))
+            cur = current[k]
             if restart_aware and cur >= 0:
-                f = np.full(g.size, restart_factor(view.time_s - view.arrival_s[k],
-                                                   int(view.restarts[k]), view.restart_s))
-                f[cur] = 1.0
-                factor.append(f)
+                job_factor.append(restart_factor(view.time_s - arrival[k], restarts[k],
+                                                 view.restart_s))
+                first.append(cur)
             else:
-                factor.append(np.ones(g.size))
+                job_factor.append(1.0)
+                first.append(-1)
         sizes = [g.size for g in gs]
-        cost = SIA_LAMBDA - config_cost(np.concatenate(gs) * np.concatenate(factor))
+        # each job's factor on every row, 1 on a running job's current row
+        factor = np.repeat(np.asarray(job_factor, dtype=np.float64), sizes)
+        cur_at = np.asarray(first, dtype=np.int64)
+        running = cur_at >= 0
+        factor[(np.cumsum(sizes) - sizes)[running] + cur_at[running]] = 1.0
+        cost = SIA_LAMBDA - config_cost(np.concatenate(gs) * factor)
         full = np.repeat(np.asarray(w, dtype=np.float64)[todo], sizes) * cost
-        for i, part in zip(todo, np.split(full, np.cumsum(sizes)[:-1])):
-            got[ks[i]] = part
-    parts = [got[k][np.asarray(r, dtype=np.int64)] for k, r in zip(ks, rows)]
+        end = 0
+        for i, size in zip(todo, sizes):
+            got[ks[i]] = full[end:end + size]
+            end += size
+    # a job asked for with every row of its table takes its gains whole: the same values as
+    # indexing them with 0..n-1 (``rows`` are unique, so n rows from 0 to n - 1 in order are
+    # exactly those)
+    parts = []
+    for k, r in zip(ks, rows):
+        g = got[k]
+        n = g.size
+        whole = len(r) == n and (n == 0 or (r[0] == 0 and r[n - 1] == n - 1))
+        parts.append(g if whole else g[np.asarray(r, dtype=np.int64)])
     return np.concatenate(parts) if parts else np.zeros(0)
 
 

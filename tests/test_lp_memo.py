@@ -387,6 +387,11 @@ def test_sia_gains_are_the_per_job_formula():
             want.append(w[i] * (SIA_LAMBDA - config_cost(g)))
         got = sia_gain(view, ks, rows, w, restart_aware=restart_aware)
         assert np.array_equal(got, np.concatenate(want))
+        # subsets of the rows (every other one; each job's last; none) index the same gains
+        for pick in (lambda r: r[::2], lambda r: r[-1:], lambda r: r[:0]):
+            sub = [pick(r) for r in rows]
+            got = sia_gain(view, ks, sub, w, restart_aware=restart_aware)
+            assert np.array_equal(got, np.concatenate([g[r] for g, r in zip(want, sub)]))
     with pytest.raises(ValueError, match="once"):
         sia_gain(view, np.array([0, 0]), [rows[0], rows[0]], w[:2])
 
@@ -438,3 +443,41 @@ def test_smaller_on_same_type_memo_filters_the_whole_table_order():
             assert smaller_on_same_type(table, None, row) == every
             assert smaller_on_same_type(table, None, row, memo=memo) == every
     assert longer > 20
+
+
+def test_planned_rates_are_numpys_sums_to_the_last_bit():
+    """``DeliveryTracker.record_plan``'s Σ X thr per job (``delivery._planned_rates``: one
+    segmented sum where at most two products are non-zero) equals ``np.sum`` of the job's
+    products bit for bit: whole tables and subsets of rows, empty jobs, dense X, zeros of
+    both signs, infinite and NaN throughputs."""
+    from types import SimpleNamespace
+    from lp_baseline.delivery import _planned_rates
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(1500):
+        todo = []
+        for j in range(int(rng.integers(0, 10))):
+            m = int(rng.integers(0, 16))
+            thr = rng.random(m) * 10.0 ** rng.uniform(-3, 5, m)
+            if m and rng.random() < 0.15:
+                thr[rng.integers(m)] = rng.choice([np.inf, np.nan, 0.0, -0.0])
+            rows = (np.arange(m) if m == 0 or rng.random() < 0.5
+                    else np.sort(rng.choice(m, int(rng.integers(0, m + 1)), replace=False)))
+            x = np.zeros(rows.size)
+            if rows.size:
+                nz = int(rng.integers(0, min(rows.size, 4) + 1))
+                x[rng.choice(rows.size, nz, replace=False)] = rng.random(nz)
+                if rng.random() < 0.1:
+                    x[:] = rng.random(rows.size)            # dense: np.sum's own order
+                if rng.random() < 0.1:
+                    x[rng.integers(rows.size)] = -0.0
+            todo.append((j, (rows, x), SimpleNamespace(samples_per_s=thr)))
+        with np.errstate(invalid="ignore"):
+            got = _planned_rates(todo)
+            want = [float(np.sum(x * t.samples_per_s[rows])) for _, (rows, x), t in todo]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert np.float64(g).tobytes() == np.float64(w).tobytes() or (
+                math.isnan(g) and math.isnan(w)), (g, w)
+            checked += 1
+    assert checked > 5000
