@@ -15,6 +15,7 @@ import numpy as np
 
 from hsched_env.policy import SchedulerView
 from hsched_env.table_memo import TableMemo
+from lp_baseline.job_terms import is_whole_table
 
 
 class DeliveryTracker:
@@ -91,10 +92,8 @@ def _planned_rates(todo: list) -> list[float]:
     xs, thrs = [], []
     for _, (rows, x), table in todo:
         thr = table.samples_per_s
-        n = len(rows)
-        whole = n == thr.size and (n == 0 or (rows[0] == 0 and rows[n - 1] == n - 1))
         xs.append(x)
-        thrs.append(thr if whole else thr[rows])          # (an LP's rows are ascending, unique)
+        thrs.append(thr if is_whole_table(rows, thr.size) else thr[rows])
     sizes = np.fromiter((len(x) for x in xs), dtype=np.int64, count=len(xs))
     prod = np.concatenate(xs) * np.concatenate(thrs)
     if prod.size == 0:

@@ -26,6 +26,13 @@ DEFAULT_LAS_TAU_S = 1800.0
 SIA_SRPT_ALPHA = 0.5
 
 
+def is_whole_table(rows, n: int) -> bool:
+    """Whether ``rows`` — a job's candidate rows, ascending and unique, as ``LPPolicy`` gives
+    them — are every row of its ``n``-row table, so that indexing a per-row array with them
+    gives the array itself (a copy of it): a fancy index a caller can skip."""
+    return len(rows) == n and (n == 0 or (rows[0] == 0 and rows[n - 1] == n - 1))
+
+
 def job_normalizer(view: SchedulerView, k: int, normalizer: str) -> float:
     """Active job ``k``'s normalizer of kind ``normalizer`` (one of ``NORMALIZERS``, see
     ``LPPolicy``); the job's reference throughput where that is not > 0."""
@@ -266,15 +273,9 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
         for i, size in zip(todo, sizes):
             got[ks[i]] = full[end:end + size]
             end += size
-    # a job asked for with every row of its table takes its gains whole: the same values as
-    # indexing them with 0..n-1 (``rows`` are unique, so n rows from 0 to n - 1 in order are
-    # exactly those)
-    parts = []
-    for k, r in zip(ks, rows):
-        g = got[k]
-        n = g.size
-        whole = len(r) == n and (n == 0 or (r[0] == 0 and r[n - 1] == n - 1))
-        parts.append(g if whole else g[np.asarray(r, dtype=np.int64)])
+    # a job asked for with every row of its table takes its gains whole (the same values)
+    parts = [got[k] if is_whole_table(r, got[k].size) else got[k][np.asarray(r, dtype=np.int64)]
+             for k, r in zip(ks, rows)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
