@@ -95,6 +95,9 @@ def _planned_rates(todo: list) -> list[float]:
         xs.append(x)
         thrs.append(thr if is_whole_table(rows, thr.size) else thr[rows])
     sizes = np.fromiter((len(x) for x in xs), dtype=np.int64, count=len(xs))
+    if not np.array_equal(sizes, np.fromiter((len(t) for t in thrs), dtype=np.int64,
+                                             count=len(thrs))):
+        raise ValueError("record_plan: an allocation's X and rows differ in length")
     prod = np.concatenate(xs) * np.concatenate(thrs)
     if prod.size == 0:
         return [0.0] * len(todo)

@@ -247,7 +247,7 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
         # the jobs not in the cache, in one vectorized pass over their whole tables: G times
         # each row's restart factor (1 for a running job's current row and for a job that
         # is not running), then the cost, elementwise as one job at a time
-        gs, job_factor, first = [], [], []       # per job: G, its factor, the current row
+        gs, job_factor, current_row = [], [], []   # per job: G, its factor, its running row
         tables, current = view.candidates, view.current.tolist()
         arrival, restarts = view.arrival_s.tolist(), view.restarts.tolist()
         for i in todo:
@@ -257,14 +257,14 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
             if restart_aware and cur >= 0:
                 job_factor.append(restart_factor(view.time_s - arrival[k], restarts[k],
                                                  view.restart_s))
-                first.append(cur)
+                current_row.append(cur)
             else:
                 job_factor.append(1.0)
-                first.append(-1)
+                current_row.append(-1)
         sizes = [g.size for g in gs]
         # each job's factor on every row, 1 on a running job's current row
         factor = np.repeat(np.asarray(job_factor, dtype=np.float64), sizes)
-        cur_at = np.asarray(first, dtype=np.int64)
+        cur_at = np.asarray(current_row, dtype=np.int64)
         running = cur_at >= 0
         factor[(np.cumsum(sizes) - sizes)[running] + cur_at[running]] = 1.0
         cost = SIA_LAMBDA - config_cost(np.concatenate(gs) * factor)
