@@ -266,6 +266,8 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
         factor = np.repeat(np.asarray(job_factor, dtype=np.float64), sizes)
         cur_at = np.asarray(current_row, dtype=np.int64)
         running = cur_at >= 0
+        if np.any(cur_at[running] >= np.asarray(sizes, dtype=np.int64)[running]):
+            raise IndexError("sia_gain: a running job's current row is past its table's end")
         factor[(np.cumsum(sizes) - sizes)[running] + cur_at[running]] = 1.0
         cost = SIA_LAMBDA - config_cost(np.concatenate(gs) * factor)
         full = np.repeat(np.asarray(w, dtype=np.float64)[todo], sizes) * cost

@@ -199,7 +199,7 @@ def test_ranker_bound_oracle_reproduces_the_pure_lp_and_keeps_only_its_support(t
     for row in rows:
         (jct,) = row["avg_jct_s"]
         assert jct["oracle"] == jct["all"] == jct["pure"] and jct["pure"] > 0
-        assert row["rounds"] > 50
+        assert row["rounds"] > 50 and row["oracle_rounds"] == row["rounds"]
         for key in ("pure_lp_ms", "keep_all_ms", "oracle_lp_ms", "inference_ms"):
             mean, p99 = row[key]
             assert 0 < mean <= p99
