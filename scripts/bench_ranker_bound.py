@@ -163,12 +163,10 @@ def measure(scenario_names: list[str] | None, seeds: int, progress: bool,
                 acc["oracle", p].extend(runs["oracle", p].lp_decision_s)
                 acc["inference", p].extend(oracles[p].inference_s)
                 acc["kept", p].append(runs["oracle", p].kept_frac_mean)
-            acc["jct"].append({(k if isinstance(k, str) else f"oracle-{k[1]}"):
-                               r.metrics.get("avg_jct_s") for k, r in runs.items()})
+            acc["jct"].append({k: r.metrics.get("avg_jct_s") for k, r in runs.items()})
         pure, full = _stats(acc["pure"]), _stats(acc["all"])
         for p in prunes:
             orc, inf = _stats(acc["oracle", p]), _stats(acc["inference", p])
-            oracle_key = f"oracle-{p}"
             rows.append({
                 "scenario": sc.name, "prune": p, "seeds": seeds, "rounds": len(acc["all"]),
                 # the oracle's own rounds: under "all" its schedule, hence its round count,
@@ -181,7 +179,7 @@ def measure(scenario_names: list[str] | None, seeds: int, progress: bool,
                 "bound_free_inference": full[0] / orc[0],
                 "bound_shipped_inference": full[0] / (orc[0] + inf[0]),
                 # per seed: the pure LP ("pure"), keep-all ("all") and this scope's oracle
-                "avg_jct_s": [{"pure": j["pure"], "all": j["all"], "oracle": j[oracle_key]}
+                "avg_jct_s": [{"pure": j["pure"], "all": j["all"], "oracle": j["oracle", p]}
                               for j in acc["jct"]],
             })
     bar.close()
