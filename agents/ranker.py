@@ -85,6 +85,57 @@ def ranker_inputs(rows: th.Tensor, cluster: th.Tensor) -> th.Tensor:
     return th.cat([rows.index_select(-1, index.to(rows.device)), own, fits], dim=-1)
 
 
+class RoundScratch:
+    """Grow-only scratch tensors for scoring one round (``round_inputs``,
+    ``RankerNet.score_round``).
+
+    On a round of ~150,000 candidates each (N, 64) float32 intermediate is 38 MB; a fresh one
+    per layer costs more in page faults than the matrix product that fills it (glibc's
+    allocator maps blocks over 32 MB anew every time), so one round's inference took 5× the
+    arithmetic. The buffers are kept between calls and reused (views of their first N rows);
+    they grow by a quarter beyond the largest round seen, and ``clear()`` gives the memory back.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, th.Tensor] = {}
+
+    def get(self, name: str, rows: int, cols: int) -> th.Tensor:
+        """A (rows, cols) float32 view of buffer ``name``; its contents are undefined."""
+        buf = self._buffers.get(name)
+        if buf is None or buf.shape[0] < rows or buf.shape[1] != cols:
+            buf = th.empty(rows + rows // 4, cols, dtype=th.float32)
+            self._buffers[name] = buf
+        return buf[:rows]
+
+    def clear(self) -> None:
+        self._buffers.clear()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.numel() * b.element_size() for b in self._buffers.values())
+
+
+def round_inputs(rows: th.Tensor, cluster: th.Tensor,
+                 scratch: RoundScratch | None = None) -> th.Tensor:
+    """``ranker_inputs`` of one round without the batch dimension: ``rows`` (N, F) slot
+    features, ``cluster`` (T, ``len(CLUSTER_FEATURES)``); (N, ``RankerNet.n_in``), the same
+    numbers as ``ranker_inputs(rows[None], cluster[None])[0]``, written into ``scratch``'s
+    buffer (valid until its next use) when one is given."""
+    scratch = scratch or RoundScratch()
+    index, gpus = _type_columns(int(cluster.shape[-2]))
+    N, n_idx = rows.shape[0], int(index.numel())
+    out = scratch.get("inputs", N, n_idx + len(TYPE_INPUTS))
+    g = rows[:, gpus]                               # GPUs of each type ÷ the type's GPUs
+    w = g * cluster[:, CLUSTER_COLUMN["capacity_frac"]]                  # ∝ GPUs per type
+    w /= w.sum(dim=-1, keepdim=True).clamp(min=1e-12)
+    th.index_select(rows, 1, index, out=scratch.get("columns", N, n_idx))
+    out[:, :n_idx] = scratch.get("columns", N, n_idx)
+    out[:, n_idx:n_idx + len(CLUSTER_FEATURES)] = th.matmul(w, cluster)
+    free = cluster[:, CLUSTER_COLUMN["free_frac"]]
+    out[:, -1] = (g <= free + 1e-6).all(dim=-1)
+    return out
+
+
 def _mlp(sizes: list[int]) -> nn.Sequential:
     layers: list[nn.Module] = []
     for a, b in zip(sizes[:-1], sizes[1:]):
@@ -167,6 +218,50 @@ class RankerNet(nn.Module):
             s = th.cat([s, self.commit_head(ctx)], dim=-1)
         return s, ctx
 
+    def score_round(self, x: th.Tensor, cluster: th.Tensor, glob: th.Tensor,
+                    job: th.Tensor | None = None,
+                    scratch: RoundScratch | None = None) -> th.Tensor:
+        """Inference on one round with no empty slots: the keep logits (N,) of ``x`` (N, n_in)
+        — ``forward``'s, up to float rounding (the same function; ``forward(x[None],
+        ones, cluster[None], glob[None], job[None])[0][0]``), several times faster on large
+        rounds. ``cluster`` (T, 4), ``glob`` (n_global,), ``job`` (N,) int64 labels of the
+        candidates' jobs, any dense labelling 0..J-1 (needed with ``job_context``). Call under
+        ``torch.no_grad()``. Differences from ``forward``: the layers write into ``scratch``'s
+        reused buffers, the max over candidates is taken over the per-job maxima, and ψ's
+        first layer adds its job and context products (computed once per job) to the
+        per-candidate product in place. No commit logit."""
+        if self.job_context and job is None:
+            raise ValueError("this RankerNet scores candidates against their job's "
+                             "(job_context=True): pass job=")
+        scratch = scratch or RoundScratch()
+        N, H = x.shape[0], self.hidden
+        if N == 0:
+            return th.zeros(0)
+        phi0, phi1 = self.phi[0], self.phi[2]
+        first, last = self.psi[0], self.psi[2]
+        a = th.addmm(phi0.bias, x, phi0.weight.t(), out=scratch.get("a", N, H)).relu_()
+        h = th.addmm(phi1.bias, a, phi1.weight.t(), out=scratch.get("h", N, H))
+        mean = h.mean(dim=0)
+        if self.job_context:
+            J = int(job.max()) + 1
+            pooled = th.full((J, H), -1e4).scatter_reduce(0, job.unsqueeze(1).expand(-1, H), h,
+                                                          reduce="amax")
+            mx = pooled.max(dim=0).values
+        else:
+            mx = h.amax(dim=0)
+        pooled_cluster = th.cat([cluster.mean(dim=0), cluster.max(dim=0).values])
+        ctx = self.rho(th.cat([mean, mx, pooled_cluster, glob])[None])        # (1, H)
+        W = first.weight
+        c = th.matmul(ctx, W[:, -H:].t()) + first.bias                         # (1, H)
+        z = scratch.get("a", N, H)                      # φ's hidden layer is no longer needed
+        if self.job_context:
+            per_job = th.addmm(c, pooled, W[:, H:2 * H].t())                   # (J, H)
+            th.index_select(per_job, 0, job, out=z)
+        else:
+            z.copy_(c.expand(N, H))
+        z.addmm_(h, W[:, :H].t()).relu_()
+        return th.addmv(last.bias, z, last.weight[0])
+
 
 def job_pool(h: th.Tensor, m: th.Tensor, job: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
     """Per job, the max of the embeddings ``h`` (B, K, H) of its candidates: ``(pooled
@@ -196,6 +291,40 @@ def dense_jobs(jobs: np.ndarray) -> np.ndarray:
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)
     return rank[inverse.reshape(-1)]
+
+
+def job_labels(jobs: np.ndarray) -> tuple[np.ndarray, int]:
+    """Job ids (any integers) as labels 0..J-1 in increasing id order, and J: ``dense_jobs``
+    up to a relabelling, without a sort when the ids span at most a few times their count
+    (a round's job ids do)."""
+    jobs = np.asarray(jobs, dtype=np.int64).reshape(-1)
+    if jobs.size == 0:
+        return jobs, 0
+    lo, hi = int(jobs.min()), int(jobs.max())
+    if hi - lo > 4 * jobs.size:
+        ids, inverse = np.unique(jobs, return_inverse=True)
+        return inverse.reshape(-1), int(ids.size)
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    present[jobs - lo] = True
+    label = np.cumsum(present) - 1
+    return label[jobs - lo], int(label[-1]) + 1
+
+
+def best_per_job(scores: np.ndarray, jobs: np.ndarray) -> np.ndarray:
+    """Indices of each job's best-scored entry (ties: the first), in job order; entries with
+    ``jobs < 0`` belong to no job. The same entries as the first of each job in
+    ``np.lexsort((-scores, jobs))``, for finite scores."""
+    sel = np.flatnonzero(jobs >= 0)
+    if sel.size == 0:
+        return sel
+    label, J = job_labels(jobs[sel])
+    s = scores[sel]
+    best = np.full(J, -np.inf, dtype=s.dtype)
+    np.maximum.at(best, label, s)
+    tied = np.flatnonzero(s == best[label])
+    first = np.full(J, sel.size, dtype=np.int64)
+    np.minimum.at(first, label[tied], tied)
+    return sel[first]
 
 
 class SlotLayout:
@@ -389,6 +518,9 @@ class Ranker:
         self.gate_candidates = int(gate_candidates)
         self.gated_rounds = 0
         self._layouts: dict[int, SlotLayout] = {}
+        #: reused inference buffers (``RoundScratch``; ~0.6 kB per candidate of the largest
+        #: round scored; ``scratch.clear()`` frees them)
+        self.scratch = RoundScratch()
 
     @property
     def env_kwargs(self) -> dict:
@@ -429,16 +561,17 @@ class Ranker:
             if rows.size == 0:
                 return out
         cluster = th.as_tensor(np.asarray(obs["cluster"], dtype=np.float32)
-                               .reshape(layout.T, -1))[None]
-        inputs = ranker_inputs(th.as_tensor(cand[rows])[None], cluster)
+                               .reshape(layout.T, -1))
+        x = th.as_tensor(cand[:M] if rows.size == M else cand[rows])
+        inputs = round_inputs(x, cluster, self.scratch)
         job = None
         if self.net.job_context:
             unwrapped = getattr(env, "unwrapped", env)
-            job = th.as_tensor(dense_jobs(unwrapped.slot_jobs()[rows]))[None]
-        logits, _ = self.net(inputs, th.ones(1, rows.size), cluster,
-                             th.as_tensor(np.asarray(obs["global"], dtype=np.float32))[None],
-                             job=job)
-        out[rows] = logits[0].numpy()
+            job = th.as_tensor(job_labels(unwrapped.slot_jobs()[rows])[0])
+        logits = self.net.score_round(inputs, cluster,
+                                      th.as_tensor(np.asarray(obs["global"], dtype=np.float32)),
+                                      job=job, scratch=self.scratch)
+        out[rows] = logits.numpy()
         return out
 
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
@@ -457,7 +590,9 @@ class Ranker:
         else:
             keep = s > np.log(self.threshold / (1 - self.threshold))
         keep &= valid
-        if self.min_per_job > 0:
+        if self.min_per_job == 1 and np.isfinite(s).all():
+            keep[best_per_job(s, env.unwrapped.slot_jobs())] = True
+        elif self.min_per_job > 0:
             jobs = env.unwrapped.slot_jobs()
             order = np.lexsort((-s, jobs))           # by job, best score first
             jo = jobs[order]

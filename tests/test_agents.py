@@ -11,8 +11,9 @@ import torch as th
 
 import hsched_env  # noqa: F401
 from agents.imitation import behaviour_clone, collect_demos, evaluate_keep
-from agents.ranker import (PAD_LOGIT, TYPE_INPUTS, Ranker, RankerNet, SlotLayout, dense_jobs,
-                           job_max, load_ranker_net, ranker_inputs, save_ranker)
+from agents.ranker import (PAD_LOGIT, TYPE_INPUTS, Ranker, RankerNet, RoundScratch, SlotLayout,
+                           best_per_job, dense_jobs, job_labels, job_max, load_ranker_net,
+                           ranker_inputs, round_inputs, save_ranker)
 from agents.train import TrainConfig, train
 from hsched_env.errors import ConfigError, UnknownNameError
 
@@ -96,6 +97,70 @@ def test_job_context_in_a_padded_batch_scores_each_round_as_alone():
     for b, m in enumerate(sizes):
         assert th.allclose(batched[b, :m], alone[b][0], atol=1e-5)
         assert th.all(batched[b, m:] == PAD_LOGIT)
+
+
+@pytest.mark.parametrize("job_context", [True, False])
+def test_score_round_is_forward_on_one_round(rank_env, job_context):
+    """The inference path (reused buffers, per-job products) computes ``forward``'s logits;
+    a scratch reused across rounds of other sizes gives what a fresh one gives."""
+    th.manual_seed(2)
+    net = RankerNet(hidden=16, job_context=job_context)
+    with th.no_grad():                 # a trained-looking ψ: the init scales its output down
+        net.psi[-1].weight.normal_(0.0, 3.0)
+    obs, (cand, valid, cluster, glob) = _tensors(rank_env, rounds=30)
+    M = int(valid.sum())
+    u = rank_env.unwrapped
+    rows = th.as_tensor(np.asarray(obs["candidates"], dtype=np.float32)
+                        .reshape(u.candidate_shape)[:M])
+    jobs = u.slot_jobs()[:M]
+    assert len(set(jobs)) > 3
+    scratch = RoundScratch()
+    with th.no_grad():
+        x = round_inputs(rows, cluster[0], scratch)
+        assert th.equal(x, ranker_inputs(rows[None], cluster)[0])
+        label, J = job_labels(jobs)
+        assert J == len(set(jobs)) and sorted(set(label)) == list(range(J))
+        want = net(cand[:, :M], valid[:, :M], cluster, glob,
+                   job=th.as_tensor(dense_jobs(jobs))[None])[0][0]
+        got = net.score_round(x, cluster[0], glob[0], job=th.as_tensor(label), scratch=scratch)
+        assert got.shape == (M,) and want.abs().max() > 1.0
+        assert th.allclose(got, want, atol=1e-5)
+        # the same round after a larger and a smaller one through the same buffers
+        for m in (M // 3, M):
+            sub = rows[:m] if m < M else th.cat([rows, rows])
+            sub_jobs = np.r_[jobs, jobs + 10_000][:sub.shape[0]] if m == M else jobs[:m]
+            net.score_round(round_inputs(sub, cluster[0], scratch), cluster[0], glob[0],
+                            job=th.as_tensor(job_labels(sub_jobs)[0]), scratch=scratch)
+        again = net.score_round(round_inputs(rows, cluster[0], scratch), cluster[0], glob[0],
+                                job=th.as_tensor(label), scratch=scratch)
+        assert th.equal(again, got)
+        fresh = net.score_round(round_inputs(rows, cluster[0]), cluster[0], glob[0],
+                                job=th.as_tensor(label))
+        assert th.equal(fresh, got)
+        if job_context:
+            with pytest.raises(ValueError, match="job="):
+                net.score_round(x, cluster[0], glob[0])
+
+
+def test_best_per_job_is_the_lexsort_rule():
+    """``Ranker.keep``'s one-per-job rule: each job's best score, ties to the first slot —
+    what ``np.lexsort((-scores, jobs))`` puts first in each job; empty slots (-1) belong to
+    no job; sparse and dense job ids."""
+    rng = np.random.default_rng(0)
+    for trial in range(40):
+        n = int(rng.integers(1, 300))
+        spread = 1_000_000 if trial % 4 == 0 else 20        # sparse ids take np.unique's path
+        jobs = rng.integers(0, spread, n)
+        jobs[rng.random(n) < 0.1] = -1
+        scores = rng.integers(0, 5, n).astype(np.float32)   # many ties
+        order = np.lexsort((-scores, jobs))
+        jo = jobs[order]
+        first = np.r_[True, jo[1:] != jo[:-1]] & (jo >= 0)
+        np.testing.assert_array_equal(best_per_job(scores, jobs), order[first])
+    assert best_per_job(np.zeros(3, np.float32), np.full(3, -1)).size == 0
+    label, J = job_labels(np.array([7, 3, 7, 9, 3]))
+    np.testing.assert_array_equal(label, [1, 0, 1, 2, 0])
+    assert J == 3
 
 
 def test_type_inputs_describe_the_candidates_own_gpu_types(rank_env):
