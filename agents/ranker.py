@@ -518,8 +518,8 @@ class Ranker:
         self.gate_candidates = int(gate_candidates)
         self.gated_rounds = 0
         self._layouts: dict[int, SlotLayout] = {}
-        #: reused inference buffers (``RoundScratch``; ~0.6 kB per candidate of the largest
-        #: round scored; ``scratch.clear()`` frees them)
+        #: reused inference buffers (``RoundScratch``: 684 bytes per candidate of the largest
+        #: round scored, plus a quarter; ~130 MB at 150,000; ``scratch.clear()`` frees them)
         self.scratch = RoundScratch()
 
     @property
@@ -562,7 +562,8 @@ class Ranker:
                 return out
         cluster = th.as_tensor(np.asarray(obs["cluster"], dtype=np.float32)
                                .reshape(layout.T, -1))
-        x = th.as_tensor(cand[:M] if rows.size == M else cand[rows])
+        x = cand[:M] if rows.size == M else cand[rows]
+        x = th.from_numpy(x if x.flags.writeable else x.copy())   # read-only: torch warns
         inputs = round_inputs(x, cluster, self.scratch)
         job = None
         if self.net.job_context:
