@@ -74,19 +74,25 @@ class Demos:
 
 
 def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = True,
-                  fair_share_only: bool = False) -> Demos:
+                  fair_share_only: bool = False, every: int = 1) -> Demos:
     """Run the LP reference on ``env`` (a ``RankEnv``) for each seed and record its rounds.
 
     Args:
         env: A ``hsched/Rank-v0`` environment (``gymnasium.make(...)`` or the class).
         seeds: Episode seeds (training seeds only: evaluation seeds must stay unseen).
-        max_rounds: Stop an episode after this many rounds (``None``: to the end).
+        max_rounds: Stop an episode after recording this many rounds (``None``: to the
+            end).
         progress: Show a progress bar.
         fair_share_only: Record only the candidates within their job's fair share (the
             ``within_fair_share`` feature: an LP with the size cap, e.g. ``fair-srpt``, never
             uses the others; the default ``sia-srpt`` has none), as
             a ranker with ``inputs="within-fair-share"`` sees them.
+        every: Record one round in ``every`` (the first, then every ``every``-th); the LP
+            reference decides every round. A long episode is then sampled over its whole
+            length rather than its beginning only.
     """
+    if every < 1:
+        raise ValueError(f"every must be >= 1, got {every}")
     u = env.unwrapped
     share_col = u.columns["within_fair_share"]
     demos = Demos()
@@ -94,13 +100,15 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
                unit="round", disable=not progress, leave=False)
     for seed in seeds:
         obs, _ = u.reset(seed=int(seed))
-        rounds = 0
+        rounds = recorded = 0
         total = 0.0
         while True:
             action = u.reference_action()
             valid = obs["valid"] > 0.5
             M = int(valid.sum())
-            if M:
+            record = rounds % every == 0
+            recorded += record
+            if M and record:
                 rows = obs["candidates"].reshape(u.candidate_shape)[:M]
                 label = action[:M]
                 jobs = u.slot_jobs()[:M]
@@ -120,11 +128,11 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
             obs, reward, terminated, truncated, _ = u.step(action)
             total += reward
             rounds += 1
-            bar.update(1)
+            bar.update(int(record))
             if terminated or truncated:
                 demos.returns[int(seed)] = total
                 break
-            if max_rounds is not None and rounds >= max_rounds:
+            if max_rounds is not None and recorded >= max_rounds:
                 break
     bar.close()
     return demos

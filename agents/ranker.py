@@ -487,7 +487,9 @@ class Ranker:
     at least each job's ``min_per_job`` best-scored candidates (so no job is left out of the
     LP); with ``budget`` (a fraction of the candidates) it keeps the best-scored ones instead.
     ``threshold`` defaults to the ranker file's operating point (``meta["threshold"]``,
-    chosen in training for a target recall of the LP's support, ``agents.regimes``), else ½.
+    chosen in training for a target recall of the LP's support, ``agents.regimes``), else ½;
+    a file trained with ``--threshold-bands`` has one per band of round size
+    (``meta["size_thresholds"]``, ``threshold_for``), used unless ``threshold`` is given.
 
     **Gate.** A round with fewer than ``gate_candidates`` candidates is not ranked at all:
     ``keep`` keeps every candidate without running the network, so the LP is solved whole —
@@ -507,11 +509,17 @@ class Ranker:
             th.set_num_threads(int(torch_threads))
         self.net, self.name = net.eval(), name
         self.meta = meta or {}
+        #: ``[(min_candidates, threshold), ...]`` ascending: the file's per-size operating
+        #: points (``meta["size_thresholds"]``, ``hsched train --threshold-bands``); empty
+        #: when ``threshold`` is given or the file has one threshold
+        self.size_thresholds: list[tuple[int, float]] = []
         if threshold is None:
             threshold = float(self.meta.get("threshold", 0.5))
-        if not 0.0 < threshold < 1.0:
-            raise ConfigError(f"threshold must be in (0, 1), got {threshold!r}",
-                              field="threshold")
+            self.size_thresholds = sorted((int(lo), float(t))
+                                          for lo, t in self.meta.get("size_thresholds", ()))
+        for t in [threshold] + [t for _, t in self.size_thresholds]:
+            if not 0.0 < t < 1.0:
+                raise ConfigError(f"threshold must be in (0, 1), got {t!r}", field="threshold")
         if gate_candidates is None:
             gate_candidates = int(self.meta.get("gate_candidates", 0))
         self.threshold, self.min_per_job = float(threshold), int(min_per_job)
@@ -575,6 +583,15 @@ class Ranker:
         out[rows] = logits.numpy()
         return out
 
+    def threshold_for(self, candidates: int) -> float:
+        """The keep threshold of a round with ``candidates`` candidates: the band's
+        (``size_thresholds``) where the file has bands, else ``threshold``."""
+        t = self.threshold
+        for lo, band in self.size_thresholds:
+            if candidates >= lo:
+                t = band
+        return t
+
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
         """(K,) int8 keep bits for a ``RankEnv`` observation."""
         valid = np.asarray(obs["valid"]) > 0.5
@@ -589,7 +606,8 @@ class Ranker:
             keep = np.zeros(s.size, dtype=bool)
             keep[np.argsort(-s, kind="stable")[:n]] = True
         else:
-            keep = s > np.log(self.threshold / (1 - self.threshold))
+            t = self.threshold_for(total)
+            keep = s > np.log(t / (1 - t))
         keep &= valid
         if self.min_per_job == 1 and np.isfinite(s).all():
             keep[best_per_job(s, env.unwrapped.slot_jobs())] = True

@@ -40,6 +40,11 @@ class Regime:
     seeds: int = 3            # training seeds 0..seeds-1 (the last one held out)
     rounds: int = 36          # rounds recorded per seed (None: the whole episode)
     slots: int = 8192         # K of the RankEnv it is collected on
+    #: Record one round in ``every`` (``collect_demos``); with ``whole`` the episodes run to
+    #: their end instead of the imitation horizon (``--episode-hours``), so the recorded
+    #: rounds sample the whole episode, not only its first hours.
+    every: int = 1
+    whole: bool = False
 
 
 #: The regimes ``hsched train --algo imitation --regimes mixed`` collects on.
@@ -50,6 +55,11 @@ MIXED = (
     Regime("modern-512", "gavel:rate=60,jobs=300,mix=llm", seeds=3, rounds=48),
     Regime("large-2048", "gavel:rate=20000,jobs=300", seeds=3, rounds=24),
     Regime("large-2048", "gavel:rate=20000,jobs=1000", seeds=3, rounds=12, slots=16384),
+    # the same light loads over whole episodes (one round in 10 / 4: the LP's episodes run
+    # ~470-640 / ~140-190 rounds): a ranker that has seen only their first 3 hours misses
+    # most of the support later on (recall 0.07 after round 100 on `standard`'s sia-64)
+    Regime("sia-64", "gavel:rate=4,jobs=100", seeds=4, rounds=60, every=10, whole=True),
+    Regime("modern-512", "gavel:rate=30,jobs=200", seeds=3, rounds=48, every=4, whole=True),
 )
 REGIMES = {"mixed": MIXED}
 
@@ -75,8 +85,42 @@ def recall_threshold(net, demos, target_recall: float = DEFAULT_TARGET_RECALL) -
     recall is at least this and the kept fraction a little higher."""
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall must be in (0, 1], got {target_recall}")
+    return _threshold_for_recall(keep_logits(net, demos), demos.label, target_recall,
+                                 len(demos))
+
+
+def size_band_thresholds(net, demos, target_recall: float, edges) -> list[dict]:
+    """``recall_threshold`` per band of round size: the rounds of ``demos`` with
+    ``edges[i-1] <= candidates < edges[i]`` (``edges`` increasing, the first band from 0, the
+    last unbounded) get the highest threshold whose recall of their own support is at least
+    ``target_recall``. A pooled threshold is set by the largest rounds (thousands of
+    candidates against tens on a small cluster) and can leave small rounds far below the
+    target; per band, every size reaches it on the held-out rounds. One dict per band, in
+    order: ``min_candidates``, ``threshold``, ``recall``, ``kept_fraction``, ``rounds``; a band
+    without a positive candidate in ``demos`` takes the pooled threshold (``"pooled": True``)."""
+    if not 0.0 < target_recall <= 1.0:
+        raise ValueError(f"target_recall must be in (0, 1], got {target_recall}")
+    edges = [int(e) for e in edges]
+    if not edges or any(e <= 0 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"band edges must be positive and increasing, got {edges}")
     logits = keep_logits(net, demos)
-    pos = np.concatenate([lg[lab > 0.5] for lg, lab in zip(logits, demos.label)])
+    pooled = _threshold_for_recall(logits, demos.label, target_recall, len(demos))
+    size = np.array([len(lab) for lab in demos.label])
+    bands = []
+    for lo, hi in zip([0] + edges, edges + [None]):
+        ids = np.flatnonzero((size >= lo) & (size < hi if hi is not None else True))
+        labels = [demos.label[i] for i in ids]
+        if sum(float((lab > 0.5).sum()) for lab in labels) == 0:
+            bands.append({**pooled, "min_candidates": lo, "rounds": int(ids.size),
+                          "pooled": True})
+            continue
+        op = _threshold_for_recall([logits[i] for i in ids], labels, target_recall, ids.size)
+        bands.append({**op, "min_candidates": lo, "pooled": False})
+    return bands
+
+
+def _threshold_for_recall(logits, labels, target_recall: float, rounds: int) -> dict:
+    pos = np.concatenate([lg[lab > 0.5] for lg, lab in zip(logits, labels)])
     allv = np.concatenate(logits)
     if pos.size == 0:
         raise ValueError("no positive candidate in the demonstrations")
@@ -89,4 +133,4 @@ def recall_threshold(net, demos, target_recall: float = DEFAULT_TARGET_RECALL) -
     threshold = float(1.0 / (1.0 + math.exp(-cut)))
     return {"threshold": threshold, "logit_cut": cut, "recall": recall,
             "kept_fraction": kept, "target_recall": float(target_recall),
-            "rounds": len(demos)}
+            "rounds": int(rounds)}

@@ -146,6 +146,9 @@ class TrainConfig:
     # the ranker's operating point: the keep threshold reaching this recall of the LP's
     # support on held-out rounds (None: keep probability > ½)
     target_recall: float | None = None
+    # with ``target_recall``: one threshold per band of round size (candidates), these the
+    # bands' lower edges after 0, e.g. (1000, 10000); () one threshold for every round
+    threshold_bands: tuple = ()
     # rounds with fewer candidates are not ranked (the LP solves them whole); 0: always rank
     gate_candidates: int = 0
     # imitation and inference over the candidates within their job's fair share only (for
@@ -236,6 +239,23 @@ class TrainConfig:
         if self.target_recall is not None and not 0.0 < self.target_recall <= 1.0:
             raise ConfigError(f"must be in (0, 1], got {self.target_recall}",
                               field="--target-recall")
+        if self.threshold_bands:
+            edges = self.threshold_bands
+            if isinstance(edges, str):
+                edges = [e for e in edges.replace(" ", "").split(",") if e]
+            try:
+                edges = tuple(int(e) for e in edges)
+            except (TypeError, ValueError):
+                raise ConfigError(f"expected candidate counts like 1000,10000, got "
+                                  f"{self.threshold_bands!r}", field="--threshold-bands") from None
+            if any(e <= 0 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
+                raise ConfigError(f"band edges must be positive and increasing, got "
+                                  f"{list(edges)}", field="--threshold-bands")
+            if self.target_recall is None:
+                raise ConfigError("--threshold-bands needs --target-recall (each band's "
+                                  "threshold is chosen for that recall)",
+                                  field="--threshold-bands")
+            self.threshold_bands = edges
         if self.gate_candidates < 0:
             raise ConfigError(f"must be >= 0, got {self.gate_candidates}",
                               field="--gate-candidates")
@@ -1054,7 +1074,7 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     ``(net, summary record, {seed: reference return})``."""
     from agents.imitation import Demos, behaviour_clone, collect_demos, evaluate_keep
     from agents.ranker import RankerNet, save_ranker
-    from agents.regimes import REGIMES, Regime, recall_threshold
+    from agents.regimes import REGIMES, Regime, recall_threshold, size_band_thresholds
 
     if config.regimes:
         regimes = REGIMES[config.regimes]
@@ -1069,14 +1089,15 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
         kw = {**config.env_kwargs(), "cluster": reg.cluster, "workload": reg.workload,
               "slots": reg.slots}
         if config.regimes:                       # the regimes' own horizon
-            kw["max_time_s"] = (None if not config.imitation_hours
+            kw["max_time_s"] = (None if not config.imitation_hours or reg.whole
                                 else config.imitation_hours * 3600)
         env = gym.make(config.env, **kw)
         seeds = list(range(reg.seeds))
         parts = []
         for i, seed in enumerate(seeds):         # one seed at a time: the same demonstrations
             parts.append(collect_demos(env, [seed], max_rounds=reg.rounds, progress=bar,
-                                       fair_share_only=config.fair_share_inputs))
+                                       fair_share_only=config.fair_share_inputs,
+                                       every=reg.every))
             el = time.perf_counter() - t0
             progress.line(f"LP demonstrations: regime {n + 1}/{len(regimes)} "
                           f"({reg.cluster}), seed {i + 1}/{len(seeds)}, "
@@ -1124,6 +1145,9 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
         writer.add_scalar("imitation/operating_threshold", op["threshold"], len(history))
         writer.add_scalar("imitation/operating_kept_fraction", op["kept_fraction"],
                           len(history))
+        if config.threshold_bands:
+            record["size_bands"] = size_band_thresholds(net, valid_demos, config.target_recall,
+                                                        config.threshold_bands)
     writer.flush()
     save_ranker(net, out / "imitation_ranker.pt", stage="imitation",
                 **_ranker_meta(config, record))
@@ -1142,6 +1166,9 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
     if op is not None:
         meta.update(threshold=op["threshold"], target_recall=op["target_recall"],
                     valid_recall=op["recall"], valid_kept_fraction=op["kept_fraction"])
+        bands = (imitation or {}).get("size_bands")
+        if bands:
+            meta["size_thresholds"] = [[b["min_candidates"], b["threshold"]] for b in bands]
     if config.gate_candidates:
         meta["gate_candidates"] = int(config.gate_candidates)
     if config.fair_share_inputs and imitation is not None:

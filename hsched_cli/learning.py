@@ -133,7 +133,7 @@ def cmd_train(args) -> int:
     fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
               "logdir": args.logdir}
     for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
-                 "target_recall", "gate_candidates", "fair_share_inputs", "prune", "job_context",
+                 "target_recall", "threshold_bands", "gate_candidates", "fair_share_inputs", "prune", "job_context",
                  "learning_rate", "hidden", "gamma", "n_steps", "batch_size", "n_epochs",
                  "ent_coef", "train_seeds"):
         fields[name] = getattr(args, name)
@@ -171,6 +171,12 @@ def cmd_train(args) -> int:
             print(f"operating point: keep threshold {op['threshold']:.3g} for recall "
                   f"{op['recall']:.3f} (target {op['target_recall']}), kept "
                   f"{op['kept_fraction']:.1%} of the held-out rounds' candidates")
+        for band in imitation.get("size_bands") or ():
+            source = "pooled (no support in the band)" if band["pooled"] else (
+                f"recall {band['recall']:.3f}, kept {band['kept_fraction']:.1%}")
+            print(f"  rounds of >= {band['min_candidates']:,} candidates "
+                  f"({band['rounds']} held out): keep threshold {band['threshold']:.3g}, "
+                  f"{source}")
     eps = summary.get("episodes", [])
     if eps:
         last = eps[-min(len(eps), 5):]

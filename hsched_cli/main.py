@@ -211,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--target-recall", type=float, default=None,
                     help="choose the ranker's keep threshold for this recall of the LP's "
                          "support on held-out rounds (e.g. 0.95)")
+    tr.add_argument("--threshold-bands", default=None, metavar="EDGES",
+                    help="with --target-recall: one keep threshold per band of round size, "
+                         "each reaching the target on its own held-out rounds; EDGES are the "
+                         "bands' lower candidate counts after 0 (e.g. 1000,10000). Default: "
+                         "one threshold pooled over every candidate, which the largest "
+                         "rounds set")
     tr.add_argument("--fair-share-inputs", action="store_true", default=None,
                     help="imitation and inference over the candidates within their job's fair "
                          "share only (for an LP with the size cap, e.g. --objective fair-srpt, "

@@ -250,6 +250,21 @@ def test_imitation_learns_the_lp_support(rank_env):
     assert after["kept_fraction"] < 2 * frac
 
 
+def test_demonstrations_sample_one_round_in_every(rank_env):
+    """``every=3`` records rounds 0, 3, 6, ... of the same LP-driven episode: the same rounds
+    as recording all of them and keeping one in three; ``max_rounds`` counts recorded
+    rounds."""
+    every = collect_demos(rank_env, [5], max_rounds=4, progress=False, every=3)
+    full = collect_demos(rank_env, [5], max_rounds=10, progress=False)
+    assert len(every) == 4 and len(full) == 10
+    for got, want in zip(every.cand, full.cand[::3]):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(every.label, full.label[::3]):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="every"):
+        collect_demos(rank_env, [5], max_rounds=1, progress=False, every=0)
+
+
 def test_imitation_loss_weighs_rounds_or_candidates():
     """``"round"`` averages each round's candidates first, so a small round counts as much
     as a large one; ``"candidate"`` pools them. Two rounds: 1 valid candidate with loss 1,

@@ -86,6 +86,8 @@ def test_the_gate_keeps_every_candidate_of_a_small_round_without_inference():
         def forward(self, *a, **k):
             raise AssertionError("the gate must not run the network")
 
+        score_round = forward                   # Ranker.scores' inference path
+
     gated = Ranker(Boom(hidden=8), gate_candidates=n + 1)
     keep = gated.keep(obs, env)
     assert keep.sum() == n and np.array_equal(keep.astype(bool), obs["valid"] > 0.5)
@@ -96,6 +98,62 @@ def test_the_gate_keeps_every_candidate_of_a_small_round_without_inference():
     ungated = Ranker(RankerNet(hidden=8), gate_candidates=n)     # n is not below n: ranked
     ungated.keep(obs, env)
     assert ungated.gated_rounds == 0
+
+
+def test_size_band_thresholds_reach_the_target_in_every_band():
+    """Per band of round size, the highest threshold whose recall of that band's own support
+    reaches the target; a pooled threshold, set by the large rounds, need not reach it on the
+    small ones."""
+    from agents.imitation import evaluate_keep
+    from agents.regimes import size_band_thresholds
+    rng = np.random.default_rng(3)
+    th.manual_seed(3)
+    small, large = _demos(rng, rounds=10), Demos()
+    for r in range(4):                      # rounds of 400-600 candidates
+        m = int(rng.integers(400, 600))
+        large.cand.append(rng.random((m, RankerNet.n_in)).astype(np.float32))
+        large.label.append((rng.random(m) < 0.05).astype(np.float32))
+        large.cluster.append(rng.random((3, 4)).astype(np.float32))
+        large.glob.append(rng.random(RankerNet.n_global).astype(np.float32))
+        large.seed.append(100 + r)
+    demos = Demos.merge([small, large])
+    net = RankerNet(hidden=16)
+    bands = size_band_thresholds(net, demos, 0.9, [100, 10_000])
+    assert [b["min_candidates"] for b in bands] == [0, 100, 10_000]
+    assert [b["rounds"] for b in bands] == [10, 4, 0]
+    for band, part in zip(bands[:2], (small, large)):
+        assert not band["pooled"]
+        at = evaluate_keep(net, part, band["threshold"])
+        assert at["recall"] >= 0.9 and at["recall"] == pytest.approx(band["recall"])
+        higher = evaluate_keep(net, part, min(band["threshold"] * 1.05 + 1e-4, 0.999999))
+        assert higher["recall"] < 0.9 or higher["recall"] == at["recall"]
+    pooled = recall_threshold(net, demos, 0.9)
+    assert bands[2]["pooled"] and bands[2]["threshold"] == pooled["threshold"]
+    for bad in ([], [0, 5], [10, 10], [10, 5]):
+        with pytest.raises(ValueError):
+            size_band_thresholds(net, demos, 0.9, bad)
+
+
+def test_ranker_uses_the_files_size_bands(tmp_path):
+    net = RankerNet(hidden=16)
+    path = save_ranker(net, tmp_path / "r.pt", threshold=0.2,
+                       size_thresholds=[[1000, 0.5], [0, 0.01]])
+    r = Ranker.load(path)
+    assert r.size_thresholds == [(0, 0.01), (1000, 0.5)]
+    assert r.threshold_for(10) == 0.01 and r.threshold_for(999) == 0.01
+    assert r.threshold_for(1000) == 0.5 and r.threshold_for(10**6) == 0.5
+    plain = Ranker.load(path, threshold=0.3)           # an explicit threshold: no bands
+    assert plain.size_thresholds == [] and plain.threshold_for(10**6) == 0.3
+    bad = save_ranker(net, tmp_path / "bad.pt", size_thresholds=[[0, 1.5]])
+    with pytest.raises(ConfigError):
+        Ranker.load(bad)
+    # keep: a round of the small band at a tiny threshold keeps (almost) everything, the
+    # same round read as large at ½ keeps less
+    env = rank_env("sia-64", "gavel:rate=4,jobs=20", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    low = Ranker(net, meta={"size_thresholds": [[0, 1e-6]]}).keep(obs, env)
+    high = Ranker(net, meta={"size_thresholds": [[0, 1 - 1e-6]]}).keep(obs, env)
+    assert low.sum() == int(obs["valid"].sum()) > high.sum()
 
 
 def test_training_options_are_validated():
@@ -111,6 +169,13 @@ def test_training_options_are_validated():
     with pytest.raises(ConfigError):
         TrainConfig(gate_candidates=-1)
     TrainConfig(algo="imitation", regimes="mixed", target_recall=0.95)
+    assert TrainConfig(algo="imitation", target_recall=0.95,
+                       threshold_bands="1000, 10000").threshold_bands == (1000, 10_000)
+    for bands in ("10000,1000", "0,10", "x", "5,5"):
+        with pytest.raises(ConfigError, match="1000,10000|increasing"):
+            TrainConfig(algo="imitation", target_recall=0.95, threshold_bands=bands)
+    with pytest.raises(ConfigError, match="needs --target-recall"):
+        TrainConfig(algo="imitation", threshold_bands=(1000,))
 
 
 def test_large_family_suite():
