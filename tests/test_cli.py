@@ -132,6 +132,12 @@ def test_demo_writes_plot_and_json(capsys, tmp_path):
     data = json.loads((tmp_path / "candidates.json").read_text())
     assert "llama2-7b" in data and data["llama2-7b"]
     assert "fastest set" in out
+    # part 3: the shipped ranker on a burst, its gate ranking the large rounds only
+    assert "The learned ranker where it pays" in out
+    scale = json.loads((tmp_path / "ranker-at-scale" / "metrics.json").read_text())
+    rows = {r["policy"]: r for r in scale["rows"]}
+    assert set(rows) == {"pure-lp", "ranker:ranker.pt"}
+    assert 0.0 < rows["ranker:ranker.pt"]["gated_fraction"] < 1.0
 
 
 @slow
