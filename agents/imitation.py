@@ -36,6 +36,9 @@ class Demos:
     cluster: list = field(default_factory=list)   # (T, 4)
     glob: list = field(default_factory=list)      # (G,)
     seed: list = field(default_factory=list)      # episode seed of the round
+    total: list = field(default_factory=list)     # the round's candidates before the K cut
+    #                                               (``RoundSlots.total``: what a ranker's
+    #                                               size band is chosen by at run time)
     returns: dict = field(default_factory=dict)   # seed -> the reference's episode return,
     #                                               for episodes recorded to their end
 
@@ -59,14 +62,24 @@ class Demos:
         parts = list(parts)
         if len({bool(d.job) for d in parts if len(d)}) > 1:
             raise ValueError("cannot merge demonstrations with and without job indices")
+        if len({bool(d.total) for d in parts if len(d)}) > 1:
+            raise ValueError("cannot merge demonstrations with and without round sizes")
         for d in parts:
             for name in d._fields():
                 getattr(out, name).extend(getattr(d, name))
         return out
 
     def _fields(self) -> tuple[str, ...]:
-        """The per-round lists this object fills (``job`` only when recorded)."""
-        return ("cand", "label", "cluster", "glob", "seed") + (("job",) if self.job else ())
+        """The per-round lists this object fills (``job`` and ``total`` only when recorded)."""
+        return (("cand", "label", "cluster", "glob", "seed") + (("job",) if self.job else ())
+                + (("total",) if self.total else ()))
+
+    def round_sizes(self) -> np.ndarray:
+        """Each round's candidate count as a ranker sees it at run time (``total``, before
+        the K cut and any fair-share filter), else the recorded candidates."""
+        if self.total:
+            return np.asarray(self.total, dtype=np.int64)
+        return np.array([len(lab) for lab in self.label], dtype=np.int64)
 
     def positive_fraction(self) -> float:
         n = sum(len(x) for x in self.label)
@@ -125,6 +138,7 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
                 demos.cluster.append(cluster.copy())
                 demos.glob.append(obs["global"].copy())
                 demos.seed.append(int(seed))
+                demos.total.append(int(u.slots.total))
             obs, reward, terminated, truncated, _ = u.step(action)
             total += reward
             rounds += 1

@@ -303,10 +303,10 @@ def job_labels(jobs: np.ndarray) -> tuple[np.ndarray, int]:
     lo, hi = int(jobs.min()), int(jobs.max())
     if hi - lo > 4 * jobs.size:
         ids, inverse = np.unique(jobs, return_inverse=True)
-        return inverse.reshape(-1), int(ids.size)
+        return inverse.reshape(-1).astype(np.int64), int(ids.size)
     present = np.zeros(hi - lo + 1, dtype=bool)
     present[jobs - lo] = True
-    label = np.cumsum(present) - 1
+    label = np.cumsum(present, dtype=np.int64) - 1
     return label[jobs - lo], int(label[-1]) + 1
 
 

@@ -38,7 +38,7 @@ class Regime:
     cluster: str
     workload: str             # a generated spec without seed= (the training seed is added)
     seeds: int = 3            # training seeds 0..seeds-1 (the last one held out)
-    rounds: int = 36          # rounds recorded per seed (None: the whole episode)
+    rounds: int | None = 36   # rounds recorded per seed (None: the whole episode)
     slots: int = 8192         # K of the RankEnv it is collected on
     #: Record one round in ``every`` (``collect_demos``); with ``whole`` the episodes run to
     #: their end instead of the imitation horizon (``--episode-hours``), so the recorded
@@ -58,8 +58,8 @@ MIXED = (
     # the same light loads over whole episodes (one round in 10 / 4: the LP's episodes run
     # ~470-640 / ~140-190 rounds): a ranker that has seen only their first 3 hours misses
     # most of the support later on (recall 0.07 after round 100 on `standard`'s sia-64)
-    Regime("sia-64", "gavel:rate=4,jobs=100", seeds=4, rounds=60, every=10, whole=True),
-    Regime("modern-512", "gavel:rate=30,jobs=200", seeds=3, rounds=48, every=4, whole=True),
+    Regime("sia-64", "gavel:rate=4,jobs=100", seeds=4, rounds=None, every=10, whole=True),
+    Regime("modern-512", "gavel:rate=30,jobs=200", seeds=3, rounds=None, every=4, whole=True),
 )
 REGIMES = {"mixed": MIXED}
 
@@ -92,7 +92,9 @@ def recall_threshold(net, demos, target_recall: float = DEFAULT_TARGET_RECALL) -
 def size_band_thresholds(net, demos, target_recall: float, edges) -> list[dict]:
     """``recall_threshold`` per band of round size: the rounds of ``demos`` with
     ``edges[i-1] <= candidates < edges[i]`` (``edges`` increasing, the first band from 0, the
-    last unbounded) get the highest threshold whose recall of their own support is at least
+    last unbounded; a round's candidates counted as ``Ranker.threshold_for`` counts them at
+    run time, ``Demos.round_sizes``) get the highest threshold whose recall of their own
+    support is at least
     ``target_recall``. A pooled threshold is set by the largest rounds (thousands of
     candidates against tens on a small cluster) and can leave small rounds far below the
     target; per band, every size reaches it on the held-out rounds. One dict per band, in
@@ -105,7 +107,7 @@ def size_band_thresholds(net, demos, target_recall: float, edges) -> list[dict]:
         raise ValueError(f"band edges must be positive and increasing, got {edges}")
     logits = keep_logits(net, demos)
     pooled = _threshold_for_recall(logits, demos.label, target_recall, len(demos))
-    size = np.array([len(lab) for lab in demos.label])
+    size = demos.round_sizes()
     bands = []
     for lo, hi in zip([0] + edges, edges + [None]):
         ids = np.flatnonzero((size >= lo) & (size < hi if hi is not None else True))

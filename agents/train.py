@@ -239,15 +239,23 @@ class TrainConfig:
         if self.target_recall is not None and not 0.0 < self.target_recall <= 1.0:
             raise ConfigError(f"must be in (0, 1], got {self.target_recall}",
                               field="--target-recall")
+        if isinstance(self.threshold_bands, str):
+            self.threshold_bands = [e for e in self.threshold_bands.replace(" ", "").split(",")
+                                    if e]
+        elif isinstance(self.threshold_bands, int) and not isinstance(self.threshold_bands,
+                                                                       bool):
+            self.threshold_bands = [self.threshold_bands]
+        self.threshold_bands = tuple(self.threshold_bands or ())
         if self.threshold_bands:
-            edges = self.threshold_bands
-            if isinstance(edges, str):
-                edges = [e for e in edges.replace(" ", "").split(",") if e]
-            try:
-                edges = tuple(int(e) for e in edges)
-            except (TypeError, ValueError):
-                raise ConfigError(f"expected candidate counts like 1000,10000, got "
-                                  f"{self.threshold_bands!r}", field="--threshold-bands") from None
+            edges = []
+            for e in self.threshold_bands:
+                if isinstance(e, str) and e.strip().lstrip("+").isdigit():
+                    e = int(e)
+                if isinstance(e, bool) or not isinstance(e, (int, np.integer)):
+                    raise ConfigError(f"expected whole candidate counts like 1000,10000, got "
+                                      f"{self.threshold_bands!r}", field="--threshold-bands")
+                edges.append(int(e))
+            edges = tuple(edges)
             if any(e <= 0 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
                 raise ConfigError(f"band edges must be positive and increasing, got "
                                   f"{list(edges)}", field="--threshold-bands")

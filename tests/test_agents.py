@@ -142,6 +142,36 @@ def test_score_round_is_forward_on_one_round(rank_env, job_context):
                 net.score_round(x, cluster[0], glob[0])
 
 
+@pytest.mark.parametrize("inputs", [None, "within-fair-share"])
+def test_ranker_scores_are_forwards_logits(rank_env, inputs):
+    """``Ranker.scores`` (the inference path on an observation) gives ``forward``'s logits on
+    the candidates it scores — all of them, or those within their job's fair share — and
+    ``PAD_LOGIT`` elsewhere; a read-only observation is fine."""
+    th.manual_seed(4)
+    net = RankerNet(hidden=16, job_context=True)
+    with th.no_grad():
+        net.psi[-1].weight.normal_(0.0, 3.0)
+    obs, (cand, valid, cluster, glob) = _tensors(rank_env, rounds=30)
+    u = rank_env.unwrapped
+    M = int(valid.sum())
+    rows = np.arange(M)
+    if inputs:
+        share = np.asarray(obs["candidates"]).reshape(u.candidate_shape)[:M,
+                                                                         u.columns["within_fair_share"]]
+        rows = np.flatnonzero(share > 0.5)
+        assert 0 < rows.size < M
+    r = Ranker(net, meta={"inputs": inputs} if inputs else {})
+    frozen = {k: np.array(v) for k, v in obs.items()}
+    frozen["candidates"].setflags(write=False)
+    got = r.scores(frozen, rank_env)
+    with th.no_grad():
+        want = net(cand[:, rows], valid[:, rows], cluster, glob,
+                   job=th.as_tensor(dense_jobs(u.slot_jobs()[rows]))[None])[0][0]
+    np.testing.assert_allclose(got[rows], want.numpy(), atol=1e-5)
+    others = np.setdiff1d(np.arange(u.K), rows)
+    assert np.all(got[others] == PAD_LOGIT)
+
+
 def test_best_per_job_is_the_lexsort_rule():
     """``Ranker.keep``'s one-per-job rule: each job's best score, ties to the first slot —
     what ``np.lexsort((-scores, jobs))`` puts first in each job; empty slots (-1) belong to

@@ -31,21 +31,40 @@ def _demos(rng, rounds=12, T=3, positive=0.05):
     return d
 
 
+def _spread(net: RankerNet) -> RankerNet:
+    """An untrained net whose logits spread over several units (its init scales ψ's output
+    down to ~0.001, where any threshold change moves every candidate at once)."""
+    with th.no_grad():
+        net.psi[-1].weight.normal_(0.0, 3.0)
+    return net
+
+
+def _next_cut_misses(net, demos, threshold: float, target: float) -> bool:
+    """Whether the next higher positive logit above ``threshold``, used as the threshold,
+    keeps less than ``target`` of the positives (so ``threshold`` was the highest)."""
+    from agents.regimes import keep_logits
+    logits = keep_logits(net, demos)
+    pos = np.sort(np.concatenate([lg[lab > 0.5] for lg, lab in zip(logits, demos.label)]))
+    cut = np.log(threshold / (1 - threshold))
+    above = pos[pos > cut]
+    if above.size == 0:
+        return True
+    return float(np.mean(pos > above[0] + 1e-6)) < target
+
+
 @pytest.mark.parametrize("target", [0.5, 0.9, 0.95, 1.0])
 def test_recall_threshold_reaches_its_target_and_no_more_than_needed(target):
     rng = np.random.default_rng(0)
     th.manual_seed(0)
     demos = _demos(rng)
-    net = RankerNet(hidden=16)
+    net = _spread(RankerNet(hidden=16))
     op = recall_threshold(net, demos, target)
     assert op["recall"] >= target
     # the threshold is the highest that reaches the target: a hair higher misses it
     from agents.imitation import evaluate_keep
     at = evaluate_keep(net, demos, op["threshold"])
     assert at["recall"] == pytest.approx(op["recall"])
-    higher = evaluate_keep(net, demos, min(op["threshold"] * 1.05 + 1e-4, 0.999999))
-    if target < 1.0:
-        assert higher["recall"] < target or higher["recall"] == at["recall"]
+    assert _next_cut_misses(net, demos, op["threshold"], target)
     assert 0.0 < op["threshold"] < 1.0 and 0.0 < op["kept_fraction"] <= 1.0
     with pytest.raises(ValueError):
         recall_threshold(net, demos, 0.0)
@@ -101,37 +120,35 @@ def test_the_gate_keeps_every_candidate_of_a_small_round_without_inference():
 
 
 def test_size_band_thresholds_reach_the_target_in_every_band():
-    """Per band of round size, the highest threshold whose recall of that band's own support
-    reaches the target; a pooled threshold, set by the large rounds, need not reach it on the
-    small ones."""
+    """Per band of round size (the round's candidates before the K cut, ``Demos.total``, as
+    ``Ranker.threshold_for`` counts them), the highest threshold whose recall of that band's
+    own support reaches the target; a band without rounds takes the pooled threshold."""
     from agents.imitation import evaluate_keep
     from agents.regimes import size_band_thresholds
     rng = np.random.default_rng(3)
     th.manual_seed(3)
-    small, large = _demos(rng, rounds=10), Demos()
-    for r in range(4):                      # rounds of 400-600 candidates
-        m = int(rng.integers(400, 600))
-        large.cand.append(rng.random((m, RankerNet.n_in)).astype(np.float32))
-        large.label.append((rng.random(m) < 0.05).astype(np.float32))
-        large.cluster.append(rng.random((3, 4)).astype(np.float32))
-        large.glob.append(rng.random(RankerNet.n_global).astype(np.float32))
-        large.seed.append(100 + r)
+    small, large = _demos(rng, rounds=10), _demos(rng, rounds=6)
+    small.total = [len(lab) for lab in small.label]           # every candidate recorded
+    large.total = [5_000 + 100 * r for r in range(6)]         # rounds cut to K slots
     demos = Demos.merge([small, large])
-    net = RankerNet(hidden=16)
-    bands = size_band_thresholds(net, demos, 0.9, [100, 10_000])
-    assert [b["min_candidates"] for b in bands] == [0, 100, 10_000]
-    assert [b["rounds"] for b in bands] == [10, 4, 0]
+    np.testing.assert_array_equal(demos.round_sizes(), small.total + large.total)
+    net = _spread(RankerNet(hidden=16))
+    bands = size_band_thresholds(net, demos, 0.9, [1_000, 100_000])
+    assert [b["min_candidates"] for b in bands] == [0, 1_000, 100_000]
+    assert [b["rounds"] for b in bands] == [10, 6, 0]
     for band, part in zip(bands[:2], (small, large)):
         assert not band["pooled"]
         at = evaluate_keep(net, part, band["threshold"])
         assert at["recall"] >= 0.9 and at["recall"] == pytest.approx(band["recall"])
-        higher = evaluate_keep(net, part, min(band["threshold"] * 1.05 + 1e-4, 0.999999))
-        assert higher["recall"] < 0.9 or higher["recall"] == at["recall"]
+        assert _next_cut_misses(net, part, band["threshold"], 0.9)
+    assert bands[0]["threshold"] != bands[1]["threshold"]
     pooled = recall_threshold(net, demos, 0.9)
     assert bands[2]["pooled"] and bands[2]["threshold"] == pooled["threshold"]
     for bad in ([], [0, 5], [10, 10], [10, 5]):
         with pytest.raises(ValueError):
             size_band_thresholds(net, demos, 0.9, bad)
+    with pytest.raises(ValueError, match="round sizes"):
+        Demos.merge([small, _demos(rng, rounds=2)])
 
 
 def test_ranker_uses_the_files_size_bands(tmp_path):
@@ -154,6 +171,11 @@ def test_ranker_uses_the_files_size_bands(tmp_path):
     low = Ranker(net, meta={"size_thresholds": [[0, 1e-6]]}).keep(obs, env)
     high = Ranker(net, meta={"size_thresholds": [[0, 1 - 1e-6]]}).keep(obs, env)
     assert low.sum() == int(obs["valid"].sum()) > high.sum()
+    # the band is the round's: its candidate count (slots.total) against the band edges
+    total = int(env.unwrapped.slots.total)
+    for edge, want in ((total, high), (total + 1, low)):
+        banded = Ranker(net, meta={"size_thresholds": [[0, 1e-6], [edge, 1 - 1e-6]]})
+        np.testing.assert_array_equal(banded.keep(obs, env), want)
 
 
 def test_training_options_are_validated():
@@ -171,7 +193,10 @@ def test_training_options_are_validated():
     TrainConfig(algo="imitation", regimes="mixed", target_recall=0.95)
     assert TrainConfig(algo="imitation", target_recall=0.95,
                        threshold_bands="1000, 10000").threshold_bands == (1000, 10_000)
-    for bands in ("10000,1000", "0,10", "x", "5,5"):
+    assert TrainConfig(algo="imitation", target_recall=0.95,
+                       threshold_bands=1000).threshold_bands == (1000,)
+    assert TrainConfig(algo="imitation", threshold_bands="").threshold_bands == ()
+    for bands in ("10000,1000", "0,10", "x", "5,5", [1000.7], [True, 5]):
         with pytest.raises(ConfigError, match="1000,10000|increasing"):
             TrainConfig(algo="imitation", target_recall=0.95, threshold_bands=bands)
     with pytest.raises(ConfigError, match="needs --target-recall"):
