@@ -5,8 +5,10 @@ One ranker serves every cluster and every number of slots (it reads cluster-inde
 features only, ``agents.ranker``), so it is trained on a **mix** of regimes rather than on one
 scenario: Sia's 64-GPU cluster under light and LLM-heavy load, a 512-GPU cluster, and bursts
 of 300 and 1,000 jobs on 2,048 GPUs — from tens to a thousand active jobs, classic and LLM
-mixes. Every regime uses training seeds only (below 10,000); the evaluation suites draw their
-seeds from 1,000,000 up (``agents.suites``).
+mixes — and the light loads again over whole episodes (one round in a few recorded), so the
+states of a long episode's later days are in the data too. Every regime uses training seeds
+only (below 10,000); the evaluation suites draw their seeds from 1,000,000 up
+(``agents.suites``).
 
 Why a threshold chosen for recall: the LP's support is a few % of the candidates (a job's
 share sits on one or two of its ~60 candidates; under the default ``sia-srpt`` objective on
@@ -94,10 +96,9 @@ def size_band_thresholds(net, demos, target_recall: float, edges) -> list[dict]:
     ``edges[i-1] <= candidates < edges[i]`` (``edges`` increasing, the first band from 0, the
     last unbounded; a round's candidates counted as ``Ranker.threshold_for`` counts them at
     run time, ``Demos.round_sizes``) get the highest threshold whose recall of their own
-    support is at least
-    ``target_recall``. A pooled threshold is set by the largest rounds (thousands of
-    candidates against tens on a small cluster) and can leave small rounds far below the
-    target; per band, every size reaches it on the held-out rounds. One dict per band, in
+    support is at least ``target_recall``. A pooled threshold is set by the largest rounds
+    (thousands of candidates against tens on a small cluster) and can leave small rounds
+    below the target; per band, every size reaches it on the held-out rounds. One dict per band, in
     order: ``min_candidates``, ``threshold``, ``recall``, ``kept_fraction``, ``rounds``; a band
     without a positive candidate in ``demos`` takes the pooled threshold (``"pooled": True``)."""
     if not 0.0 < target_recall <= 1.0:
