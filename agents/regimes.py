@@ -57,9 +57,9 @@ MIXED = (
     Regime("modern-512", "gavel:rate=60,jobs=300,mix=llm", seeds=3, rounds=48),
     Regime("large-2048", "gavel:rate=20000,jobs=300", seeds=3, rounds=24),
     Regime("large-2048", "gavel:rate=20000,jobs=1000", seeds=3, rounds=12, slots=16384),
-    # the same light loads over whole episodes (one round in 10 / 4: the LP's episodes run
-    # ~470-640 / ~140-190 rounds): a ranker that has seen only their first 3 hours misses
-    # most of the support later on (recall 0.07 after round 100 on `standard`'s sia-64)
+    # the same light loads over whole episodes (one round in 10 / 4 of episodes of hundreds
+    # of rounds): a ranker that has seen only their first 3 hours misses most of the support
+    # later on (recall 0.07 after round 100 on `standard`'s sia-64)
     Regime("sia-64", "gavel:rate=4,jobs=100", seeds=4, rounds=None, every=10, whole=True),
     Regime("modern-512", "gavel:rate=30,jobs=200", seeds=3, rounds=None, every=4, whole=True),
 )

@@ -242,14 +242,13 @@ class TrainConfig:
         if isinstance(self.threshold_bands, str):
             self.threshold_bands = [e for e in self.threshold_bands.replace(" ", "").split(",")
                                     if e]
-        elif isinstance(self.threshold_bands, int) and not isinstance(self.threshold_bands,
-                                                                       bool):
-            self.threshold_bands = [self.threshold_bands]
-        self.threshold_bands = tuple(self.threshold_bands or ())
+        elif not isinstance(self.threshold_bands, (list, tuple)):
+            self.threshold_bands = [self.threshold_bands]       # one edge (or None)
+        self.threshold_bands = tuple(e for e in self.threshold_bands if e is not None)
         if self.threshold_bands:
             edges = []
             for e in self.threshold_bands:
-                if isinstance(e, str) and e.strip().lstrip("+").isdigit():
+                if isinstance(e, str) and e.isascii() and e.isdecimal():
                     e = int(e)
                 if isinstance(e, bool) or not isinstance(e, (int, np.integer)):
                     raise ConfigError(f"expected whole candidate counts like 1000,10000, got "
@@ -1051,9 +1050,14 @@ def _imitation_announcement(config: TrainConfig) -> str:
     from agents.regimes import REGIMES
     if config.regimes:
         regs = REGIMES[config.regimes]
-        rounds = sum(r.seeds * (r.rounds or 0) for r in regs)
+        capped = [r for r in regs if r.rounds is not None]
+        rounds = sum(r.seeds * r.rounds for r in capped)
+        whole = sum(r.seeds for r in regs if r.rounds is None)
         what = (f"{len(regs)} regimes of {config.regimes!r}, {sum(r.seeds for r in regs)} "
-                f"LP episodes of at most {rounds} rounds in all")
+                f"LP episodes: {rounds} rounds at most recorded from "
+                f"{sum(r.seeds for r in capped)} of them"
+                + (f", one round in a few from the other {whole} to their end" if whole
+                   else ""))
     else:
         what = (f"{config.imitation_seeds} LP episodes of at most {config.imitation_rounds} "
                 f"rounds ({config.imitation_seeds * config.imitation_rounds} LP rounds)")

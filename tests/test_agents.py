@@ -293,6 +293,13 @@ def test_demonstrations_sample_one_round_in_every(rank_env):
         np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="every"):
         collect_demos(rank_env, [5], max_rounds=1, progress=False, every=0)
+    # each round's size as the ranker counts it at run time: its candidates before the K cut
+    assert every.total == [len(lab) for lab in every.label]          # K holds every candidate
+    cut = collect_demos(gym.make("hsched/Rank-v0", max_candidates=8, **SMALL), [5],
+                        max_rounds=6, progress=False)
+    assert all(len(lab) <= 8 for lab in cut.label)
+    assert any(t > len(lab) for t, lab in zip(cut.total, cut.label))
+    assert cut.total[0] == full.total[0]              # the first round, before any decision
 
 
 def test_imitation_loss_weighs_rounds_or_candidates():

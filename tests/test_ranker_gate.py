@@ -171,11 +171,18 @@ def test_ranker_uses_the_files_size_bands(tmp_path):
     low = Ranker(net, meta={"size_thresholds": [[0, 1e-6]]}).keep(obs, env)
     high = Ranker(net, meta={"size_thresholds": [[0, 1 - 1e-6]]}).keep(obs, env)
     assert low.sum() == int(obs["valid"].sum()) > high.sum()
-    # the band is the round's: its candidate count (slots.total) against the band edges
-    total = int(env.unwrapped.slots.total)
-    for edge, want in ((total, high), (total + 1, low)):
+    # the band is the round's: its candidate count before the K cut (slots.total), not the
+    # slots shown: on a K=8 environment a round of more than 8 candidates
+    small = rank_env("sia-64", "gavel:rate=4,jobs=20", measure_time=False, slots=8)
+    obs, _ = small.reset(seed=0)
+    total, shown = int(small.unwrapped.slots.total), int(obs["valid"].sum())
+    assert total > shown == 8
+    low = Ranker(net, meta={"size_thresholds": [[0, 1e-6]]}).keep(obs, small)
+    high = Ranker(net, meta={"size_thresholds": [[0, 1 - 1e-6]]}).keep(obs, small)
+    assert low.sum() > high.sum()
+    for edge, want in ((total, high), (total + 1, low), (shown + 1, high)):
         banded = Ranker(net, meta={"size_thresholds": [[0, 1e-6], [edge, 1 - 1e-6]]})
-        np.testing.assert_array_equal(banded.keep(obs, env), want)
+        np.testing.assert_array_equal(banded.keep(obs, small), want)
 
 
 def test_training_options_are_validated():
