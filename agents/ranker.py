@@ -110,10 +110,6 @@ class RoundScratch:
     def clear(self) -> None:
         self._buffers.clear()
 
-    @property
-    def nbytes(self) -> int:
-        return sum(b.numel() * b.element_size() for b in self._buffers.values())
-
 
 def round_inputs(rows: th.Tensor, cluster: th.Tensor,
                  scratch: RoundScratch | None = None) -> th.Tensor:

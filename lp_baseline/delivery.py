@@ -15,7 +15,7 @@ import numpy as np
 
 from hsched_env.policy import SchedulerView
 from hsched_env.table_memo import TableMemo
-from lp_baseline.job_terms import is_whole_table
+from lp_baseline.job_terms import take_rows
 
 
 class DeliveryTracker:
@@ -91,9 +91,8 @@ def _planned_rates(todo: list) -> list[float]:
         return []
     xs, thrs = [], []
     for _, (rows, x), table in todo:
-        thr = table.samples_per_s
         xs.append(x)
-        thrs.append(thr if is_whole_table(rows, thr.size) else thr[rows])
+        thrs.append(take_rows(table.samples_per_s, rows))
     sizes = np.fromiter((len(x) for x in xs), dtype=np.int64, count=len(xs))
     if not np.array_equal(sizes, np.fromiter((len(t) for t in thrs), dtype=np.int64,
                                              count=len(thrs))):

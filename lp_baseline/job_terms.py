@@ -33,6 +33,14 @@ def is_whole_table(rows, n: int) -> bool:
     return len(rows) == n and (n == 0 or (rows[0] == 0 and rows[n - 1] == n - 1))
 
 
+def take_rows(values, rows):
+    """``values[rows]`` for a job's candidate rows (ascending and unique), or ``values``
+    itself when they are every row (``is_whole_table``): the same values, no copy."""
+    if is_whole_table(rows, len(values)):
+        return values
+    return values[np.asarray(rows, dtype=np.int64)]
+
+
 def job_normalizer(view: SchedulerView, k: int, normalizer: str) -> float:
     """Active job ``k``'s normalizer of kind ``normalizer`` (one of ``NORMALIZERS``, see
     ``LPPolicy``); the job's reference throughput where that is not > 0."""
@@ -276,8 +284,7 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
             got[ks[i]] = full[end:end + size]
             end += size
     # a job asked for with every row of its table takes its gains whole (the same values)
-    parts = [got[k] if is_whole_table(r, got[k].size) else got[k][np.asarray(r, dtype=np.int64)]
-             for k, r in zip(ks, rows)]
+    parts = [take_rows(got[k], r) for k, r in zip(ks, rows)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 

@@ -73,8 +73,8 @@ from hsched_env.policy import Assignment, PolicyStats, SchedulerView
 from lp_baseline.delivery import DeliveryTracker
 from lp_baseline.fallback import FALLBACK_KINDS, greedy_allocation
 from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominator,
-                                   is_whole_table, NormalizerMemo, job_normalizer,
-                                   job_normalizers, stage2_terms)
+                                   NormalizerMemo, job_normalizer, job_normalizers,
+                                   stage2_terms, take_rows)
 from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome, PartSolve,
                                         default_workers, solve_parts)
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIELDS, OBJECTIVES,
@@ -646,13 +646,10 @@ class LPPolicy:
         tabs = view.candidates
         sizes = np.array([rows[k].size for k in members], dtype=np.int64)
         job_of = np.repeat(np.arange(members.size), sizes)
-        # a job with every row of its table takes its arrays whole (the same values)
-        whole = [is_whole_table(rows[k], len(tabs[k])) for k in members]
-        gpus = np.concatenate([tabs[k].gpus if w else tabs[k].gpus[rows[k]]
-                               for k, w in zip(members, whole)]) if sizes.sum() else \
-            np.zeros((0, cap.size), dtype=np.int64)
-        thr = np.concatenate([tabs[k].samples_per_s if w else tabs[k].samples_per_s[rows[k]]
-                              for k, w in zip(members, whole)]) if sizes.sum() else np.zeros(0)
+        gpus = np.concatenate([take_rows(tabs[k].gpus, rows[k]) for k in members]) \
+            if sizes.sum() else np.zeros((0, cap.size), dtype=np.int64)
+        thr = np.concatenate([take_rows(tabs[k].samples_per_s, rows[k]) for k in members]) \
+            if sizes.sum() else np.zeros(0)
         norm = norms[members]
         if self.agnostic:
             # Every type as fast as the job's mean requested throughput.
