@@ -87,7 +87,7 @@ class Demos:
 
 
 def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = True,
-                  fair_share_only: bool = False, every: int = 1) -> Demos:
+                  fair_share_only: bool = False, every: int = 1, driver=None) -> Demos:
     """Run the LP reference on ``env`` (a ``RankEnv``) for each seed and record its rounds.
 
     Args:
@@ -103,6 +103,10 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
         every: Record one round in ``every`` (the first, then every ``every``-th); the LP
             reference decides every round. A long episode is then sampled over its whole
             length rather than its beginning only.
+        driver: ``driver(obs, env)`` -> keep bits: who steps the episode (DAgger: a ranker,
+            so that the rounds recorded are the states *it* visits); every recorded label is
+            still the LP reference's keep bits of that round. ``None``: the reference
+            steps, and the episode's return is recorded (``Demos.returns``).
     """
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
@@ -116,10 +120,12 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
         rounds = recorded = 0
         total = 0.0
         while True:
-            action = u.reference_action()
+            record = rounds % every == 0
+            # the reference's keep bits: the label of a recorded round, and the step when
+            # the reference drives (one extra LP solve per round under a driver)
+            action = u.reference_action() if record or driver is None else None
             valid = obs["valid"] > 0.5
             M = int(valid.sum())
-            record = rounds % every == 0
             recorded += record
             if M and record:
                 rows = obs["candidates"].reshape(u.candidate_shape)[:M]
@@ -139,12 +145,14 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
                 demos.glob.append(obs["global"].copy())
                 demos.seed.append(int(seed))
                 demos.total.append(int(u.slots.total))
-            obs, reward, terminated, truncated, _ = u.step(action)
+            step = action if driver is None else np.asarray(driver(obs, u), dtype=np.int8)
+            obs, reward, terminated, truncated, _ = u.step(step)
             total += reward
             rounds += 1
             bar.update(int(record))
             if terminated or truncated:
-                demos.returns[int(seed)] = total
+                if driver is None:             # the reference's own return
+                    demos.returns[int(seed)] = total
                 break
             if max_rounds is not None and recorded >= max_rounds:
                 break

@@ -151,6 +151,10 @@ class TrainConfig:
     threshold_bands: tuple = ()
     # rounds with fewer candidates are not ranked (the LP solves them whole); 0: always rank
     gate_candidates: int = 0
+    # imitation: DAgger iterations after the first fit — collect again on the same regimes
+    # and seeds with the fitted ranker driving (the LP labels every round), add those rounds,
+    # fit anew on all of them (0: the LP's own trajectories only)
+    dagger: int = 0
     # imitation and inference over the candidates within their job's fair share only (for
     # an LP with the size cap, fair-srpt, which never uses the others)
     fair_share_inputs: bool = False
@@ -266,6 +270,16 @@ class TrainConfig:
         if self.gate_candidates < 0:
             raise ConfigError(f"must be >= 0, got {self.gate_candidates}",
                               field="--gate-candidates")
+        if isinstance(self.dagger, bool) or not isinstance(self.dagger, (int, np.integer)) \
+                or self.dagger < 0:
+            raise ConfigError(f"must be a whole number >= 0, got {self.dagger!r}",
+                              field="--dagger")
+        self.dagger = int(self.dagger)
+        if self.dagger and not (self.mode == "rank" and self.policy == "equivariant"
+                                and (self.imitation_seeds > 0 or self.regimes)):
+            raise ConfigError("--dagger iterates the imitation of the equivariant ranker "
+                              "(hsched/Rank-*, --algo imitation or its warm start)",
+                              field="--dagger")
         if self.algo == "maskable-ppo" and self.mode != "select":
             raise ConfigError("maskable-ppo needs the Discrete action of hsched/Schedule-* "
                               "(Rank's keep bits only mask empty slots: use ppo)",
@@ -1063,8 +1077,12 @@ def _imitation_announcement(config: TrainConfig) -> str:
                 f"rounds ({config.imitation_seeds * config.imitation_rounds} LP rounds)")
     rest = "" if config.algo == "imitation" else (
         " before PPO; not counted in --timesteps (--imitation-seeds 0 skips it)")
+    dagger = "" if not config.dagger else (
+        f"; then {config.dagger} DAgger iteration{'s' if config.dagger > 1 else ''}: the same "
+        f"episodes driven by the fitted ranker, labelled by the LP, and a new fit on all "
+        f"rounds")
     return (f"imitation warm start: {what}, then {config.imitation_epochs} epochs of "
-            f"behaviour cloning{rest}")
+            f"behaviour cloning{dagger}{rest}")
 
 
 def _rl_announcement(config: TrainConfig, plan: dict) -> str:
@@ -1082,11 +1100,14 @@ def _rl_announcement(config: TrainConfig, plan: dict) -> str:
 
 def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     """Collect the LP reference's keep bits (on the one scenario, or on every regime of
-    ``config.regimes``), fit ``RankerNet`` to them, choose its operating point; returns
-    ``(net, summary record, {seed: reference return})``."""
-    from agents.imitation import Demos, behaviour_clone, collect_demos, evaluate_keep
-    from agents.ranker import RankerNet, save_ranker
-    from agents.regimes import REGIMES, Regime, recall_threshold, size_band_thresholds
+    ``config.regimes``), fit ``RankerNet`` to them, choose its operating point; with
+    ``config.dagger`` iterations, then collect again on the same regimes and seeds with the
+    fitted ranker driving (the LP still labels every round: DAgger), add those rounds to
+    the data and fit a new network on all of it. Returns ``(net, summary record, {seed:
+    reference return})``."""
+    from agents.imitation import Demos
+    from agents.ranker import Ranker, save_ranker
+    from agents.regimes import REGIMES, Regime
 
     if config.regimes:
         regimes = REGIMES[config.regimes]
@@ -1095,8 +1116,50 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
         regimes = (Regime(sc["cluster"], sc["workload"], seeds=config.imitation_seeds,
                           rounds=config.imitation_rounds, slots=sc["slots"]),)
     t0 = time.perf_counter()
+    trains, valids, per_regime, returns = _collect_regimes(config, regimes, progress)
+    collect_s = time.perf_counter() - t0
+    net, record = _fit_ranker(config, Demos.merge(trains), Demos.merge(valids), progress,
+                              writer)
+    iterations = []
+    for it in range(config.dagger):
+        # the ranker as it runs: the file's operating point (threshold or bands), never gated
+        ranker = Ranker(net, meta=_ranker_meta(config, record), gate_candidates=0,
+                        name=f"dagger-{it + 1}")
+        t1 = time.perf_counter()
+        more_train, more_valid, more_regime, _ = _collect_regimes(
+            config, regimes, progress, driver=ranker.keep,
+            what=f"DAgger {it + 1}/{config.dagger} (the ranker drives, the LP labels)")
+        collect_s += time.perf_counter() - t1
+        trains = [Demos.merge([a, b]) for a, b in zip(trains, more_train)]
+        valids = [Demos.merge([a, b]) for a, b in zip(valids, more_valid)]
+        for reg, more in zip(per_regime, more_regime):
+            reg.setdefault("dagger_rounds", []).append(more["rounds"])
+        before = record.get("operating_point")
+        net, record = _fit_ranker(config, Demos.merge(trains), Demos.merge(valids), progress,
+                                  writer, step0=(it + 1) * config.imitation_epochs)
+        iterations.append({"iteration": it + 1,
+                           "rounds_added": sum(m["rounds"] for m in more_regime),
+                           "operating_point_before": before,
+                           "operating_point": record.get("operating_point")})
+    record.update(collect_s=collect_s, regimes=per_regime)
+    if config.dagger:
+        record["dagger"] = iterations
+    writer.flush()
+    save_ranker(net, out / "imitation_ranker.pt", stage="imitation",
+                **_ranker_meta(config, record))
+    return net, record, returns
+
+
+def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=None,
+                     what: str = "LP demonstrations"):
+    """``collect_demos`` on every regime, each regime's last seeds held out: ``(train Demos
+    per regime, held-out Demos per regime, a record per regime, {seed: reference return}
+    of a single regime's episodes)``. ``driver``: who steps the episodes (``None``: the LP
+    reference; see ``collect_demos``)."""
+    from agents.imitation import Demos, collect_demos
+
+    t0 = time.perf_counter()
     trains, valids, per_regime, returns = [], [], [], {}
-    bar = progress.bar
     for n, reg in enumerate(regimes):
         kw = {**config.env_kwargs(), "cluster": reg.cluster, "workload": reg.workload,
               "slots": reg.slots}
@@ -1107,11 +1170,11 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
         seeds = list(range(reg.seeds))
         parts = []
         for i, seed in enumerate(seeds):         # one seed at a time: the same demonstrations
-            parts.append(collect_demos(env, [seed], max_rounds=reg.rounds, progress=bar,
+            parts.append(collect_demos(env, [seed], max_rounds=reg.rounds, progress=progress.bar,
                                        fair_share_only=config.fair_share_inputs,
-                                       every=reg.every))
+                                       every=reg.every, driver=driver))
             el = time.perf_counter() - t0
-            progress.line(f"LP demonstrations: regime {n + 1}/{len(regimes)} "
+            progress.line(f"{what}: regime {n + 1}/{len(regimes)} "
                           f"({reg.cluster}), seed {i + 1}/{len(seeds)}, "
                           f"{sum(len(p) for p in parts)} rounds, {_duration(el)} elapsed",
                           force=i + 1 == len(seeds))
@@ -1128,14 +1191,24 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
         per_regime.append({"cluster": reg.cluster, "workload": reg.workload,
                            "rounds": len(demos), "positive_fraction": demos.positive_fraction(),
                            "held_out_seeds": held})
-    train_demos, valid_demos = Demos.merge(trains), Demos.merge(valids)
-    collect_s = time.perf_counter() - t0
+    return trains, valids, per_regime, returns
+
+
+def _fit_ranker(config: TrainConfig, train_demos, valid_demos, progress: Progress, writer,
+                step0: int = 0):
+    """A new ``RankerNet`` fitted to ``train_demos`` (behaviour cloning), with its operating
+    point chosen on ``valid_demos``: ``(net, record)``. ``step0``: the TensorBoard step of
+    its first epoch (DAgger's refits continue the curves)."""
+    from agents.imitation import Demos, behaviour_clone, evaluate_keep
+    from agents.ranker import RankerNet
+    from agents.regimes import recall_threshold, size_band_thresholds
+
     net = RankerNet(hidden=config.hidden, job_context=config.job_context)
 
     def log_epoch(e, r):
         for k, v in r.items():
             if k != "epoch":
-                writer.add_scalar(f"imitation/{k}", v, e)
+                writer.add_scalar(f"imitation/{k}", v, step0 + e)
         progress.line(f"imitation epoch {e + 1}/{config.imitation_epochs}: loss "
                       f"{r['loss']:.4f}" + (f", held-out recall {r['valid_recall']:.3f}"
                                             if "valid_recall" in r else ""),
@@ -1144,26 +1217,23 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     history = behaviour_clone(
         net, train_demos, epochs=config.imitation_epochs, lr=config.imitation_lr,
         pos_weight=config.pos_weight, seed=config.seed, valid_demos=valid_demos,
-        progress=bar, log_fn=log_epoch, weighting=config.imitation_weighting)
+        progress=progress.bar, log_fn=log_epoch, weighting=config.imitation_weighting)
     record = {"rounds": len(train_demos) + len(valid_demos), "train_rounds": len(train_demos),
               "valid_rounds": len(valid_demos),
               "positive_fraction": Demos.merge([train_demos, valid_demos]).positive_fraction(),
-              "collect_s": collect_s, "final": history[-1], "history": history,
-              "valid": evaluate_keep(net, valid_demos), "regimes": per_regime}
+              "final": history[-1], "history": history,
+              "valid": evaluate_keep(net, valid_demos)}
     if config.target_recall is not None:
         op = recall_threshold(net, valid_demos, config.target_recall)
         record["operating_point"] = op
         record["valid_at_operating_point"] = evaluate_keep(net, valid_demos, op["threshold"])
-        writer.add_scalar("imitation/operating_threshold", op["threshold"], len(history))
-        writer.add_scalar("imitation/operating_kept_fraction", op["kept_fraction"],
-                          len(history))
+        step = step0 + len(history)
+        writer.add_scalar("imitation/operating_threshold", op["threshold"], step)
+        writer.add_scalar("imitation/operating_kept_fraction", op["kept_fraction"], step)
         if config.threshold_bands:
             record["size_bands"] = size_band_thresholds(net, valid_demos, config.target_recall,
                                                         config.threshold_bands)
-    writer.flush()
-    save_ranker(net, out / "imitation_ranker.pt", stage="imitation",
-                **_ranker_meta(config, record))
-    return net, record, returns
+    return net, record
 
 
 def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:

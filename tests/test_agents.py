@@ -302,6 +302,35 @@ def test_demonstrations_sample_one_round_in_every(rank_env):
     assert cut.total[0] == full.total[0]              # the first round, before any decision
 
 
+def test_dagger_demonstrations_follow_the_driver_with_the_lp_labels(rank_env):
+    """``collect_demos(driver=)``: the driver's keep bits step the episode (its states are
+    recorded, not the LP's), and every recorded label is the LP reference's keep bits of the
+    state recorded; the episode's return is not recorded as the reference's."""
+    def first_half(obs, env):          # keep the first half of the filled slots: not the LP
+        bits = np.zeros(env.K, dtype=np.int8)
+        bits[:max(1, int((obs["valid"] > 0.5).sum()) // 2)] = 1
+        return bits
+
+    lp = collect_demos(rank_env, [6], max_rounds=12, progress=False)
+    driven = collect_demos(rank_env, [6], max_rounds=12, progress=False, driver=first_half)
+    assert len(lp) == len(driven) == 12
+    # the first round is the same state under both; later the trajectories part
+    np.testing.assert_array_equal(lp.cand[0], driven.cand[0])
+    np.testing.assert_array_equal(lp.label[0], driven.label[0])
+    assert any(a.shape != b.shape or not np.array_equal(a, b)
+               for a, b in zip(lp.cand, driven.cand))
+    # replay the driven episode: each recorded label is the reference's keep bits there
+    u = rank_env.unwrapped
+    obs, _ = u.reset(seed=6)
+    for i in range(12):
+        M = int((obs["valid"] > 0.5).sum())
+        np.testing.assert_array_equal(driven.label[i], u.reference_action()[:M])
+        obs, *_ = u.step(first_half(obs, u))
+    assert driven.returns == {}
+    whole = collect_demos(rank_env, [6], progress=False, every=50, driver=first_half)
+    assert whole.returns == {} and len(whole) >= 1
+
+
 def test_imitation_loss_weighs_rounds_or_candidates():
     """``"round"`` averages each round's candidates first, so a small round counts as much
     as a large one; ``"candidate"`` pools them. Two rounds: 1 valid candidate with loss 1,

@@ -208,6 +208,14 @@ def test_training_options_are_validated():
             TrainConfig(algo="imitation", target_recall=0.95, threshold_bands=bands)
     with pytest.raises(ConfigError, match="needs --target-recall"):
         TrainConfig(algo="imitation", threshold_bands=(1000,))
+    assert TrainConfig(algo="imitation", dagger=2).dagger == 2
+    for bad in (-1, True, 1.5, "2"):
+        with pytest.raises(ConfigError, match="whole number"):
+            TrainConfig(algo="imitation", dagger=bad)
+    with pytest.raises(ConfigError, match="--dagger"):        # nothing to iterate there
+        TrainConfig(env="hsched/Schedule-v0", dagger=1)
+    with pytest.raises(ConfigError, match="--dagger"):
+        TrainConfig(env="hsched/Rank-Tiny-v0", policy="mlp", dagger=1)
 
 
 def test_large_family_suite():

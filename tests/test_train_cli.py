@@ -293,6 +293,27 @@ def test_init_keep_prob_is_for_the_equivariant_rank_policy():
             TrainConfig(**bad)
 
 
+def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path):
+    """``dagger=1``: the demonstrations are collected a second time on the same seeds with the
+    first fit driving, so the data doubles (each regime records the same number of rounds),
+    the held-out seeds stay held out, and the operating point is chosen again on all of it."""
+    run = tmp_path / "run"
+    cfg = TrainConfig(env="hsched/Rank-Tiny-v0", algo="imitation", imitation_seeds=3,
+                      imitation_rounds=10, imitation_epochs=2, target_recall=0.95,
+                      dagger=1, logdir=str(run))
+    s = train(cfg, progress="none")
+    im = s["imitation"]
+    (reg,) = im["regimes"]
+    assert reg["dagger_rounds"] == [reg["rounds"]] and reg["held_out_seeds"] == [2]
+    assert im["rounds"] == 2 * reg["rounds"] and im["valid_rounds"] == 2 * 10
+    (it,) = im["dagger"]
+    assert it["rounds_added"] == reg["rounds"]
+    assert it["operating_point"] == im["operating_point"]
+    assert it["operating_point_before"]["rounds"] == 10          # the LP's held-out rounds
+    assert im["operating_point"]["rounds"] == 20                 # + the ranker's
+    assert (run / "ranker.pt").is_file()
+
+
 @slow
 def test_ppo_starts_at_the_imitation_operating_point(tmp_path):
     """With --target-recall the warm-started PPO policy's deterministic action (keep iff
