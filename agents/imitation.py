@@ -121,11 +121,11 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
         total = 0.0
         while True:
             record = rounds % every == 0
-            # the reference's keep bits: the label of a recorded round, and the step when
-            # the reference drives (one extra LP solve per round under a driver)
-            action = u.reference_action() if record or driver is None else None
             valid = obs["valid"] > 0.5
             M = int(valid.sum())
+            # the reference's keep bits: the label of a recorded round, and the step when
+            # the reference drives (one extra LP solve per recorded round under a driver)
+            action = u.reference_action() if (record and M) or driver is None else None
             recorded += record
             if M and record:
                 rows = obs["candidates"].reshape(u.candidate_shape)[:M]
@@ -145,7 +145,8 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
                 demos.glob.append(obs["global"].copy())
                 demos.seed.append(int(seed))
                 demos.total.append(int(u.slots.total))
-            step = action if driver is None else np.asarray(driver(obs, u), dtype=np.int8)
+            step = (action if driver is None
+                    else (np.asarray(driver(obs, u)) != 0).astype(np.int8))
             obs, reward, terminated, truncated, _ = u.step(step)
             total += reward
             rounds += 1

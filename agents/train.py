@@ -1078,9 +1078,9 @@ def _imitation_announcement(config: TrainConfig) -> str:
     rest = "" if config.algo == "imitation" else (
         " before PPO; not counted in --timesteps (--imitation-seeds 0 skips it)")
     dagger = "" if not config.dagger else (
-        f"; then {config.dagger} DAgger iteration{'s' if config.dagger > 1 else ''}: the same "
-        f"episodes driven by the fitted ranker, labelled by the LP, and a new fit on all "
-        f"rounds")
+        f"; then {config.dagger} DAgger iteration{'s' if config.dagger > 1 else ''}: episodes "
+        f"of the same seeds driven by the fitted ranker, labelled by the LP, and a new fit on "
+        f"all rounds")
     return (f"imitation warm start: {what}, then {config.imitation_epochs} epochs of "
             f"behaviour cloning{dagger}{rest}")
 
@@ -1105,7 +1105,7 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     fitted ranker driving (the LP still labels every round: DAgger), add those rounds to
     the data and fit a new network on all of it. Returns ``(net, summary record, {seed:
     reference return})``."""
-    from agents.imitation import Demos
+    from agents.imitation import Demos, evaluate_keep
     from agents.ranker import Ranker, save_ranker
     from agents.regimes import REGIMES, Regime
 
@@ -1123,23 +1123,32 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     iterations = []
     for it in range(config.dagger):
         # the ranker as it runs: the file's operating point (threshold or bands), never gated
+        # (torch_threads=None: the run's own setting, config.torch_threads, stays)
         ranker = Ranker(net, meta=_ranker_meta(config, record), gate_candidates=0,
-                        name=f"dagger-{it + 1}")
+                        name=f"dagger-{it + 1}", torch_threads=None)
         t1 = time.perf_counter()
         more_train, more_valid, more_regime, _ = _collect_regimes(
             config, regimes, progress, driver=ranker.keep,
             what=f"DAgger {it + 1}/{config.dagger} (the ranker drives, the LP labels)")
         collect_s += time.perf_counter() - t1
+        del ranker                                       # its inference buffers
+        driven_valid = Demos.merge(more_valid)
+        before = {"operating_point": record.get("operating_point"),
+                  "valid": record["valid"], "final": record["final"]}
+        if before["operating_point"] is not None:
+            # the fit that drove, on the held-out rounds it visited itself (at its pooled
+            # threshold): what the new rounds teach
+            before["own_rounds_at_operating_point"] = evaluate_keep(
+                net, driven_valid, before["operating_point"]["threshold"])
         trains = [Demos.merge([a, b]) for a, b in zip(trains, more_train)]
         valids = [Demos.merge([a, b]) for a, b in zip(valids, more_valid)]
         for reg, more in zip(per_regime, more_regime):
             reg.setdefault("dagger_rounds", []).append(more["rounds"])
-        before = record.get("operating_point")
         net, record = _fit_ranker(config, Demos.merge(trains), Demos.merge(valids), progress,
                                   writer, step0=(it + 1) * config.imitation_epochs)
         iterations.append({"iteration": it + 1,
                            "rounds_added": sum(m["rounds"] for m in more_regime),
-                           "operating_point_before": before,
+                           "before": before,
                            "operating_point": record.get("operating_point")})
     record.update(collect_s=collect_s, regimes=per_regime)
     if config.dagger:
@@ -1253,6 +1262,8 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
             meta["size_thresholds"] = [[b["min_candidates"], b["threshold"]] for b in bands]
     if config.gate_candidates:
         meta["gate_candidates"] = int(config.gate_candidates)
+    if config.dagger:
+        meta["dagger"] = int(config.dagger)
     if config.fair_share_inputs and imitation is not None:
         meta["inputs"] = "within-fair-share"
     if config.prune is not None:

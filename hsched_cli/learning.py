@@ -164,7 +164,11 @@ def cmd_train(args) -> int:
     imitation = summary.get("imitation")
     if imitation:
         v = imitation["valid"]
-        print(f"imitation: {imitation['rounds']} LP rounds; held-out precision "
+        dagger = sum(it["rounds_added"] for it in imitation.get("dagger", ()))
+        rounds = (f"{imitation['rounds']} rounds labelled by the LP ({dagger} of them "
+                  f"visited by the ranker: DAgger)" if dagger else
+                  f"{imitation['rounds']} LP rounds")
+        print(f"imitation: {rounds}; held-out precision "
               f"{v['precision']:.2f}, recall {v['recall']:.2f}, kept {v['kept_fraction']:.1%}")
         op = imitation.get("operating_point")
         if op:

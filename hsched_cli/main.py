@@ -229,9 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="--algo imitation: the ranker scores each candidate against its "
                          "job's other candidates (a per-job pooled embedding)")
     tr.add_argument("--dagger", type=int, default=None, metavar="N",
-                    help="imitation: N DAgger iterations after the first fit — the same "
-                         "episodes again with the fitted ranker driving and the LP labelling "
-                         "every round, then a new fit on all rounds (default 0)")
+                    help="imitation: N DAgger iterations after the first fit — episodes "
+                         "of the same seeds again, driven by the fitted ranker (ungated) and "
+                         "labelled by the LP every round, then a new fit on all rounds "
+                         "(default 0)")
     tr.add_argument("--gate-candidates", type=int, default=None, metavar="N",
                     help="rounds with fewer candidates are not ranked: the LP solves them "
                          "whole (recorded in the ranker file)")

@@ -293,14 +293,27 @@ def test_init_keep_prob_is_for_the_equivariant_rank_policy():
             TrainConfig(**bad)
 
 
-def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path):
-    """``dagger=1``: the demonstrations are collected a second time on the same seeds with the
-    first fit driving, so the data doubles (each regime records the same number of rounds),
-    the held-out seeds stay held out, and the operating point is chosen again on all of it."""
+def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path, monkeypatch):
+    """``dagger=1``: the demonstrations are collected a second time on the same seeds, driven
+    by the first fit at its operating point (its size bands included, ungated), so the data
+    doubles (each regime records the same number of rounds), the held-out seeds stay held
+    out, and the operating point is chosen again on all of it."""
+    import agents.imitation as imitation
+    from agents.ranker import Ranker, load_ranker_net
+
+    calls = []
+    collect = imitation.collect_demos
+
+    def spy(env, seeds, **kw):
+        demos = collect(env, seeds, **kw)
+        calls.append((kw.get("driver"), demos))
+        return demos
+
+    monkeypatch.setattr(imitation, "collect_demos", spy)
     run = tmp_path / "run"
     cfg = TrainConfig(env="hsched/Rank-Tiny-v0", algo="imitation", imitation_seeds=3,
                       imitation_rounds=10, imitation_epochs=2, target_recall=0.95,
-                      dagger=1, logdir=str(run))
+                      threshold_bands=(30,), dagger=1, logdir=str(run))
     s = train(cfg, progress="none")
     im = s["imitation"]
     (reg,) = im["regimes"]
@@ -309,9 +322,23 @@ def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path):
     (it,) = im["dagger"]
     assert it["rounds_added"] == reg["rounds"]
     assert it["operating_point"] == im["operating_point"]
-    assert it["operating_point_before"]["rounds"] == 10          # the LP's held-out rounds
+    first_op = it["before"]["operating_point"]
+    assert first_op["rounds"] == 10                              # the LP's held-out rounds
     assert im["operating_point"]["rounds"] == 20                 # + the ranker's
-    assert (run / "ranker.pt").is_file()
+    assert 0.0 <= it["before"]["own_rounds_at_operating_point"]["recall"] <= 1.0
+    # the second collection is driven by the first fit as a Ranker would run it
+    lp_calls, driven_calls = calls[:3], calls[3:]
+    assert len(driven_calls) == 3 and all(d is None for d, _ in lp_calls)
+    rankers = {id(d.__self__): d.__self__ for d, _ in driven_calls}
+    (ranker,) = rankers.values()
+    assert isinstance(ranker, Ranker) and ranker.gate_candidates == 0
+    assert ranker.threshold == pytest.approx(first_op["threshold"])
+    assert [lo for lo, _ in ranker.size_thresholds] == [0, 30]
+    assert any(a.shape != b.shape or not (a == b).all()        # it did drive elsewhere
+               for (_, lp), (_, dr) in zip(lp_calls, driven_calls)
+               for a, b in zip(lp.cand, dr.cand))
+    _, meta = load_ranker_net(run / "ranker.pt")
+    assert meta["dagger"] == 1
 
 
 @slow
