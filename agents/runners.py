@@ -133,7 +133,8 @@ def run_from_json(data: dict) -> Run:
     return Run(**{k: _from_json(v) for k, v in data.items()})
 
 
-def _support_pairs(support_lp, view) -> set[tuple[int, int]]:
+def support_pairs(support_lp, view) -> set[tuple[int, int]]:
+    """The ``(job id, row)`` pairs with a share in ``support_lp``'s full LP on ``view``."""
     alloc, _ = support_lp.shares(view)
     return {(int(j), int(r)) for j, (rows, x) in alloc.items()
             for r, xv in zip(rows, x) if xv > SUPPORT_TINY}
@@ -155,7 +156,8 @@ def _considered_rows(policy, view) -> list[np.ndarray]:
     return policy.solver_rows(view)
 
 
-def _recall(support: set, considered: set) -> float | None:
+def support_recall(support: set, considered: set) -> float | None:
+    """The share of ``support`` in ``considered`` (recall@k); ``None`` without a support."""
     if not support:
         return None
     return len(support & considered) / len(support)
@@ -196,7 +198,7 @@ class _Measured:
             else:
                 considered = {(int(j), int(r)) for j, rs in zip(view.job_ids, rows)
                               for r in rs}
-                value = _recall(_support_pairs(self.support_lp, view), considered)
+                value = support_recall(support_pairs(self.support_lp, view), considered)
                 if value is not None:
                     self.recall.append(value)
         return out
@@ -289,7 +291,9 @@ def _env_kwargs(entry: PolicyEntry, suite: Suite, scenario: Scenario) -> dict:
     return kw
 
 
-def _make_env(cls, entry: PolicyEntry, suite: Suite, scenario: Scenario, slots):
+def make_scenario_env(cls, entry: PolicyEntry, suite: Suite, scenario: Scenario, slots):
+    """``cls`` (``RankEnv`` or ``ScheduleEnv``) on ``scenario`` with the suite's settings and
+    the entry's ``env_kwargs``, K = ``slots``."""
     kw = _env_kwargs(entry, suite, scenario)
     if cls is RankEnv:
         kw["measure_time"] = True               # the LP's wall-clock time in info
@@ -308,7 +312,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     is reported)."""
     if entry.slots is not None:
         slots = entry.slots
-    env = _make_env(RankEnv, entry, suite, scenario, slots)
+    env = make_scenario_env(RankEnv, entry, suite, scenario, slots)
     ranker = entry.ranker
     gated_before = getattr(ranker, "gated_rounds", 0)
     obs, _ = env.reset(seed=seed)
@@ -328,7 +332,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                 field="--policies")
         bits = keep.astype(bool)[:sl.k.size]
         kept = {(int(j), int(r)) for j, r in zip(sl.job[bits], sl.row[bits])}
-        value = _recall(_support_pairs(support_lp, sl.view), kept)
+        value = support_recall(support_pairs(support_lp, sl.view), kept)
         if value is not None:
             recall.append(value)
         obs, _, terminated, truncated, info = env.step(keep.astype(np.int8))
@@ -398,7 +402,7 @@ def run_scheduler(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: in
     ``candidate_filter="lp"``). A round that takes ``round_step_cap(K)`` steps without a
     commit stops the run (``end_reason = "step_cap"``); an episode the environment ends
     itself (too many invalid actions in a row) keeps the environment's ``end_reason``."""
-    env = _make_env(ScheduleEnv, entry, suite, scenario, entry.slots)
+    env = make_scenario_env(ScheduleEnv, entry, suite, scenario, entry.slots)
     agent = entry.agent
     obs, _ = env.reset(seed=seed)
     cap = round_step_cap(env.K)

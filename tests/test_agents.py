@@ -445,3 +445,31 @@ def test_ranker_file_carries_its_prune_scope_into_evaluation(tmp_path):
     # and the environment built with the entry's arguments runs that way
     env = gym.make("hsched/Rank-v0", max_candidates=64, **SMALL, **a.env_kwargs).unwrapped
     assert env.prune == "lp"
+
+
+def test_ranker_shift_compares_the_lp_states_with_the_rankers_own():
+    """``scripts/ranker_shift.py``: the same seed stepped by the LP and by the ranker; the first
+    round is the same state under both, so its recall is the same; a ranker that keeps
+    everything recalls the whole support on either trajectory."""
+    import importlib.util
+    from pathlib import Path
+
+    from agents.policy_entries import agent_entry
+    from agents.suites import custom_suite
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "ranker_shift.py"
+    spec = importlib.util.spec_from_file_location("ranker_shift", path)
+    shift = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shift)
+    suite = custom_suite("sia-64", "gavel:rate=4,jobs=12")
+    (scenario,) = suite.scenarios
+    th.manual_seed(0)
+    half = Ranker(RankerNet(hidden=8), threshold=0.5, gate_candidates=0)   # untrained: ~half
+    entry = agent_entry(half)
+    by_lp = shift.recalls(entry, suite, scenario, 1_000_000, "lp")
+    by_self = shift.recalls(entry, suite, scenario, 1_000_000, "ranker")
+    assert by_lp and by_self and all(0.0 <= r <= 1.0 for r in by_lp + by_self)
+    assert by_lp[0] == by_self[0]
+    assert by_lp != by_self                       # the trajectories part
+    keep_all = agent_entry(Ranker(RankerNet(hidden=8), threshold=1e-9, gate_candidates=0))
+    assert set(shift.recalls(keep_all, suite, scenario, 1_000_000, "ranker")) == {1.0}

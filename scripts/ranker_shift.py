@@ -1,0 +1,77 @@
+"""A ranker's recall of the LP's support on the LP's states against its own (covariate shift).
+
+For each held-out seed of a suite's scenario, the episode is run twice on ``hsched/Rank-v0``:
+once stepped by the pure LP (every candidate kept) and once by the ranker's own keep bits. In
+every round of both, the ranker's keep bits are compared with the support of the full LP on
+that round's state (``recall@k`` as ``hsched evaluate`` measures it). Behaviour cloning trains
+on the LP's states; at run time the ranker meets the states its own decisions lead to, so a
+gap between the two recalls is what DAgger (``hsched train --dagger``) is for.
+
+    python scripts/ranker_shift.py --suite large-family --scenario 0 --seeds 2
+    python scripts/ranker_shift.py --suite large --ranker ranker:runs/ranker/ranker.pt
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from agents.policy_entries import parse_policies
+from agents.runners import make_scenario_env, support_pairs, support_recall
+from agents.suites import get_suite, heldout_seeds
+from hsched_env.envs.rank import RankEnv
+from lp_baseline.registry import make_policy
+
+
+def recalls(entry, suite, scenario, seed: int, drive: str) -> list[float]:
+    """Per round of one episode stepped by ``drive`` (``"lp"`` or ``"ranker"``), the ranker's
+    recall of the full LP's support on that round's state (rounds without a support skipped)."""
+    support_lp = make_policy("heterosched-lp")
+    env = make_scenario_env(RankEnv, entry, suite, scenario, 70_000)
+    obs, _ = env.reset(seed=seed)
+    out, done = [], env.simulator.finished
+    while not done:
+        sl = env.slots
+        keep = np.asarray(entry.ranker.keep(obs, env)).astype(bool)
+        bits = keep[:sl.k.size]
+        kept = {(int(j), int(r)) for j, r in zip(sl.job[bits], sl.row[bits])}
+        value = support_recall(support_pairs(support_lp, sl.view), kept)
+        if value is not None:
+            out.append(value)
+        step = keep if drive == "ranker" else np.ones(env.K, dtype=bool)
+        obs, _, terminated, truncated, _ = env.step(step.astype(np.int8))
+        done = terminated or truncated
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", default="large-family", help="an evaluation suite (large-family)")
+    ap.add_argument("--scenario", type=int, default=0, help="its scenario, by index (0)")
+    ap.add_argument("--seeds", type=int, default=1, help="first N held-out seeds (1)")
+    ap.add_argument("--ranker", default="ranker",
+                    help="ranker (the shipped file, default) or ranker:PATH.pt")
+    args = ap.parse_args(argv)
+    suite = get_suite(args.suite)
+    if not 0 <= args.scenario < len(suite.scenarios):
+        ap.error(f"--scenario: {args.suite} has {len(suite.scenarios)} scenarios")
+    scenario = suite.scenarios[args.scenario]
+    (entry,) = parse_policies([args.ranker])
+    if entry.ranker is None:
+        ap.error(f"--ranker: {args.ranker!r} is not a ranker file")
+    print(f"{entry.label} on {scenario.name} ({scenario.workload}); recall of the full LP's "
+          f"support per round, mean (first half / second half of the rounds)")
+    for seed in heldout_seeds(args.seeds):
+        for drive in ("lp", "ranker"):
+            r = recalls(entry, suite, scenario, seed, drive)
+            half = len(r) // 2
+            print(f"  seed {seed}, stepped by the {drive:6s}: {len(r)} rounds, recall "
+                  f"{np.mean(r):.3f} ({np.mean(r[:half]):.3f} / {np.mean(r[half:]):.3f})",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
