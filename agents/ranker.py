@@ -323,6 +323,10 @@ def best_per_job(scores: np.ndarray, jobs: np.ndarray) -> np.ndarray:
     return sel[first]
 
 
+#: The observation's pieces, in the order ``SlotLayout`` flattens them.
+LAYOUT_KEYS = ("candidates", "valid", "cluster", "global")
+
+
 class SlotLayout:
     """Where the pieces of an environment's flattened observation are."""
 
@@ -344,8 +348,7 @@ class SlotLayout:
     def from_obs(self, obs: dict) -> tuple[th.Tensor, ...]:
         """Tensors with a batch dimension of 1 from one (unbatched) observation."""
         flat = th.as_tensor(np.concatenate([np.asarray(obs[k], dtype=np.float32).reshape(-1)
-                                            for k in ("candidates", "valid", "cluster",
-                                                      "global")]))[None]
+                                            for k in LAYOUT_KEYS]))[None]
         return self.split(flat)
 
 
@@ -521,7 +524,9 @@ class Ranker:
         self.threshold, self.min_per_job = float(threshold), int(min_per_job)
         self.gate_candidates = int(gate_candidates)
         self.gated_rounds = 0
-        self._layouts: dict[int, SlotLayout] = {}
+        #: the observation pieces' shapes -> their SlotLayout (all a layout depends on; an
+        #: id of the space could be reused by another space once the first is freed)
+        self._layouts: dict[tuple, SlotLayout] = {}
         #: reused inference buffers (``RoundScratch``: 684 bytes per candidate of the largest
         #: round scored, plus a quarter; ~130 MB at 150,000; ``scratch.clear()`` frees them)
         self.scratch = RoundScratch()
@@ -540,10 +545,11 @@ class Ranker:
 
     def _layout(self, env) -> SlotLayout:
         space = env.unwrapped.observation_space if env is not None else None
-        key = id(space)
-        if key not in self._layouts:
-            self._layouts[key] = SlotLayout(space)
-        return self._layouts[key]
+        key = tuple(space[k].shape for k in LAYOUT_KEYS)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = SlotLayout(space)
+        return layout
 
     @th.no_grad()
     def scores(self, obs: dict, env) -> np.ndarray:

@@ -473,3 +473,19 @@ def test_ranker_shift_compares_the_lp_states_with_the_rankers_own():
     assert by_lp != by_self                       # the trajectories part
     keep_all = agent_entry(Ranker(RankerNet(hidden=8), threshold=1e-9, gate_candidates=0))
     assert set(shift.recalls(keep_all, suite, scenario, 1_000_000, "ranker")) == {1.0}
+
+
+def test_one_ranker_serves_environments_of_other_shapes_in_turn():
+    """A ``Ranker`` keeps one slot layout per observation shape (K slots, T types), so it can
+    alternate between environments — as DAgger's collection and ``hsched evaluate`` do."""
+    ranker = Ranker(RankerNet(hidden=8), threshold=0.5, gate_candidates=0)
+    envs = [gym.make("hsched/Rank-v0", max_candidates=k, **SMALL).unwrapped for k in (64, 128)]
+    envs.append(gym.make("hsched/Rank-v0", max_candidates=64, cluster="tiny-8",
+                         workload="gavel:rate=8,jobs=6").unwrapped)      # 2 GPU types
+    obs = [e.reset(seed=2)[0] for e in envs]
+    for _ in range(2):
+        for e, o in zip(envs, obs):
+            bits = ranker.keep(o, e)
+            assert bits.shape == (e.K,)
+            assert not bits[int((o["valid"] > 0.5).sum()):].any()       # empty slots dropped
+    assert len(ranker._layouts) == 3
