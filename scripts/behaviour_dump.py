@@ -5,7 +5,8 @@ evaluate --suite smoke` metrics and the environments' seeded rollouts, without w
     .venv/bin/python scripts/behaviour_dump.py --out after.json      # on the new one
     .venv/bin/python scripts/behaviour_dump.py --diff before.json after.json
 
-A refactor keeps behaviour when ``--diff`` prints nothing and exits 0. The CLI runs go through
+A refactor keeps behaviour when ``--diff`` prints nothing and exits 0. The Pollux trace case
+reads ``../shared`` beside the repository; from a worktree elsewhere give ``--shared DIR``. The CLI runs go through
 the installed ``hsched`` command (so the dump does not depend on where the CLI module lives);
 the rollouts through ``gymnasium.make`` with actions drawn from a seeded generator among the
 valid ones (``action_masks()``), plus the environments' own ``reference_action()``.
@@ -24,7 +25,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 HSCHED = str(Path(sys.executable).with_name("hsched"))
-POLLUX_W2 = ROOT.parent / "shared" / "traces" / "pollux" / "workloads" / "workload-2.csv"
+#: Where ``../shared`` is by default (``--shared``: e.g. when this runs from a worktree elsewhere).
+SHARED = ROOT.parent / "shared"
+POLLUX_W2 = Path("traces") / "pollux" / "workloads" / "workload-2.csv"     # under SHARED
 
 #: Keys whose values are wall-clock measurements (they differ between any two runs).
 WALL_CLOCK = ("decision_time", "wall_s", "decide_s", "solve_s", "build_s", "_ms", "seconds",
@@ -37,7 +40,10 @@ COMPARES = [
     ("modern-512", "gavel:rate=6,jobs=40,seed=2,mix=llm", "heterosched-lp,gavel,sia", []),
     ("gavel-108", "gavel:rate=3,jobs=30,seed=0", "heterosched-lp,gavel",
      ["--throughputs", "gavel"]),
-    ("sia-64", f"pollux:path={POLLUX_W2}", "heterosched-lp,gavel", ["--measure-jobs", "0:60"]),
+    # {shared} is filled in by ``dump`` (the dump records the case as written here, so dumps
+    # made from different checkouts compare)
+    ("sia-64", f"pollux:path={{shared}}/{POLLUX_W2}", "heterosched-lp,gavel",
+     ["--measure-jobs", "0:60"]),
     ("sia-64", "gavel:rate=4,jobs=30,seed=3", "heterosched-lp", ["--objective", "max-min"]),
     ("sia-64", "gavel:rate=4,jobs=30,seed=3", "heterosched-lp",
      ["--objective", "fair-las", "--floor", "0.25"]),
@@ -133,12 +139,12 @@ def _plain(obj):
     return obj
 
 
-def dump() -> dict:
+def dump(shared: Path = SHARED) -> dict:
     out = {"compare": [], "evaluate": None, "rollouts": []}
     for cluster, workload, policies, extra in COMPARES:
         print(f"compare {cluster} {workload[:40]} {policies[:40]}", file=sys.stderr, flush=True)
-        res = run_json(["compare", "--cluster", cluster, "--workload", workload,
-                        "--policies", policies, *extra])
+        res = run_json(["compare", "--cluster", cluster, "--workload",
+                        workload.format(shared=shared), "--policies", policies, *extra])
         out["compare"].append({"case": [cluster, workload, policies, extra],
                                "result": scrub(res)})
     print("evaluate --suite smoke", file=sys.stderr, flush=True)
@@ -173,6 +179,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="write the dump here")
     ap.add_argument("--diff", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--shared", type=Path, default=SHARED,
+                    help=f"the shared folder with traces/ (default {SHARED})")
     args = ap.parse_args(argv)
     if args.diff:
         before, after = (scrub(json.loads(p.read_text())) for p in args.diff)
@@ -184,7 +192,9 @@ def main(argv=None) -> int:
         return 1 if lines else 0
     if not args.out:
         ap.error("give --out FILE or --diff BEFORE AFTER")
-    args.out.write_text(json.dumps(dump(), indent=1, sort_keys=True))
+    if not (args.shared / POLLUX_W2).is_file():
+        ap.error(f"--shared: no {POLLUX_W2} under {args.shared} (give the shared folder)")
+    args.out.write_text(json.dumps(dump(args.shared), indent=1, sort_keys=True))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
