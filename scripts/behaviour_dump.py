@@ -19,6 +19,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -148,8 +149,8 @@ def dump(shared: Path = SHARED) -> dict:
         out["compare"].append({"case": [cluster, workload, policies, extra],
                                "result": scrub(res)})
     print("evaluate --suite smoke", file=sys.stderr, flush=True)
-    out["evaluate"] = scrub(run_json(["evaluate", "--suite", "smoke",
-                                      "--out", "/tmp/behaviour_dump_eval"]))
+    with tempfile.TemporaryDirectory(prefix="behaviour_dump_eval-") as where:   # a fresh one
+        out["evaluate"] = scrub(run_json(["evaluate", "--suite", "smoke", "--out", where]))
     for env_id, kwargs, seed in ROLLOUTS:
         print(f"rollout {env_id} {kwargs}", file=sys.stderr, flush=True)
         out["rollouts"].append({"case": [env_id, kwargs, seed],
