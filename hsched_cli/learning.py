@@ -133,7 +133,8 @@ def cmd_train(args) -> int:
     fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
               "logdir": args.logdir}
     for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
-                 "target_recall", "threshold_bands", "dagger", "gate_candidates", "fair_share_inputs", "prune", "job_context",
+                 "target_recall", "threshold_bands", "dagger", "gate_candidates",
+                 "fair_share_inputs", "prune", "job_context",
                  "learning_rate", "hidden", "gamma", "n_steps", "batch_size", "n_epochs",
                  "ent_coef", "train_seeds"):
         fields[name] = getattr(args, name)

@@ -6,7 +6,8 @@ evaluate --suite smoke` metrics and the environments' seeded rollouts, without w
     .venv/bin/python scripts/behaviour_dump.py --diff before.json after.json
 
 A refactor keeps behaviour when ``--diff`` prints nothing and exits 0. The Pollux trace case
-reads ``../shared`` beside the repository; from a worktree elsewhere give ``--shared DIR``. The CLI runs go through
+reads ``../shared`` beside the repository; from a worktree elsewhere give ``--shared DIR``.
+The CLI runs go through
 the installed ``hsched`` command (so the dump does not depend on where the CLI module lives);
 the rollouts through ``gymnasium.make`` with actions drawn from a seeded generator among the
 valid ones (``action_masks()``), plus the environments' own ``reference_action()``.

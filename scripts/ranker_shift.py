@@ -19,9 +19,11 @@ import sys
 import numpy as np
 
 from agents.policy_entries import parse_policies
-from agents.runners import make_scenario_env, support_pairs, support_recall
+from agents.runners import make_scenario_env, rank_slots_bound, support_pairs, support_recall
 from agents.suites import get_suite, heldout_seeds
+from hsched_env.cluster import get_cluster
 from hsched_env.envs.rank import RankEnv
+from hsched_env.workloads import load_workload
 from lp_baseline.registry import make_policy
 
 
@@ -29,7 +31,11 @@ def recalls(entry, suite, scenario, seed: int, drive: str) -> list[float]:
     """Per round of one episode stepped by ``drive`` (``"lp"`` or ``"ranker"``), the ranker's
     recall of the full LP's support on that round's state (rounds without a support skipped)."""
     support_lp = make_policy("heterosched-lp")
-    env = make_scenario_env(RankEnv, entry, suite, scenario, 70_000)
+    # K as ``hsched evaluate`` sets it: every candidate of the workload, so no round overflows
+    cluster = get_cluster(scenario.cluster)
+    slots = entry.slots or rank_slots_bound(suite, scenario, cluster,
+                                            load_workload(scenario.workload_for(seed), cluster))
+    env = make_scenario_env(RankEnv, entry, suite, scenario, slots)
     obs, _ = env.reset(seed=seed)
     out, done = [], env.simulator.finished
     while not done:
