@@ -87,6 +87,8 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
                                           default=0)
     if kind == "ranker":
         row["kept_frac_mean"] = _nanmean(r.kept_frac_mean for r in runs)
+        ranked = [r.kept_frac_ranked_mean for r in runs if r.kept_frac_ranked_mean is not None]
+        row["kept_frac_ranked_mean"] = _nanmean(ranked) if ranked else None
         row["gated_fraction"] = _nanmean(m.get("gated_fraction") for m in ms)
     else:
         row["ranker_time_mean_s"] = None
@@ -185,6 +187,7 @@ def per_seed_rows(report: Report) -> list[dict]:
             row["round_candidates_max"] = r.round_candidates_max
         if r.kind == "ranker":
             row["kept_frac_mean"] = r.kept_frac_mean
+            row["kept_frac_ranked_mean"] = r.kept_frac_ranked_mean
         if r.kind == "scheduler":
             row["agent_time_mean_s"] = (float(r.ranker_s.mean()) if r.ranker_s is not None
                                         and r.ranker_s.size else 0.0)
@@ -285,9 +288,12 @@ def format_report(report: Report) -> str:
                 notes.append(f"{r['policy']}: decision = LP "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker "
                              f"{r['ranker_time_mean_s'] * 1e3:.1f} ms per round "
-                             f"(mean); kept {r['kept_frac_mean']:.1%} of the candidates; "
-                             f"gated (solved whole) {r.get('gated_fraction') or 0:.0%} of the "
-                             f"rounds; slot overflow {r['overflow_max']}")
+                             f"(mean); kept {r['kept_frac_mean']:.1%} of the candidates"
+                             + (f" ({r['kept_frac_ranked_mean']:.1%} in the rounds it ranked)"
+                                if r.get("gated_fraction") and r.get("kept_frac_ranked_mean")
+                                is not None else "")
+                             + f"; gated (solved whole) {r.get('gated_fraction') or 0:.0%} of "
+                             f"the rounds; slot overflow {r['overflow_max']}")
             if r["kind"] == "scheduler":
                 notes.append(f"{r['policy']}: decision = environment "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms (filling the slots) "

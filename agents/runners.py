@@ -63,6 +63,9 @@ class Run:
     records: list = field(default_factory=list, repr=False)
     overflow_max: int | None = None
     kept_frac_mean: float | None = None
+    #: the kept fraction over the rounds the ranker ranked (its gate's rounds left out: they
+    #: keep everything); None when it ranked none
+    kept_frac_ranked_mean: float | None = None
     slots: int | None = None              # K of the agent's environment (agents only)
     slots_fixed: bool = False             # K was the agent's own (``slots``), not the harness's
     round_candidates_max: int | None = None   # the largest round's candidates (agents only)
@@ -316,14 +319,16 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     ranker = entry.ranker
     gated_before = getattr(ranker, "gated_rounds", 0)
     obs, _ = env.reset(seed=seed)
-    lp_s, rank_s, lp_vars, recall, kept_frac = [], [], [], [], []
+    lp_s, rank_s, lp_vars, recall, kept_frac, ranked = [], [], [], [], [], []
     overflow = total_max = 0
     done = env.simulator.finished
     while not done:
         sl = env.slots
+        gated = getattr(ranker, "gated_rounds", 0)
         t0 = time.perf_counter()
         keep = ranker.keep(obs, env)
         rank_s.append(time.perf_counter() - t0)
+        ranked.append(getattr(ranker, "gated_rounds", 0) == gated)
         keep = np.asarray(keep)
         if keep.shape != (env.K,):
             raise ConfigError(
@@ -364,6 +369,8 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                candidates_per_job=np.array([len(t) for t in sim.run_view().tables]),
                end_reason=end_reason, records=records, overflow_max=overflow,
                kept_frac_mean=float(np.mean(kept_frac)) if kept_frac else 0.0,
+               kept_frac_ranked_mean=(float(np.mean(np.asarray(kept_frac)[ranked]))
+                                      if any(ranked) else None),
                slots=env.K, slots_fixed=entry.slots is not None,
                round_candidates_max=total_max)
 

@@ -148,6 +148,7 @@ def test_entry_point_rank_agent_gives_the_pure_lp_schedule(smoke):
         [(j.job_id, j.finish_s) for j in lp.records]
     assert mine.metrics["avg_jct_s"] == pytest.approx(lp.metrics["avg_jct_s"], rel=1e-9)
     assert _row(smoke, "keep-all")["kept_frac_mean"] == 1.0
+    assert _row(smoke, "keep-all")["kept_frac_ranked_mean"] == 1.0      # it has no gate
     assert "keep-all: " + ME + ":KeepAll; rank mode" in format_report(smoke)
 
 
