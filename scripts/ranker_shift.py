@@ -27,14 +27,24 @@ from hsched_env.workloads import load_workload
 from lp_baseline.registry import make_policy
 
 
-def recalls(entry, suite, scenario, seed: int, drive: str) -> list[float]:
-    """Per round of one episode stepped by ``drive`` (``"lp"`` or ``"ranker"``), the ranker's
-    recall of the full LP's support on that round's state (rounds without a support skipped)."""
-    support_lp = make_policy("heterosched-lp")
-    # K as ``hsched evaluate`` sets it: every candidate of the workload, so no round overflows
+def slots_for(entry, suite, scenario, seed: int) -> int:
+    """K as ``hsched evaluate`` sets it: the agent's own, else every candidate of the seed's
+    workload, so no round overflows."""
+    if entry.slots:
+        return entry.slots
     cluster = get_cluster(scenario.cluster)
-    slots = entry.slots or rank_slots_bound(suite, scenario, cluster,
-                                            load_workload(scenario.workload_for(seed), cluster))
+    return rank_slots_bound(suite, scenario, cluster,
+                            load_workload(scenario.workload_for(seed), cluster))
+
+
+def recalls(entry, suite, scenario, seed: int, drive: str,
+            slots: int | None = None) -> list[float]:
+    """Per round of one episode stepped by ``drive`` (``"lp"`` or ``"ranker"``), the ranker's
+    recall of the full LP's support on that round's state (rounds without a support skipped).
+    ``slots``: K (``None``: ``slots_for``)."""
+    support_lp = make_policy("heterosched-lp")
+    if slots is None:
+        slots = slots_for(entry, suite, scenario, seed)
     env = make_scenario_env(RankEnv, entry, suite, scenario, slots)
     obs, _ = env.reset(seed=seed)
     out, done = [], env.simulator.finished
@@ -70,8 +80,9 @@ def main(argv=None) -> int:
     print(f"{entry.label} on {scenario.name} ({scenario.workload}); recall of the full LP's "
           f"support per round, mean (first half / second half of the rounds)")
     for seed in heldout_seeds(args.seeds):
+        slots = slots_for(entry, suite, scenario, seed)          # once for both episodes
         for drive in ("lp", "ranker"):
-            r = recalls(entry, suite, scenario, seed, drive)
+            r = recalls(entry, suite, scenario, seed, drive, slots)
             half = len(r) // 2
             print(f"  seed {seed}, stepped by the {drive:6s}: {len(r)} rounds, recall "
                   f"{np.mean(r):.3f} ({np.mean(r[:half]):.3f} / {np.mean(r[half:]):.3f})",
