@@ -185,16 +185,33 @@ def batch_demos(demos: Demos, ids) -> tuple[th.Tensor, ...]:
             None if job is None else th.as_tensor(job))
 
 
-def batches(demos: Demos, order, batch_rounds: int, rng=None) -> list[list[int]]:
+def batches(demos: Demos, order, batch_rounds: int, rng=None,
+            sort_pool: int = 0) -> list[list[int]]:
     """``order`` (round indices) cut into batches of ``batch_rounds`` rounds of one cluster
     shape each (rounds of clusters with different numbers of GPU types cannot share a batch).
     With one shape the batches are consecutive chunks of ``order``; with several, each shape's
-    rounds are chunked in ``order`` and the batches shuffled with ``rng`` (when given)."""
+    rounds are chunked in ``order`` and the batches shuffled with ``rng`` (when given).
+
+    ``sort_pool`` > 0: each shape's rounds are taken in ``order`` in pools of ``sort_pool``
+    batches, and each pool is sorted by round size (ties in ``order``) before it is cut, so
+    that a batch holds rounds of similar sizes; the batches are then shuffled with ``rng``
+    (when given). A batch is padded to its largest round, and round sizes span 30 to 60,000
+    candidates: on the ``mixed`` regimes random batches pad to 2.0× the candidates, pools of 8
+    batches to 1.13× (the fit is ~1.8× faster). ``0``: no sorting (the batches before
+    2026-12-04)."""
+    if sort_pool < 0:
+        raise ValueError(f"sort_pool must be >= 0, got {sort_pool}")
     groups: dict[tuple, list[int]] = {}
     for i in order:
         groups.setdefault(demos.cluster[int(i)].shape, []).append(int(i))
+    if sort_pool:
+        sizes = {i: len(demos.label[i]) for g in groups.values() for i in g}
+        span = batch_rounds * sort_pool
+        for shape, g in groups.items():
+            groups[shape] = [i for s in range(0, len(g), span)
+                             for i in sorted(g[s:s + span], key=sizes.__getitem__)]
     out = [g[s:s + batch_rounds] for g in groups.values() for s in range(0, len(g), batch_rounds)]
-    if len(groups) > 1 and rng is not None:
+    if (len(groups) > 1 or sort_pool) and rng is not None:
         out = [out[i] for i in rng.permutation(len(out))]
     return out
 
@@ -206,7 +223,7 @@ def evaluate_keep(net: RankerNet, demos: Demos, threshold: float = 0.5,
     net.eval()
     cut = math.log(threshold / (1 - threshold))
     tp = fp = fn = kept = total = 0
-    for ids in batches(demos, range(len(demos)), batch_rounds):
+    for ids in batches(demos, range(len(demos)), batch_rounds, sort_pool=EVAL_SORT_POOL):
         cand, valid, cluster, glob, label, job = batch_demos(demos, ids)
         logits, _ = net(cand, valid, cluster, glob, job=job)
         pred = (logits > cut) & (valid > 0.5)
@@ -219,6 +236,11 @@ def evaluate_keep(net: RankerNet, demos: Demos, threshold: float = 0.5,
     return {"precision": tp / max(tp + fp, 1), "recall": tp / max(tp + fn, 1),
             "kept_fraction": kept / max(total, 1), "rounds": len(demos)}
 
+
+#: ``sort_pool`` of the evaluation passes (``evaluate_keep``, ``regimes.keep_logits``): every
+#: round of a shape sorted by size, the least padding (their results do not depend on how the
+#: rounds are batched, up to float rounding).
+EVAL_SORT_POOL = 1 << 20
 
 #: How ``behaviour_clone`` weighs the candidates' losses (see there).
 LOSS_WEIGHTINGS = ("round", "candidate")
@@ -236,13 +258,14 @@ def weighted_loss(loss: th.Tensor, valid: th.Tensor, weighting: str) -> th.Tenso
 def behaviour_clone(net: RankerNet, demos: Demos, *, epochs: int = 30,
                     batch_rounds: int = 16, lr: float = 1e-3, pos_weight: float = 3.0,
                     seed: int = 0, valid_demos: Demos | None = None, progress: bool = True,
-                    log_fn=None, weighting: str = "round") -> list[dict]:
+                    log_fn=None, weighting: str = "round", sort_pool: int = 0) -> list[dict]:
     """Fit ``net``'s keep-logits to the demonstrations (binary cross-entropy per candidate).
 
     ``weighting``: ``"round"`` (default) averages the loss over each round's candidates and
     then over rounds, so every decision round counts the same whatever its size (a 2,000-job
     burst does not drown a 64-GPU cluster's rounds); ``"candidate"`` pools every candidate
-    of the batch (the weighting before 2026-12-03).
+    of the batch (the weighting before 2026-12-03). ``sort_pool``: batches of rounds of
+    similar sizes (``batches``; 0: random batches, as before 2026-12-04).
 
     Returns one record per epoch (train loss, and precision / recall / kept fraction on
     ``valid_demos`` when given); ``log_fn(epoch, record)`` is called after each epoch.
@@ -262,7 +285,7 @@ def behaviour_clone(net: RankerNet, demos: Demos, *, epochs: int = 30,
         order = rng.permutation(len(demos))
         losses = []
         t0 = time.perf_counter()
-        for ids in batches(demos, order, batch_rounds, rng):
+        for ids in batches(demos, order, batch_rounds, rng, sort_pool=sort_pool):
             cand, valid, cluster, glob, label, job = batch_demos(demos, ids)
             logits, _ = net(cand, valid, cluster, glob, job=job)
             loss = th.nn.functional.binary_cross_entropy_with_logits(

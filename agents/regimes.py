@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch as th
 
-from agents.imitation import batch_demos, batches
+from agents.imitation import EVAL_SORT_POOL, batch_demos, batches
 
 #: Recall of the LP's support the shipped operating point is chosen for (issue 12's target).
 DEFAULT_TARGET_RECALL = 0.95
@@ -71,7 +71,7 @@ def keep_logits(net, demos, batch_rounds: int = 16):
     """Per round of ``demos``, the network's keep logits of its candidates (numpy arrays)."""
     net.eval()
     out: list = [None] * len(demos)
-    for ids in batches(demos, range(len(demos)), batch_rounds):
+    for ids in batches(demos, range(len(demos)), batch_rounds, sort_pool=EVAL_SORT_POOL):
         cand, valid, cluster, glob, _, job = batch_demos(demos, ids)
         logits, _ = net(cand, valid, cluster, glob, job=job)
         for b, i in enumerate(ids):

@@ -83,6 +83,51 @@ def test_batches_never_mix_cluster_shapes_and_keep_single_shape_order():
         [list(map(int, order[s:s + 4])) for s in range(0, 10, 4)]   # as before: chunks
 
 
+def test_batches_sorted_in_pools_pad_less_and_keep_every_round_once():
+    rng = np.random.default_rng(2)
+    demos = Demos.merge([_demos(rng, 40, T=3), _demos(rng, 24, T=5)])
+    sizes = [len(lab) for lab in demos.label]
+    assert len(set(sizes)) > 10                          # the rounds differ in size
+    order = rng.permutation(len(demos))
+    plain = batches(demos, order, 4, np.random.default_rng(0))
+    got = batches(demos, order, 4, np.random.default_rng(0), sort_pool=2)
+    assert sorted(i for b in got for i in b) == list(range(len(demos)))
+    assert all(len({demos.cluster[i].shape for i in b}) == 1 for b in got)
+    # each pool of 2 batches (8 rounds of one shape, in ``order``) is sorted by size, so the
+    # first batch of a pool holds its 4 smallest rounds
+    by_shape = {}
+    for i in order:
+        by_shape.setdefault(demos.cluster[int(i)].shape, []).append(int(i))
+    for g in by_shape.values():
+        for s in range(0, len(g), 8):
+            pool = sorted(g[s:s + 8], key=lambda i: sizes[i])
+            for t in range(0, len(pool), 4):
+                assert pool[t:t + 4] in got
+    padded = lambda bs: sum(len(b) * max(sizes[i] for i in b) for b in bs)   # noqa: E731
+    assert padded(got) < padded(plain)
+    # one shape, no sorting: chunks of ``order`` as before; sorted: shuffled batches
+    one = _demos(rng, 16, T=3)
+    order = rng.permutation(16)
+    assert batches(one, order, 4, np.random.default_rng(0), sort_pool=0) == \
+        [list(map(int, order[s:s + 4])) for s in range(0, 16, 4)]
+    with pytest.raises(ValueError, match="sort_pool"):
+        batches(one, order, 4, sort_pool=-1)
+
+
+def test_evaluation_does_not_depend_on_how_rounds_are_batched():
+    rng = np.random.default_rng(3)
+    demos = Demos.merge([_demos(rng, 12, T=3), _demos(rng, 9, T=5)])
+    net = _spread(RankerNet(hidden=16))
+    from agents.imitation import evaluate_keep
+    from agents.regimes import keep_logits
+    a = evaluate_keep(net, demos, 0.3, batch_rounds=1)
+    b = evaluate_keep(net, demos, 0.3, batch_rounds=5)
+    assert a == b
+    la, lb = keep_logits(net, demos, batch_rounds=1), keep_logits(net, demos, batch_rounds=5)
+    assert all(x.shape == (len(lab),) for x, lab in zip(lb, demos.label))
+    assert all(np.allclose(x, y, atol=1e-5) for x, y in zip(la, lb))
+
+
 def test_ranker_uses_the_files_operating_point_and_gate(tmp_path):
     net = RankerNet(hidden=16)
     path = save_ranker(net, tmp_path / "r.pt", threshold=0.2, gate_candidates=10_000)
@@ -216,6 +261,11 @@ def test_training_options_are_validated():
         TrainConfig(env="hsched/Schedule-v0", dagger=1)
     with pytest.raises(ConfigError, match="--dagger"):
         TrainConfig(env="hsched/Rank-Tiny-v0", policy="mlp", dagger=1)
+    assert TrainConfig(algo="imitation").imitation_sort_pool == 8
+    assert TrainConfig(algo="imitation", imitation_sort_pool=0).imitation_sort_pool == 0
+    for bad in (-1, True, 2.5, "8"):
+        with pytest.raises(ConfigError, match="imitation_sort_pool"):
+            TrainConfig(algo="imitation", imitation_sort_pool=bad)
 
 
 def test_large_family_suite():
