@@ -41,6 +41,8 @@ class Demos:
     #                                               size band is chosen by at run time)
     returns: dict = field(default_factory=dict)   # seed -> the reference's episode return,
     #                                               for episodes recorded to their end
+    cut_rounds: int = 0                           # recorded rounds with more candidates
+    #                                               than K (cut to the first K slots)
 
     def __len__(self) -> int:
         return len(self.cand)
@@ -67,6 +69,7 @@ class Demos:
         for d in parts:
             for name in d._fields():
                 getattr(out, name).extend(getattr(d, name))
+            out.cut_rounds += d.cut_rounds
         return out
 
     def _fields(self) -> tuple[str, ...]:
@@ -145,6 +148,7 @@ def collect_demos(env, seeds, max_rounds: int | None = None, progress: bool = Tr
                 demos.glob.append(obs["global"].copy())
                 demos.seed.append(int(seed))
                 demos.total.append(int(u.slots.total))
+                demos.cut_rounds += int(u.slots.total > M)
             step = (action if driver is None
                     else (np.asarray(driver(obs, u)) != 0).astype(np.int8))
             obs, reward, terminated, truncated, _ = u.step(step)

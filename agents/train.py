@@ -1201,6 +1201,11 @@ def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=No
         for p in parts:
             demos.returns.update(p.returns)
         env.close()
+        if demos.cut_rounds:
+            progress.line(f"{what}: regime {n + 1} ({reg.cluster}, {reg.workload}): "
+                          f"{demos.cut_rounds} of {len(demos)} recorded rounds had more "
+                          f"candidates than K = {reg.slots} and were cut to the first K",
+                          force=True)
         if len(regimes) == 1:
             returns.update(demos.returns)
         held = seeds[-max(1, len(seeds) // 8):]
@@ -1209,7 +1214,7 @@ def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=No
         valids.append(valid)
         per_regime.append({"cluster": reg.cluster, "workload": reg.workload,
                            "rounds": len(demos), "positive_fraction": demos.positive_fraction(),
-                           "held_out_seeds": held})
+                           "held_out_seeds": held, "cut_rounds": demos.cut_rounds})
     return trains, valids, per_regime, returns
 
 
