@@ -331,6 +331,24 @@ def test_dagger_demonstrations_follow_the_driver_with_the_lp_labels(rank_env):
     assert whole.returns == {} and len(whole) >= 1
 
 
+def test_demos_count_the_rounds_cut_by_k():
+    """A round with more candidates than K is cut to its first K slots (the LP labels the cut
+    round); ``Demos.cut_rounds`` counts the recorded ones, and merging adds them up."""
+    from agents.imitation import Demos
+    whole = collect_demos(gym.make("hsched/Rank-v0", max_candidates=512, **SMALL), [6],
+                          max_rounds=8, progress=False)
+    sizes = whole.round_sizes()
+    assert whole.cut_rounds == 0 and sizes.max() > 20
+    small = gym.make("hsched/Rank-v0", max_candidates=20, **SMALL)
+    cut = collect_demos(small, [6], max_rounds=8, progress=False)
+    # the first round is the same state under both K (the LP has not acted yet)
+    expected = sum(int(t > len(lab)) for t, lab in zip(cut.total, cut.label))
+    assert cut.cut_rounds == expected >= 1
+    assert all(len(lab) <= 20 for lab in cut.label)
+    assert cut.total[0] == sizes[0]
+    assert Demos.merge([cut, whole, cut]).cut_rounds == 2 * expected
+
+
 def test_imitation_loss_weighs_rounds_or_candidates():
     """``"round"`` averages each round's candidates first, so a small round counts as much
     as a large one; ``"candidate"`` pools them. Two rounds: 1 valid candidate with loss 1,
