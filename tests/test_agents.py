@@ -349,6 +349,39 @@ def test_demos_count_the_rounds_cut_by_k():
     assert Demos.merge([cut, whole, cut]).cut_rounds == 2 * expected
 
 
+def test_behaviour_clone_weights_do_not_depend_on_the_heap_setting(monkeypatch):
+    """``retained_heap`` (no ``mmap`` for the fit's large tensors) only changes where memory
+    comes from: the same weights as with glibc's default allocation, on rounds large enough
+    (20,000 candidates, batches of ~20-80 MB) that the default serves them by ``mmap``."""
+    import contextlib
+
+    import agents.imitation as imitation
+    from agents.imitation import Demos
+    rng = np.random.default_rng(5)
+    d = Demos()
+    for r in range(6):
+        m = int(rng.integers(15_000, 20_000))
+        d.cand.append(rng.random((m, RankerNet.n_in)).astype(np.float32))
+        d.label.append((rng.random(m) < 0.05).astype(np.float32))
+        d.job.append(np.sort(rng.integers(0, m // 60, m)))
+        d.cluster.append(rng.random((3, 4)).astype(np.float32))
+        d.glob.append(rng.random(RankerNet.n_global).astype(np.float32))
+        d.seed.append(r)
+
+    def fit():
+        th.manual_seed(0)
+        net = RankerNet(hidden=16, job_context=True)
+        behaviour_clone(net, d, epochs=2, batch_rounds=3, progress=False, sort_pool=2)
+        return net.state_dict()
+
+    retained = fit()
+    monkeypatch.setattr(imitation, "retained_heap", contextlib.nullcontext)
+    default = fit()
+    assert all(th.equal(retained[k], default[k]) for k in retained)
+    assert not th.equal(retained["psi.2.weight"], RankerNet(hidden=16, job_context=True)
+                        .state_dict()["psi.2.weight"])          # it did learn
+
+
 def test_imitation_loss_weighs_rounds_or_candidates():
     """``"round"`` averages each round's candidates first, so a small round counts as much
     as a large one; ``"candidate"`` pools them. Two rounds: 1 valid candidate with loss 1,
