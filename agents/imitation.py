@@ -270,7 +270,7 @@ def retained_heap():
         yield
         return
     libc.mallopt(_M_MMAP_MAX, 0)
-    libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+    libc.mallopt(_M_TRIM_THRESHOLD, -1)                  # -1: never trim (mallopt(3))
     try:
         yield
     finally:
