@@ -45,7 +45,8 @@ class Demos:
     returns: dict = field(default_factory=dict)   # seed -> the reference's episode return,
     #                                               for episodes recorded to their end
     cut_rounds: int = 0                           # recorded rounds with more candidates
-    #                                               than K (cut to the first K slots)
+    #                                               than K (cut to the first K slots); a
+    #                                               count, not carried by ``split``
 
     def __len__(self) -> int:
         return len(self.cand)
@@ -245,20 +246,26 @@ def evaluate_keep(net: RankerNet, demos: Demos, threshold: float = 0.5,
 
 
 # glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
-_DEFAULT_TRIM_THRESHOLD, _DEFAULT_MMAP_MAX = 128 * 1024, 65536
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
+#: What ``retained_heap`` leaves on exit. Any mallopt call ends glibc's adaptive mmap
+#: threshold for good (nothing turns it back on), so the block cannot restore the state it
+#: found; it leaves the one the adaptive rule reaches after large frees: mmap above 32 MiB
+#: (its cap on 64-bit), trim above twice that, up to 65,536 mappings (the default count).
+#: A trim threshold of 128 KiB here would give a 4 MB array's pages back on every free.
+_EXIT_MMAP_THRESHOLD, _EXIT_TRIM_THRESHOLD, _EXIT_MMAP_MAX = 32 << 20, 64 << 20, 65536
 
 
 @contextlib.contextmanager
 def retained_heap():
     """Within the block, glibc's ``malloc`` serves every allocation from its heap and keeps
-    freed memory there (no ``mmap``, no trimming); after it, the defaults are restored and the
-    heap is trimmed. A fitting batch allocates tensors of tens to hundreds of MB: by default
-    each comes from a fresh ``mmap``, whose pages the kernel must fault in and zero on first
-    touch, and goes back on ``free`` — on the ``mixed`` regimes that made the kernel's time as
-    large as the arithmetic (8.0 s of system against 10 s of user time over 3 epochs of the
-    LP's rounds; retained: 1.4–3.0 s, each epoch 1.6–1.9× faster). The heap is never trimmed
-    within the block: a trim threshold of 1 GiB still gave back the top of the heap after
+    freed memory there (no ``mmap``, no trimming); after it, the heap is trimmed and the
+    allocator left as glibc's adaptive rule leaves it after large frees (``_EXIT_*``: the
+    exact state before cannot be restored). A fitting batch allocates tensors of tens to
+    hundreds of MB: by default each comes from a fresh ``mmap``, whose pages the kernel must
+    fault in and zero on first touch, and goes back on ``free`` — on the ``mixed`` regimes
+    that made the kernel's time as large as the arithmetic (8.0 s of system against 10 s of
+    user time over 3 epochs of the LP's rounds; retained: 1.4–3.0 s, each epoch 1.6–1.9×
+    faster). The heap is never trimmed within the block: a trim threshold of 1 GiB still gave back the top of the heap after
     every batch of whole 1,000-job rounds (130 of a training's first 300 s in the kernel).
     The numbers computed do not change (the same weights either way, tested). Elsewhere than
     glibc, a no-op."""
@@ -277,8 +284,9 @@ def retained_heap():
     try:
         yield
     finally:
-        libc.mallopt(_M_MMAP_MAX, _DEFAULT_MMAP_MAX)
-        libc.mallopt(_M_TRIM_THRESHOLD, _DEFAULT_TRIM_THRESHOLD)
+        libc.mallopt(_M_MMAP_MAX, _EXIT_MMAP_MAX)
+        libc.mallopt(_M_MMAP_THRESHOLD, _EXIT_MMAP_THRESHOLD)
+        libc.mallopt(_M_TRIM_THRESHOLD, _EXIT_TRIM_THRESHOLD)
         libc.malloc_trim(0)
 
 

@@ -57,9 +57,9 @@ MIXED = (
     Regime("modern-512", "gavel:rate=60,jobs=300,mix=llm", seeds=3, rounds=48),
     # K holds every candidate of these bursts (at most ~20,300 / ~67,700 a round): with
     # K = 8,192 / 16,384 the rounds were cut to each job's best candidates, the LP solved and
-    # labelled the cut round (about half the full LP's support of a 1,000-job round lay
-    # beyond K), and a ranker trained there kept 0.98 of the support of a cut round but 0.70
-    # of a whole one at the same threshold: run time (``hsched evaluate``) shows every
+    # labelled the cut round (on a 1,000-job round its LP used ~400 candidates, the whole
+    # round's ~850), and a ranker trained there kept 0.98 of the support of a cut round but
+    # 0.70 of a whole one at the same threshold: run time (``hsched evaluate``) shows every
     # candidate. One round in 2 of the 1,000-job burst's first 12 is recorded.
     Regime("large-2048", "gavel:rate=20000,jobs=300", seeds=3, rounds=24, slots=32768),
     Regime("large-2048", "gavel:rate=20000,jobs=1000", seeds=3, rounds=6, slots=131072,

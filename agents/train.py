@@ -1154,6 +1154,7 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
         valids = [Demos.merge([a, b]) for a, b in zip(valids, more_valid)]
         for reg, more in zip(per_regime, more_regime):
             reg.setdefault("dagger_rounds", []).append(more["rounds"])
+            reg.setdefault("dagger_cut_rounds", []).append(more["cut_rounds"])
         net, record = _fit_ranker(config, Demos.merge(trains), Demos.merge(valids), progress,
                                   writer, step0=(it + 1) * config.imitation_epochs)
         iterations.append({"iteration": it + 1,

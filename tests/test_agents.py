@@ -382,6 +382,46 @@ def test_behaviour_clone_weights_do_not_depend_on_the_heap_setting(monkeypatch):
                         .state_dict()["psi.2.weight"])          # it did learn
 
 
+def test_retained_heap_keeps_large_frees_on_the_heap_and_leaves_it_usable():
+    """glibc only (skipped elsewhere): inside ``retained_heap`` a 64 MB array allocated and
+    freed again and again is served from the heap, its pages faulted in once; after the
+    block, a 4 MB array is not given back to the kernel on every free either — as it would be
+    with a 128 KiB trim threshold (measured too, so the test can tell). Run in a fresh process
+    (the allocator's settings are process-wide)."""
+    import ctypes
+    import subprocess
+    import sys
+    from pathlib import Path
+    try:
+        ctypes.CDLL("libc.so.6").mallopt                  # noqa: B018
+    except (OSError, AttributeError):
+        pytest.skip("not glibc")
+    code = """
+import ctypes, resource, numpy as np
+from agents.imitation import retained_heap
+def faults(mb, n=20):
+    r0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(n):
+        a = np.ones(mb * 131072); a[::512] = 2.0; del a
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - r0) / n
+with retained_heap():
+    faults(64, 1)
+    inside = faults(64)
+faults(4, 1)
+after = faults(4)
+ctypes.CDLL("libc.so.6").mallopt(-1, 128 * 1024)         # a 128 KiB trim threshold
+faults(4, 1)
+trimming = faults(4)
+print(inside, after, trimming)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(Path(__file__).parents[1]))
+    inside, after, trimming = map(float, out.stdout.split())
+    assert inside < 0.02 * (64 << 20) / 4096          # reused, not faulted in again
+    assert after < 0.02 * (4 << 20) / 4096
+    assert trimming > 0.2 * (4 << 20) / 4096          # what the check would catch
+
+
 def test_imitation_loss_weighs_rounds_or_candidates():
     """``"round"`` averages each round's candidates first, so a small round counts as much
     as a large one; ``"candidate"`` pools them. Two rounds: 1 valid candidate with loss 1,

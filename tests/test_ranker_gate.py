@@ -112,6 +112,10 @@ def test_batches_sorted_in_pools_pad_less_and_keep_every_round_once():
         [list(map(int, order[s:s + 4])) for s in range(0, 16, 4)]
     with pytest.raises(ValueError, match="sort_pool"):
         batches(one, order, 4, sort_pool=-1)
+    # sorted pools of one shape are still shuffled: other generators, other batch orders
+    orders = {tuple(map(tuple, batches(one, order, 4, np.random.default_rng(s), sort_pool=1)))
+              for s in range(6)}
+    assert len(orders) > 1
 
 
 def test_evaluation_does_not_depend_on_how_rounds_are_batched():

@@ -318,6 +318,9 @@ def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path, monkeypatch
     im = s["imitation"]
     (reg,) = im["regimes"]
     assert reg["dagger_rounds"] == [reg["rounds"]] and reg["held_out_seeds"] == [2]
+    # rounds cut by K, counted in both collections (Rank-Tiny's K holds every candidate)
+    assert reg["cut_rounds"] == sum(d.cut_rounds for _, d in calls[:3]) == 0
+    assert reg["dagger_cut_rounds"] == [sum(d.cut_rounds for _, d in calls[3:])]
     assert im["rounds"] == 2 * reg["rounds"] and im["valid_rounds"] == 2 * 10
     (it,) = im["dagger"]
     assert it["rounds_added"] == reg["rounds"]
