@@ -257,18 +257,17 @@ _EXIT_MMAP_THRESHOLD, _EXIT_TRIM_THRESHOLD, _EXIT_MMAP_MAX = 32 << 20, 64 << 20,
 
 @contextlib.contextmanager
 def retained_heap():
-    """Within the block, glibc's ``malloc`` serves every allocation from its heap and keeps
-    freed memory there (no ``mmap``, no trimming); after it, the heap is trimmed and the
-    allocator left as glibc's adaptive rule leaves it after large frees (``_EXIT_*``: the
-    exact state before cannot be restored). A fitting batch allocates tensors of tens to
-    hundreds of MB: by default each comes from a fresh ``mmap``, whose pages the kernel must
-    fault in and zero on first touch, and goes back on ``free`` — on the ``mixed`` regimes
-    that made the kernel's time as large as the arithmetic (8.0 s of system against 10 s of
-    user time over 3 epochs of the LP's rounds; retained: 1.4–3.0 s, each epoch 1.6–1.9×
-    faster). The heap is never trimmed within the block: a trim threshold of 1 GiB still gave back the top of the heap after
-    every batch of whole 1,000-job rounds (130 of a training's first 300 s in the kernel).
-    The numbers computed do not change (the same weights either way, tested). Elsewhere than
-    glibc, a no-op."""
+    """Within the block, glibc's ``malloc`` serves every allocation from its heap and keeps freed
+    memory there (no ``mmap``, no trimming); after it, the heap is trimmed and the allocator
+    left as glibc's adaptive rule leaves it after large frees (``_EXIT_*``: the exact state
+    before cannot be restored). A fitting batch allocates tensors of tens to hundreds of MB: by
+    default each comes from a fresh ``mmap``, whose pages the kernel must fault in and zero on
+    first touch, and goes back on ``free`` — on the ``mixed`` regimes that made the kernel's
+    time as large as the arithmetic (8.0 s of system against 10 s of user time over 3 epochs of
+    the LP's rounds; retained: 1.4–3.0 s, each epoch 1.6–1.9× faster). The heap is never trimmed
+    within the block: a trim threshold of 1 GiB still gave back the top of the heap after every
+    batch of whole 1,000-job rounds (130 of a training's first 300 s in the kernel). The numbers
+    computed do not change (the same weights either way, tested). Elsewhere than glibc, a no-op."""
     libc = None
     if sys.platform.startswith("linux"):
         try:
