@@ -213,11 +213,10 @@ def batches(demos: Demos, order, batch_rounds: int, rng=None,
     for i in order:
         groups.setdefault(demos.cluster[int(i)].shape, []).append(int(i))
     if sort_pool:
-        sizes = {i: len(demos.label[i]) for g in groups.values() for i in g}
         span = batch_rounds * sort_pool
         for shape, g in groups.items():
             groups[shape] = [i for s in range(0, len(g), span)
-                             for i in sorted(g[s:s + span], key=sizes.__getitem__)]
+                             for i in sorted(g[s:s + span], key=lambda i: len(demos.label[i]))]
     out = [g[s:s + batch_rounds] for g in groups.values() for s in range(0, len(g), batch_rounds)]
     if (len(groups) > 1 or sort_pool) and rng is not None:
         out = [out[i] for i in rng.permutation(len(out))]

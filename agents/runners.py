@@ -166,6 +166,14 @@ def support_recall(support: set, considered: set) -> float | None:
     return len(support & considered) / len(support)
 
 
+def kept_support_recall(support_lp, slots, keep) -> float | None:
+    """``support_recall`` of a rank-mode round: the full LP's support on the round's state
+    (``slots``: ``RankEnv.slots``) against the candidates ``keep`` (K keep bits) keeps."""
+    bits = np.asarray(keep).astype(bool)[:slots.k.size]
+    kept = {(int(j), int(r)) for j, r in zip(slots.job[bits], slots.row[bits])}
+    return support_recall(support_pairs(support_lp, slots.view), kept)
+
+
 class _Measured:
     """A light wrapper of a simulator policy: times the policy's own ``decide`` and computes
     recall@k of the full LP's support outside that time (the simulator's own timing of the
@@ -335,9 +343,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                 f"{entry.label!r} returned keep bits of shape {keep.shape}, expected "
                 f"({env.K},): this RankEnv has K={env.K} slots ({_k_origin(entry)})",
                 field="--policies")
-        bits = keep.astype(bool)[:sl.k.size]
-        kept = {(int(j), int(r)) for j, r in zip(sl.job[bits], sl.row[bits])}
-        value = support_recall(support_pairs(support_lp, sl.view), kept)
+        value = kept_support_recall(support_lp, sl, keep)
         if value is not None:
             recall.append(value)
         obs, _, terminated, truncated, info = env.step(keep.astype(np.int8))

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from agents.policy_entries import parse_policies
-from agents.runners import make_scenario_env, rank_slots_bound, support_pairs, support_recall
+from agents.runners import kept_support_recall, make_scenario_env, rank_slots_bound
 from agents.suites import get_suite, heldout_seeds
 from hsched_env.cluster import get_cluster
 from hsched_env.envs.rank import RankEnv
@@ -49,11 +49,8 @@ def recalls(entry, suite, scenario, seed: int, drive: str,
     obs, _ = env.reset(seed=seed)
     out, done = [], env.simulator.finished
     while not done:
-        sl = env.slots
         keep = np.asarray(entry.ranker.keep(obs, env)).astype(bool)
-        bits = keep[:sl.k.size]
-        kept = {(int(j), int(r)) for j, r in zip(sl.job[bits], sl.row[bits])}
-        value = support_recall(support_pairs(support_lp, sl.view), kept)
+        value = kept_support_recall(support_lp, env.slots, keep)
         if value is not None:
             out.append(value)
         step = keep if drive == "ranker" else np.ones(env.K, dtype=bool)
