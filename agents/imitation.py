@@ -193,8 +193,16 @@ def batch_demos(demos: Demos, ids) -> tuple[th.Tensor, ...]:
             None if job is None else th.as_tensor(job))
 
 
+#: Most padded candidates (rounds × the largest round's candidates) one batch may hold: a batch
+#: above it is cut into consecutive parts of as many rounds as fit (at least one). 16 rounds of
+#: a 2,000-job ``large-2048`` burst (~135,000 candidates each) hold 2.2 million and need
+#: ~13 GiB to fit; no batch of the regimes before 2026-12-04's largest (16 × ~67,700) is cut.
+MAX_BATCH_CANDIDATES = 1 << 21
+
+
 def batches(demos: Demos, order, batch_rounds: int, rng=None,
-            sort_pool: int = 0) -> list[list[int]]:
+            sort_pool: int = 0,
+            max_candidates: int | None = MAX_BATCH_CANDIDATES) -> list[list[int]]:
     """``order`` (round indices) cut into batches of ``batch_rounds`` rounds of one cluster
     shape each (rounds of clusters with different numbers of GPU types cannot share a batch).
     With one shape the batches are consecutive chunks of ``order``; with several, each shape's
@@ -203,12 +211,18 @@ def batches(demos: Demos, order, batch_rounds: int, rng=None,
     ``sort_pool`` > 0: each shape's rounds are taken in ``order`` in pools of ``sort_pool``
     batches, and each pool is sorted by round size (ties in ``order``) before it is cut, so
     that a batch holds rounds of similar sizes; the batches are then shuffled with ``rng``
-    (when given). A batch is padded to its largest round, and round sizes span 30 to 60,000
+    (when given). A batch is padded to its largest round, and round sizes span 30 to 135,000
     candidates: on the ``mixed`` regimes random batches pad to 2.0× the candidates, pools of 8
     batches to 1.13× (the fit is ~1.8× faster). ``0``: no sorting (the batches before
-    2026-12-04)."""
+    2026-12-04).
+
+    ``max_candidates``: a batch whose padded size (rounds × its largest round) exceeds it is
+    cut, in its own order, into parts of ``max(1, max_candidates // largest)`` rounds — the
+    memory bound of a fit on the largest bursts (``None``: no bound)."""
     if sort_pool < 0:
         raise ValueError(f"sort_pool must be >= 0, got {sort_pool}")
+    if max_candidates is not None and max_candidates < 1:
+        raise ValueError(f"max_candidates must be >= 1 or None, got {max_candidates}")
     groups: dict[tuple, list[int]] = {}
     for i in order:
         groups.setdefault(demos.cluster[int(i)].shape, []).append(int(i))
@@ -218,9 +232,21 @@ def batches(demos: Demos, order, batch_rounds: int, rng=None,
             groups[shape] = [i for s in range(0, len(g), span)
                              for i in sorted(g[s:s + span], key=lambda i: len(demos.label[i]))]
     out = [g[s:s + batch_rounds] for g in groups.values() for s in range(0, len(g), batch_rounds)]
+    if max_candidates is not None:
+        out = [part for b in out for part in _within_budget(demos, b, max_candidates)]
     if (len(groups) > 1 or sort_pool) and rng is not None:
         out = [out[i] for i in rng.permutation(len(out))]
     return out
+
+
+def _within_budget(demos: Demos, batch: list[int], max_candidates: int) -> list[list[int]]:
+    """``batch`` cut into consecutive parts whose padded size is at most ``max_candidates``
+    (a part of one round may exceed it)."""
+    largest = max(len(demos.label[i]) for i in batch)
+    if len(batch) * largest <= max_candidates:
+        return [batch]
+    step = max(1, max_candidates // largest)
+    return [batch[s:s + step] for s in range(0, len(batch), step)]
 
 
 @th.no_grad()

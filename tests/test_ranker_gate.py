@@ -118,6 +118,30 @@ def test_batches_sorted_in_pools_pad_less_and_keep_every_round_once():
     assert len(orders) > 1
 
 
+def test_batches_cut_at_the_candidate_budget_keep_every_round_once_and_in_order():
+    rng = np.random.default_rng(4)
+    demos = _demos(rng, 16, T=3)                        # rounds of 20–59 candidates
+    sizes = [len(lab) for lab in demos.label]
+    order = rng.permutation(16)
+    whole = batches(demos, order, 8, max_candidates=None)
+    assert whole == [list(map(int, order[s:s + 8])) for s in (0, 8)]
+    assert batches(demos, order, 8) == whole             # the default budget cuts nothing here
+    budget = 130                                         # 2 rounds of <= 59 fit, 3 may not
+    got = batches(demos, order, 8, max_candidates=budget)
+    assert [i for b in got for i in b] == [i for b in whole for i in b]   # same rounds, same order
+    for b in got:
+        assert len(b) * max(sizes[i] for i in b) <= budget
+    # each batch of 8 is cut into parts of budget // (its largest round) rounds
+    for w in whole:
+        step = budget // max(sizes[i] for i in w)
+        assert [w[s:s + step] for s in range(0, 8, step)] == [b for b in got if b[0] in w]
+    # a round larger than the budget is a batch of its own, not dropped
+    alone = batches(demos, order, 8, max_candidates=10)
+    assert alone == [[int(i)] for i in order]
+    with pytest.raises(ValueError, match="max_candidates"):
+        batches(demos, order, 8, max_candidates=0)
+
+
 def test_evaluation_does_not_depend_on_how_rounds_are_batched():
     rng = np.random.default_rng(3)
     demos = Demos.merge([_demos(rng, 12, T=3), _demos(rng, 9, T=5)])
