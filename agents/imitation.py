@@ -195,8 +195,9 @@ def batch_demos(demos: Demos, ids) -> tuple[th.Tensor, ...]:
 
 #: Most padded candidates (rounds × the largest round's candidates) one batch may hold: a batch
 #: above it is cut into consecutive parts of as many rounds as fit (at least one). 16 rounds of
-#: a 2,000-job ``large-2048`` burst (~135,000 candidates each) hold 2.2 million and need
-#: ~13 GiB to fit; no batch of the regimes before 2026-12-04's largest (16 × ~67,700) is cut.
+#: a 2,000-job ``large-2048`` burst (~135,000 candidates each) hold 2.2 million and took
+#: ~13 GiB to fit (a trial regime of session 26, not adopted: BENCHMARKS.md); no batch of the
+#: ``mixed`` regimes (at most 16 × ~67,700) is cut, so their fit is unchanged.
 MAX_BATCH_CANDIDATES = 1 << 21
 
 
@@ -211,7 +212,7 @@ def batches(demos: Demos, order, batch_rounds: int, rng=None,
     ``sort_pool`` > 0: each shape's rounds are taken in ``order`` in pools of ``sort_pool``
     batches, and each pool is sorted by round size (ties in ``order``) before it is cut, so
     that a batch holds rounds of similar sizes; the batches are then shuffled with ``rng``
-    (when given). A batch is padded to its largest round, and round sizes span 30 to 135,000
+    (when given). A batch is padded to its largest round, and round sizes span 30 to 68,000
     candidates: on the ``mixed`` regimes random batches pad to 2.0× the candidates, pools of 8
     batches to 1.13× (the fit is ~1.8× faster). ``0``: no sorting (the batches before
     2026-12-04).

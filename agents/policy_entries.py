@@ -87,7 +87,8 @@ class PolicyEntry:
 
 def policy_names() -> list[str]:
     """Names accepted by ``--policies`` (besides ``ranker:PATH``)."""
-    return ["pure-lp", "ranker", "ranker:PATH", "module:callable", "sb3:PATH.zip",
+    return ["pure-lp", "ranker", "ranker:PATH", "ranker@R", "ranker:PATH@R", "module:callable",
+            "sb3:PATH.zip",
             *POLICY_NAMES]
 
 
@@ -111,9 +112,10 @@ def _ranker_class(required: bool = True):
     return Ranker
 
 
-def load_ranker(path: str | Path):
+def load_ranker(path: str | Path, target_recall: float | None = None):
     """``Ranker.load(path)`` (``agents.ranker``), with a one-line error for a missing file
-    and a pointer to ``sb3:`` for an SB3 model zip."""
+    and a pointer to ``sb3:`` for an SB3 model zip; ``target_recall``: the file's operating
+    point for that recall (``Ranker``)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
@@ -121,7 +123,22 @@ def load_ranker(path: str | Path):
                           f"evaluate it with sb3:{p} --trust-sb3-zip", field=FIELD)
     if not p.exists():
         raise ConfigError(f"no ranker file {str(p)!r}", field=FIELD)
-    return _ranker_class().load(str(p))
+    if target_recall is None:
+        return _ranker_class().load(str(p))
+    return _ranker_class().load(str(p), target_recall=target_recall,
+                                name=f"ranker:{p.name}@{target_recall:g}")
+
+
+def _split_recall(spec: str) -> tuple[str, float | None]:
+    """``"ranker:PATH@0.98"`` -> ``("ranker:PATH", 0.98)``; without ``@R``, ``None``."""
+    head, sep, tail = spec.rpartition("@")
+    if not sep:
+        return spec, None
+    try:
+        return head, float(tail)
+    except ValueError:
+        raise ConfigError(f"{spec!r}: the part after '@' is the operating point's target "
+                          f"recall, a number such as 0.98, got {tail!r}", field=FIELD) from None
 
 
 def _ranker_label(name: str) -> str:
@@ -467,11 +484,12 @@ def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
                 raise ConfigError(f"{item!r} is neither a policy name nor an agent "
                                   f"(keep(obs, env) or act(obs, env))", field="policies")
             entry = agent_entry(item)
-        elif item == "ranker" or item.startswith("ranker:"):
-            path = item.split(":", 1)[1].strip() if ":" in item else str(DEFAULT_RANKER_PATH)
+        elif item == "ranker" or item.startswith(("ranker:", "ranker@")):
+            spec, recall = _split_recall(item)
+            path = spec.split(":", 1)[1].strip() if ":" in spec else str(DEFAULT_RANKER_PATH)
             if not path:
                 raise ConfigError("ranker: needs a path (ranker:PATH)", field=FIELD)
-            r = load_ranker(path)
+            r = load_ranker(path, target_recall=recall)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
                                 ranker=r, path=path, source=f"ranker file {path}",
                                 env_kwargs=_agent_env_kwargs(r, f"ranker file {path}",

@@ -489,6 +489,9 @@ class Ranker:
     chosen in training for a target recall of the LP's support, ``agents.regimes``), else ½;
     a file trained with ``--threshold-bands`` has one per band of round size
     (``meta["size_thresholds"]``, ``threshold_for``), used unless ``threshold`` is given.
+    ``target_recall``: the file's operating point for that target instead (training chooses
+    one for each of ``agents.regimes.RECALL_LADDER``, ``meta["operating_points"]``; a lower
+    threshold than the main point, for more of the LP's support at more LP time).
 
     **Gate.** A round with fewer than ``gate_candidates`` candidates is not ranked at all:
     ``keep`` keeps every candidate without running the network, so the LP is solved whole —
@@ -500,7 +503,8 @@ class Ranker:
 
     def __init__(self, net: RankerNet, name: str = "ranker", threshold: float | None = None,
                  min_per_job: int = 1, meta: dict | None = None,
-                 torch_threads: int | None = 1, gate_candidates: int | None = None) -> None:
+                 torch_threads: int | None = 1, gate_candidates: int | None = None,
+                 target_recall: float | None = None) -> None:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
         # only adds spin-waiting (measured 0.5 ms with 1 thread, 29 ms with 2 on a busy
         # 2-core machine). ``torch_threads=None`` leaves PyTorch's setting alone.
@@ -512,10 +516,21 @@ class Ranker:
         #: points (``meta["size_thresholds"]``, ``hsched train --threshold-bands``); empty
         #: when ``threshold`` is given or the file has one threshold
         self.size_thresholds: list[tuple[int, float]] = []
+        point = self.meta
+        if target_recall is not None:
+            if threshold is not None:
+                raise ConfigError("give threshold or target_recall, not both",
+                                  field="target_recall")
+            point = operating_point(self.meta, target_recall)
+        #: the target recall of the file's operating point in use (None: a given
+        #: ``threshold``, or a file without one)
+        self.target_recall = None
         if threshold is None:
-            threshold = float(self.meta.get("threshold", 0.5))
+            threshold = float(point.get("threshold", 0.5))
             self.size_thresholds = sorted((int(lo), float(t))
-                                          for lo, t in self.meta.get("size_thresholds", ()))
+                                          for lo, t in point.get("size_thresholds", ()))
+            if point.get("target_recall") is not None:
+                self.target_recall = float(point["target_recall"])
         for t in [threshold] + [t for _, t in self.size_thresholds]:
             if not 0.0 < t < 1.0:
                 raise ConfigError(f"threshold must be in (0, 1), got {t!r}", field="threshold")
@@ -622,6 +637,28 @@ class Ranker:
             top = order[(rank < self.min_per_job) & (jo >= 0)]
             keep[top] = True
         return keep.astype(np.int8)
+
+
+def operating_point(meta: dict, target_recall: float) -> dict:
+    """The operating point of a ranker file's ``meta`` chosen in training for
+    ``target_recall`` (``meta["operating_points"]``, ``agents.regimes.RECALL_LADDER``; the
+    file's main point counts too): a dict with ``threshold`` and ``size_thresholds``.
+    ``ConfigError`` naming the targets the file has when it has no point for this one."""
+    try:
+        target = float(target_recall)
+    except (TypeError, ValueError):
+        raise ConfigError(f"target_recall must be a number, got {target_recall!r}",
+                          field="target_recall") from None
+    points = list(meta.get("operating_points", ()))
+    if meta.get("target_recall") is not None and "threshold" in meta:
+        points.append(meta)
+    for p in points:
+        if abs(float(p["target_recall"]) - target) < 1e-9:
+            return p
+    have = sorted({float(p["target_recall"]) for p in points})
+    raise ConfigError(f"the ranker file has no operating point for recall {target:g}; it has "
+                      + (", ".join(f"{t:g}" for t in have) if have else "none (retrain it "
+                         "with --target-recall)"), field="target_recall")
 
 
 def shipped_ranker_path() -> Path:

@@ -4,8 +4,8 @@ operating point (keep threshold) chosen for a target recall of the LP's support.
 One ranker serves every cluster and every number of slots (it reads cluster-independent
 features only, ``agents.ranker``), so it is trained on a **mix** of regimes rather than on one
 scenario: Sia's 64-GPU cluster under light and LLM-heavy load, a 512-GPU cluster, and bursts
-of 300, 1,000 and 2,000 jobs on 2,048 GPUs — from tens to two thousand active jobs, classic
-and LLM mixes — and the light loads again over whole episodes (one round in a few recorded), so the
+of 300 and 1,000 jobs on 2,048 GPUs — from tens to a thousand active jobs, classic and LLM
+mixes — and the light loads again over whole episodes (one round in a few recorded), so the
 states of a long episode's later days are in the data too. Every regime uses training seeds
 only (below 10,000); the evaluation suites draw their seeds from 1,000,000 up
 (``agents.suites``).
@@ -31,6 +31,12 @@ from agents.imitation import EVAL_SORT_POOL, batch_demos, batches
 
 #: Recall of the LP's support the shipped operating point is chosen for (issue 12's target).
 DEFAULT_TARGET_RECALL = 0.95
+#: The target recalls training also chooses operating points for (``operating_points``), so a
+#: ranker file offers a range of operating points (``Ranker.load(..., target_recall=R)``,
+#: ``hsched evaluate --policies ranker@R``): held-out training rounds are not the suites'
+#: states, and a run-time recall below the training one can be bought back with a lower
+#: threshold at no retraining.
+RECALL_LADDER = (0.9, 0.95, 0.97, 0.98, 0.99, 0.995)
 
 
 @dataclass(frozen=True)
@@ -64,11 +70,6 @@ MIXED = (
     Regime("large-2048", "gavel:rate=20000,jobs=300", seeds=3, rounds=24, slots=32768),
     Regime("large-2048", "gavel:rate=20000,jobs=1000", seeds=3, rounds=6, slots=131072,
            every=2),
-    # the 2,000-job burst's first 4 rounds whole (its rounds from the second on hold
-    # ~115,000–135,000 candidates, past the 1,000-job burst's largest): a ranker trained up to
-    # 1,000 jobs kept single-GPU jobs of a 2,200-job burst's first rounds on other GPUs than
-    # the LP's, and their FTF rose 1.14–1.22× the LP's (session 25)
-    Regime("large-2048", "gavel:rate=20000,jobs=2000", seeds=3, rounds=4, slots=262144),
     # the same light loads over whole episodes (one round in 10 / 4 of episodes of hundreds
     # of rounds): a ranker that has seen only their first 3 hours misses most of the support
     # later on (recall 0.07 after round 100 on `standard`'s sia-64)
@@ -113,12 +114,35 @@ def size_band_thresholds(net, demos, target_recall: float, edges) -> list[dict]:
     below the target; per band, every size reaches it on the held-out rounds. One dict per band, in
     order: ``min_candidates``, ``threshold``, ``recall``, ``kept_fraction``, ``rounds``; a band
     without a positive candidate in ``demos`` takes the pooled threshold (``"pooled": True``)."""
+    return _band_thresholds(keep_logits(net, demos), demos, target_recall, edges)
+
+
+def operating_points(net, demos, targets, edges=()) -> list[dict]:
+    """One operating point per target recall in ``targets`` (ascending, duplicates
+    dropped), chosen on ``demos`` as ``recall_threshold`` and, with band ``edges``,
+    ``size_band_thresholds`` do (the network is run once): ``target_recall``, ``threshold``
+    (pooled), ``recall`` and ``kept_fraction`` (pooled), and ``size_thresholds``
+    (``[[min_candidates, threshold], ...]``, empty without ``edges``)."""
+    logits = keep_logits(net, demos)
+    out = []
+    for target in sorted({float(t) for t in targets}):
+        if not 0.0 < target <= 1.0:
+            raise ValueError(f"target_recall must be in (0, 1], got {target}")
+        pooled = _threshold_for_recall(logits, demos.label, target, len(demos))
+        bands = _band_thresholds(logits, demos, target, edges) if edges else []
+        out.append({"target_recall": target, "threshold": pooled["threshold"],
+                    "recall": pooled["recall"], "kept_fraction": pooled["kept_fraction"],
+                    "size_thresholds": [[b["min_candidates"], b["threshold"]] for b in bands]})
+    return out
+
+
+def _band_thresholds(logits, demos, target_recall: float, edges) -> list[dict]:
+    """``size_band_thresholds`` on precomputed keep logits."""
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall must be in (0, 1], got {target_recall}")
     edges = [int(e) for e in edges]
     if not edges or any(e <= 0 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
         raise ValueError(f"band edges must be positive and increasing, got {edges}")
-    logits = keep_logits(net, demos)
     pooled = _threshold_for_recall(logits, demos.label, target_recall, len(demos))
     size = demos.round_sizes()
     bands = []

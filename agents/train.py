@@ -1226,7 +1226,8 @@ def _fit_ranker(config: TrainConfig, train_demos, valid_demos, progress: Progres
     its first epoch (DAgger's refits continue the curves)."""
     from agents.imitation import Demos, behaviour_clone, evaluate_keep
     from agents.ranker import RankerNet
-    from agents.regimes import recall_threshold, size_band_thresholds
+    from agents.regimes import (RECALL_LADDER, operating_points, recall_threshold,
+                                size_band_thresholds)
 
     net = RankerNet(hidden=config.hidden, job_context=config.job_context)
 
@@ -1259,6 +1260,9 @@ def _fit_ranker(config: TrainConfig, train_demos, valid_demos, progress: Progres
         if config.threshold_bands:
             record["size_bands"] = size_band_thresholds(net, valid_demos, config.target_recall,
                                                         config.threshold_bands)
+        # the same choice for a range of targets: other operating points of the same file
+        record["operating_points"] = operating_points(
+            net, valid_demos, RECALL_LADDER + (config.target_recall,), config.threshold_bands)
     return net, record
 
 
@@ -1277,6 +1281,11 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
         bands = (imitation or {}).get("size_bands")
         if bands:
             meta["size_thresholds"] = [[b["min_candidates"], b["threshold"]] for b in bands]
+        ladder = (imitation or {}).get("operating_points")
+        if ladder:
+            meta["operating_points"] = [{k: p[k] for k in ("target_recall", "threshold",
+                                                            "size_thresholds")}
+                                        for p in ladder]
     if config.gate_candidates:
         meta["gate_candidates"] = int(config.gate_candidates)
     if config.dagger:

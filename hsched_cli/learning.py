@@ -182,6 +182,10 @@ def cmd_train(args) -> int:
             print(f"  rounds of >= {band['min_candidates']:,} candidates "
                   f"({band['rounds']} held out): keep threshold {band['threshold']:.3g}, "
                   f"{source}")
+        ladder = imitation.get("operating_points") or ()
+        if ladder:
+            print("other operating points in the file (ranker@R): " + ", ".join(
+                f"R = {p['target_recall']:g}: keep {p['kept_fraction']:.1%}" for p in ladder))
     eps = summary.get("episodes", [])
     if eps:
         last = eps[-min(len(eps), 5):]
