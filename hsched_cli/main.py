@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="stop the custom scenario's runs at this simulated time")
     ev.add_argument("--policies", default=None, help=(
         "comma-separated: pure-lp, topk, pop-4, gavel, fifo (any 'simulate' policy); "
-        "ranker (agents/data/ranker.pt) or ranker:PATH.pt; module:callable (your agent: "
+        "ranker (agents/data/ranker.pt) or ranker:PATH.pt, with @R for the file's "
+        "operating point of target recall R (ranker@0.99); module:callable (your agent: "
         "keep(obs, env) for rank mode or act(obs, env) for select mode, optional name, slots, "
         "env_kwargs; the module is imported from the current directory or the Python path); "
         "sb3:PATH.zip or sb3:ALGO:PATH.zip (ALGO ppo, maskable-ppo, a2c, dqn; needs "

@@ -224,6 +224,67 @@ def test_size_band_thresholds_reach_the_target_in_every_band():
         Demos.merge([small, _demos(rng, rounds=2)])
 
 
+def test_operating_points_are_the_per_target_choices_and_lower_with_the_target():
+    from agents.regimes import operating_points, size_band_thresholds
+    rng = np.random.default_rng(5)
+    th.manual_seed(5)
+    small, large = _demos(rng, rounds=10), _demos(rng, rounds=6)
+    small.total = [len(lab) for lab in small.label]
+    large.total = [5_000 + 100 * r for r in range(6)]
+    demos = Demos.merge([small, large])
+    net = _spread(RankerNet(hidden=16))
+    points = operating_points(net, demos, (0.99, 0.8, 0.9, 0.9), [1_000])
+    assert [p["target_recall"] for p in points] == [0.8, 0.9, 0.99]   # sorted, no duplicate
+    for p in points:
+        pooled = recall_threshold(net, demos, p["target_recall"])
+        assert p["threshold"] == pooled["threshold"] and p["recall"] >= p["target_recall"]
+        bands = size_band_thresholds(net, demos, p["target_recall"], [1_000])
+        assert p["size_thresholds"] == [[b["min_candidates"], b["threshold"]] for b in bands]
+    # a higher target never keeps less: its thresholds are no higher, pooled and per band
+    for lo, hi in zip(points, points[1:]):
+        assert hi["threshold"] <= lo["threshold"] and hi["kept_fraction"] >= lo["kept_fraction"]
+        assert all(b <= a for (_, a), (_, b) in zip(lo["size_thresholds"],
+                                                    hi["size_thresholds"]))
+    assert points[0]["threshold"] > points[-1]["threshold"]
+    assert operating_points(net, demos, (0.9,))[0]["size_thresholds"] == []
+    with pytest.raises(ValueError, match="target_recall"):
+        operating_points(net, demos, (0.9, 1.5))
+
+
+def test_a_ranker_loads_the_operating_point_of_a_target_recall(tmp_path):
+    from agents.policy_entries import parse_policies
+    net = RankerNet(hidden=16)
+    ladder = [{"target_recall": 0.9, "threshold": 0.3, "size_thresholds": [[0, 0.4]]},
+              {"target_recall": 0.98, "threshold": 0.05, "size_thresholds": [[0, 0.1],
+                                                                             [1000, 0.02]]}]
+    path = save_ranker(net, tmp_path / "r.pt", threshold=0.2, target_recall=0.95,
+                       size_thresholds=[[0, 0.25]], operating_points=ladder)
+    main = Ranker.load(path)
+    assert main.threshold == 0.2 and main.size_thresholds == [(0, 0.25)]
+    assert main.target_recall == 0.95
+    hi = Ranker.load(path, target_recall=0.98)
+    assert hi.threshold == 0.05 and hi.size_thresholds == [(0, 0.1), (1000, 0.02)]
+    assert hi.target_recall == 0.98 and hi.threshold_for(5000) == 0.02
+    assert Ranker.load(path, target_recall=0.95).threshold == 0.2     # the main point
+    with pytest.raises(ConfigError, match=r"no operating point for recall 0.97; it has "
+                                          r"0.9, 0.95, 0.98"):
+        Ranker.load(path, target_recall=0.97)
+    with pytest.raises(ConfigError, match="not both"):
+        Ranker.load(path, target_recall=0.98, threshold=0.1)
+    assert Ranker.load(path, threshold=0.1).target_recall is None
+    bare = save_ranker(net, tmp_path / "bare.pt")
+    with pytest.raises(ConfigError, match="none"):
+        Ranker.load(bare, target_recall=0.9)
+    # --policies ranker:PATH@R
+    a, b = parse_policies(f"ranker:{path},ranker:{path}@0.98")
+    assert a.ranker.threshold == 0.2 and b.ranker.threshold == 0.05
+    assert b.label == "ranker:r.pt@0.98" and a.label == "ranker:r.pt"
+    for bad, what in ((f"ranker:{path}@x", "target recall"),
+                      (f"ranker:{path}@0.5", "no operating point")):
+        with pytest.raises(ConfigError, match=what):
+            parse_policies(bad)
+
+
 def test_ranker_uses_the_files_size_bands(tmp_path):
     net = RankerNet(hidden=16)
     path = save_ranker(net, tmp_path / "r.pt", threshold=0.2,
