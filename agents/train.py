@@ -150,6 +150,11 @@ class TrainConfig:
     # the ranker's operating point: the keep threshold reaching this recall of the LP's
     # support on held-out rounds (None: keep probability > ½)
     target_recall: float | None = None
+    # with ``target_recall``: the operating point the saved file uses by default, one of
+    # ``agents.regimes.RECALL_LADDER`` or ``target_recall`` (None: ``target_recall``).
+    # DAgger's episodes are still driven at ``target_recall``, so the weights do not depend
+    # on it; only which of the file's operating points is its main one.
+    operating_recall: float | None = None
     # with ``target_recall``: one threshold per band of round size (candidates), these the
     # bands' lower edges after 0, e.g. (1000, 10000); () one threshold for every round
     threshold_bands: tuple = ()
@@ -253,6 +258,17 @@ class TrainConfig:
         if self.target_recall is not None and not 0.0 < self.target_recall <= 1.0:
             raise ConfigError(f"must be in (0, 1], got {self.target_recall}",
                               field="--target-recall")
+        if self.operating_recall is not None:
+            from agents.regimes import RECALL_LADDER
+            if self.target_recall is None:
+                raise ConfigError("--operating-recall needs --target-recall (it picks one of "
+                                  "the operating points training chooses)",
+                                  field="--operating-recall")
+            offered = sorted(set(RECALL_LADDER) | {self.target_recall})
+            if not any(abs(self.operating_recall - r) < 1e-9 for r in offered):
+                raise ConfigError(f"must be one of the recalls training chooses operating "
+                                  f"points for ({', '.join(f'{r:g}' for r in offered)}), "
+                                  f"got {self.operating_recall}", field="--operating-recall")
         if isinstance(self.threshold_bands, str):
             self.threshold_bands = [e for e in self.threshold_bands.replace(" ", "").split(",")
                                     if e]
@@ -1134,8 +1150,8 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     for it in range(config.dagger):
         # the ranker as it runs: the file's operating point (threshold or bands), never gated
         # (torch_threads=None: the run's own setting, config.torch_threads, stays)
-        ranker = Ranker(net, meta=_ranker_meta(config, record), gate_candidates=0,
-                        name=f"dagger-{it + 1}", torch_threads=None)
+        ranker = Ranker(net, meta=_ranker_meta(config, record, serve=False),
+                        gate_candidates=0, name=f"dagger-{it + 1}", torch_threads=None)
         t1 = time.perf_counter()
         more_train, more_valid, more_regime, _ = _collect_regimes(
             config, regimes, progress, driver=ranker.keep,
@@ -1266,9 +1282,10 @@ def _fit_ranker(config: TrainConfig, train_demos, valid_demos, progress: Progres
     return net, record
 
 
-def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
+def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True) -> dict:
     """What a ranker file records of its training: scenario or regimes, operating point,
-    gate."""
+    gate. The main operating point is ``config.operating_recall``'s when set and ``serve``
+    (the saved file), else ``target_recall``'s (DAgger's driver)."""
     if config.regimes:
         meta = {"regimes": config.regimes}
     else:
@@ -1286,6 +1303,14 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None) -> dict:
             meta["operating_points"] = [{k: p[k] for k in ("target_recall", "threshold",
                                                             "size_thresholds")}
                                         for p in ladder]
+            if serve and config.operating_recall is not None:
+                point = next(p for p in ladder
+                             if abs(p["target_recall"] - config.operating_recall) < 1e-9)
+                meta.update(threshold=point["threshold"], target_recall=point["target_recall"],
+                            valid_recall=point["recall"],
+                            valid_kept_fraction=point["kept_fraction"])
+                if bands:
+                    meta["size_thresholds"] = point["size_thresholds"]
     if config.gate_candidates:
         meta["gate_candidates"] = int(config.gate_candidates)
     if config.dagger:

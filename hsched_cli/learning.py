@@ -133,7 +133,7 @@ def cmd_train(args) -> int:
     fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
               "logdir": args.logdir}
     for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
-                 "target_recall", "threshold_bands", "dagger", "gate_candidates",
+                 "target_recall", "operating_recall", "threshold_bands", "dagger", "gate_candidates",
                  "fair_share_inputs", "prune", "job_context",
                  "learning_rate", "hidden", "gamma", "n_steps", "batch_size", "n_epochs",
                  "ent_coef", "train_seeds"):
@@ -186,6 +186,10 @@ def cmd_train(args) -> int:
         if ladder:
             print("other operating points in the file (ranker@R): " + ", ".join(
                 f"R = {p['target_recall']:g}: keep {p['kept_fraction']:.1%}" for p in ladder))
+            serve = config.operating_recall
+            if serve is not None and abs(serve - config.target_recall) > 1e-9:
+                print(f"the saved ranker uses the operating point of R = {serve:g} by default "
+                      f"(--operating-recall; DAgger ran at {config.target_recall:g})")
     eps = summary.get("episodes", [])
     if eps:
         last = eps[-min(len(eps), 5):]
