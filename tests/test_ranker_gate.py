@@ -285,6 +285,23 @@ def test_a_ranker_loads_the_operating_point_of_a_target_recall(tmp_path):
             parse_policies(bad)
 
 
+def test_the_shipped_ranker_serves_099_and_offers_its_other_points():
+    from agents.policy_entries import parse_policies
+    from agents.ranker import shipped_ranker_path
+    from agents.regimes import RECALL_LADDER
+    shipped = Ranker.load(shipped_ranker_path())
+    assert shipped.target_recall == 0.99 and shipped.gate_candidates == 10_105
+    assert [t for _, t in shipped.size_thresholds] == \
+        [t for _, t in Ranker.load(shipped_ranker_path(), target_recall=0.99).size_thresholds]
+    points = shipped.meta["operating_points"]
+    assert [p["target_recall"] for p in points] == list(RECALL_LADDER)
+    (old,) = parse_policies("ranker@0.95")
+    assert old.label == "ranker:ranker.pt@0.95" and old.ranker.target_recall == 0.95
+    # a lower target keeps less: every band's threshold is higher at 0.95 than at 0.99
+    assert all(a > b for (_, a), (_, b) in zip(old.ranker.size_thresholds,
+                                               shipped.size_thresholds))
+
+
 def test_ranker_uses_the_files_size_bands(tmp_path):
     net = RankerNet(hidden=16)
     path = save_ranker(net, tmp_path / "r.pt", threshold=0.2,
