@@ -125,20 +125,28 @@ def load_ranker(path: str | Path, target_recall: float | None = None):
         raise ConfigError(f"no ranker file {str(p)!r}", field=FIELD)
     if target_recall is None:
         return _ranker_class().load(str(p))
-    return _ranker_class().load(str(p), target_recall=target_recall,
-                                name=f"ranker:{p.name}@{target_recall:g}")
+    try:
+        return _ranker_class().load(str(p), target_recall=target_recall,
+                                    name=f"ranker:{p.name}@{target_recall:g}")
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, source=f"ranker file {p}", field=FIELD) from None
+
+
+#: ``@R`` at the end of a ranker spec: an operating point's target recall
+_RECALL_SUFFIX = re.compile(r"^(?P<head>.*)@(?P<recall>[0-9]*\.?[0-9]+)$")
 
 
 def _split_recall(spec: str) -> tuple[str, float | None]:
-    """``"ranker:PATH@0.98"`` -> ``("ranker:PATH", 0.98)``; without ``@R``, ``None``."""
-    head, sep, tail = spec.rpartition("@")
-    if not sep:
+    """``"ranker:PATH@0.98"`` -> ``("ranker:PATH", 0.98)``; without ``@R``, ``None``. A
+    path that itself holds '@' stays whole: only a trailing ``@`` + number is split off, and
+    not when the whole spec names an existing file."""
+    m = _RECALL_SUFFIX.match(spec)
+    if m is None:
         return spec, None
-    try:
-        return head, float(tail)
-    except ValueError:
-        raise ConfigError(f"{spec!r}: the part after '@' is the operating point's target "
-                          f"recall, a number such as 0.98, got {tail!r}", field=FIELD) from None
+    whole = spec.split(":", 1)[1] if ":" in spec else ""
+    if whole and Path(whole).exists():
+        return spec, None
+    return m["head"], float(m["recall"])
 
 
 def _ranker_label(name: str) -> str:
@@ -490,8 +498,12 @@ def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
             if not path:
                 raise ConfigError("ranker: needs a path (ranker:PATH)", field=FIELD)
             r = load_ranker(path, target_recall=recall)
+            point = getattr(r, "target_recall", None)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
-                                ranker=r, path=path, source=f"ranker file {path}",
+                                ranker=r, path=path,
+                                source=f"ranker file {path}" + (
+                                    f", operating point for recall {point:g}"
+                                    if point is not None else ""),
                                 env_kwargs=_agent_env_kwargs(r, f"ranker file {path}",
                                                              "ranker"))
         elif item == "sb3" or item.startswith("sb3:"):

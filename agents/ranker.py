@@ -490,8 +490,9 @@ class Ranker:
     a file trained with ``--threshold-bands`` has one per band of round size
     (``meta["size_thresholds"]``, ``threshold_for``), used unless ``threshold`` is given.
     ``target_recall``: the file's operating point for that target instead (training chooses
-    one for each of ``agents.regimes.RECALL_LADDER``, ``meta["operating_points"]``; a lower
-    threshold than the main point, for more of the LP's support at more LP time).
+    one for each of ``agents.regimes.RECALL_LADDER``, ``meta["operating_points"]``): a higher
+    target, a lower threshold — more of the LP's support kept, at more LP time. The gate
+    stays the file's (set or calibrated for its main point).
 
     **Gate.** A round with fewer than ``gate_candidates`` candidates is not ranked at all:
     ``keep`` keeps every candidate without running the network, so the LP is solved whole —

@@ -260,10 +260,10 @@ class TrainConfig:
                               field="--target-recall")
         if self.operating_recall is not None:
             from agents.regimes import RECALL_LADDER
-            if self.target_recall is None:
-                raise ConfigError("--operating-recall needs --target-recall (it picks one of "
-                                  "the operating points training chooses)",
-                                  field="--operating-recall")
+            if self.target_recall is None or self.algo != "imitation":
+                raise ConfigError("--operating-recall needs --algo imitation and "
+                                  "--target-recall (it picks one of the operating points "
+                                  "imitation chooses)", field="--operating-recall")
             offered = sorted(set(RECALL_LADDER) | {self.target_recall})
             if not any(abs(self.operating_recall - r) < 1e-9 for r in offered):
                 raise ConfigError(f"must be one of the recalls training chooses operating "

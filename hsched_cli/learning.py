@@ -133,7 +133,8 @@ def cmd_train(args) -> int:
     fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
               "logdir": args.logdir}
     for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
-                 "target_recall", "operating_recall", "threshold_bands", "dagger", "gate_candidates",
+                 "target_recall", "operating_recall",
+                 "threshold_bands", "dagger", "gate_candidates",
                  "fair_share_inputs", "prune", "job_context",
                  "learning_rate", "hidden", "gamma", "n_steps", "batch_size", "n_epochs",
                  "ent_coef", "train_seeds"):
@@ -188,8 +189,13 @@ def cmd_train(args) -> int:
                 f"R = {p['target_recall']:g}: keep {p['kept_fraction']:.1%}" for p in ladder))
             serve = config.operating_recall
             if serve is not None and abs(serve - config.target_recall) > 1e-9:
-                print(f"the saved ranker uses the operating point of R = {serve:g} by default "
-                      f"(--operating-recall; DAgger ran at {config.target_recall:g})")
+                point = next(p for p in ladder if abs(p["target_recall"] - serve) < 1e-9)
+                bands = " / ".join(f"{t:.3g}" for _, t in point["size_thresholds"])
+                print(f"the saved ranker serves the operating point of R = {serve:g} "
+                      f"(--operating-recall; DAgger ran at {config.target_recall:g}): keep "
+                      f"threshold {point['threshold']:.3g}" + (f", per band {bands}" if bands
+                                                                else "")
+                      + f", kept {point['kept_fraction']:.1%} of the held-out candidates")
     eps = summary.get("episodes", [])
     if eps:
         last = eps[-min(len(eps), 5):]

@@ -214,9 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "support on held-out rounds (e.g. 0.95)")
     tr.add_argument("--operating-recall", type=float, default=None, metavar="R",
                     help="with --target-recall: the operating point the saved ranker uses by "
-                         "default, one of those training also chooses (0.9, 0.95, 0.97, 0.98, "
-                         "0.99, 0.995, or the target); DAgger still runs at --target-recall, so "
-                         "the weights are the same. Default: the target")
+                         "default, one of those imitation also chooses (agents/regimes.py "
+                         "RECALL_LADDER: 0.9 ... 0.995, or the target); DAgger still runs at "
+                         "--target-recall, so the weights are the same. Default: the target")
     tr.add_argument("--threshold-bands", default=None, metavar="EDGES",
                     help="with --target-recall: one keep threshold per band of round size, "
                          "each reaching the target on its own held-out rounds; EDGES are the "

@@ -126,6 +126,8 @@ def test_batches_cut_at_the_candidate_budget_keep_every_round_once_and_in_order(
     whole = batches(demos, order, 8, max_candidates=None)
     assert whole == [list(map(int, order[s:s + 8])) for s in (0, 8)]
     assert batches(demos, order, 8) == whole             # the default budget cuts nothing here
+    from agents.imitation import MAX_BATCH_CANDIDATES
+    assert 16 * 68_000 <= MAX_BATCH_CANDIDATES           # no batch of the mixed regimes is cut
     budget = 130                                         # 2 rounds of <= 59 fit, 3 may not
     got = batches(demos, order, 8, max_candidates=budget)
     assert [i for b in got for i in b] == [i for b in whole for i in b]   # same rounds, same order
@@ -279,10 +281,18 @@ def test_a_ranker_loads_the_operating_point_of_a_target_recall(tmp_path):
     a, b = parse_policies(f"ranker:{path},ranker:{path}@0.98")
     assert a.ranker.threshold == 0.2 and b.ranker.threshold == 0.05
     assert b.label == "ranker:r.pt@0.98" and a.label == "ranker:r.pt"
-    for bad, what in ((f"ranker:{path}@x", "target recall"),
-                      (f"ranker:{path}@0.5", "no operating point")):
-        with pytest.raises(ConfigError, match=what):
-            parse_policies(bad)
+    with pytest.raises(ConfigError, match="no operating point") as err:
+        parse_policies(f"ranker:{path}@0.5")
+    assert "r.pt" in str(err.value)                      # names the file
+    assert "operating point for recall 0.98" in b.source
+    # a path holding '@': not an operating point unless it ends in @number and is no file
+    odd = tmp_path / "run@2"
+    odd.mkdir()
+    at = save_ranker(net, odd / "r@1.pt", threshold=0.2)
+    (c,) = parse_policies(f"ranker:{at}")
+    assert c.ranker.threshold == 0.2 and c.ranker.target_recall is None
+    with pytest.raises(ConfigError, match="no ranker file"):
+        parse_policies(f"ranker:{odd}/nothing.pt")
 
 
 def test_the_shipped_ranker_serves_099_and_offers_its_other_points():
@@ -291,6 +301,7 @@ def test_the_shipped_ranker_serves_099_and_offers_its_other_points():
     from agents.regimes import RECALL_LADDER
     shipped = Ranker.load(shipped_ranker_path())
     assert shipped.target_recall == 0.99 and shipped.gate_candidates == 10_105
+    assert shipped.threshold == Ranker.load(shipped_ranker_path(), target_recall=0.99).threshold
     assert [t for _, t in shipped.size_thresholds] == \
         [t for _, t in Ranker.load(shipped_ranker_path(), target_recall=0.99).size_thresholds]
     points = shipped.meta["operating_points"]
@@ -376,8 +387,14 @@ def test_training_options_are_validated():
 
 def test_operating_recall_picks_the_files_main_point_and_not_daggers():
     from agents.train import _ranker_meta
-    with pytest.raises(ConfigError, match="needs --target-recall"):
+    with pytest.raises(ConfigError, match="needs --algo imitation and --target-recall"):
         TrainConfig(algo="imitation", operating_recall=0.99)
+    with pytest.raises(ConfigError, match="--operating-recall"):         # PPO: no ladder
+        TrainConfig(algo="ppo", target_recall=0.95, operating_recall=0.99)
+    from hsched_cli.main import build_parser
+    args = build_parser().parse_args(["train", "--algo", "imitation", "--target-recall", "0.95",
+                                      "--operating-recall", "0.99"])
+    assert args.operating_recall == 0.99
     with pytest.raises(ConfigError, match="one of the recalls"):
         TrainConfig(algo="imitation", target_recall=0.95, operating_recall=0.96)
     assert TrainConfig(algo="imitation", target_recall=0.93,
@@ -401,6 +418,11 @@ def test_operating_recall_picks_the_files_main_point_and_not_daggers():
     plain = TrainConfig(algo="imitation", regimes="mixed", target_recall=0.95,
                         threshold_bands=(1000,))
     assert _ranker_meta(plain, record) == driver
+    # without bands: the served point's pooled threshold, no per-band ones
+    unbanded = {k: v for k, v in record.items() if k != "size_bands"}
+    pooled = _ranker_meta(TrainConfig(algo="imitation", regimes="mixed", target_recall=0.95,
+                                      operating_recall=0.99), unbanded)
+    assert pooled["threshold"] == 0.01 and "size_thresholds" not in pooled
 
 
 def test_large_family_suite():
