@@ -92,19 +92,22 @@ def keep_logits(net, demos, batch_rounds: int = 16):
     return out
 
 
-def recall_threshold(net, demos, target_recall: float = DEFAULT_TARGET_RECALL) -> dict:
+def recall_threshold(net, demos, target_recall: float = DEFAULT_TARGET_RECALL,
+                     logits=None) -> dict:
     """The highest keep-probability threshold whose recall of the LP's support over
     ``demos`` (pooled over all their candidates) is at least ``target_recall``, with the
     recall and kept fraction it reaches there. ``Ranker.keep`` also keeps each job's
     best-scored candidate, which the demonstrations (no job ids) cannot model: at run time the
-    recall is at least this and the kept fraction a little higher."""
+    recall is at least this and the kept fraction a little higher. ``logits``: the
+    network's ``keep_logits(net, demos)`` when already computed (then ``net`` is not run)."""
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall must be in (0, 1], got {target_recall}")
-    return _threshold_for_recall(keep_logits(net, demos), demos.label, target_recall,
-                                 len(demos))
+    if logits is None:
+        logits = keep_logits(net, demos)
+    return _threshold_for_recall(logits, demos.label, target_recall, len(demos))
 
 
-def size_band_thresholds(net, demos, target_recall: float, edges) -> list[dict]:
+def size_band_thresholds(net, demos, target_recall: float, edges, logits=None) -> list[dict]:
     """``recall_threshold`` per band of round size: the rounds of ``demos`` with
     ``edges[i-1] <= candidates < edges[i]`` (``edges`` increasing, the first band from 0, the
     last unbounded; a round's candidates counted as ``Ranker.threshold_for`` counts them at
@@ -113,17 +116,22 @@ def size_band_thresholds(net, demos, target_recall: float, edges) -> list[dict]:
     (thousands of candidates against tens on a small cluster) and can leave small rounds
     below the target; per band, every size reaches it on the held-out rounds. One dict per band, in
     order: ``min_candidates``, ``threshold``, ``recall``, ``kept_fraction``, ``rounds``; a band
-    without a positive candidate in ``demos`` takes the pooled threshold (``"pooled": True``)."""
-    return _band_thresholds(keep_logits(net, demos), demos, target_recall, edges)
+    without a positive candidate in ``demos`` takes the pooled threshold (``"pooled": True``).
+    ``logits``: as in ``recall_threshold``."""
+    if logits is None:
+        logits = keep_logits(net, demos)
+    return _band_thresholds(logits, demos, target_recall, edges)
 
 
-def operating_points(net, demos, targets, edges=()) -> list[dict]:
+def operating_points(net, demos, targets, edges=(), logits=None) -> list[dict]:
     """One operating point per target recall in ``targets`` (ascending, duplicates
     dropped), chosen on ``demos`` as ``recall_threshold`` and, with band ``edges``,
     ``size_band_thresholds`` do (the network is run once): ``target_recall``, ``threshold``
     (pooled), ``recall`` and ``kept_fraction`` (pooled), and ``size_thresholds``
-    (``[[min_candidates, threshold], ...]``, empty without ``edges``)."""
-    logits = keep_logits(net, demos)
+    (``[[min_candidates, threshold], ...]``, empty without ``edges``). ``logits``: as in
+    ``recall_threshold``."""
+    if logits is None:
+        logits = keep_logits(net, demos)
     out = []
     for target in sorted({float(t) for t in targets}):
         if not 0.0 < target <= 1.0:

@@ -1242,7 +1242,7 @@ def _fit_ranker(config: TrainConfig, train_demos, valid_demos, progress: Progres
     its first epoch (DAgger's refits continue the curves)."""
     from agents.imitation import Demos, behaviour_clone, evaluate_keep
     from agents.ranker import RankerNet
-    from agents.regimes import (RECALL_LADDER, operating_points, recall_threshold,
+    from agents.regimes import (RECALL_LADDER, keep_logits, operating_points, recall_threshold,
                                 size_band_thresholds)
 
     net = RankerNet(hidden=config.hidden, job_context=config.job_context)
@@ -1267,7 +1267,8 @@ def _fit_ranker(config: TrainConfig, train_demos, valid_demos, progress: Progres
               "final": history[-1], "history": history,
               "valid": evaluate_keep(net, valid_demos)}
     if config.target_recall is not None:
-        op = recall_threshold(net, valid_demos, config.target_recall)
+        logits = keep_logits(net, valid_demos)          # one pass for every choice below
+        op = recall_threshold(net, valid_demos, config.target_recall, logits=logits)
         record["operating_point"] = op
         record["valid_at_operating_point"] = evaluate_keep(net, valid_demos, op["threshold"])
         step = step0 + len(history)
@@ -1275,10 +1276,11 @@ def _fit_ranker(config: TrainConfig, train_demos, valid_demos, progress: Progres
         writer.add_scalar("imitation/operating_kept_fraction", op["kept_fraction"], step)
         if config.threshold_bands:
             record["size_bands"] = size_band_thresholds(net, valid_demos, config.target_recall,
-                                                        config.threshold_bands)
+                                                        config.threshold_bands, logits=logits)
         # the same choice for a range of targets: other operating points of the same file
         record["operating_points"] = operating_points(
-            net, valid_demos, RECALL_LADDER + (config.target_recall,), config.threshold_bands)
+            net, valid_demos, RECALL_LADDER + (config.target_recall,), config.threshold_bands,
+            logits=logits)
     return net, record
 
 
@@ -1304,8 +1306,8 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True
                                                             "size_thresholds")}
                                         for p in ladder]
             if serve and config.operating_recall is not None:
-                point = next(p for p in ladder
-                             if abs(p["target_recall"] - config.operating_recall) < 1e-9)
+                from agents.ranker import operating_point
+                point = operating_point({"operating_points": ladder}, config.operating_recall)
                 meta.update(threshold=point["threshold"], target_recall=point["target_recall"],
                             valid_recall=point["recall"],
                             valid_kept_fraction=point["kept_fraction"])

@@ -189,7 +189,8 @@ def cmd_train(args) -> int:
                 f"R = {p['target_recall']:g}: keep {p['kept_fraction']:.1%}" for p in ladder))
             serve = config.operating_recall
             if serve is not None and abs(serve - config.target_recall) > 1e-9:
-                point = next(p for p in ladder if abs(p["target_recall"] - serve) < 1e-9)
+                from agents.ranker import operating_point
+                point = operating_point({"operating_points": ladder}, serve)
                 bands = " / ".join(f"{t:.3g}" for _, t in point["size_thresholds"])
                 print(f"the saved ranker serves the operating point of R = {serve:g} "
                       f"(--operating-recall; DAgger ran at {config.target_recall:g}): keep "
