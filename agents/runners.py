@@ -71,6 +71,9 @@ class Run:
     round_candidates_max: int | None = None   # the largest round's candidates (agents only)
     placements: int | None = None         # select mode: valid placements
     invalid_actions: int | None = None    # select mode: invalid (no-op) actions
+    #: the cluster's GPUs: the finish-time fairness of any subset of ``records``
+    #: (``hsched_env.metrics.finish_time_fairness``); None in run files written before it
+    cluster_gpus: int | None = None
 
 
 def _to_json(value):
@@ -259,7 +262,8 @@ def run_simulator_policy(entry: PolicyEntry, suite: Suite, scenario: Scenario, s
                recall=np.asarray(wrapped.recall) if wrapped.defined else None,
                active_jobs=np.asarray(result.active_jobs),
                candidates_per_job=np.array([len(t) for t in sim.run_view().tables]),
-               end_reason=sim.end_reason, records=records)
+               end_reason=sim.end_reason, records=records,
+               cluster_gpus=int(result.cluster.num_gpus))
 
 
 def rank_slots_bound(suite: Suite, scenario: Scenario, cluster, workload) -> int:
@@ -374,6 +378,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                active_jobs=np.asarray(result.active_jobs),
                candidates_per_job=np.array([len(t) for t in sim.run_view().tables]),
                end_reason=end_reason, records=records, overflow_max=overflow,
+               cluster_gpus=int(result.cluster.num_gpus),
                kept_frac_mean=float(np.mean(kept_frac)) if kept_frac else 0.0,
                kept_frac_ranked_mean=(float(np.mean(np.asarray(kept_frac)[ranked]))
                                       if any(ranked) else None),
@@ -480,6 +485,7 @@ def run_scheduler(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: in
                active_jobs=np.asarray(result.active_jobs),
                candidates_per_job=np.array([len(t) for t in sim.run_view().tables]),
                end_reason=end_reason, records=records, overflow_max=overflow,
+               cluster_gpus=int(result.cluster.num_gpus),
                slots=env.K, slots_fixed=entry.slots is not None,
                round_candidates_max=total_max, placements=placements,
                invalid_actions=invalid)

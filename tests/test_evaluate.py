@@ -30,7 +30,8 @@ slow = pytest.mark.slow
 ROW_KEYS = {"scenario", "policy", "kind", "seeds", "jobs_completed", "jobs_total", "avg_jct_s",
             "p99_jct_s", "makespan_s", "ftf_worst", "decision_time_mean_s",
             "decision_time_p99_s", "lp_decision_time_mean_s", "ranker_time_mean_s",
-            "lp_vars_mean", "avg_jct_ratio", "decision_time_ratio", "recall",
+            "lp_vars_mean", "avg_jct_ratio", "avg_jct_common_ratio", "common_jobs",
+            "decision_time_ratio", "recall",
             "active_jobs_mean", "active_jobs_max", "candidates_per_job_mean"}
 
 
@@ -94,6 +95,12 @@ def test_smoke_suite_table_and_json(report):
     data = json.loads(json.dumps(report_json(report)))      # JSON-ready, NaN as null
     assert {"suite", "seeds", "rows", "per_seed", "scenarios", "settings"} <= data.keys()
     assert data["suite"] == "smoke" and len(data["per_seed"]) == 5
+    # every policy finished every job here: the common jobs are all of them
+    for r in data["rows"] + data["per_seed"]:
+        assert r["common_jobs"] == 30
+        assert r["avg_jct_common_s"] == pytest.approx(r["avg_jct_s"])
+        assert r["ftf_worst_common"] == pytest.approx(r["ftf_worst"])
+    assert "JCT ×LP over the 30 jobs every policy finished" in text
 
 
 @slow
@@ -141,6 +148,42 @@ def test_outputs(report, tmp_path):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     assert list((out / "tb").rglob("events.out.tfevents*"))
     assert all(p.exists() for p in written)
+
+
+def _run(label, seed, finished, scenario="s"):
+    """A Run whose jobs 0..len(finished)-1 arrived at 0 and finished at ``finished`` (NaN: not
+    finished); each ran alone on 1 of 8 GPUs for 1 h (so its fairness is its JCT in hours)."""
+    from agents.runners import Run
+    from hsched_env.simulator import JobRecord
+    recs = [JobRecord(job_id=i, name=f"j{i}", model="m", arrival_s=0.0, work_samples=1.0,
+                      duration_s=3600.0, requested_gpus=1, finish_s=f, contention_sum=1.0,
+                      rounds_active=1) for i, f in enumerate(finished)]
+    empty = np.zeros(0)
+    return Run(scenario=scenario, label=label, kind="simulator", seed=seed, metrics={},
+               jct_s=np.array([r.jct_s for r in recs if r.done]), decision_s=empty,
+               lp_decision_s=empty, ranker_s=None, lp_vars=empty, recall=None,
+               active_jobs=empty, candidates_per_job=empty, end_reason="time_limit",
+               records=recs, cluster_gpus=8)
+
+
+def test_common_jobs_compare_policies_on_the_jobs_all_of_them_finished():
+    from agents.report import common_job_stats
+    nan = float("nan")
+    runs = [_run("pure-lp", 1, [3600, 7200, nan, nan]),
+            _run("ranker", 1, [3600, 10800, 36000, nan]),     # + a long job the LP left
+            _run("pure-lp", 2, [3600, nan]), _run("ranker", 2, [nan, 7200])]
+    stats = common_job_stats(runs)
+    lp, rk = stats[("s", "pure-lp", 1)], stats[("s", "ranker", 1)]
+    assert lp["common_jobs"] == rk["common_jobs"] == 2          # jobs 0 and 1
+    assert lp["avg_jct_common_s"] == 5400 and rk["avg_jct_common_s"] == 7200
+    assert rk["ftf_worst_common"] == pytest.approx(3.0)         # job 1: 3 h on a 1 h share
+    # its own average (job 2 included) is 16,800 s: 3.1x the LP's, not 1.33x
+    assert rk["avg_jct_common_s"] / lp["avg_jct_common_s"] == pytest.approx(4 / 3)
+    none = stats[("s", "ranker", 2)]                             # no job finished by both
+    assert none["common_jobs"] == 0 and np.isnan(none["avg_jct_common_s"])
+    unknown = _run("x", 3, [3600])
+    unknown.cluster_gpus = None                                  # a run file before the field
+    assert np.isnan(common_job_stats([unknown])[("s", "x", 3)]["ftf_worst_common"])
 
 
 def test_heldout_seeds_never_training_seeds():
