@@ -106,6 +106,40 @@ def _run_policy(name, cluster, workload, config, args):
     return Simulator(cluster, workload, policy, config).run()
 
 
+def _done_jct(jobs, config) -> dict[int, float]:
+    """JCT of every finished job of the measured window (``config.measure_jobs``, else all),
+    by job id; ``jobs``: ``JobRecord``s or their ``asdict`` rows, in workload order."""
+    if config.measure_jobs is not None:
+        a, b = config.measure_jobs
+        jobs = jobs[a:b]
+    out = {}
+    for r in jobs:
+        job_id, arrival_s, finish_s = ((r["job_id"], r["arrival_s"], r["finish_s"])
+                                       if isinstance(r, dict)
+                                       else (r.job_id, r.arrival_s, r.finish_s))
+        if finish_s is not None and not math.isnan(finish_s):    # JSON: NaN may be None
+            out[int(job_id)] = finish_s - arrival_s
+    return out
+
+
+def _add_common_jct(all_metrics: list[dict], done: list[dict[int, float] | None]) -> None:
+    """Add to each run's metrics its avg JCT over the *common* jobs (those every run that did
+    not fail finished), ``avg_jct_common_s``, and its ratio to the first such run's,
+    ``avg_jct_common_ratio``: policies that finish different jobs (a ``--max-time-s``
+    window, a stalled run) are compared on the same ones."""
+    ok = [d for d in done if d is not None]
+    common = sorted(set.intersection(*(set(d) for d in ok))) if ok else []
+    first = None
+    for m, d in zip(all_metrics, done):
+        if d is None:
+            continue
+        avg = sum(d[i] for i in common) / len(common) if common else math.nan
+        first = avg if first is None else first
+        m["common_jobs"] = len(common)
+        m["avg_jct_common_s"] = avg
+        m["avg_jct_common_ratio"] = avg / first if first else math.nan
+
+
 def _compare_task(name, cluster, workload, config, options) -> dict:
     """One policy run of ``compare --backend ray`` (``agents.sweep``): its metrics and one
     row per job, JSON-ready."""
@@ -123,7 +157,8 @@ def _metrics_rows(all_metrics: list[dict]) -> str:
         if m.get("status") == "failed":
             rows.append([m["policy"], "FAILED"] + ["n/a"] * 13)
             continue
-        ratio = m["avg_jct_s"] / ref["avg_jct_s"] if ref["avg_jct_s"] else float("nan")
+        ratio = m.get("avg_jct_common_ratio",
+                      m["avg_jct_s"] / ref["avg_jct_s"] if ref["avg_jct_s"] else float("nan"))
         rows.append([m["policy"], f"{m['jobs_completed']}/{m['jobs_total']}",
                      f"{m['avg_jct_s'] / 3600:.2f}", f"{ratio:.2f}",
                      f"{m['p50_jct_s'] / 3600:.2f}", f"{m['p99_jct_s'] / 3600:.2f}",
@@ -210,13 +245,16 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     result = run_sweep(tasks, backend, store=store, resume=args.resume,
                        overwrite=args.overwrite, progress=False if args.no_progress else None,
                        desc="compare")
-    rows = []
+    rows, done = [], []
     for o in result.outcomes:
         if o.ok:
             rows.append(o.payload["metrics"])
+            done.append(_done_jct(o.payload["jobs"], config))
         else:
             rows.append({"policy": o.task.policy, "status": "failed", "error": o.error,
                          "attempts": o.attempts})
+            done.append(None)
+    _add_common_jct(rows, done)
     sweep = {"backend": "ray", "runs_dir": None if store is None else str(store.folder),
              "tasks": len(tasks), "resumed": result.resumed, "failed": len(result.failed),
              "stale_run_files": result.stale, "other_code_runs": result.other_code}
@@ -242,9 +280,12 @@ def cmd_compare(args) -> int:
             print(interrupted_note(Path(args.out) / "runs"), file=sys.stderr)
             return 130
     else:
-        results = []
+        results, done = [], []
         for name in names:
-            results.append(_run_policy(name, cluster, workload, config, args).metrics())
+            result = _run_policy(name, cluster, workload, config, args)
+            results.append(result.metrics())
+            done.append(_done_jct(result.jobs, config))
+        _add_common_jct(results, done)
     data = [_jsonable(m) for m in results]
     if args.out is not None:
         path = Path(args.out) / "metrics.json"
@@ -256,6 +297,10 @@ def cmd_compare(args) -> int:
         print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
               f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
         print(_metrics_rows(results))
+        common = next((m["common_jobs"] for m in results if "common_jobs" in m), None)
+        if common is not None and len(results) > 1:
+            print(f"× first: avg JCT over the {common} jobs every policy finished, ratio to "
+                  f"the first policy's over the same jobs")
         for m in results:
             if m.get("status") == "failed":
                 print(f"{m['policy']}: FAILED after {m['attempts']} attempt(s): {m['error']}")

@@ -194,6 +194,44 @@ def test_compare_json_one_object_per_policy():
 
 
 @slow
+def test_compare_ratios_are_over_the_jobs_every_policy_finished():
+    """A window that ends before every job finished: the ratio column compares the policies
+    on the jobs all of them finished."""
+    out = hsched("compare", "--cluster", "sia-64", "--workload", SMALL, "--policies",
+                 "heterosched-lp,fifo", "--max-time-s", "7200", "--json")
+    assert out.returncode == 0, out.stderr
+    lp, fifo = json.loads(out.stdout)
+    assert lp["common_jobs"] == fifo["common_jobs"] > 0
+    assert fifo["common_jobs"] <= min(lp["jobs_completed"], fifo["jobs_completed"])
+    assert fifo["jobs_completed"] < lp["jobs_completed"]
+    # over its own few finished (short) jobs FIFO reads faster than the LP; on the same
+    # jobs it is slower
+    assert fifo["avg_jct_s"] < lp["avg_jct_s"] and fifo["avg_jct_common_ratio"] > 1.5
+    assert lp["avg_jct_common_ratio"] == 1.0
+    assert fifo["avg_jct_common_ratio"] == pytest.approx(
+        fifo["avg_jct_common_s"] / lp["avg_jct_common_s"])
+
+
+def test_common_jct_helpers():
+    from hsched_cli.simulation import _add_common_jct, _done_jct
+    from hsched_env.simulator import JobRecord, SimConfig
+    nan = float("nan")
+    recs = [JobRecord(job_id=i, name="j", model="m", arrival_s=10.0, work_samples=1.0,
+                      duration_s=1.0, requested_gpus=1, finish_s=f)
+            for i, f in enumerate([20.0, nan, 50.0])]
+    assert _done_jct(recs, SimConfig()) == {0: 10.0, 2: 40.0}
+    assert _done_jct(recs, SimConfig(measure_jobs=(1, 3))) == {2: 40.0}
+    rows = [{"job_id": 0, "arrival_s": 0.0, "finish_s": 30.0},
+            {"job_id": 2, "arrival_s": 0.0, "finish_s": None}]      # JSON rows of a sweep
+    assert _done_jct(rows, SimConfig()) == {0: 30.0}
+    metrics = [{"policy": "failed", "status": "failed"}, {}, {}]
+    _add_common_jct(metrics, [None, {0: 10.0, 2: 40.0}, {0: 30.0}])
+    assert "common_jobs" not in metrics[0]
+    assert metrics[1]["common_jobs"] == metrics[2]["common_jobs"] == 1
+    assert metrics[1]["avg_jct_common_ratio"] == 1.0 and metrics[2]["avg_jct_common_ratio"] == 3.0
+
+
+@slow
 def test_jobs_out_and_measure_jobs(tmp_path):
     path = tmp_path / "jobs.csv"
     out = hsched("simulate", "--cluster", "sia-64", "--workload", SMALL, "--policy", "greedy",
