@@ -120,14 +120,19 @@ def common_job_stats(runs: list[Run]) -> dict[tuple[str, str, int], dict]:
     few long jobs the others left unfinished at the window's end would otherwise read a
     higher avg JCT for doing more. Keyed by (scenario, label, seed): ``common_jobs``,
     ``avg_jct_common_s``, ``ftf_worst_common`` (NaN without common jobs, and the fairness
-    NaN for a run file without ``cluster_gpus``)."""
+    NaN for a run file without ``cluster_gpus``). A (scenario, seed) that lacks the run of
+    a policy that ran elsewhere in the scenario (it failed in a sweep) has no common jobs
+    for any policy, so that every policy's seed average is over the same seeds and jobs."""
     groups: dict[tuple[str, int], list[Run]] = {}
+    labels: dict[str, set[str]] = {}
     for r in runs:
         groups.setdefault((r.scenario, r.seed), []).append(r)
+        labels.setdefault(r.scenario, set()).add(r.label)
     out = {}
-    for group in groups.values():
+    for (scenario, _), group in groups.items():
         done = [{rec.job_id: rec for rec in r.records if rec.done} for r in group]
-        common = sorted(set.intersection(*(set(d) for d in done)))
+        common = (sorted(set.intersection(*(set(d) for d in done)))
+                  if {r.label for r in group} == labels[scenario] else [])
         for r, by_id in zip(group, done):
             recs = [by_id[i] for i in common]
             jct = np.array([rec.jct_s for rec in recs])

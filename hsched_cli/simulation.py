@@ -297,10 +297,11 @@ def cmd_compare(args) -> int:
         print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
               f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
         print(_metrics_rows(results))
-        common = next((m["common_jobs"] for m in results if "common_jobs" in m), None)
-        if common is not None and len(results) > 1:
-            print(f"× first: avg JCT over the {common} jobs every policy finished, ratio to "
-                  f"the first policy's over the same jobs")
+        ran = [m for m in results if "common_jobs" in m]
+        if len(ran) > 1:
+            failed = " that did not fail" if len(ran) < len(results) else ""
+            print(f"× first: avg JCT over the {ran[0]['common_jobs']} jobs every policy"
+                  f"{failed} finished, ratio to {ran[0]['policy']}'s over the same jobs")
         for m in results:
             if m.get("status") == "failed":
                 print(f"{m['policy']}: FAILED after {m['attempts']} attempt(s): {m['error']}")

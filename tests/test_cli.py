@@ -207,6 +207,12 @@ def test_compare_ratios_are_over_the_jobs_every_policy_finished():
     # over its own few finished (short) jobs FIFO reads faster than the LP; on the same
     # jobs it is slower
     assert fifo["avg_jct_s"] < lp["avg_jct_s"] and fifo["avg_jct_common_ratio"] > 1.5
+    table = hsched("compare", "--cluster", "sia-64", "--workload", SMALL, "--policies",
+                   "heterosched-lp,fifo", "--max-time-s", "7200").stdout
+    fifo_row = next(x for x in table.splitlines() if x.startswith("fifo "))
+    assert fifo_row.split()[3] == f"{fifo['avg_jct_common_ratio']:.2f}"      # × first
+    assert (f"avg JCT over the {lp['common_jobs']} jobs every policy finished, ratio to "
+            f"heterosched-lp's") in table
     assert lp["avg_jct_common_ratio"] == 1.0
     assert fifo["avg_jct_common_ratio"] == pytest.approx(
         fifo["avg_jct_common_s"] / lp["avg_jct_common_s"])

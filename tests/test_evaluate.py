@@ -22,6 +22,7 @@ from agents.evaluate import (
     report_json,
     write_outputs,
 )
+from agents.policy_entries import PolicyEntry
 from hsched_cli.main import main
 from hsched_env.errors import ConfigError
 
@@ -159,10 +160,13 @@ def _run(label, seed, finished, scenario="s"):
                       duration_s=3600.0, requested_gpus=1, finish_s=f, contention_sum=1.0,
                       rounds_active=1) for i, f in enumerate(finished)]
     empty = np.zeros(0)
-    return Run(scenario=scenario, label=label, kind="simulator", seed=seed, metrics={},
+    done = [r for r in recs if r.done]
+    metrics = {"jobs_total": len(recs), "jobs_completed": len(done), "rounds": 1,
+               "avg_jct_s": float(np.mean([r.jct_s for r in done])) if done else float("nan")}
+    return Run(scenario=scenario, label=label, kind="simulator", seed=seed, metrics=metrics,
                jct_s=np.array([r.jct_s for r in recs if r.done]), decision_s=empty,
                lp_decision_s=empty, ranker_s=None, lp_vars=empty, recall=None,
-               active_jobs=empty, candidates_per_job=empty, end_reason="time_limit",
+               active_jobs=empty, candidates_per_job=np.array([16]), end_reason="time_limit",
                records=recs, cluster_gpus=8)
 
 
@@ -184,6 +188,34 @@ def test_common_jobs_compare_policies_on_the_jobs_all_of_them_finished():
     unknown = _run("x", 3, [3600])
     unknown.cluster_gpus = None                                  # a run file before the field
     assert np.isnan(common_job_stats([unknown])[("s", "x", 3)]["ftf_worst_common"])
+
+
+def test_rows_and_table_use_the_common_jobs_and_skip_a_seed_with_a_failed_run():
+    """Seed 1: the ranker runs the LP's schedule and also finishes a 10-hour job the LP left
+    unfinished; seed 2: the LP's run failed (a sweep), so no policy's average includes it."""
+    from agents.report import Report, format_report, per_seed_rows, scenario_summary, summarize
+    from agents.suites import Scenario, Suite
+    nan = float("nan")
+    suite = Suite("t", (Scenario("s", "sia-64", "gavel:jobs=3"),), seeds=2)
+    entries = [PolicyEntry("pure-lp", "simulator", "heterosched-lp"),
+               PolicyEntry("ranker", "simulator", "heterosched-lp")]
+    runs = [_run("pure-lp", 1, [3600, 7200, nan]), _run("ranker", 1, [3600, 7200, 36000]),
+            _run("ranker", 2, [36000, 36000, 36000])]
+    failures = [{"scenario": "s", "policy": "pure-lp", "seed": 2, "error": "x", "attempts": 2}]
+    rows = summarize(suite, entries, runs, failures)
+    lp, rk = rows
+    assert rk["avg_jct_common_ratio"] == 1.0 and rk["common_jobs"] == lp["common_jobs"] == 2
+    assert rk["avg_jct_ratio"] > 3                # own jobs, both seeds: not comparable
+    report = Report(suite=suite, seeds=[1, 2], policies=["pure-lp", "ranker"], runs=runs,
+                    rows=rows, scenarios=[scenario_summary(suite.scenarios[0], runs)],
+                    wall_s=0.0, failures=failures)
+    per_seed = {(r["policy"], r["seed"]): r for r in per_seed_rows(report)}
+    assert per_seed["ranker", 1]["avg_jct_common_ratio"] == 1.0
+    assert per_seed["ranker", 2]["common_jobs"] == 0
+    table = format_report(report)
+    line = next(x for x in table.splitlines() if x.startswith("ranker "))
+    assert line.split()[-3] == "1.00"             # the JCT ×LP column: the common jobs
+    assert "JCT ×LP over the 2 jobs every policy finished" in table
 
 
 def test_heldout_seeds_never_training_seeds():
