@@ -1,7 +1,8 @@
 """Plots of an evaluation (``hsched evaluate``), matplotlib with the Agg backend.
 
 * ``plot_decision_vs_jct``: per scenario, one point per policy — mean decision time per round
-  (log x) against seed-averaged average JCT; the trade-off a ranker tries to win.
+  (log x) against the seed-averaged average JCT over the common jobs (those every policy of
+  the seed finished, as in the table's ``JCT ×LP``); the trade-off a ranker tries to win.
 * ``plot_jct_cdf``: per scenario, the distribution of job completion times of each policy
   (jobs of every seed pooled).
 """
@@ -31,16 +32,19 @@ def _colors(plt, labels):
 
 
 def plot_decision_vs_jct(report, path: Path) -> Path:
-    """Decision time (ms, log scale) against average JCT (h), one point per policy."""
+    """Decision time (ms, log scale) against average JCT (h) over the common jobs, one point
+    per policy. Policies that finish different jobs (a run cut off at a time window) are
+    compared on the jobs all of them finished; rows without that figure (every run of a
+    seed failed) fall back to the time in system of every job."""
     plt = _pyplot()
     fig, axes = _axes(plt, len(report.scenarios))
     colors = _colors(plt, report.policies)
     for ax, sc in zip(axes, report.scenarios):
-        # A run cut off at a time window completes only some jobs, and the average JCT of
-        # those favours policies that finish fewer: plot the time in system of every job.
-        windowed = bool(sc.get("max_time_s"))
-        key = "avg_time_in_system_s" if windowed else "avg_jct_s"
-        for i, r in enumerate(r for r in report.rows if r["scenario"] == sc["name"]):
+        rows = [r for r in report.rows if r["scenario"] == sc["name"]]
+        common = all(math.isfinite(r.get("avg_jct_common_s", math.nan)) for r in rows
+                     if r["seeds"])
+        key = "avg_jct_common_s" if common else "avg_time_in_system_s"
+        for i, r in enumerate(rows):
             x = max(r["decision_time_mean_s"] * 1e3, 1e-3)
             y = r[key] / 3600 if math.isfinite(r[key]) else math.nan
             if not math.isfinite(y):
@@ -51,8 +55,9 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
                         xytext=(5, 4 if i % 2 == 0 else -10), fontsize=8)   # alternate: overlaps
         ax.set_xscale("log")
         ax.set_xlabel("decision time per round, mean (ms)")
-        ax.set_ylabel("average time in system, all jobs (h)" if windowed
-                      else "average JCT (h)")
+        n = next((r.get("common_jobs") for r in rows if r["seeds"]), 0)
+        ax.set_ylabel(f"average JCT (h) of the jobs every policy\nfinished ({n} over the seeds)"
+                      if common else "average time in system, all jobs (h)")
         ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(f"Suite {report.suite.name}: decision cost against schedule quality "
