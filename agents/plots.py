@@ -31,6 +31,17 @@ def _colors(plt, labels):
     return {name: plt.cm.tab10(i % 10) for i, name in enumerate(labels)}
 
 
+def quality_axis(rows: list[dict]) -> tuple[str, str]:
+    """The row key and y-axis label of ``plot_decision_vs_jct`` for one scenario's rows: the
+    avg JCT over the common jobs when every row with runs has it, else the time in system
+    of every job."""
+    ran = [r for r in rows if r["seeds"]]
+    if ran and all(math.isfinite(r.get("avg_jct_common_s", math.nan)) for r in ran):
+        return ("avg_jct_common_s", f"average JCT (h) of the jobs every policy\nfinished "
+                                    f"({ran[0]['common_jobs']} over the seeds)")
+    return "avg_time_in_system_s", "average time in system, all jobs (h)"
+
+
 def plot_decision_vs_jct(report, path: Path) -> Path:
     """Decision time (ms, log scale) against average JCT (h) over the common jobs, one point
     per policy. Policies that finish different jobs (a run cut off at a time window) are
@@ -41,9 +52,7 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
     colors = _colors(plt, report.policies)
     for ax, sc in zip(axes, report.scenarios):
         rows = [r for r in report.rows if r["scenario"] == sc["name"]]
-        common = all(math.isfinite(r.get("avg_jct_common_s", math.nan)) for r in rows
-                     if r["seeds"])
-        key = "avg_jct_common_s" if common else "avg_time_in_system_s"
+        key, ylabel = quality_axis(rows)
         for i, r in enumerate(rows):
             x = max(r["decision_time_mean_s"] * 1e3, 1e-3)
             y = r[key] / 3600 if math.isfinite(r[key]) else math.nan
@@ -55,9 +64,7 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
                         xytext=(5, 4 if i % 2 == 0 else -10), fontsize=8)   # alternate: overlaps
         ax.set_xscale("log")
         ax.set_xlabel("decision time per round, mean (ms)")
-        n = next((r.get("common_jobs") for r in rows if r["seeds"]), 0)
-        ax.set_ylabel(f"average JCT (h) of the jobs every policy\nfinished ({n} over the seeds)"
-                      if common else "average time in system, all jobs (h)")
+        ax.set_ylabel(ylabel)
         ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(f"Suite {report.suite.name}: decision cost against schedule quality "

@@ -218,6 +218,18 @@ def test_rows_and_table_use_the_common_jobs_and_skip_a_seed_with_a_failed_run():
     assert "JCT ×LP over the 2 jobs every policy finished" in table
 
 
+def test_pareto_plot_uses_the_common_jobs_else_the_time_in_system():
+    from agents.plots import quality_axis
+    nan = float("nan")
+    rows = [{"seeds": [1], "avg_jct_common_s": 3600.0, "common_jobs": 7},
+            {"seeds": [1], "avg_jct_common_s": 4000.0, "common_jobs": 7},
+            {"seeds": [], "avg_jct_common_s": nan}]                # every run failed
+    key, label = quality_axis(rows)
+    assert key == "avg_jct_common_s" and "(7 over the seeds)" in label
+    rows[1]["avg_jct_common_s"] = nan                              # no common jobs
+    assert quality_axis(rows)[0] == "avg_time_in_system_s"
+
+
 def test_heldout_seeds_never_training_seeds():
     assert TRAIN_SEEDS == range(0, 10_000)
     assert HELDOUT_SEEDS.start >= 1_000_000
