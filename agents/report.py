@@ -22,7 +22,7 @@ from agents.policy_entries import PolicyEntry
 from agents.runners import STEP_CAP, SUPPORT_TINY, Run, round_step_cap
 from agents.suites import TRAIN_SEEDS, Scenario, Suite
 from hsched_env.errors import ConfigError
-from hsched_env.metrics import finish_time_fairness
+from hsched_env.metrics import finish_time_fairness, finished_by_all
 from hsched_env.text import format_table
 
 
@@ -131,8 +131,8 @@ def common_job_stats(runs: list[Run]) -> dict[tuple[str, str, int], dict]:
     out = {}
     for (scenario, _), group in groups.items():
         done = [{rec.job_id: rec for rec in r.records if rec.done} for r in group]
-        common = (sorted(set.intersection(*(set(d) for d in done)))
-                  if {r.label for r in group} == labels[scenario] else [])
+        common = (finished_by_all(done) if {r.label for r in group} == labels[scenario]
+                  else [])
         for r, by_id in zip(group, done):
             recs = [by_id[i] for i in common]
             jct = np.array([rec.jct_s for rec in recs])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, show
+from hsched_env.metrics import finished_by_all
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.text import format_table
@@ -127,8 +128,7 @@ def _add_common_jct(all_metrics: list[dict], done: list[dict[int, float] | None]
     not fail finished), ``avg_jct_common_s``, and its ratio to the first such run's,
     ``avg_jct_common_ratio``: policies that finish different jobs (a ``--max-time-s``
     window, a stalled run) are compared on the same ones."""
-    ok = [d for d in done if d is not None]
-    common = sorted(set.intersection(*(set(d) for d in ok))) if ok else []
+    common = finished_by_all(d for d in done if d is not None)
     first = None
     for m, d in zip(all_metrics, done):
         if d is None:

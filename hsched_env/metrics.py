@@ -38,6 +38,15 @@ def finish_time_fairness(rec, cluster_gpus: float) -> float:
     return rec.jct_s / fair
 
 
+def finished_by_all(finished_ids) -> list[int]:
+    """The job ids in every one of ``finished_ids`` (an iterable of each run's finished job
+    ids), sorted; ``[]`` for no runs. Policies that finish different jobs (a time window, a
+    stalled run) are compared over these: ``hsched evaluate``, ``hsched compare`` and the
+    quality benchmark."""
+    sets = [set(ids) for ids in finished_ids]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
 def compute_metrics(result) -> dict:
     """Metrics of a ``SimResult`` (over ``measure_jobs`` when set), JSON-ready."""
     recs = result.jobs

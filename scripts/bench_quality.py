@@ -339,8 +339,9 @@ def common_jobs(runs: dict[str, dict]) -> list[int]:
             ids, first = sorted(these), policy
         elif sorted(these) != ids:
             raise ValueError(f"runs of one case hold different jobs ({first} vs {policy})")
-    sets = [{j["job_id"] for j in run["jobs"] if _done(j)} for run in runs.values()]
-    return sorted(set.intersection(*sets)) if sets else []
+    from hsched_env.metrics import finished_by_all
+    return finished_by_all([j["job_id"] for j in run["jobs"] if _done(j)]
+                           for run in runs.values())
 
 
 def policy_stats(run: dict, common: list[int]) -> dict:
