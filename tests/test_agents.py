@@ -13,7 +13,7 @@ import hsched_env  # noqa: F401
 from agents.imitation import behaviour_clone, collect_demos, evaluate_keep
 from agents.ranker import (PAD_LOGIT, TYPE_INPUTS, Ranker, RankerNet, RoundScratch, SlotLayout,
                            best_per_job, dense_jobs, job_labels, job_max, load_ranker_net,
-                           ranker_inputs, round_inputs, save_ranker)
+                           ranker_inputs, reserve_round, round_inputs, save_ranker)
 from agents.train import TrainConfig, train
 from hsched_env.errors import ConfigError, UnknownNameError
 
@@ -140,6 +140,52 @@ def test_score_round_is_forward_on_one_round(rank_env, job_context):
         if job_context:
             with pytest.raises(ValueError, match="job="):
                 net.score_round(x, cluster[0], glob[0])
+
+
+def test_reserved_buffers_cover_a_round_of_that_size(rank_env):
+    """``reserve_round`` maps every buffer that ``round_inputs`` and ``score_round`` use, so a
+    round of up to that many candidates allocates nothing; a larger round still grows them."""
+    net = RankerNet(hidden=16, job_context=True)
+    obs, (cand, valid, cluster, glob) = _tensors(rank_env, rounds=30)
+    M = int(valid.sum())
+    u = rank_env.unwrapped
+    rows = th.as_tensor(np.asarray(obs["candidates"], dtype=np.float32)
+                        .reshape(u.candidate_shape)[:M])
+    job = th.as_tensor(job_labels(u.slot_jobs()[:M])[0])
+    scratch = RoundScratch()
+    reserve_round(scratch, M, int(cluster.shape[1]), net.hidden)
+    reserved = scratch.shapes()
+    assert reserved and all(r == M for r, _ in reserved.values())
+    with th.no_grad():
+        got = net.score_round(round_inputs(rows, cluster[0], scratch), cluster[0], glob[0],
+                              job=job, scratch=scratch)
+        assert scratch.shapes() == reserved
+        assert th.equal(got, net.score_round(round_inputs(rows, cluster[0]), cluster[0],
+                                             glob[0], job=job))
+        twice = th.cat([rows, rows])
+        net.score_round(round_inputs(twice, cluster[0], scratch), cluster[0], glob[0],
+                        job=th.cat([job, job + int(job.max()) + 1]), scratch=scratch)
+    assert all(r > M for r, _ in scratch.shapes().values())
+
+
+def test_ranker_reserves_its_buffers_on_the_first_round_it_could_rank(rank_env):
+    """A ``Ranker`` reserves the inference buffers for K candidates on its first call for an
+    environment of K slots that its gate lets through (even on a gated round), and not for
+    one whose every round the gate solves whole."""
+    obs, _ = rank_env.reset(seed=0)
+    K = rank_env.unwrapped.K
+    n = int(obs["valid"].sum())
+    assert 0 < n < K
+    gated = Ranker(RankerNet(hidden=8), threshold=0.5, gate_candidates=n + 1)
+    assert np.array_equal(gated.keep(obs, rank_env), obs["valid"].astype(np.int8))
+    assert gated.gated_rounds == 1
+    assert {r for r, _ in gated.scratch.shapes().values()} == {K}
+    never = Ranker(RankerNet(hidden=8), threshold=0.5, gate_candidates=K + 1)
+    never.keep(obs, rank_env)
+    assert never.scratch.shapes() == {}
+    fresh = Ranker(RankerNet(hidden=8, job_context=True), threshold=0.5, gate_candidates=0)
+    fresh.keep(obs, rank_env)
+    assert {r for r, _ in fresh.scratch.shapes().values()} == {K}
 
 
 @pytest.mark.parametrize("inputs", [None, "within-fair-share"])
