@@ -111,7 +111,7 @@ class RoundScratch:
         """Allocate buffer ``name`` for at least ``rows`` rows now and write it once, so that
         its pages are mapped before a round needs them (a first large round otherwise pays
         the page faults: a burst's first round of ~37,000 candidates took 22–52 ms of
-        inference without the reservation, 19–28 ms with it; six runs each)."""
+        inference without the reservation, 19–28 ms with it: two A/B runs of three seeds)."""
         buf = self._buffers.get(name)
         if buf is None or buf.shape[0] < rows or buf.shape[1] != cols:
             self._buffers[name] = th.zeros(rows, cols, dtype=th.float32)
