@@ -220,13 +220,36 @@ def test_sb3_env_checker(env_id):
 
 def test_rank_decision_time_is_wall_clock_when_asked():
     env = rank_env(CLUSTER, SMALL, measure_time=True)
-    env.reset(seed=0)
-    times = [env.step(np.ones(env.K, dtype=np.int8))[4]["decision_time_s"] for _ in range(3)]
-    assert all(t > 0 for t in times)
+    _, first = env.reset(seed=0)
+    infos = [env.step(np.ones(env.K, dtype=np.int8))[4] for _ in range(3)]
+    assert all(i["decision_time_s"] > 0 for i in infos)
+    # the observation's own time (its round's slots and features), reset's included
+    assert all(0 < i["observation_time_s"] < 1 for i in [first] + infos)
+    assert env.unwrapped.observation_s == infos[-1]["observation_time_s"]
     env = rank_env(CLUSTER, SMALL)                 # the default: no wall clock in info
-    env.reset(seed=0)
+    _, first = env.reset(seed=0)
     info = env.step(np.ones(env.K, dtype=np.int8))[4]
     assert "decision_time_s" not in info and info["lp_vars"] > 0
+    assert "observation_time_s" not in info and "observation_time_s" not in first
+
+
+def test_rank_observation_time_counts_the_rounds_slots_once():
+    """``observation_s``: the slots' build time goes to the round's first observation;
+    another observation of the same round costs only its arrays."""
+    import time
+    env = rank_env(CLUSTER, SMALL, measure_time=True).unwrapped
+    build = env._build_slots
+
+    def slow_build(*args, **kwargs):                 # the round's slots take 50 ms more
+        time.sleep(0.05)
+        return build(*args, **kwargs)
+
+    env._build_slots = slow_build
+    _, first = env.reset(seed=0)
+    info = env.step(np.ones(env.K, dtype=np.int8))[4]
+    assert first["observation_time_s"] >= 0.05 and info["observation_time_s"] >= 0.05
+    env._observation()                               # the same round again: arrays only
+    assert env.observation_s < 0.05
 
 
 # ---------------------------------------------------------------------------------- 3. vector
@@ -340,6 +363,25 @@ def test_same_seed_same_trajectory(env_id):
         assert len(other) == len(a)
         for x, y in zip(a, other):
             assert_same(x, y)
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_bounded_slot_cache_gives_the_same_trajectory(env_id, monkeypatch):
+    """The per-job-set cache of candidate statics is bounded (``STATIC_CACHE_SETS``,
+    ``STATIC_CACHE_CANDIDATES``, oldest set dropped first); a tighter bound recomputes
+    more, and changes nothing the agent sees."""
+    import hsched_env.envs.base as base
+    steps = 120 if env_id == SCHEDULE else 25
+    kw = dict(cluster=CLUSTER, workload=SMALL, max_candidates=32, **DET_KWARGS[env_id])
+    a = rollout(gym.make(env_id, **kw), seed=3, steps=steps)
+    monkeypatch.setattr(base, "STATIC_CACHE_SETS", 2)
+    monkeypatch.setattr(base, "STATIC_CACHE_CANDIDATES", 10)
+    env = gym.make(env_id, **kw)
+    b = rollout(env, seed=3, steps=steps)
+    cache = env.unwrapped._static_cache
+    assert len(cache) == 1                           # over the candidate bound: the newest only
+    for x, y in zip(a, b, strict=True):
+        assert_same(x, y)
 
 
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])

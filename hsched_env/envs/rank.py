@@ -86,7 +86,7 @@ class RankEnv(HSchedEnvBase):
     | ``keep_cost`` | 0.05 | λ, the reward's price of keeping every candidate |
     | ``prune`` | ``"all"`` | what the kept set restricts: ``"all"`` — the LP solve, its rounding and the simulator's fallbacks (a job with no kept candidate waits); ``"lp"`` — the LP solve only: the rounding's repair and each assignment's fallbacks (smaller candidates on the same type) still see every candidate, so keeping the LP's support alone reproduces the pure LP's schedule |
     | ``compare_full`` | ``False`` | also solve the full LP each round and report its objective |
-    | ``measure_time`` | ``False`` | ``True`` adds the wall-clock ``decision_time_s`` to ``info`` (opt-in: it differs between two runs of the same episode, which Gymnasium's step-determinism check rejects) |
+    | ``measure_time`` | ``False`` | ``True`` adds the wall-clock ``decision_time_s`` (the LP's time) and ``observation_time_s`` (building the returned observation: its round's candidate slots and features, what a ranker needs before it can score them) to ``info``, the latter also to ``reset``'s (opt-in: they differ between two runs of the same episode, which Gymnasium's step-determinism check rejects) |
 
     ``reference_action()`` keeps exactly the LP's support: the candidates the full LP gives a
     share plus those its rounded assignment lists this round (with ``prune="lp"``, the
@@ -198,13 +198,21 @@ class RankEnv(HSchedEnvBase):
         self._open_round()
         reward = self._time_reward() - self.keep_cost * kept / max(sl.total, 1)
         terminated, truncated = self._done_flags()
+        obs = self._observation()
         info = self._info()
         if self.measure_time:
             info["decision_time_s"] = float(dt)
+            info["observation_time_s"] = float(self.observation_s)
         info.update(lp_vars=int(getattr(stats, "lp_vars", 0) or 0), kept=kept,
                     total=int(sl.total), overflow=int(sl.total - M), ignored_keeps=ignored,
                     **extra)
-        return self._observation(), float(reward), terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        if self.measure_time:
+            info["observation_time_s"] = float(self.observation_s)
+        return obs, info
 
     def reference_action(self) -> np.ndarray:
         """Keep bits of what the LP uses this round (computed on a copy of the LP's state):
