@@ -58,6 +58,23 @@ def _pooled(arrays) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0)
 
 
+def _with_observation(runs: list[Run]) -> dict:
+    """A rank-mode agent's decision time with the environment's time building the
+    observations it scored (``Run.observation_s``) added, round by round, pooled over
+    ``runs``: ``observation_time_mean_s``, ``decision_with_observation_mean_s`` and
+    ``_p99_s`` (None when a run has no observation times: a run file from before them)."""
+    if not runs or any(r.observation_s is None or r.observation_s.size != r.decision_s.size
+                       for r in runs):
+        return {"observation_time_mean_s": None, "decision_with_observation_mean_s": None,
+                "decision_with_observation_p99_s": None}
+    ob = _pooled([r.observation_s for r in runs])
+    both = _pooled([r.decision_s + r.observation_s for r in runs])
+    return {"observation_time_mean_s": float(ob.mean()) if ob.size else 0.0,
+            "decision_with_observation_mean_s": float(both.mean()) if both.size else 0.0,
+            "decision_with_observation_p99_s": (float(np.percentile(both, 99))
+                                                if both.size else 0.0)}
+
+
 def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
     ms = [r.metrics for r in runs]
     dec = _pooled([r.decision_s for r in runs])
@@ -87,6 +104,7 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
         row["round_candidates_max"] = max((r.round_candidates_max or 0 for r in runs),
                                           default=0)
     if kind == "ranker":
+        row.update(_with_observation(runs))
         row["kept_frac_mean"] = _nanmean(r.kept_frac_mean for r in runs)
         ranked = [r.kept_frac_ranked_mean for r in runs if r.kept_frac_ranked_mean is not None]
         row["kept_frac_ranked_mean"] = _nanmean(ranked) if ranked else None
@@ -170,8 +188,21 @@ def summarize(suite: Suite, entries: list[PolicyEntry], runs: list[Run],
                                                ref and ref["avg_jct_common_s"])
             r["decision_time_ratio"] = _ratio(r["decision_time_mean_s"],
                                               ref and ref["decision_time_mean_s"])
+            _observation_ratios(r, ref)
         rows.extend(block)
     return rows
+
+
+def _observation_ratios(row: dict, ref: dict | None) -> None:
+    """A ranker row's decision time with its observations (``_with_observation``) ÷ the pure
+    LP's decision time, mean and p99 (``decision_with_observation_ratio``,
+    ``decision_with_observation_p99_ratio``)."""
+    if row.get("decision_with_observation_mean_s") is None:
+        return
+    row["decision_with_observation_ratio"] = _ratio(row["decision_with_observation_mean_s"],
+                                                    ref and ref["decision_time_mean_s"])
+    row["decision_with_observation_p99_ratio"] = _ratio(
+        row["decision_with_observation_p99_s"], ref and ref["decision_time_p99_s"])
 
 
 def _ratio(a, b) -> float:
@@ -228,6 +259,7 @@ def per_seed_rows(report: Report) -> list[dict]:
             row["slots_fixed"] = r.slots_fixed
             row["round_candidates_max"] = r.round_candidates_max
         if r.kind == "ranker":
+            row.update(_with_observation([r]))
             row["kept_frac_mean"] = r.kept_frac_mean
             row["kept_frac_ranked_mean"] = r.kept_frac_ranked_mean
         if r.kind == "scheduler":
@@ -244,6 +276,7 @@ def per_seed_rows(report: Report) -> list[dict]:
                                              ref and ref["avg_jct_common_s"])
         row["decision_time_ratio"] = _ratio(row["decision_time_mean_s"],
                                             ref and ref["decision_time_mean_s"])
+        _observation_ratios(row, ref)
     return out
 
 
@@ -338,6 +371,14 @@ def format_report(report: Report) -> str:
                                 is not None else "")
                              + f"; gated (solved whole) {r.get('gated_fraction') or 0:.0%} of "
                              f"the rounds; slot overflow {r['overflow_max']}")
+                if r.get("observation_time_mean_s"):      # it ranked some rounds
+                    notes.append(
+                        f"{r['policy']}: + its observations (the environment's candidate "
+                        f"slots and features, on the rounds it ranked) "
+                        f"{r['observation_time_mean_s'] * 1e3:.1f} ms per round, not in "
+                        f"'decide ms'; with them "
+                        f"{_fmt(r['decision_with_observation_ratio'])}× the pure LP's mean "
+                        f"time, p99 {_fmt(r['decision_with_observation_p99_ratio'])}×")
             if r["kind"] == "scheduler":
                 notes.append(f"{r['policy']}: decision = environment "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms (filling the slots) "
@@ -465,7 +506,9 @@ TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1
               ("lp_vars", "lp_vars_mean", 1.0), ("recall", "recall", 1.0),
               ("avg_jct_ratio", "avg_jct_ratio", 1.0),
               ("avg_jct_common_ratio", "avg_jct_common_ratio", 1.0),
-              ("decision_time_ratio", "decision_time_ratio", 1.0))
+              ("decision_time_ratio", "decision_time_ratio", 1.0),
+              ("observation_time_ms", "observation_time_mean_s", 1e3),
+              ("decision_with_observation_ratio", "decision_with_observation_ratio", 1.0))
 
 
 def _write_tensorboard(report: Report, data: dict, path: Path) -> Path:

@@ -74,6 +74,11 @@ class Run:
     #: the cluster's GPUs: the finish-time fairness of any subset of ``records``
     #: (``hsched_env.metrics.finish_time_fairness``); None in run files written before it
     cluster_gpus: int | None = None
+    #: rank mode, per round: the environment's time building the observation the agent
+    #: scored (the round's candidate slots and features, ``RankEnv``'s
+    #: ``info["observation_time_s"]``), 0 on the rounds its gate solved whole (they need no
+    #: features); not in ``decision_s``. None for other kinds and older run files
+    observation_s: np.ndarray | None = None
 
 
 def _to_json(value):
@@ -113,7 +118,7 @@ def run_to_json(run: Run) -> dict:
 
 #: ``Run`` fields and metrics that are wall-clock measurements: they differ between two runs of
 #: the same scenario (and between backends); everything else is a function of the inputs.
-WALL_CLOCK_FIELDS = ("decision_s", "lp_decision_s", "ranker_s")
+WALL_CLOCK_FIELDS = ("decision_s", "lp_decision_s", "ranker_s", "observation_s")
 WALL_CLOCK_METRICS = ("decision_time_mean_s", "decision_time_p99_s", "decision_time_max_s",
                       "wall_s")
 
@@ -330,8 +335,9 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     env = make_scenario_env(RankEnv, entry, suite, scenario, slots)
     ranker = entry.ranker
     gated_before = getattr(ranker, "gated_rounds", 0)
-    obs, _ = env.reset(seed=seed)
+    obs, info = env.reset(seed=seed)
     lp_s, rank_s, lp_vars, recall, kept_frac, ranked = [], [], [], [], [], []
+    obs_s = [float(info["observation_time_s"])]     # measure_time=True (make_scenario_env)
     overflow = total_max = 0
     done = env.simulator.finished
     while not done:
@@ -352,6 +358,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
             recall.append(value)
         obs, _, terminated, truncated, info = env.step(keep.astype(np.int8))
         lp_s.append(float(info["decision_time_s"]))       # measure_time=True (above)
+        obs_s.append(float(info["observation_time_s"]))
         lp_vars.append(info["lp_vars"])
         kept_frac.append(info["kept"] / max(info["total"], 1))
         overflow = max(overflow, int(info["overflow"]))
@@ -362,6 +369,10 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     records = result.jobs
     lp_arr, rank_arr = np.asarray(lp_s, dtype=float), np.asarray(rank_s, dtype=float)
     dec = lp_arr + rank_arr
+    # each round's decision used the observation before it (the last one, after the episode
+    # ended, none); a gated round used none of its features
+    obs_arr = np.where(np.asarray(ranked, dtype=bool),
+                       np.asarray(obs_s[:len(rank_s)], dtype=float), 0.0)
     result.decision_s = list(dec)
     result.policy = entry.label
     metrics = result.metrics()
@@ -383,7 +394,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                kept_frac_ranked_mean=(float(np.mean(np.asarray(kept_frac)[ranked]))
                                       if any(ranked) else None),
                slots=env.K, slots_fixed=entry.slots is not None,
-               round_candidates_max=total_max)
+               round_candidates_max=total_max, observation_s=obs_arr)
 
 
 def _k_origin(entry: PolicyEntry) -> str:

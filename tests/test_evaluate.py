@@ -118,6 +118,72 @@ def test_ranker_decision_time_is_lp_plus_inference(report):
 
 
 @slow
+def test_ranker_observation_time_is_reported_beside_the_decision(report):
+    """A rank-mode agent's observations (the environment's candidate slots and features)
+    are timed per round and reported beside its decision time, with the decision time they
+    add up to and its ratio to the pure LP's; not for the simulator policies."""
+    lp = _row(report, "pure-lp")
+    assert lp.get("observation_time_mean_s") is None
+    for label in ("ranker:top4-standin", "ranker:reference"):
+        r = _row(report, label)
+        assert r["observation_time_mean_s"] > 0
+        assert r["decision_with_observation_mean_s"] == pytest.approx(
+            r["decision_time_mean_s"] + r["observation_time_mean_s"], rel=1e-9)
+        assert r["decision_with_observation_ratio"] == pytest.approx(
+            r["decision_with_observation_mean_s"] / lp["decision_time_mean_s"])
+        assert r["decision_with_observation_p99_s"] >= r["decision_time_p99_s"]
+    run = next(x for x in report.runs if x.label == "ranker:top4-standin")
+    assert run.observation_s.shape == run.decision_s.shape and (run.observation_s > 0).all()
+    text = format_report(report)
+    assert "ranker:top4-standin: + its observations" in text and "not in 'decide ms'" in text
+    per_seed = [x for x in report_json(report)["per_seed"] if x["policy"] == "ranker:reference"]
+    assert per_seed[0]["observation_time_mean_s"] > 0
+    assert per_seed[0]["decision_with_observation_ratio"] > per_seed[0]["decision_time_ratio"]
+
+
+def test_a_gated_rounds_observation_is_not_counted():
+    """The rounds a ranker's gate solves whole use no features: their observation time is 0,
+    and a ranker gated on every round reports none (and no line for it)."""
+    from agents.ranker import GATE_NEVER, Ranker, RankerNet
+    rep = evaluate(SMOKE, ["pure-lp", Ranker(RankerNet(hidden=8), name="gated",
+                                             gate_candidates=GATE_NEVER)], progress=False)
+    run = next(x for x in rep.runs if x.label == "ranker:gated")
+    assert run.observation_s.shape == run.decision_s.shape and not run.observation_s.any()
+    r = _row(rep, "ranker:gated")
+    assert r["observation_time_mean_s"] == 0.0
+    assert r["decision_with_observation_mean_s"] == pytest.approx(r["decision_time_mean_s"])
+    assert "its observations" not in format_report(rep)
+
+
+def test_runs_without_observation_times_report_none():
+    """A rank-mode run read from a run file written before the observation times (no
+    ``observation_s``) gives no observation figures rather than wrong ones."""
+    from agents.report import summarize
+    from agents.suites import Scenario, Suite
+    suite = Suite("t", (Scenario("s", "sia-64", "gavel:jobs=3"),), seeds=2)
+    runs = []
+    for seed in (1, 2):
+        lp = _run("pure-lp", seed, [3600])
+        lp.decision_s = lp.lp_decision_s = np.array([0.010, 0.020])
+        rk = _run("ranker", seed, [3600])
+        rk.kind = "ranker"
+        rk.decision_s = rk.lp_decision_s = np.array([0.004, 0.008])
+        rk.ranker_s = np.array([0.001, 0.001])
+        rk.observation_s = np.array([0.002, 0.0])
+        runs += [lp, rk]
+    entries = [PolicyEntry("pure-lp", "simulator", "heterosched-lp"),
+               PolicyEntry("ranker", "ranker", None)]
+    row = summarize(suite, entries, runs, [])[1]
+    assert row["observation_time_mean_s"] == pytest.approx(0.001)
+    assert row["decision_with_observation_mean_s"] == pytest.approx((0.006 + 0.008) * 2 / 4)
+    assert row["decision_with_observation_ratio"] == pytest.approx(0.007 / 0.015)
+    runs[-1].observation_s = None
+    row = summarize(suite, entries, runs, [])[1]
+    assert row["observation_time_mean_s"] is None
+    assert "decision_with_observation_ratio" not in row
+
+
+@slow
 def test_recall(report):
     assert _row(report, "pure-lp")["recall"] == 1.0
     assert 0 < _row(report, "topk")["recall"] <= 1.0
