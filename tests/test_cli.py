@@ -328,3 +328,20 @@ def test_objective_and_floor_reach_the_co_optimizer():
     assert avg("--objective", "fair-srpt") != base
     assert avg("--floor", "0.5") != base
     assert avg(policy="gavel") == avg("--floor", "0", policy="gavel")
+
+
+@pytest.mark.parametrize("given", [None, "1"])
+def test_the_command_turns_numpys_huge_page_advice_off_unless_told(given):
+    """``hsched`` sets ``NUMPY_MADVISE_HUGEPAGE=0`` before NumPy loads (``hsched_cli``'s
+    docstring: huge-page advice stalled large allocations here), and leaves a value the user
+    set alone."""
+    import os
+    code = ("import hsched_cli.main, os\n"
+            "from numpy._core.multiarray import _get_madvise_hugepage\n"
+            "print(os.environ['NUMPY_MADVISE_HUGEPAGE'], _get_madvise_hugepage())")
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if given is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = given
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == (["0", "False"] if given is None else ["1", "True"])
