@@ -385,6 +385,24 @@ def test_bounded_slot_cache_gives_the_same_trajectory(env_id, monkeypatch):
 
 
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_new_jobs_statics_in_one_pass_give_the_same_trajectory(env_id, monkeypatch):
+    """A round with many new jobs (a burst) computes their slot statics in one pass
+    (``_jobs_static``); every observation, reward and info is what computing them one job at
+    a time gives."""
+    import hsched_env.envs.base as base
+    steps = 150 if env_id == SCHEDULE else 20
+    kw = dict(cluster=CLUSTER, workload="gavel:rate=400,jobs=60", max_candidates=256,
+              **DET_KWARGS[env_id])
+    batched = gym.make(env_id, **kw)
+    a = rollout(batched, seed=5, steps=steps)
+    assert len(batched.unwrapped._job_cache) >= 2 * base._BATCH_MIN   # the burst was batched
+    monkeypatch.setattr(base, "_BATCH_MIN", 10**9)                     # one job at a time
+    b = rollout(gym.make(env_id, **kw), seed=5, steps=steps)
+    for x, y in zip(a, b, strict=True):
+        assert_same(x, y)
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
 @slow
 def test_different_seeds_different_workloads(env_id):
     env = gym.make(env_id, cluster=CLUSTER, workload=SMALL, **DET_KWARGS[env_id])
