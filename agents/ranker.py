@@ -110,8 +110,8 @@ class RoundScratch:
     def reserve(self, name: str, rows: int, cols: int) -> None:
         """Allocate buffer ``name`` for at least ``rows`` rows now and write it once, so that
         its pages are mapped before a round needs them (a first large round otherwise pays
-        the page faults: a burst's first round of ~37,000 candidates took 22–52 ms of
-        inference without the reservation, 19–28 ms with it: two A/B runs of three seeds)."""
+        the page faults: a process's first burst round of ~37,000 candidates took 42.7–52.2 ms
+        of inference without the reservation and 27.2–28.1 ms with it, in two A/B runs)."""
         buf = self._buffers.get(name)
         if buf is None or buf.shape[0] < rows or buf.shape[1] != cols:
             self._buffers[name] = th.zeros(rows, cols, dtype=th.float32)
@@ -597,7 +597,10 @@ class Ranker:
         """The environment's ``SlotLayout``. The first time a layout is seen whose rounds can
         be ranked (K slots at least the gate), the inference buffers are reserved for
         ``min(K, RESERVE_MAX_ROWS)`` candidates (``reserve_round``): their page faults are
-        paid once, in that call (timed like any decision), not in the first large round."""
+        paid once, in that call (timed like any decision), not in the first large round. K
+        is an upper bound on a round's candidates (``hsched evaluate`` makes it every
+        candidate of the workload), so a long workload of small rounds reserves more than it
+        uses, at most ~180 MB."""
         space = env.unwrapped.observation_space if env is not None else None
         key = tuple(space[k].shape for k in LAYOUT_KEYS)
         layout = self._layouts.get(key)
@@ -654,9 +657,9 @@ class Ranker:
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
         """(K,) int8 keep bits for a ``RankEnv`` observation."""
         unwrapped = getattr(env, "unwrapped", env)
-        space = unwrapped.observation_space
-        if space is not self._space_seen:           # a new environment: reserve the buffers
-            self._layout(env)
+        space = getattr(unwrapped, "observation_space", None)
+        if space is not None and space is not self._space_seen:   # a new environment:
+            self._layout(env)                                       # reserve the buffers
             self._space_seen = space
         valid = np.asarray(obs["valid"]) > 0.5
         slots = getattr(unwrapped, "slots", None)

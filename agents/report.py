@@ -53,6 +53,17 @@ def _nanmean(values) -> float:
     return float(vals.mean()) if vals.size else math.nan
 
 
+#: Keys of the rows (``summarize``, ``per_seed_rows``) that are wall-clock measurements: they
+#: differ between two runs of the same scenario (and between backends); the others are a
+#: function of the inputs.
+WALL_CLOCK_ROW_KEYS = (
+    "decision_time_mean_s", "decision_time_p99_s", "lp_decision_time_mean_s",
+    "ranker_time_mean_s", "ranker_time_p99_s", "agent_time_mean_s", "agent_time_p99_s",
+    "decision_time_ratio", "wall_s", "observation_time_mean_s",
+    "decision_with_observation_mean_s", "decision_with_observation_p99_s",
+    "decision_with_observation_ratio", "decision_with_observation_p99_ratio")
+
+
 def _pooled(arrays) -> np.ndarray:
     arrays = [a for a in arrays if a is not None and a.size]
     return np.concatenate(arrays) if arrays else np.zeros(0)
@@ -374,9 +385,9 @@ def format_report(report: Report) -> str:
                 if r.get("observation_time_mean_s"):      # it ranked some rounds
                     notes.append(
                         f"{r['policy']}: + its observations (the environment's candidate "
-                        f"slots and features, on the rounds it ranked) "
-                        f"{r['observation_time_mean_s'] * 1e3:.1f} ms per round, not in "
-                        f"'decide ms'; with them "
+                        f"slots and features) {r['observation_time_mean_s'] * 1e3:.1f} ms per "
+                        f"round on average (a gated round counts 0), not in 'decide ms'; "
+                        f"with them "
                         f"{_fmt(r['decision_with_observation_ratio'])}× the pure LP's mean "
                         f"time, p99 {_fmt(r['decision_with_observation_p99_ratio'])}×")
             if r["kind"] == "scheduler":

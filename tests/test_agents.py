@@ -156,10 +156,13 @@ def test_reserved_buffers_cover_a_round_of_that_size(rank_env):
     reserve_round(scratch, M, int(cluster.shape[1]), net.hidden)
     reserved = scratch.shapes()
     assert reserved and all(r == M for r, _ in reserved.values())
+    where = {name: scratch.get(name, M, cols).data_ptr() for name, (_, cols) in reserved.items()}
     with th.no_grad():
         got = net.score_round(round_inputs(rows, cluster[0], scratch), cluster[0], glob[0],
                               job=job, scratch=scratch)
-        assert scratch.shapes() == reserved
+        assert scratch.shapes() == reserved            # no buffer added or reallocated
+        assert {name: scratch.get(name, M, cols).data_ptr()
+                for name, (_, cols) in reserved.items()} == where
         assert th.equal(got, net.score_round(round_inputs(rows, cluster[0]), cluster[0],
                                              glob[0], job=job))
         twice = th.cat([rows, rows])

@@ -384,6 +384,27 @@ def test_bounded_slot_cache_gives_the_same_trajectory(env_id, monkeypatch):
         assert_same(x, y)
 
 
+def test_slot_cache_drops_the_least_recently_used_job_set(monkeypatch):
+    """Past ``STATIC_CACHE_SETS`` job sets, the set used least recently goes first: a set
+    used again stays, the newest always stays."""
+    import hsched_env.envs.base as base
+    env = rank_env(CLUSTER, SMALL, max_candidates=64).unwrapped
+    env.reset(seed=1)
+    views, seen = [], set()
+    while len(views) < 3:                           # three rounds with different job sets
+        key = env.slots.view.job_ids.tobytes()
+        if key not in seen:
+            seen.add(key)
+            views.append(env.slots.view)
+        env.step(np.ones(env.K, dtype=np.int8))
+    monkeypatch.setattr(base, "STATIC_CACHE_SETS", 2)
+    keys = [v.job_ids.tobytes() for v in views]
+    env._static_cache.clear()
+    for v in (views[0], views[1], views[0], views[2]):   # set 0 used again before set 2
+        env._round_static(v)
+    assert list(env._static_cache) == [keys[0], keys[2]]
+
+
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
 def test_new_jobs_statics_in_one_pass_give_the_same_trajectory(env_id, monkeypatch):
     """A round with many new jobs (a burst) computes their slot statics in one pass
@@ -394,8 +415,17 @@ def test_new_jobs_statics_in_one_pass_give_the_same_trajectory(env_id, monkeypat
     kw = dict(cluster=CLUSTER, workload="gavel:rate=400,jobs=60", max_candidates=256,
               **DET_KWARGS[env_id])
     batched = gym.make(env_id, **kw)
+    u = batched.unwrapped
+    passes = []
+    one_pass = u._jobs_static
+
+    def spy(view, ks):
+        passes.append(len(ks))
+        return one_pass(view, ks)
+
+    u._jobs_static = spy
     a = rollout(batched, seed=5, steps=steps)
-    assert len(batched.unwrapped._job_cache) >= 2 * base._BATCH_MIN   # the burst was batched
+    assert max(passes) >= 2 * base._BATCH_MIN                 # the burst's new jobs, in one pass
     monkeypatch.setattr(base, "_BATCH_MIN", 10**9)                     # one job at a time
     b = rollout(gym.make(env_id, **kw), seed=5, steps=steps)
     for x, y in zip(a, b, strict=True):
