@@ -42,11 +42,22 @@ def quality_axis(rows: list[dict]) -> tuple[str, str]:
     return "avg_time_in_system_s", "average time in system, all jobs (h)"
 
 
+def decision_points(row: dict) -> list[float]:
+    """Where a row sits on the plot's decision-time axis (ms): its mean decision time, and for
+    a ranker that ranked some rounds also its decision time with the observations it scored
+    (``decision_with_observation_mean_s``), which a deployment pays too."""
+    xs = [max(row["decision_time_mean_s"] * 1e3, 1e-3)]
+    if row.get("observation_time_mean_s"):
+        xs.append(max(row["decision_with_observation_mean_s"] * 1e3, 1e-3))
+    return xs
+
+
 def plot_decision_vs_jct(report, path: Path) -> Path:
     """Decision time (ms, log scale) against average JCT (h) over the common jobs, one point
     per policy. Policies that finish different jobs (a run cut off at a time window) are
     compared on the jobs all of them finished; rows without that figure (every run of a
-    seed failed) fall back to the time in system of every job."""
+    seed failed) fall back to the time in system of every job. A ranker gets a second,
+    hollow star at its decision time with its observations (``decision_points``)."""
     plt = _pyplot()
     fig, axes = _axes(plt, len(report.scenarios))
     colors = _colors(plt, report.policies)
@@ -54,14 +65,20 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
         rows = [r for r in report.rows if r["scenario"] == sc["name"]]
         key, ylabel = quality_axis(rows)
         for i, r in enumerate(rows):
-            x = max(r["decision_time_mean_s"] * 1e3, 1e-3)
             y = r[key] / 3600 if math.isfinite(r[key]) else math.nan
             if not math.isfinite(y):
                 continue
+            x, *with_obs = decision_points(r)
             ax.scatter([x], [y], s=50, color=colors[r["policy"]],
                        marker="*" if r["kind"] == "ranker" else "o", zorder=3)
             ax.annotate(r["policy"], (x, y), textcoords="offset points",
                         xytext=(5, 4 if i % 2 == 0 else -10), fontsize=8)   # alternate: overlaps
+            for xo in with_obs:
+                ax.plot([x, xo], [y, y], color=colors[r["policy"]], linewidth=0.8, zorder=2)
+                ax.scatter([xo], [y], s=60, marker="*", facecolors="none",
+                           edgecolors=colors[r["policy"]], zorder=3)
+                ax.annotate("+ observations", (xo, y), textcoords="offset points",
+                            xytext=(5, -10 if i % 2 == 0 else 4), fontsize=7)
         ax.set_xscale("log")
         ax.set_xlabel("decision time per round, mean (ms)")
         ax.set_ylabel(ylabel)

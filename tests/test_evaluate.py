@@ -284,6 +284,18 @@ def test_rows_and_table_use_the_common_jobs_and_skip_a_seed_with_a_failed_run():
     assert "JCT ×LP over the 2 jobs every policy finished" in table
 
 
+def test_pareto_plot_places_a_ranker_also_with_its_observations():
+    from agents.plots import decision_points
+    lp = {"decision_time_mean_s": 0.100}
+    ranker = {"decision_time_mean_s": 0.060, "observation_time_mean_s": 0.020,
+              "decision_with_observation_mean_s": 0.080}
+    gated = {"decision_time_mean_s": 0.050, "observation_time_mean_s": 0.0,
+             "decision_with_observation_mean_s": 0.050}
+    assert decision_points(lp) == [pytest.approx(100.0)]
+    assert decision_points(ranker) == [pytest.approx(60.0), pytest.approx(80.0)]
+    assert decision_points(gated) == [pytest.approx(50.0)]
+
+
 def test_pareto_plot_uses_the_common_jobs_else_the_time_in_system():
     from agents.plots import quality_axis
     nan = float("nan")
