@@ -337,15 +337,26 @@ class HSchedEnvBase(gym.Env):
         return st is not None and st.table is view.candidates[k]
 
     def _jobs_static(self, view: SchedulerView, ks: list[int]) -> None:
-        """``_job_static`` of the active jobs ``ks`` (none of them cached) in one pass over
-        their concatenated tables, cached per job: the same numbers, element by element (every
-        column is a per-candidate function of its job's table and of per-job constants; the
-        rank is a stable sort by score within the job). A burst's first round has thousands of
-        new jobs: ~280 µs each one at a time (2,000 jobs: 0.6 s), a few µs each here. Fewer
-        than ``_BATCH_MIN`` jobs, or a job without candidates, go one at a time."""
-        ks = [k for k in ks if len(view.candidates[k])]
-        if len(ks) < _BATCH_MIN:
-            return
+        """The slot statics of the active jobs ``ks`` (none of them cached) in one pass
+        (``_compute_statics``) when there are at least ``_BATCH_MIN`` of them: a burst's first
+        round has thousands of new jobs, ~280 µs each one at a time (2,000 jobs: 0.6 s), a
+        few µs each together. Fewer are left to ``_job_static``, one at a time."""
+        if len(ks) >= _BATCH_MIN:
+            self._compute_statics(view, ks)
+
+    def _job_static(self, view: SchedulerView, k: int) -> "JobCandidates":
+        """Active job ``k``'s candidates as the slots need them (cached per job: a job's
+        table, reference throughput and request never change within an episode)."""
+        if not self._job_cached(view, k):
+            self._compute_statics(view, [k])
+        return self._job_cache[int(view.job_ids[k])]
+
+    def _compute_statics(self, view: SchedulerView, ks: list[int]) -> None:
+        """Compute and cache (``_job_cache``) the slot statics of the active jobs ``ks`` over
+        their concatenated candidate tables. Every column is a per-candidate function of its
+        job's table and per-job constants, and the rank a stable sort by score within the
+        job, so a job's numbers do not depend on which jobs it is computed with (a test
+        compares one pass with one job at a time)."""
         tables = [view.candidates[k] for k in ks]
         sizes = np.fromiter((len(t) for t in tables), dtype=np.int64, count=len(tables))
         starts = np.cumsum(sizes) - sizes
@@ -369,19 +380,25 @@ class HSchedEnvBase(gym.Env):
         order = np.lexsort((-score, job))           # by job, best first, ties in row order
         rank = np.empty(n, dtype=np.int64)
         rank[order] = np.arange(n) - np.repeat(starts, sizes)
-        best = np.maximum(np.maximum.reduceat(thr, starts), 0.0)[job]
-        best_pg = np.maximum(np.maximum.reduceat(per_gpu, starts), 0.0)[job]
+        # per job: the largest throughput and throughput per GPU, at least 0 (a job without
+        # candidates has no segment)
+        best, best_pg = np.zeros(len(ks)), np.zeros(len(ks))
+        full = sizes > 0
+        if n:
+            best[full] = np.maximum(np.maximum.reduceat(thr, starts[full]), 0.0)
+            best_pg[full] = np.maximum(np.maximum.reduceat(per_gpu, starts[full]), 0.0)
         G = self.cluster.num_gpus
         min_mem = np.where(gpus > 0, self._gpu_mem[None, :], np.inf).min(axis=1)
         mem = cat("mem_gb_per_gpu", np.float64)
+        # static feature columns (the dynamic ones are filled per round, in ``_build_slots``)
         C = self.columns
         cols = np.zeros((n, len(C)), dtype=np.float32)
         req = np.asarray(view.requested_gpus)[kk][job]
         cols[:, C["requested_gpus"]] = np.log2(1 + req) / math.log2(1 + G)
         cols[:, C.gpus] = gpus / np.maximum(self.cluster.capacity_vec, 1)
         cols[:, C["gpus_total"]] = ngpu / G
-        cols[:, C["throughput_norm"]] = thr / best
-        cols[:, C["throughput_per_gpu"]] = per_gpu / best_pg
+        cols[:, C["throughput_norm"]] = thr / best[job]
+        cols[:, C["throughput_per_gpu"]] = per_gpu / best_pg[job]
         cols[:, C["speedup_ref"]] = np.clip(np.log1p(thr / ref), 0, LOG_CAP)
         cols[:, C["mem_frac"]] = np.clip(mem / min_mem, 0, 1)
         cols[:, C["tp_log"]] = np.clip(np.log2(tp) / 4, 0, 1)
@@ -394,52 +411,6 @@ class HSchedEnvBase(gym.Env):
                 table=table, size=b - a, thr=thr[a:b], score=score[a:b], rank=rank[a:b],
                 cols=cols[a:b], ngpu=ngpu[a:b], requested=requested[a:b],
                 fit=fit.take(np.arange(a, b)))
-
-    def _job_static(self, view: SchedulerView, k: int) -> "JobCandidates":
-        """Active job ``k``'s candidates as the slots need them (cached per job: a job's
-        table, reference throughput and request never change within an episode)."""
-        job = int(view.job_ids[k])
-        st = self._job_cache.get(job)
-        if st is not None and st.table is view.candidates[k]:
-            return st
-        table = view.candidates[k]
-        n = len(table)
-        thr = np.asarray(table.samples_per_s, dtype=np.float64)
-        gpus = np.asarray(table.gpus, dtype=np.int64).reshape(n, self.T)
-        ngpu = gpus.sum(axis=1)
-        tp, pp = np.asarray(table.tp, np.int64), np.asarray(table.pp, np.int64)
-        pa, pb = np.asarray(table.pool_a, np.int64), np.asarray(table.pool_b, np.int64)
-        na, nb = _part_sizes(gpus, pa, pb, self.cluster)
-        per_gpu = thr / np.maximum(ngpu, 1)
-        ref_k = view.reference_samples_per_s[k]
-        ref = np.full(n, ref_k)
-        score = per_gpu / ref
-        rank = np.empty(n, dtype=np.int64)
-        rank[np.argsort(-score, kind="stable")] = np.arange(n)    # best first
-        best = thr.max(initial=0.0)
-        best_pg = per_gpu.max(initial=0.0)
-        G = self.cluster.num_gpus
-        min_mem = np.where(gpus > 0, self._gpu_mem[None, :], np.inf).min(axis=1) \
-            if n else np.zeros(0)
-        mem = np.asarray(table.mem_gb_per_gpu, dtype=np.float64)
-        # static feature columns (the dynamic ones are filled per round, in ``_build_slots``)
-        C = self.columns
-        cols = np.zeros((n, len(C)), dtype=np.float32)
-        cols[:, C["requested_gpus"]] = (np.log2(1 + np.full(n, view.requested_gpus[k]))
-                                        / math.log2(1 + G))
-        cols[:, C.gpus] = gpus / np.maximum(self.cluster.capacity_vec, 1)
-        cols[:, C["gpus_total"]] = ngpu / G
-        cols[:, C["throughput_norm"]] = thr / np.full(n, best)
-        cols[:, C["throughput_per_gpu"]] = per_gpu / np.full(n, best_pg)
-        cols[:, C["speedup_ref"]] = np.clip(np.log1p(thr / ref), 0, LOG_CAP)
-        cols[:, C["mem_frac"]] = np.clip(mem / min_mem, 0, 1)
-        cols[:, C["tp_log"]] = np.clip(np.log2(tp) / 4, 0, 1)
-        cols[:, C["pp_log"]] = np.clip(np.log2(pp) / 5, 0, 1)
-        st = JobCandidates(table=table, size=n, thr=thr, score=score, rank=rank, cols=cols,
-                           ngpu=ngpu, requested=np.asarray(table.requested, dtype=bool),
-                           fit=FitIndex(self.cluster, pa, na, pb, nb, tp))
-        self._job_cache[job] = st
-        return st
 
     def _build_slots(self, view: SchedulerView, shares=None,
                      first: list | None = None) -> RoundSlots:
