@@ -208,7 +208,7 @@ class FitIndex:
         return out
 
     def take(self, idx: np.ndarray) -> "FitIndex":
-        """The index restricted to candidates ``idx`` (in that order)."""
+        """The index restricted to candidates ``idx`` (in that order; a slice gives views)."""
         out = object.__new__(FitIndex)
         out._shape, out._node_cell = self._shape, self._node_cell
         out._cells, out._need = self._cells[:, idx], self._need[:, idx]

@@ -419,9 +419,9 @@ def test_new_jobs_statics_in_one_pass_give_the_same_trajectory(env_id, monkeypat
     passes = []
     one_pass = u._jobs_static
 
-    def spy(view, ks):
+    def spy(view, ks, keys):
         passes.append(len(ks))
-        return one_pass(view, ks)
+        return one_pass(view, ks, keys)
 
     u._jobs_static = spy
     a = rollout(batched, seed=5, steps=steps)
@@ -430,6 +430,45 @@ def test_new_jobs_statics_in_one_pass_give_the_same_trajectory(env_id, monkeypat
     b = rollout(gym.make(env_id, **kw), seed=5, steps=steps)
     for x, y in zip(a, b, strict=True):
         assert_same(x, y)
+
+
+@pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
+def test_jobs_with_one_table_share_their_statics_and_change_nothing(env_id, monkeypatch):
+    """Jobs with the same candidate table, reference throughput and requested GPUs share one
+    cache entry of slot statics (``_static_keys``); every observation, reward and info is
+    what per-job entries give."""
+    from hsched_env.envs.base import HSchedEnvBase
+    steps = 150 if env_id == SCHEDULE else 20
+    kw = dict(cluster=CLUSTER, workload="gavel:rate=400,jobs=60", max_candidates=256,
+              **DET_KWARGS[env_id])
+    shared = gym.make(env_id, **kw)
+    a = rollout(shared, seed=5, steps=steps)
+    entries = len(shared.unwrapped._job_cache)
+    per_job = HSchedEnvBase._static_keys
+
+    def keys_per_job(view):
+        return [key + (int(j),) for key, j in zip(per_job(view), view.job_ids)]
+
+    monkeypatch.setattr(HSchedEnvBase, "_static_keys", staticmethod(keys_per_job))
+    alone = gym.make(env_id, **kw)
+    b = rollout(alone, seed=5, steps=steps)
+    assert len(alone.unwrapped._job_cache) > entries > 0      # some jobs did share
+    for x, y in zip(a, b, strict=True):
+        assert_same(x, y)
+
+
+def test_only_select_mode_builds_the_fit_index():
+    """The placement mask's ``FitIndex`` is select mode's; rank mode places nothing within a
+    round and builds none."""
+    select = gym.make(SCHEDULE, cluster=CLUSTER, workload=SMALL).unwrapped
+    select.reset(seed=0)
+    assert select.slots.fit is not None
+    assert select.slots.fit.fits(select.simulator.run_view().free_gpus).shape == (
+        select.slots.k.size,)
+    rank = rank_env(CLUSTER, SMALL).unwrapped
+    rank.reset(seed=0)
+    rank.step(np.ones(rank.K, dtype=np.int8))
+    assert rank.slots.fit is None
 
 
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])

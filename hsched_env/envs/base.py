@@ -77,7 +77,7 @@ class RoundSlots:
     job: np.ndarray               # (M,) job id
     row: np.ndarray               # (M,) candidate row
     features: np.ndarray          # (K, F) float32, zero rows beyond M
-    fit: FitIndex
+    fit: FitIndex | None          # None where the environment does not place within a round
     total: int                    # candidates of the round (before the K-slot cut)
 
 
@@ -92,7 +92,8 @@ class RoundCandidates:
     thr: np.ndarray               # (total,) samples/s
     neg_score: np.ndarray         # (total,) −(samples/s per GPU ÷ the job's reference): a key
     rank: np.ndarray              # (total,) rank by score within the job (0 = best)
-    fit: FitIndex                 # which candidates fit the free GPUs
+    fit: FitIndex | None          # which candidates fit the free GPUs (None: not needed,
+                                  # ``places_within_round`` False)
     cols: np.ndarray              # (total, F) float32 static feature columns
 
 
@@ -108,7 +109,7 @@ class JobCandidates:
     cols: np.ndarray              # (n, F) float32 static feature columns
     ngpu: np.ndarray              # (n,) GPUs of each candidate
     requested: np.ndarray         # (n,) bool: the job's requested configuration
-    fit: FitIndex
+    fit: FitIndex | None          # None where ``places_within_round`` is False
 
 
 class HSchedEnvBase(gym.Env):
@@ -116,8 +117,9 @@ class HSchedEnvBase(gym.Env):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     _mode = "base"
-    #: Whether the agent's actions place jobs one by one inside an open round (select mode);
-    #: rank mode places the whole decision when the round closes.
+    #: Whether the agent's actions place jobs one by one inside an open round (select mode,
+    #: which masks the candidates that do not fit: the slots carry a ``FitIndex``); rank mode
+    #: places the whole decision when the round closes and builds no fit index.
     places_within_round = True
 
     def __init__(self, cluster: str | Cluster = "sia-64",
@@ -151,7 +153,9 @@ class HSchedEnvBase(gym.Env):
         self._tables: dict = {}
         self._static_cache: dict[bytes, RoundCandidates] = {}
         self._slots_build_s = self._observation_s = 0.0
-        self._job_cache: dict[int, JobCandidates] = {}
+        #: slot statics by ``_static_keys``: jobs with the same candidate table, reference
+        #: throughput and requested GPUs share one entry
+        self._job_cache: dict[tuple, JobCandidates] = {}
         self._global_round = self._global_cache = None
         self._sim: Simulator | None = None
         self._slots: RoundSlots | None = None
@@ -292,9 +296,14 @@ class HSchedEnvBase(gym.Env):
         if st is not None:
             self._static_cache[key] = st            # the most recently used set goes last
             return st
-        self._jobs_static(view, [k for k in range(view.num_active)
-                                 if not self._job_cached(view, k)])
-        parts = [self._job_static(view, k) for k in range(view.num_active)]
+        keys = self._static_keys(view)
+        cache = self._job_cache
+        new = {}                                    # each uncached key, by its first job
+        for k, job_key in enumerate(keys):
+            if job_key not in cache and job_key not in new:
+                new[job_key] = k
+        self._jobs_static(view, list(new.values()), keys)
+        parts = [self._job_static(view, k, keys) for k in range(view.num_active)]
         sizes = np.fromiter((p.size for p in parts), dtype=np.int64, count=len(parts))
         total = int(sizes.sum())
         starts = np.cumsum(sizes) - sizes
@@ -315,7 +324,8 @@ class HSchedEnvBase(gym.Env):
             thr, score = np.zeros(0), np.zeros(0)
             rank = np.zeros(0, dtype=np.int64)
             cols = np.zeros((0, len(self.columns)), dtype=np.float32)
-        fit = FitIndex.concatenate([p.fit for p in parts], self.cluster)
+        fit = (FitIndex.concatenate([p.fit for p in parts], self.cluster)
+               if self.places_within_round else None)
         st = RoundCandidates(total=total, starts=starts, k_of=k_of, row_of=row_of, thr=thr,
                              neg_score=-score, rank=rank, fit=fit, cols=cols)
         self._static_cache[key] = st
@@ -332,31 +342,38 @@ class HSchedEnvBase(gym.Env):
                                   or held > STATIC_CACHE_CANDIDATES):
             held -= cache.pop(next(iter(cache))).total
 
-    def _job_cached(self, view: SchedulerView, k: int) -> bool:
-        st = self._job_cache.get(int(view.job_ids[k]))
-        return st is not None and st.table is view.candidates[k]
+    @staticmethod
+    def _static_keys(view: SchedulerView) -> list[tuple]:
+        """Per active job, what its slot statics depend on: its candidate table (by identity:
+        the cache holds the table, so its id is not reused), reference throughput and
+        requested GPUs. Jobs of the same model and request share a table; a burst of 550 jobs
+        has ~100 distinct keys."""
+        return list(zip(map(id, view.candidates), view.reference_samples_per_s.tolist(),
+                        view.requested_gpus.tolist()))
 
-    def _jobs_static(self, view: SchedulerView, ks: list[int]) -> None:
-        """The slot statics of the active jobs ``ks`` (none of them cached) in one pass
-        (``_compute_statics``) when there are at least ``_BATCH_MIN`` of them: a burst's first
-        round has thousands of new jobs, ~280 µs each one at a time (2,000 jobs: 0.6 s), a
-        few µs each together. Fewer are left to ``_job_static``, one at a time."""
+    def _jobs_static(self, view: SchedulerView, ks: list[int], keys: list[tuple]) -> None:
+        """The slot statics of the active jobs ``ks`` (distinct ``keys``, none cached) in one
+        pass (``_compute_statics``) when there are at least ``_BATCH_MIN`` of them: a burst's
+        first round has thousands of new jobs, ~280 µs each one at a time, a few µs each
+        together. Fewer are left to ``_job_static``, one at a time."""
         if len(ks) >= _BATCH_MIN:
-            self._compute_statics(view, ks)
+            self._compute_statics(view, ks, keys)
 
-    def _job_static(self, view: SchedulerView, k: int) -> "JobCandidates":
-        """Active job ``k``'s candidates as the slots need them (cached per job: a job's
+    def _job_static(self, view: SchedulerView, k: int, keys: list[tuple]) -> "JobCandidates":
+        """Active job ``k``'s candidates as the slots need them (cached by its key: a job's
         table, reference throughput and request never change within an episode)."""
-        if not self._job_cached(view, k):
-            self._compute_statics(view, [k])
-        return self._job_cache[int(view.job_ids[k])]
+        st = self._job_cache.get(keys[k])
+        if st is None:
+            self._compute_statics(view, [k], keys)
+            st = self._job_cache[keys[k]]
+        return st
 
-    def _compute_statics(self, view: SchedulerView, ks: list[int]) -> None:
-        """Compute and cache (``_job_cache``) the slot statics of the active jobs ``ks`` over
-        their concatenated candidate tables. Every column is a per-candidate function of its
-        job's table and per-job constants, and the rank a stable sort by score within the
-        job, so a job's numbers do not depend on which jobs it is computed with (a test
-        compares one pass with one job at a time)."""
+    def _compute_statics(self, view: SchedulerView, ks: list[int], keys: list[tuple]) -> None:
+        """Compute and cache (``_job_cache``, under ``keys[k]``) the slot statics of the active
+        jobs ``ks`` over their concatenated candidate tables. Every column is a per-candidate
+        function of its job's table and the per-job constants in its key, and the rank a
+        stable sort by score within the job, so a job's numbers do not depend on which jobs it
+        is computed with (a test compares one pass with one job at a time)."""
         tables = [view.candidates[k] for k in ks]
         sizes = np.fromiter((len(t) for t in tables), dtype=np.int64, count=len(tables))
         starts = np.cumsum(sizes) - sizes
@@ -372,7 +389,6 @@ class HSchedEnvBase(gym.Env):
         ngpu = gpus.sum(axis=1)
         tp, pp = cat("tp", np.int64), cat("pp", np.int64)
         pa, pb = cat("pool_a", np.int64), cat("pool_b", np.int64)
-        na, nb = _part_sizes(gpus, pa, pb, self.cluster)
         per_gpu = thr / np.maximum(ngpu, 1)
         kk = np.asarray(ks, dtype=np.int64)
         ref = np.asarray(view.reference_samples_per_s, dtype=np.float64)[kk][job]
@@ -404,13 +420,16 @@ class HSchedEnvBase(gym.Env):
         cols[:, C["tp_log"]] = np.clip(np.log2(tp) / 4, 0, 1)
         cols[:, C["pp_log"]] = np.clip(np.log2(pp) / 5, 0, 1)
         requested = cat("requested", bool)
-        fit = FitIndex(self.cluster, pa, na, pb, nb, tp)
+        fit = None
+        if self.places_within_round:                # only a placing agent's mask needs it
+            na, nb = _part_sizes(gpus, pa, pb, self.cluster)
+            fit = FitIndex(self.cluster, pa, na, pb, nb, tp)
         for i, (k, table) in enumerate(zip(ks, tables)):
             a, b = int(starts[i]), int(starts[i] + sizes[i])
-            self._job_cache[int(view.job_ids[k])] = JobCandidates(
+            self._job_cache[keys[k]] = JobCandidates(
                 table=table, size=b - a, thr=thr[a:b], score=score[a:b], rank=rank[a:b],
                 cols=cols[a:b], ngpu=ngpu[a:b], requested=requested[a:b],
-                fit=fit.take(np.arange(a, b)))
+                fit=None if fit is None else fit.take(slice(a, b)))
 
     def _build_slots(self, view: SchedulerView, shares=None,
                      first: list | None = None) -> RoundSlots:
@@ -457,7 +476,10 @@ class HSchedEnvBase(gym.Env):
         if M:
             C = self.columns
             f = feats[:M]
-            np.take(st.cols, order, axis=0, out=f)
+            # mode="clip": ``order`` indexes ``st.cols`` by construction, and with the
+            # default mode="raise" NumPy buffers ``out`` (a second temporary and copy:
+            # 30 against 5 ms on 150,000 rows)
+            np.take(st.cols, order, axis=0, out=f, mode="clip")
             rem = view.remaining_samples[k]
             age = view.time_s - view.arrival_s[k]
             running = current[k] >= 0
@@ -476,7 +498,7 @@ class HSchedEnvBase(gym.Env):
                 f[:, C["lp_assigned"]] = tier[order] == 0
             np.clip(f, 0.0, LOG_CAP, out=f)
         return RoundSlots(view=view, k=k, job=view.job_ids[k], row=row, features=feats,
-                          fit=st.fit.take(order), total=total)
+                          fit=None if st.fit is None else st.fit.take(order), total=total)
 
     def _cluster_obs(self) -> np.ndarray:
         """(T, cluster features): the per-type observation of the free GPUs now. Computed
