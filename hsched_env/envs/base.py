@@ -58,9 +58,10 @@ def _round_robin(rank: np.ndarray, neg_score: np.ndarray, k_of: np.ndarray,
 _BATCH_MIN = 8
 
 #: Bounds of the environment's cache of per-job-set candidate statics (``_round_static``):
-#: at most this many job sets, and this many candidates over all of them (each costs ~200 bytes
-#: per candidate: at 2,000 active jobs ~150,000 candidates, 30 MB a set). A job set repeats
-#: within a round (select mode) and in rounds without arrivals or completions.
+#: at most this many job sets, and this many candidates over all of them (each costs ~50 bytes
+#: per candidate in rank mode, ~110 with select mode's fit index: at 2,000 active jobs ~150,000
+#: candidates, 7-17 MB a set). A job set repeats within a round (select mode) and in rounds
+#: without arrivals or completions.
 STATIC_CACHE_SETS = 256
 STATIC_CACHE_CANDIDATES = 1_000_000
 
@@ -94,7 +95,8 @@ class RoundCandidates:
     rank: np.ndarray              # (total,) rank by score within the job (0 = best)
     fit: FitIndex | None          # which candidates fit the free GPUs (None: not needed,
                                   # ``places_within_round`` False)
-    cols: np.ndarray              # (total, F) float32 static feature columns
+    col_rows: np.ndarray          # (total,) row of its static feature columns in the key table
+    within_fair_share: np.ndarray  # (total,) bool: its GPUs within the LP's fair-share cap
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class JobCandidates:
     thr: np.ndarray               # (n,) samples/s
     score: np.ndarray             # (n,) samples/s per GPU ÷ the job's reference samples/s
     rank: np.ndarray              # (n,) rank by score (0 = best; ties in row order)
-    cols: np.ndarray              # (n, F) float32 static feature columns
+    base: int                     # its first row in the key table of static feature columns
     ngpu: np.ndarray              # (n,) GPUs of each candidate
     requested: np.ndarray         # (n,) bool: the job's requested configuration
     fit: FitIndex | None          # None where ``places_within_round`` is False
@@ -170,6 +172,9 @@ class HSchedEnvBase(gym.Env):
         self.columns = CandidateColumns(types)
         self.feature_names = self.columns.names
         F = len(self.feature_names)
+        #: the static feature columns of every cached key, one block of rows per key
+        #: (``JobCandidates.base``); the slots gather from it (``_build_slots``)
+        self._key_cols = np.zeros((0, F), dtype=np.float32)
         #: ``obs["candidates"].reshape(candidate_shape)`` is the (K, F) slot-feature matrix
         self.candidate_shape = (self.K, F)
         self.observation_space = observation_space(self.K, types)
@@ -267,6 +272,7 @@ class HSchedEnvBase(gym.Env):
         or a state restored from a snapshot that may be of another episode)."""
         self._static_cache.clear()
         self._job_cache.clear()
+        self._key_cols = self._key_cols[:0]
         self._cluster_key = None
 
     def _open_round(self) -> None:
@@ -313,21 +319,23 @@ class HSchedEnvBase(gym.Env):
             thr = np.concatenate([p.thr for p in parts])
             score = np.concatenate([p.score for p in parts])
             rank = np.concatenate([p.rank for p in parts])
-            cols = np.concatenate([p.cols for p in parts])
+            col_rows = np.repeat(np.fromiter((p.base for p in parts), dtype=np.int64,
+                                             count=len(parts)), sizes) + row_of
             ngpu = np.concatenate([p.ngpu for p in parts])
             requested = np.concatenate([p.requested for p in parts])
             # the fair share the LP's size cap allows, max(requested, G / N): fixed by the
             # active set
-            cols[:, self.columns["within_fair_share"]] = (
-                (ngpu <= view.fair_share_gpus(k_of) + 1e-9) | requested)
+            within = (ngpu <= view.fair_share_gpus(k_of) + 1e-9) | requested
         else:
             thr, score = np.zeros(0), np.zeros(0)
             rank = np.zeros(0, dtype=np.int64)
-            cols = np.zeros((0, len(self.columns)), dtype=np.float32)
+            col_rows = np.zeros(0, dtype=np.int64)
+            within = np.zeros(0, dtype=bool)
         fit = (FitIndex.concatenate([p.fit for p in parts], self.cluster)
                if self.places_within_round else None)
         st = RoundCandidates(total=total, starts=starts, k_of=k_of, row_of=row_of, thr=thr,
-                             neg_score=-score, rank=rank, fit=fit, cols=cols)
+                             neg_score=-score, rank=rank, fit=fit, col_rows=col_rows,
+                             within_fair_share=within)
         self._static_cache[key] = st
         self._evict_static()
         return st
@@ -420,6 +428,8 @@ class HSchedEnvBase(gym.Env):
         cols[:, C["tp_log"]] = np.clip(np.log2(tp) / 4, 0, 1)
         cols[:, C["pp_log"]] = np.clip(np.log2(pp) / 5, 0, 1)
         requested = cat("requested", bool)
+        base = len(self._key_cols)                  # appended: earlier rows keep their index
+        self._key_cols = np.concatenate([self._key_cols, cols])
         fit = None
         if self.places_within_round:                # only a placing agent's mask needs it
             na, nb = _part_sizes(gpus, pa, pb, self.cluster)
@@ -428,7 +438,7 @@ class HSchedEnvBase(gym.Env):
             a, b = int(starts[i]), int(starts[i] + sizes[i])
             self._job_cache[keys[k]] = JobCandidates(
                 table=table, size=b - a, thr=thr[a:b], score=score[a:b], rank=rank[a:b],
-                cols=cols[a:b], ngpu=ngpu[a:b], requested=requested[a:b],
+                base=base + a, ngpu=ngpu[a:b], requested=requested[a:b],
                 fit=None if fit is None else fit.take(slice(a, b)))
 
     def _build_slots(self, view: SchedulerView, shares=None,
@@ -476,10 +486,11 @@ class HSchedEnvBase(gym.Env):
         if M:
             C = self.columns
             f = feats[:M]
-            # mode="clip": ``order`` indexes ``st.cols`` by construction, and with the
+            # mode="clip": the rows are in the key table by construction, and with the
             # default mode="raise" NumPy buffers ``out`` (a second temporary and copy:
             # 30 against 5 ms on 150,000 rows)
-            np.take(st.cols, order, axis=0, out=f, mode="clip")
+            np.take(self._key_cols, st.col_rows[order], axis=0, out=f, mode="clip")
+            f[:, C["within_fair_share"]] = st.within_fair_share[order]
             rem = view.remaining_samples[k]
             age = view.time_s - view.arrival_s[k]
             running = current[k] >= 0
