@@ -2,10 +2,13 @@
 
 On each probed round of ``hsched/Rank-v0`` the same state is decided twice (``get_state`` /
 ``set_state``): once with every candidate kept (the pure LP: its decision time) and once with
-the ranker's keep bits (its inference time plus the LP over the kept candidates). The gate is
-the smallest candidate count from which the ranker is clearly faster on the probed rounds with
-more candidates (``suggest_gate``: every one of them at ≤ 0.9× the pure LP's time); below
-it, ``Ranker.keep`` keeps everything without inference.
+the ranker's keep bits (its inference time plus the LP over the kept candidates, plus the
+observation it scored: the round's candidate slots and features, which the environment built
+when the round opened, ``info["observation_time_s"]``). The gate is the smallest candidate
+count from which the ranker, its observation counted, is clearly faster on the probed rounds
+with more candidates (``suggest_gate``: every one of them at ≤ 0.9× the pure LP's time);
+below it, ``Ranker.keep`` keeps everything without inference. ``--without-observation``
+applies the rule to LP + inference alone (the criterion before session 29).
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/calibrate_gate.py --ranker runs/ranker-mixed/ranker.pt
 
@@ -18,9 +21,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
+
+# as the ``hsched`` command does (hsched_cli/__init__.py): without it, a 2,400-job round's
+# observation stalled in the kernel's huge-page compaction (303 ms against ~40 ms)
+if "numpy" not in sys.modules:
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 import gymnasium as gym
 import numpy as np
@@ -48,14 +57,15 @@ def probe(ranker: Ranker, cluster: str, workload: str, at: tuple[int, ...], repe
                    slots=80 * jobs,              # every candidate of every job: no overflow
                    measure_time=True, disable_env_checker=True,
                    **ranker.env_kwargs).unwrapped     # the ranker's prune scope
-    obs, _ = env.reset(seed=0)
+    obs, info = env.reset(seed=0)
     rows, step = [], 0
     for target in at:
         while step < target:
-            obs, _, term, trunc, _ = env.step(np.ones(env.K, dtype=np.int8))
+            obs, _, term, trunc, info = env.step(np.ones(env.K, dtype=np.int8))
             step += 1
             if term or trunc:
                 return rows
+        observation_s = float(info["observation_time_s"])   # built once, when it opened
         snap = env.get_state()
         n = int(np.asarray(obs["valid"]).sum())
         full, ranked, infer = [], [], []
@@ -75,19 +85,23 @@ def probe(ranker: Ranker, cluster: str, workload: str, at: tuple[int, ...], repe
                      "candidates": n, "pure_lp_s": statistics.median(full),
                      "ranker_s": statistics.median(ranked),
                      "inference_s": statistics.median(infer),
+                     "observation_s": observation_s,
+                     "ranker_with_observation_s": statistics.median(ranked) + observation_s,
                      "kept": int(np.asarray(keep).sum())})
     return rows
 
 
-def suggest_gate(rows: list[dict], margin: float = 0.9, share: float = 1.0) -> int:
+def suggest_gate(rows: list[dict], margin: float = 0.9, share: float = 1.0,
+                 time_key: str = "ranker_with_observation_s") -> int:
     """The smallest candidate count ``c`` such that, over the probed rounds with at least ``c``
     candidates, at least ``share`` of them (default: every one — the ranker must never cost
-    time) had ranker time ≤ ``margin`` × the pure LP's and the mean ratio is ≤ ``margin``
-    (no such count: ``GATE_NEVER``, every round solved whole — a ranker that is slower on the
-    largest probed rounds is not assumed to pay on larger ones)."""
+    time) had ranker time (``time_key``: with its observation, or ``"ranker_s"``, LP +
+    inference) ≤ ``margin`` × the pure LP's and the mean ratio is ≤ ``margin`` (no such count:
+    ``GATE_NEVER``, every round solved whole — a ranker that is slower on the largest probed
+    rounds is not assumed to pay on larger ones)."""
     rows = sorted(rows, key=lambda r: r["candidates"])
     for i, r in enumerate(rows):
-        ratios = [x["ranker_s"] / x["pure_lp_s"] for x in rows[i:]]
+        ratios = [x[time_key] / x["pure_lp_s"] for x in rows[i:]]
         if np.mean([q <= margin for q in ratios]) >= share and np.mean(ratios) <= margin:
             return int(r["candidates"])
     return GATE_NEVER if rows else 0
@@ -98,6 +112,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ranker", required=True, help="a ranker file (ranker.pt)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--without-observation", action="store_true",
+                    help="compare LP + inference with the pure LP, leaving out the observation "
+                         "the ranker scores (the rule before session 29)")
     ap.add_argument("--write", action="store_true",
                     help="store the suggested gate in the ranker file")
     args = ap.parse_args(argv)
@@ -110,8 +127,10 @@ def main(argv=None) -> int:
                 print(f"{r['cluster']:<11s} {r['workload']:<36s} round {r['round']:>2d}: "
                       f"{r['candidates']:>6d} candidates, pure LP {r['pure_lp_s'] * 1e3:7.1f} ms, "
                       f"ranker {r['ranker_s'] * 1e3:7.1f} ms (inference "
-                      f"{r['inference_s'] * 1e3:5.1f} ms, kept {r['kept']})", flush=True)
-    gate = suggest_gate(rows)
+                      f"{r['inference_s'] * 1e3:5.1f} ms, kept {r['kept']}) + observation "
+                      f"{r['observation_s'] * 1e3:5.1f} ms", flush=True)
+    gate = suggest_gate(rows, time_key=("ranker_s" if args.without_observation
+                                        else "ranker_with_observation_s"))
     if args.write:
         net, meta = load_ranker_net(args.ranker)
         save_ranker(net, args.ranker, **{**meta, "gate_candidates": gate})
@@ -122,6 +141,9 @@ def main(argv=None) -> int:
         print(f"suggested --gate-candidates {gate}" if gate != GATE_NEVER else
               f"suggested --gate-candidates {gate} (never rank: no probed round was at "
               f"≤ 0.9× the pure LP's time with the ranker)")
+    if not args.json:
+        print("(the ranker's time " + ("without" if args.without_observation else "with")
+              + " the observation it scores)")
     return 0
 
 

@@ -481,14 +481,17 @@ def test_suggested_gate_is_where_every_larger_probed_round_pays():
         "calibrate_gate", Path(__file__).resolve().parents[1] / "scripts" / "calibrate_gate.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    rows = [{"candidates": c, "pure_lp_s": 1.0, "ranker_s": q}
-            for c, q in [(20, 2.0), (400, 1.3), (800, 1.1), (5000, 0.6), (9000, 0.7),
-                         (20000, 0.4)]]
-    assert mod.suggest_gate(rows) == 5000            # 400 and 800 are slower with the ranker
-    assert mod.suggest_gate(rows, share=0.6) == 400  # the old, lenient rule
+    # the observation makes 5,000 pay no longer (0.6 + 0.35 > 0.9): the gate moves up
+    rows = [{"candidates": c, "pure_lp_s": 1.0, "ranker_s": q, "ranker_with_observation_s": q + o}
+            for c, q, o in [(20, 2.0, 0.0), (400, 1.3, 0.1), (800, 1.1, 0.1), (5000, 0.6, 0.35),
+                            (9000, 0.7, 0.1), (20000, 0.4, 0.1)]]
+    assert mod.suggest_gate(rows) == 9000                          # the observation counted
+    assert mod.suggest_gate(rows, time_key="ranker_s") == 5000     # 400 and 800 are slower
+    assert mod.suggest_gate(rows, share=0.6, time_key="ranker_s") == 400  # the lenient rule
     from agents.ranker import GATE_NEVER
     # never faster ranked: every round is solved whole, however large
-    assert mod.suggest_gate([{"candidates": 10, "pure_lp_s": 1.0, "ranker_s": 2.0}]) == GATE_NEVER
+    assert mod.suggest_gate([{"candidates": 10, "pure_lp_s": 1.0, "ranker_s": 0.5,
+                              "ranker_with_observation_s": 2.0}]) == GATE_NEVER
     assert mod.suggest_gate([]) == 0
 
 
