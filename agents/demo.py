@@ -105,7 +105,9 @@ def _ranker_at_scale(out: Path) -> Iterator[str]:
     yield (f"\nThe learned ranker where it pays: {cluster}, {spec}, the first 1.5 simulated "
            f"hours (a held-out seed). Its gate ranks rounds of ≥ the file's gate_candidates "
            f"and solves the others whole; the line under the table adds the observation it "
-           f"scores (the environment builds it), which its 'decide ms' leaves out.")
+           f"scores (the environment builds it), which its 'decide ms' leaves out. One seed "
+           f"of ~18 rounds: its time ratios varied by up to ±20% between runs on a shared "
+           f"machine; hsched evaluate --suite large-family measures three seeds.")
     report = evaluate(suite, ["pure-lp", "ranker"], progress=None)
     yield format_report(report)
     written = write_outputs(report, out, overwrite=True)
