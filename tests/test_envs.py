@@ -467,8 +467,70 @@ def test_only_select_mode_builds_the_fit_index():
         select.slots.k.size,)
     rank = rank_env(CLUSTER, SMALL).unwrapped
     rank.reset(seed=0)
-    rank.step(np.ones(rank.K, dtype=np.int8))
+    for _ in range(5):
+        rank.step(np.ones(rank.K, dtype=np.int8))
     assert rank.slots.fit is None
+    assert rank._job_cache and all(st.fit is None for st in rank._job_cache.values())
+    assert rank._static_cache and all(st.fit is None for st in rank._static_cache.values())
+
+
+def test_a_statics_entry_serves_only_the_table_it_was_computed_from():
+    """A cache hit also checks that the entry was computed from the job's table object
+    (``_holds``), so a key whose table id was reused (in a copy of the environment the keys
+    hold the original's ids) cannot serve another table's statics."""
+    env = rank_env(CLUSTER, SMALL).unwrapped
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(np.ones(env.K, dtype=np.int8))
+    view = env.slots.view
+    keys = env._static_keys(view)
+    assert all(env._holds(key, t) for key, t in zip(keys, view.candidates))
+    other = copy.deepcopy(view.candidates[0])               # equal content, another object
+    assert not env._holds(keys[0], other)
+    twin = copy.deepcopy(env)                                # its tables are copies
+    twin_view = twin.slots.view
+    twin_keys = twin._static_keys(twin_view)
+    assert not set(twin_keys) & set(keys)                    # other ids
+    assert not any(twin._holds(key, t) for key, t in zip(twin_keys, twin_view.candidates))
+    twin._static_cache.clear()
+    twin._round_static(twin_view)                            # computed for its own tables
+    assert all(twin._holds(key, t) for key, t in zip(twin_keys, twin_view.candidates))
+
+
+def test_rank_env_copies_and_snapshots_across_episodes_continue_exactly():
+    """Rank mode: a deep copy of the environment, and a snapshot restored after a reset into
+    another episode, continue as the straight run (the slot statics cache holds tables by
+    identity; a copy's tables are other objects)."""
+    env = rank_env(CLUSTER, "gavel:rate=6,jobs=30").unwrapped
+    rng = np.random.default_rng(3)
+    actions = [(rng.random(env.K) < 0.6).astype(np.int8) for _ in range(40)]
+
+    def play(e, acts):
+        out = []
+        for a in acts:
+            obs, reward, term, trunc, _ = e.step(a)
+            out.append(({k: v.copy() for k, v in obs.items()}, reward))
+            if term or trunc:
+                break
+        return out
+
+    env.reset(seed=1)
+    play(env, actions[:3])
+    snap = env.get_state()
+    twin = copy.deepcopy(env)
+    straight = play(env, actions[3:])
+    assert len(straight) > 10
+    copied = play(twin, actions[3:])
+    env.reset(seed=2)                           # another episode: other jobs, same ids
+    play(env, actions[:10])
+    env.set_state(snap)
+    branch = play(env, actions[3:])
+    for other in (copied, branch):
+        assert len(other) == len(straight)
+        for (o1, r1), (o2, r2) in zip(straight, other):
+            assert r1 == r2
+            for k in o1:
+                assert np.array_equal(o1[k], o2[k]), k
 
 
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
@@ -1008,7 +1070,7 @@ def test_select_get_set_state_branches_identically():
 
 def test_set_state_across_episodes_branches_like_the_straight_run():
     """A snapshot restored after a reset into another episode continues exactly as the
-    straight run from it: what the environment caches per episode (slot statics per job and
+    straight run from it: what the environment caches per episode (slot statics per key and
     per job set, the cluster observation) must not leak from the episode in between."""
     env = gym.make("hsched/Schedule-v0", cluster="sia-64", workload="gavel:rate=6,jobs=20",
                    slots=16, candidate_filter="score").unwrapped
