@@ -8,7 +8,11 @@ when the round opened, ``info["observation_time_s"]``). The gate is the smallest
 count from which the ranker, its observation counted, is clearly faster on the probed rounds
 with more candidates (``suggest_gate``: every one of them at ≤ 0.9× the pure LP's time);
 below it, ``Ranker.keep`` keeps everything without inference. ``--without-observation``
-applies the rule to LP + inference alone (the criterion before session 29).
+applies the rule to LP + inference alone (the criterion before session 29). The observation
+is one measurement per round (the environment builds it once, when the round opens), added
+to the medians of ``--repeats`` decisions; the probes' K (80 slots per job, so that no round
+overflows) is a little larger than ``hsched evaluate``'s, which pads the observation's
+arrays slightly.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/calibrate_gate.py --ranker runs/ranker-mixed/ranker.pt
 
