@@ -74,7 +74,7 @@ from agents.report import (TB_METRICS, Report, format_report, output_dir, per_se
 from agents.runners import (STEP_CAP, SUPPORT_TINY, WALL_CLOCK_FIELDS, WALL_CLOCK_METRICS, Run,
                             check_observation, deterministic_part, rank_slots_bound,
                             recall_defined, round_step_cap, run_from_json, run_ranker,
-                            run_scheduler, run_simulator_policy, run_to_json)
+                            run_scheduler, run_simulator_policy, run_to_json, settled_heap)
 from agents.suites import (CUSTOM_SUITE, HELDOUT_SEED_BASE, HELDOUT_SEEDS, LARGE, SMOKE,
                            STANDARD, SUITES, TRAIN_SEEDS, Scenario, Suite, custom_suite,
                            get_suite, heldout_seeds, is_training_seed)
@@ -115,14 +115,17 @@ def run_one(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, clu
     """One run of ``entry`` on ``scenario`` and held-out ``seed`` (its ``workload`` and
     ``cluster`` loaded), by the entry's kind: ``run_ranker`` (``slots``: K, default
     ``rank_slots_bound``), ``run_scheduler`` or ``run_simulator_policy``; ``support_lp``: the
-    full LP whose support recall@k is measured against."""
-    if entry.kind == "ranker":
-        if slots is None and entry.slots is None:
-            slots = rank_slots_bound(suite, scenario, cluster, workload)
-        return run_ranker(entry, suite, scenario, seed, slots, support_lp)
-    if entry.kind == "scheduler":
-        return run_scheduler(entry, suite, scenario, seed)
-    return run_simulator_policy(entry, suite, scenario, seed, cluster, workload, support_lp)
+    full LP whose support recall@k is measured against. Each run starts from a settled
+    heap (``settled_heap``)."""
+    if entry.kind == "ranker" and slots is None and entry.slots is None:
+        slots = rank_slots_bound(suite, scenario, cluster, workload)
+    with settled_heap():                    # the same starting heap for every run
+        if entry.kind == "ranker":
+            return run_ranker(entry, suite, scenario, seed, slots, support_lp)
+        if entry.kind == "scheduler":
+            return run_scheduler(entry, suite, scenario, seed)
+        return run_simulator_policy(entry, suite, scenario, seed, cluster, workload,
+                                    support_lp)
 
 
 def _run_task(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, cluster,

@@ -5,13 +5,15 @@ the LP over the kept candidates), ``run_scheduler`` (a select-mode agent driving
 ``ScheduleEnv``), ``rank_slots_bound`` (``RankEnv``'s slot count for a workload),
 ``check_observation`` (an SB3 model's trained observation space against a scenario's),
 ``round_step_cap``, ``recall_defined``, ``SUPPORT_TINY``, ``run_to_json`` / ``run_from_json``
-(a ``Run`` as a JSON-ready dict and back, exactly: the run files of a sweep, ``agents.sweep``)
-and ``deterministic_part`` (a run without its wall-clock measurements). Part of the evaluation
-harness, ``agents.evaluate``."""
+(a ``Run`` as a JSON-ready dict and back, exactly: the run files of a sweep, ``agents.sweep``),
+``deterministic_part`` (a run without its wall-clock measurements) and ``settled_heap`` (what
+each run's timing starts from). Part of the evaluation harness, ``agents.evaluate``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import math
 import time
 from dataclasses import dataclass, field
@@ -79,6 +81,28 @@ class Run:
     #: ``info["observation_time_s"]``), 0 on the rounds its gate solved whole (they need no
     #: features); not in ``decision_s``. None for other kinds and older run files
     observation_s: np.ndarray | None = None
+
+
+@contextlib.contextmanager
+def settled_heap():
+    """Run the body with Python's heap settled, so that one run's decision times do not
+    depend on what ran before it in the process: the garbage of earlier runs is collected
+    first (``gc.collect``, untimed), and every object alive then — the imported modules
+    (PyTorch's included), earlier runs' results — is frozen (``gc.freeze``: the cyclic
+    collector no longer scans it) until the body ends. The body's own objects are collected
+    as usual. Without it, a full collection of the process's ~200,000 objects (~95 ms on the
+    project's machine) landed inside whichever decision crossed the collector's threshold:
+    at 550 jobs, the burst's first round of the pure LP or of the ranker, depending on the
+    order of the runs (BENCHMARKS.md, session 29). If the process had frozen objects of its
+    own, they stay frozen (``gc.unfreeze`` would release them too)."""
+    gc.collect()
+    own = gc.get_freeze_count() > 0
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if not own:
+            gc.unfreeze()
 
 
 def _to_json(value):

@@ -184,6 +184,50 @@ def test_runs_without_observation_times_report_none():
 
 
 @slow
+def test_each_run_starts_from_a_settled_heap(monkeypatch):
+    """``settled_heap``: earlier garbage is collected before the run, everything alive is
+    frozen during it (the collector does not rescan it inside the run's decisions) and
+    unfrozen after, unless the process had frozen objects of its own; ``run_one`` uses it."""
+    import gc
+    import weakref
+    from agents import evaluate as ev
+    from agents.runners import settled_heap
+
+    class Node:
+        pass
+
+    a = Node()
+    a.self = a                                   # a cycle: only the collector frees it
+    dead = weakref.ref(a)
+    del a
+    gc.disable()                                 # nothing collects it by chance meanwhile
+    try:
+        assert dead() is not None
+        assert gc.get_freeze_count() == 0
+        with settled_heap():
+            assert dead() is None                # collected before the run
+            assert gc.get_freeze_count() > 0     # the rest frozen during it
+        assert gc.get_freeze_count() == 0
+        gc.freeze()                              # the process's own frozen objects stay
+        own = gc.get_freeze_count()
+        with settled_heap():
+            pass
+        assert gc.get_freeze_count() >= own
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    seen = []
+
+    def fake_run(*args, **kwargs):
+        seen.append(gc.get_freeze_count())
+        return "run"
+
+    monkeypatch.setattr(ev, "run_simulator_policy", fake_run)
+    entry = types.SimpleNamespace(kind="simulator", slots=None)
+    assert ev.run_one(entry, None, None, 0, None, None, None) == "run"
+    assert seen and seen[0] > 0 and gc.get_freeze_count() == 0
+
+
 def test_recall(report):
     assert _row(report, "pure-lp")["recall"] == 1.0
     assert 0 < _row(report, "topk")["recall"] <= 1.0
