@@ -106,9 +106,8 @@ def _ranker_at_scale(out: Path) -> Iterator[str]:
            f"hours (a held-out seed). Its gate ranks rounds of ≥ the file's gate_candidates "
            f"and solves the others whole; the line under the table adds the observation it "
            f"scores (the environment builds it), which its 'decide ms' leaves out. One seed "
-           f"of ~18 rounds: in three runs on a shared machine its mean time ratio varied by up "
-           f"to ±20% and its p99 ratio from 0.69 to 1.30; hsched evaluate --suite "
-           f"large-family measures three seeds.")
+           f"of ~18 rounds: its time ratios move by several percent between runs on a shared "
+           f"machine; hsched evaluate --suite large-family measures three seeds.")
     report = evaluate(suite, ["pure-lp", "ranker"], progress=None)
     yield format_report(report)
     written = write_outputs(report, out, overwrite=True)
