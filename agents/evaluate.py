@@ -99,7 +99,7 @@ __all__ = [
     "SUPPORT_TINY", "STEP_CAP", "Run", "recall_defined", "run_simulator_policy",
     "rank_slots_bound", "run_ranker", "run_scheduler", "round_step_cap", "check_observation",
     "run_to_json", "run_from_json", "deterministic_part", "WALL_CLOCK_FIELDS",
-    "WALL_CLOCK_METRICS",
+    "WALL_CLOCK_METRICS", "settled_heap",
     # agents.sweep
     "SerialBackend", "RayBackend", "RunStore", "RUNS_DIR",
     # agents.report

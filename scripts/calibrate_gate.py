@@ -12,7 +12,8 @@ applies the rule to LP + inference alone (the criterion before session 29). The 
 is one measurement per round (the environment builds it once, when the round opens), added
 to the medians of ``--repeats`` decisions; the probes' K (80 slots per job, so that no round
 overflows) is a little larger than ``hsched evaluate``'s, which pads the observation's
-arrays slightly.
+arrays slightly. Each probe runs from a settled heap (``agents.runners.settled_heap``), as
+``hsched evaluate``'s runs do.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/calibrate_gate.py --ranker runs/ranker-mixed/ranker.pt
 
@@ -40,6 +41,7 @@ import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments)
 from agents.ranker import GATE_NEVER, Ranker, load_ranker_net, save_ranker
+from agents.runners import settled_heap
 
 #: (cluster, workload, rounds to advance before probing, probes) from small to large rounds.
 PROBES = (
@@ -125,7 +127,9 @@ def main(argv=None) -> int:
     ranker = Ranker.load(args.ranker, gate_candidates=0)   # measure the ungated ranker
     rows = []
     for cluster, workload, at in PROBES:
-        for r in probe(ranker, cluster, workload, at, args.repeats):
+        with settled_heap():                 # as ``hsched evaluate`` times its runs
+            found = probe(ranker, cluster, workload, at, args.repeats)
+        for r in found:
             rows.append(r)
             if not args.json:
                 print(f"{r['cluster']:<11s} {r['workload']:<36s} round {r['round']:>2d}: "

@@ -183,11 +183,11 @@ def test_runs_without_observation_times_report_none():
     assert "decision_with_observation_ratio" not in row
 
 
-@slow
 def test_each_run_starts_from_a_settled_heap(monkeypatch):
     """``settled_heap``: earlier garbage is collected before the run, everything alive is
     frozen during it (the collector does not rescan it inside the run's decisions) and
-    unfrozen after, unless the process had frozen objects of its own; ``run_one`` uses it."""
+    unfrozen after, also after an error; a process with frozen objects of its own keeps
+    managing them (nothing more frozen). ``run_one`` uses it for every kind of run."""
     import gc
     import weakref
     from agents import evaluate as ev
@@ -208,11 +208,15 @@ def test_each_run_starts_from_a_settled_heap(monkeypatch):
             assert dead() is None                # collected before the run
             assert gc.get_freeze_count() > 0     # the rest frozen during it
         assert gc.get_freeze_count() == 0
-        gc.freeze()                              # the process's own frozen objects stay
+        with pytest.raises(RuntimeError):
+            with settled_heap():
+                raise RuntimeError("a failed run")
+        assert gc.get_freeze_count() == 0        # unfrozen after an error too
+        gc.freeze()                              # the process's own frozen objects
         own = gc.get_freeze_count()
         with settled_heap():
-            pass
-        assert gc.get_freeze_count() >= own
+            assert gc.get_freeze_count() == own  # nothing more frozen
+        assert gc.get_freeze_count() == own
     finally:
         gc.unfreeze()
         gc.enable()
@@ -222,12 +226,15 @@ def test_each_run_starts_from_a_settled_heap(monkeypatch):
         seen.append(gc.get_freeze_count())
         return "run"
 
-    monkeypatch.setattr(ev, "run_simulator_policy", fake_run)
-    entry = types.SimpleNamespace(kind="simulator", slots=None)
-    assert ev.run_one(entry, None, None, 0, None, None, None) == "run"
-    assert seen and seen[0] > 0 and gc.get_freeze_count() == 0
+    for name in ("run_simulator_policy", "run_ranker", "run_scheduler"):
+        monkeypatch.setattr(ev, name, fake_run)
+    for kind in ("simulator", "ranker", "scheduler"):
+        entry = types.SimpleNamespace(kind=kind, slots=None)
+        assert ev.run_one(entry, None, None, 0, None, None, None, slots=8) == "run"
+    assert len(seen) == 3 and min(seen) > 0 and gc.get_freeze_count() == 0
 
 
+@slow
 def test_recall(report):
     assert _row(report, "pure-lp")["recall"] == 1.0
     assert 0 < _row(report, "topk")["recall"] <= 1.0
