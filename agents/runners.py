@@ -90,8 +90,8 @@ def settled_heap():
     first (``gc.collect``, untimed), and every object alive then — the imported modules
     (PyTorch's included), earlier runs' results — is frozen (``gc.freeze``: the cyclic
     collector no longer scans it) until the body ends. The body's own objects are collected
-    as usual. Without it, a full collection of the process's ~200,000 objects (~95 ms on the
-    project's machine) landed inside whichever decision crossed the collector's threshold:
+    as usual. Without it, a full collection of the process's ~200,000 objects (90–125 ms on
+    the project's machine) landed inside whichever decision crossed the collector's threshold:
     at 550 jobs, the burst's first round of the pure LP or of the ranker, depending on the
     order of the runs (BENCHMARKS.md, session 29). If the process has frozen objects of its
     own, it manages the freezing: the run is then only preceded by the collection (freezing

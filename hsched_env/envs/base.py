@@ -305,7 +305,6 @@ class HSchedEnvBase(gym.Env):
             self._static_cache[key] = st            # the most recently used set goes last
             return st
         keys = self._static_keys(view)
-        cache = self._job_cache
         new = {}                                    # each uncached key, by its first job
         for k, job_key in enumerate(keys):
             if not self._holds(job_key, view.candidates[k]) and job_key not in new:
