@@ -457,6 +457,26 @@ def test_jobs_with_one_table_share_their_statics_and_change_nothing(env_id, monk
         assert_same(x, y)
 
 
+def test_round_robin_order_is_the_three_key_sort():
+    """``_round_robin`` (one stable integer sort of rank · positions + score position) gives
+    the order of ``np.lexsort((job, -score, rank))`` — ties in score across jobs, signed
+    zeros and NaN included — on both of its paths (every rank sorted, and only the ranks the
+    first K reach)."""
+    from hsched_env.envs.base import _round_robin
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 12, size=300)
+    k_of = np.repeat(np.arange(sizes.size), sizes)
+    values = np.array([0.5, 0.25, -0.0, 0.0, np.nan, -np.inf, 1.0, 0.125])
+    neg_score = values[rng.integers(0, values.size, size=k_of.size)]   # many ties
+    rank = np.concatenate([rng.permutation(n) for n in sizes])
+    uniq, pos = np.unique(neg_score, return_inverse=True)
+    for K in (k_of.size, 40, 7):
+        want = np.lexsort((k_of, neg_score, rank))[:K]
+        got = _round_robin(rank, pos, len(uniq), K)
+        assert np.array_equal(got, want), K
+    assert k_of.size > 4 * 40                         # the reach path was taken
+
+
 def test_only_select_mode_builds_the_fit_index():
     """The placement mask's ``FitIndex`` is select mode's; rank mode places nothing within a
     round and builds none."""

@@ -41,16 +41,22 @@ def _log1p_hours(seconds: np.ndarray) -> np.ndarray:
     return np.log1p(np.maximum(seconds, 0.0) / 3600.0)
 
 
-def _round_robin(rank: np.ndarray, neg_score: np.ndarray, k_of: np.ndarray,
+def _round_robin(rank: np.ndarray, score_pos: np.ndarray, positions: int,
                  K: int) -> np.ndarray:
     """The first ``K`` candidates (indices) ordered by ``(rank, -score, job index)``: each
     job's best, then each job's second best, ... ``(rank, job)`` pairs are unique, so the
-    order is total. Only the ranks the first ``K`` can reach are sorted."""
+    order is total. ``score_pos``: each candidate's position among the ``positions`` distinct
+    values of −score in ascending order (``HSchedEnvBase._score_positions``), so that one
+    integer key, rank · positions + position, sorted stably gives that order: equal keys stay
+    in index order, which is job index order (candidates are concatenated job by job). One
+    integer sort instead of a three-key ``np.lexsort`` (the same order, ~1.5× faster on
+    150,000 candidates). Only the ranks the first ``K`` can reach are sorted."""
+    key = rank * positions + score_pos
     if rank.size > 4 * K:
         reach = int(np.searchsorted(np.bincount(rank).cumsum(), K))
         sel = np.flatnonzero(rank <= reach)
-        return sel[np.lexsort((k_of[sel], neg_score[sel], rank[sel]))][:K]
-    return np.lexsort((k_of, neg_score, rank))[:K]
+        return sel[np.argsort(key[sel], kind="stable")][:K]
+    return np.argsort(key, kind="stable")[:K]
 
 
 #: From this many new statics keys in a round, their slot statics are computed in one pass
@@ -176,6 +182,10 @@ class HSchedEnvBase(gym.Env):
         #: the static feature columns of every cached key, one block of rows per key
         #: (``JobCandidates.base``); the slots gather from it (``_build_slots``)
         self._key_cols = np.zeros((0, F), dtype=np.float32)
+        #: −score of every cached key row (aligned with ``_key_cols``) and, computed when
+        #: rows were added, each row's position among its distinct values (``_score_positions``)
+        self._key_neg_score = np.zeros(0)
+        self._key_pos: tuple[np.ndarray, int] | None = None
         #: ``obs["candidates"].reshape(candidate_shape)`` is the (K, F) slot-feature matrix
         self.candidate_shape = (self.K, F)
         self.observation_space = observation_space(self.K, types)
@@ -274,6 +284,7 @@ class HSchedEnvBase(gym.Env):
         self._static_cache.clear()
         self._job_cache.clear()
         self._key_cols = np.zeros((0, self._key_cols.shape[1]), dtype=np.float32)
+        self._key_neg_score, self._key_pos = np.zeros(0), None
         self._cluster_key = None
 
     def _open_round(self) -> None:
@@ -435,6 +446,8 @@ class HSchedEnvBase(gym.Env):
         requested = cat("requested", bool)
         base = len(self._key_cols)                  # appended: earlier rows keep their index
         self._key_cols = np.concatenate([self._key_cols, cols])
+        self._key_neg_score = np.concatenate([self._key_neg_score, -score])
+        self._key_pos = None
         fit = None
         if self.places_within_round:                # only a placing agent's mask needs it
             na, nb = _part_sizes(gpus, pa, pb, self.cluster)
@@ -445,6 +458,16 @@ class HSchedEnvBase(gym.Env):
                 table=table, size=b - a, thr=thr[a:b], score=score[a:b], rank=rank[a:b],
                 base=base + a, ngpu=ngpu[a:b], requested=requested[a:b],
                 fit=None if fit is None else fit.take(slice(a, b)))
+
+    def _score_positions(self) -> tuple[np.ndarray, int]:
+        """Each cached key row's position among the distinct values of −score in ascending
+        order (equal values, equal positions; NaN last, as ``np.lexsort`` puts it), and how
+        many there are: recomputed when rows were added (a sort of the cached rows, ~8,000 at
+        550 jobs; new keys are rare after a burst's first round)."""
+        if self._key_pos is None:
+            uniq, pos = np.unique(self._key_neg_score, return_inverse=True)
+            self._key_pos = (pos.reshape(-1), max(len(uniq), 1))
+        return self._key_pos
 
     def _build_slots(self, view: SchedulerView, shares=None,
                      first: list | None = None) -> RoundSlots:
@@ -479,7 +502,8 @@ class HSchedEnvBase(gym.Env):
         elif shares:
             order = np.lexsort((k_of, st.neg_score, rank, -share, tier))
         else:
-            order = _round_robin(rank, st.neg_score, k_of, self.K)
+            pos, positions = self._score_positions()
+            order = _round_robin(rank, pos[st.col_rows], positions, self.K)
         order = order[:self.K]
         k, row = k_of[order], row_of[order]
         M = order.size
