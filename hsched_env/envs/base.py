@@ -97,7 +97,6 @@ class RoundCandidates:
     k_of: np.ndarray              # (total,) job index in the view
     row_of: np.ndarray            # (total,) row in the job's candidate table
     thr: np.ndarray               # (total,) samples/s
-    neg_score: np.ndarray         # (total,) −(samples/s per GPU ÷ the job's reference): a key
     rank: np.ndarray              # (total,) rank by score within the job (0 = best)
     fit: FitIndex | None          # which candidates fit the free GPUs (None: not needed,
                                   # ``places_within_round`` False)
@@ -113,7 +112,6 @@ class JobCandidates:
     table: object                 # the CandidateTable they were computed from (a hit must be it)
     size: int
     thr: np.ndarray               # (n,) samples/s
-    score: np.ndarray             # (n,) samples/s per GPU ÷ the job's reference samples/s
     rank: np.ndarray              # (n,) rank by score (0 = best; ties in row order)
     base: int                     # its first row in the key table of static feature columns
     ngpu: np.ndarray              # (n,) GPUs of each candidate
@@ -321,7 +319,7 @@ class HSchedEnvBase(gym.Env):
             if not self._holds(job_key, view.candidates[k]) and job_key not in new:
                 new[job_key] = k
         self._jobs_static(view, list(new.values()), keys)
-        parts = [self._job_static(view, k, keys) for k in range(view.num_active)]
+        parts = [self._job_cache[job_key] for job_key in keys]
         sizes = np.fromiter((p.size for p in parts), dtype=np.int64, count=len(parts))
         total = int(sizes.sum())
         starts = np.cumsum(sizes) - sizes
@@ -329,7 +327,6 @@ class HSchedEnvBase(gym.Env):
         row_of = np.arange(total) - np.repeat(starts, sizes)
         if total:
             thr = np.concatenate([p.thr for p in parts])
-            score = np.concatenate([p.score for p in parts])
             rank = np.concatenate([p.rank for p in parts])
             col_rows = np.repeat(np.fromiter((p.base for p in parts), dtype=np.int64,
                                              count=len(parts)), sizes) + row_of
@@ -339,14 +336,14 @@ class HSchedEnvBase(gym.Env):
             # active set
             within = (ngpu <= view.fair_share_gpus(k_of) + 1e-9) | requested
         else:
-            thr, score = np.zeros(0), np.zeros(0)
+            thr = np.zeros(0)
             rank = np.zeros(0, dtype=np.int64)
             col_rows = np.zeros(0, dtype=np.int64)
             within = np.zeros(0, dtype=bool)
         fit = (FitIndex.concatenate([p.fit for p in parts], self.cluster)
                if self.places_within_round else None)
         st = RoundCandidates(total=total, starts=starts, k_of=k_of, row_of=row_of, thr=thr,
-                             neg_score=-score, rank=rank, fit=fit, col_rows=col_rows,
+                             rank=rank, fit=fit, col_rows=col_rows,
                              within_fair_share=within)
         self._static_cache[key] = st
         self._evict_static()
@@ -378,19 +375,15 @@ class HSchedEnvBase(gym.Env):
         return st is not None and st.table is table
 
     def _jobs_static(self, view: SchedulerView, ks: list[int], keys: list[tuple]) -> None:
-        """The slot statics of the active jobs ``ks`` (distinct ``keys``, none cached) in one
-        pass (``_compute_statics``) when there are at least ``_BATCH_MIN`` of them: a burst's
-        first round has hundreds of new keys, ~280 µs each one at a time, a few µs each
-        together. Fewer are left to ``_job_static``, one at a time."""
+        """Compute the slot statics of the active jobs ``ks`` (distinct ``keys``, none cached):
+        in one pass (``_compute_statics``) from ``_BATCH_MIN`` of them on — a burst's first
+        round has hundreds of new keys, ~280 µs each one at a time, a few µs each together —
+        else one at a time."""
         if len(ks) >= _BATCH_MIN:
             self._compute_statics(view, ks, keys)
-
-    def _job_static(self, view: SchedulerView, k: int, keys: list[tuple]) -> "JobCandidates":
-        """Active job ``k``'s candidates as the slots need them (cached by its key: a job's
-        table, reference throughput and request never change within an episode)."""
-        if not self._holds(keys[k], view.candidates[k]):
-            self._compute_statics(view, [k], keys)
-        return self._job_cache[keys[k]]
+        else:
+            for k in ks:
+                self._compute_statics(view, [k], keys)
 
     def _compute_statics(self, view: SchedulerView, ks: list[int], keys: list[tuple]) -> None:
         """Compute and cache (``_job_cache``, under ``keys[k]``) the slot statics of the active
@@ -455,7 +448,7 @@ class HSchedEnvBase(gym.Env):
         for i, (k, table) in enumerate(zip(ks, tables)):
             a, b = int(starts[i]), int(starts[i] + sizes[i])
             self._job_cache[keys[k]] = JobCandidates(
-                table=table, size=b - a, thr=thr[a:b], score=score[a:b], rank=rank[a:b],
+                table=table, size=b - a, thr=thr[a:b], rank=rank[a:b],
                 base=base + a, ngpu=ngpu[a:b], requested=requested[a:b],
                 fit=None if fit is None else fit.take(slice(a, b)))
 
@@ -493,17 +486,18 @@ class HSchedEnvBase(gym.Env):
                 if got is not None and got[0].size:
                     share[starts[k] + got[0]] = got[1]
             tier = np.where(share > 1e-6, 1, 2)
+            neg_score = self._key_neg_score[st.col_rows]     # −score, for the ties below
         if first:
             prio = np.zeros(total)
             pos = starts[[k for k, _ in first]] + np.array([r for _, r in first])
             tier[pos] = 0
             prio[pos] = -np.arange(len(first))
-            order = np.lexsort((k_of, st.neg_score, rank, -share, -prio, tier))
+            order = np.lexsort((k_of, neg_score, rank, -share, -prio, tier))
         elif shares:
-            order = np.lexsort((k_of, st.neg_score, rank, -share, tier))
+            order = np.lexsort((k_of, neg_score, rank, -share, tier))
         else:
-            pos, positions = self._score_positions()
-            order = _round_robin(rank, pos[st.col_rows], positions, self.K)
+            score_pos, positions = self._score_positions()
+            order = _round_robin(rank, score_pos[st.col_rows], positions, self.K)
         order = order[:self.K]
         k, row = k_of[order], row_of[order]
         M = order.size
