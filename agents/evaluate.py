@@ -72,9 +72,10 @@ from agents.policy_entries import (DEFAULT_POLICIES, DEFAULT_RANKER_PATH, SB3_AL
 from agents.report import (TB_METRICS, Report, format_report, output_dir, per_seed_rows,
                            report_json, scenario_summary, summarize, write_outputs)
 from agents.runners import (STEP_CAP, SUPPORT_TINY, WALL_CLOCK_FIELDS, WALL_CLOCK_METRICS, Run,
-                            check_observation, deterministic_part, rank_slots_bound,
-                            recall_defined, round_step_cap, run_from_json, run_ranker,
-                            run_scheduler, run_simulator_policy, run_to_json, settled_heap)
+                            check_observation, deterministic_part, merge_timing_repeats,
+                            rank_slots_bound, recall_defined, round_step_cap, run_from_json,
+                            run_ranker, run_scheduler, run_simulator_policy, run_to_json,
+                            settled_heap)
 from agents.suites import (CUSTOM_SUITE, HELDOUT_SEED_BASE, HELDOUT_SEEDS, LARGE, SMOKE,
                            STANDARD, SUITES, TRAIN_SEEDS, Scenario, Suite, custom_suite,
                            get_suite, heldout_seeds, is_training_seed)
@@ -99,7 +100,7 @@ __all__ = [
     "SUPPORT_TINY", "STEP_CAP", "Run", "recall_defined", "run_simulator_policy",
     "rank_slots_bound", "run_ranker", "run_scheduler", "round_step_cap", "check_observation",
     "run_to_json", "run_from_json", "deterministic_part", "WALL_CLOCK_FIELDS",
-    "WALL_CLOCK_METRICS", "settled_heap",
+    "WALL_CLOCK_METRICS", "settled_heap", "merge_timing_repeats",
     # agents.sweep
     "SerialBackend", "RayBackend", "RunStore", "RUNS_DIR",
     # agents.report
@@ -129,11 +130,14 @@ def run_one(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, clu
 
 
 def _run_task(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, cluster,
-              workload) -> dict:
+              workload, timing_repeats: int = 1) -> dict:
     """A sweep task (``agents.sweep``): ``run_one`` with a new support LP, as a run record
-    (``run_to_json``)."""
-    return run_to_json(run_one(entry, suite, scenario, seed, cluster, workload,
-                               make_policy("heterosched-lp")))
+    (``run_to_json``); with ``timing_repeats`` > 1 that many runs one after the other, merged
+    (``merge_timing_repeats``)."""
+    support_lp = make_policy("heterosched-lp")
+    return run_to_json(merge_timing_repeats([
+        run_one(entry, suite, scenario, seed, cluster, workload, support_lp)
+        for _ in range(timing_repeats)]))
 
 
 def _entry_config(entry: PolicyEntry) -> dict:
@@ -159,7 +163,8 @@ def _entry_config(entry: PolicyEntry) -> dict:
 def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = None,
              progress: bool | None = None, trust_sb3_zip: bool = False, *,
              backend="serial", runs_dir: str | Path | None = None, resume: bool = False,
-             overwrite: bool = False, retries: int = DEFAULT_RETRIES) -> Report:
+             overwrite: bool = False, retries: int = DEFAULT_RETRIES,
+             timing_repeats: int = 1) -> Report:
     """Run ``policies`` (names, agent objects and/or ``PolicyEntry`` objects; default
     ``default_policies()``) on every scenario of ``suite`` for each held-out seed (``seeds``:
     a count, or explicit held-out seeds; default the suite's count). ``progress``: a tqdm bar
@@ -175,7 +180,15 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     files there first; a failed run is retried ``retries`` times, then listed in
     ``Report.failures`` with its error while the other runs complete. The metrics and
     per-job results of a sweep equal the serial ones; decision and wall times are
-    wall-clock."""
+    wall-clock.
+
+    ``timing_repeats`` N > 1: every (scenario, policy, seed) run is made N times and its
+    decision times are, round by round, the median of the N (``merge_timing_repeats``; the
+    decisions must repeat exactly, and do for every shipped policy). The serial loop
+    interleaves the policies (A, B, A, B, ... for each seed), so that a slow stretch of a
+    shared machine falls on all of them; a sweep task makes its N runs one after the other.
+    Costs N times the runs; gives decision times, and above all their p99 over a few
+    rounds, that one slow round no longer decides."""
     if isinstance(suite, str):
         suite = get_suite(suite)
     if seeds is None:
@@ -183,6 +196,11 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     elif isinstance(seeds, (int, np.integer)):
         seeds = heldout_seeds(int(seeds))
     seeds = [int(s) for s in seeds]
+    if isinstance(timing_repeats, bool) or not isinstance(timing_repeats, (int, np.integer)) \
+            or timing_repeats < 1:
+        raise ConfigError(f"must be a whole number >= 1, got {timing_repeats!r}",
+                          field="--timing-repeats")
+    timing_repeats = int(timing_repeats)
     bad = [s for s in seeds if is_training_seed(s) or s not in HELDOUT_SEEDS]
     if bad:
         raise ConfigError(f"evaluation seeds must be held-out ({HELDOUT_SEEDS.start}.."
@@ -197,12 +215,12 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     sweep = not (isinstance(backend, str) and backend == "serial" and runs_dir is None)
     if sweep:
         return _evaluate_sweep(suite, entries, seeds, progress, make_backend(backend),
-                               runs_dir, resume, overwrite, retries)
+                               runs_dir, resume, overwrite, retries, timing_repeats)
     if resume:
         raise ConfigError("resuming needs the run files of an earlier sweep (runs_dir)",
                           field="--resume")
     support_lp = make_policy("heterosched-lp")
-    total = len(suite.scenarios) * len(seeds) * len(entries)
+    total = len(suite.scenarios) * len(seeds) * len(entries) * timing_repeats
     bar = tqdm(total=total, desc=f"evaluate {suite.name}", unit="run",
                disable=(None if progress is None else not progress), leave=False)
     t_start = time.perf_counter()
@@ -213,20 +231,27 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
             for seed in seeds:
                 workload = load_workload(sc.workload_for(seed), cluster)
                 slots = None
-                for e in entries:
-                    bar.set_postfix_str(f"{sc.name} {e.label} seed {seed}")
-                    if e.kind == "ranker" and slots is None and e.slots is None:
-                        slots = rank_slots_bound(suite, sc, cluster, workload)
-                    runs.append(run_one(e, suite, sc, seed, cluster, workload, support_lp,
-                                        slots))
-                    bar.update(1)
+                repeats: list[list[Run]] = [[] for _ in entries]
+                for rep in range(timing_repeats):        # the policies interleaved
+                    for e, done in zip(entries, repeats):
+                        bar.set_postfix_str(f"{sc.name} {e.label} seed {seed}" + (
+                            f" repeat {rep + 1}/{timing_repeats}" if timing_repeats > 1
+                            else ""))
+                        if e.kind == "ranker" and slots is None and e.slots is None:
+                            slots = rank_slots_bound(suite, sc, cluster, workload)
+                        done.append(run_one(e, suite, sc, seed, cluster, workload,
+                                            support_lp, slots))
+                        bar.update(1)
+                runs.extend(merge_timing_repeats(done) for done in repeats)
     finally:
         bar.close()
-    return _report(suite, entries, seeds, runs, [], time.perf_counter() - t_start)
+    report = _report(suite, entries, seeds, runs, [], time.perf_counter() - t_start)
+    report.timing_repeats = timing_repeats
+    return report
 
 
 def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, overwrite,
-                    retries) -> Report:
+                    retries, timing_repeats: int = 1) -> Report:
     """``evaluate`` as a sweep of tasks (``agents.sweep.run_sweep``)."""
     tasks = []
     settings = {"job_candidates": suite.job_candidates, "round_s": suite.round_s,
@@ -240,9 +265,11 @@ def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, 
             inputs = {"suite": suite.name, "settings": settings, "cluster": sc.cluster,
                       "cluster_sha256": fingerprint(cluster), "workload": spec,
                       "jobs_sha256": fingerprint(workload.jobs), "max_time_s": sc.max_time_s}
+            if timing_repeats > 1:      # (absent at 1: earlier run files stay valid)
+                inputs["timing_repeats"] = timing_repeats
             for e, ec in zip(entries, entry_configs):
                 tasks.append(Task(sc.name, e.label, seed, {**inputs, "policy": ec}, _run_task,
-                                  (e, suite, sc, seed, cluster, workload)))
+                                  (e, suite, sc, seed, cluster, workload, timing_repeats)))
     store = RunStore(Path(runs_dir)) if runs_dir is not None else None
     result = run_sweep(tasks, backend, store=store, resume=resume, overwrite=overwrite,
                        retries=retries, progress=progress, desc=f"evaluate {suite.name}")
@@ -250,6 +277,7 @@ def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, 
     failures = [{"scenario": o.task.scenario, "policy": o.task.policy, "seed": o.task.seed,
                  "error": o.error, "attempts": o.attempts} for o in result.failed]
     report = _report(suite, entries, seeds, runs, failures, result.wall_s)
+    report.timing_repeats = timing_repeats
     report.sweep = {"backend": backend.name, "runs_dir": None if store is None else
                     str(store.folder), "tasks": len(tasks), "resumed": result.resumed,
                     "failed": len(failures), "stale_run_files": result.stale,

@@ -44,6 +44,9 @@ class Report:
     failures: list = field(default_factory=list)
     #: a sweep's backend, run-file folder and counts (``None``: the serial loop)
     sweep: dict | None = None
+    #: runs made of each (scenario, policy, seed) for its decision times, merged round by
+    #: round (``evaluate(timing_repeats=)``, ``agents.runners.merge_timing_repeats``)
+    timing_repeats: int = 1
 
 
 # ---------------------------------------------------------------------------- aggregation
@@ -313,7 +316,8 @@ def report_json(report: Report) -> dict:
         "policies": report.policies, "sources": report.sources,
         "settings": {"job_candidates": s.job_candidates, "round_s": s.round_s,
                      "restart_s": s.restart_s, "topk": s.topk,
-                     "ranker_lp": "heterosched-lp", "support_threshold": SUPPORT_TINY},
+                     "ranker_lp": "heterosched-lp", "support_threshold": SUPPORT_TINY,
+                     "timing_repeats": report.timing_repeats},
         "scenarios": report.scenarios, "rows": report.rows,
         "per_seed": per_seed_rows(report), "failed": report.failures,
         **({"sweep": report.sweep} if report.sweep is not None else {}),
@@ -339,6 +343,9 @@ def format_report(report: Report) -> str:
     lines = [(f"suite {s.name}: {s.description}; held-out seeds "
               f"{', '.join(map(str, report.seeds))}; {s.round_s:.0f} s rounds, restart "
               f"{s.restart_s:.0f} s, {s.job_candidates} planner candidates per job")]
+    if report.timing_repeats > 1:
+        lines.append(f"  decision times: per round the median of {report.timing_repeats} "
+                     f"runs of each (scenario, policy, seed), which made the same decisions")
     for label, src in report.sources.items():
         lines.append(f"  {label}: {src}")
     headers = ["policy", "done", "avg JCT h", "p99 JCT h", "makespan h", "in-sys h",

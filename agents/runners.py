@@ -6,14 +6,16 @@ the LP over the kept candidates), ``run_scheduler`` (a select-mode agent driving
 ``check_observation`` (an SB3 model's trained observation space against a scenario's),
 ``round_step_cap``, ``recall_defined``, ``SUPPORT_TINY``, ``run_to_json`` / ``run_from_json``
 (a ``Run`` as a JSON-ready dict and back, exactly: the run files of a sweep, ``agents.sweep``),
-``deterministic_part`` (a run without its wall-clock measurements) and ``settled_heap`` (what
-each run's timing starts from). Part of the evaluation harness, ``agents.evaluate``."""
+``deterministic_part`` (a run without its wall-clock measurements), ``merge_timing_repeats``
+(repeats of one run as one, their decision times merged round by round) and ``settled_heap``
+(what each run's timing starts from). Part of the evaluation harness, ``agents.evaluate``."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import gc
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -165,6 +167,54 @@ def deterministic_part(run: Run) -> dict:
         data.pop(name, None)
     data["metrics"] = {k: v for k, v in data["metrics"].items() if k not in WALL_CLOCK_METRICS}
     return data
+
+
+def merge_timing_repeats(runs: list[Run]) -> Run:
+    """One ``Run`` from repeats of the same (scenario, policy, seed) run, taken to time it
+    (``evaluate(timing_repeats=N)``): the decisions must repeat exactly
+    (``deterministic_part`` equal, else ``ConfigError`` naming what differed), and each
+    wall-clock field (``WALL_CLOCK_FIELDS``) becomes, round by round, the median of the
+    repeats' values; the decision-time metrics are recomputed from that median
+    ``decision_s`` and ``wall_s`` is the repeats' median. A one-off slow round (a machine's
+    load spike, a collection) then needs to hit most repeats of the same round to count."""
+    if not runs:
+        raise ValueError("no runs to merge")
+    first = runs[0]
+    if len(runs) == 1:
+        return first
+    def same(a, b) -> bool:           # as JSON text: NaN equals NaN
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+    ref = deterministic_part(first)
+    for i, other in enumerate(runs[1:], start=2):
+        data = deterministic_part(other)
+        if not same(data, ref):
+            differ = sorted(k for k in ref if not same(data.get(k), ref[k]))
+            if "metrics" in differ:
+                differ.remove("metrics")
+                differ += sorted(f"metrics.{k}" for k in ref["metrics"]
+                                 if not same(data["metrics"].get(k), ref["metrics"][k]))
+            raise ConfigError(
+                f"{first.label} on {first.scenario}, seed {first.seed}: repeat {i} did not "
+                f"repeat the first run ({', '.join(differ[:6]) or 'the record'} differ), so "
+                f"its decision times cannot be merged round by round; timing repeats need a "
+                f"policy whose decisions do not depend on time (no LP time limit, a "
+                f"deterministic agent)", field="--timing-repeats")
+    merged = dataclasses.replace(first, metrics=dict(first.metrics))
+    for name in WALL_CLOCK_FIELDS:
+        values = [getattr(r, name) for r in runs]
+        if values[0] is None:
+            continue
+        setattr(merged, name, np.median(np.stack([np.asarray(v, dtype=float)
+                                                  for v in values]), axis=0))
+    dec = np.asarray(merged.decision_s, dtype=float)
+    merged.metrics.update({
+        "decision_time_mean_s": float(dec.mean()) if dec.size else 0.0,
+        "decision_time_p99_s": float(np.percentile(dec, 99)) if dec.size else 0.0,
+        "decision_time_max_s": float(dec.max()) if dec.size else 0.0,
+        "wall_s": float(np.median([r.metrics["wall_s"] for r in runs])),
+    })
+    return merged
 
 
 def run_from_json(data: dict) -> Run:

@@ -67,8 +67,8 @@ def interrupted_note(runs_dir: Path) -> str:
 
 def cmd_evaluate(args) -> int:
     """``hsched evaluate`` (``args``: suite, cluster, workload, max_time_s, policies,
-    trust_sb3_zip, seeds, out, overwrite, json, no_progress, backend, num_cpus, address,
-    resume). Exit status 1 when a run of a Ray sweep failed (after its retry)."""
+    trust_sb3_zip, seeds, out, overwrite, json, no_progress, timing_repeats, backend,
+    num_cpus, address, resume). Exit status 1 when a run of a Ray sweep failed (after its retry)."""
     from agents import evaluate as ev
     _check_backend_flags(args, args.out is not None)
     ray = args.backend == "ray"
@@ -105,7 +105,7 @@ def cmd_evaluate(args) -> int:
         report = ev.evaluate(suite, ev.entries_to_items(entries), seeds=args.seeds,
                              progress=progress, backend=backend,
                              runs_dir=out / ev.RUNS_DIR if ray else None, resume=args.resume,
-                             overwrite=args.overwrite)
+                             overwrite=args.overwrite, timing_repeats=args.timing_repeats)
     except KeyboardInterrupt:
         if not ray:
             raise
@@ -121,7 +121,9 @@ def cmd_evaluate(args) -> int:
         print(where + note, file=sys.stderr)
     else:
         print(ev.format_report(report))
-        print(f"\n{len(report.runs)} runs in {report.wall_s:.1f} s; {where}{note}")
+        repeats = (f" (each made {report.timing_repeats} times for its decision times)"
+                   if report.timing_repeats > 1 else "")
+        print(f"\n{len(report.runs)} runs{repeats} in {report.wall_s:.1f} s; {where}{note}")
     return 1 if report.failures else 0
 
 

@@ -416,3 +416,84 @@ def test_cli_json_with_a_ranker_file(capsys, tmp_path, monkeypatch):
     assert [r["policy"] for r in data["rows"]] == ["fifo", "ranker:standin.pt"]
     assert data["seeds"] == [1_000_000] and data["per_seed"][1]["overflow_max"] == 0
     assert (out / "metrics.json").exists() and (out / "jct_cdf.png").exists()
+
+
+def _timed(run, decision, wall):
+    run.decision_s = np.asarray(decision, dtype=float)
+    run.lp_decision_s = run.decision_s * 0.5
+    run.metrics.update({"makespan_s": float("nan"),          # NaN: equal in every repeat
+                        "decision_time_mean_s": float(run.decision_s.mean()),
+                        "decision_time_p99_s": float(np.percentile(run.decision_s, 99)),
+                        "decision_time_max_s": float(run.decision_s.max()), "wall_s": wall})
+    return run
+
+
+def test_timing_repeats_merge_round_by_round_medians():
+    """``merge_timing_repeats``: each wall-clock field is the per-round median of the repeats,
+    the decision-time metrics are recomputed from it, everything else is the first run's; a
+    slow round in one repeat of three no longer decides the p99."""
+    from agents.runners import merge_timing_repeats
+    runs = [_timed(_run("pure-lp", 1, [3600, 7200]), d, w) for d, w in (
+        ([0.010, 0.020, 0.500], 1.0),            # a stall in round 3 of the first repeat
+        ([0.012, 0.018, 0.030], 3.0),
+        ([0.011, 0.025, 0.032], 2.0))]
+    merged = merge_timing_repeats(runs)
+    assert merged.decision_s.tolist() == [0.011, 0.020, 0.032]
+    assert merged.lp_decision_s.tolist() == [0.0055, 0.010, 0.016]
+    assert merged.metrics["decision_time_max_s"] == 0.032
+    assert merged.metrics["decision_time_mean_s"] == pytest.approx((0.011 + 0.020 + 0.032) / 3)
+    assert merged.metrics["decision_time_p99_s"] == pytest.approx(
+        np.percentile([0.011, 0.020, 0.032], 99))
+    assert merged.metrics["wall_s"] == 2.0
+    assert merged.metrics["avg_jct_s"] == runs[0].metrics["avg_jct_s"]
+    assert merged.ranker_s is None and merged.records is runs[0].records
+    assert runs[0].decision_s.tolist() == [0.010, 0.020, 0.500]     # the inputs unchanged
+    assert runs[0].metrics["decision_time_max_s"] == 0.5
+    assert merge_timing_repeats(runs[:1]) is runs[0]
+
+
+def test_timing_repeats_need_runs_that_repeat_their_decisions():
+    from agents.runners import merge_timing_repeats
+    a = _timed(_run("pure-lp", 1, [3600, 7200]), [0.01], 1.0)
+    b = _timed(_run("pure-lp", 1, [3600, 10800]), [0.01], 1.0)     # another schedule
+    with pytest.raises(ConfigError, match=r"repeat 2 did not repeat.*jct_s.*metrics.avg_jct_s"):
+        merge_timing_repeats([a, b])
+    with pytest.raises(ConfigError, match="timing-repeats"):
+        evaluate(SMOKE, ["fifo"], seeds=1, progress=False, timing_repeats=0)
+    with pytest.raises(ConfigError, match="timing-repeats"):
+        evaluate(SMOKE, ["fifo"], seeds=1, progress=False, timing_repeats=True)
+
+
+def test_timing_repeats_interleave_the_policies_and_keep_the_decisions(monkeypatch, tmp_path):
+    """``evaluate(timing_repeats=2)``: each (policy, seed) run twice, the policies interleaved
+    (A, B, A, B), merged into one run per (policy, seed) whose decisions are the single run's;
+    the report says so; a sweep makes its repeats within the task and records the setting in
+    the task's inputs, so run files of another repeat count are not resumed as these."""
+    from agents import evaluate as ev
+    from agents.runners import deterministic_part
+    from agents.suites import Scenario, Suite
+    suite = Suite("t", (Scenario("s", "tiny-8", "gavel:rate=8,jobs=6,duration_scale=0.05"),),
+                  seeds=1)
+    order = []
+    real = ev.run_one
+
+    def spy(entry, *args, **kwargs):
+        order.append(entry.label)
+        return real(entry, *args, **kwargs)
+
+    monkeypatch.setattr(ev, "run_one", spy)
+    once = evaluate(suite, ["pure-lp", "fifo"], progress=False)
+    order.clear()
+    rep = evaluate(suite, ["pure-lp", "fifo"], progress=False, timing_repeats=2)
+    assert order == ["pure-lp", "fifo", "pure-lp", "fifo"]
+    assert [r.label for r in rep.runs] == ["pure-lp", "fifo"]
+    for a, b in zip(once.runs, rep.runs):
+        assert deterministic_part(a) == deterministic_part(b)
+    assert rep.timing_repeats == 2 and report_json(rep)["settings"]["timing_repeats"] == 2
+    assert "median of 2 runs" in format_report(rep)
+    assert report_json(once)["settings"]["timing_repeats"] == 1
+    swept = evaluate(suite, ["pure-lp"], progress=False, runs_dir=tmp_path / "runs",
+                     timing_repeats=2)
+    assert deterministic_part(swept.runs[0]) == deterministic_part(once.runs[0])
+    [record] = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+    assert record["config"]["timing_repeats"] == 2
