@@ -183,8 +183,8 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     wall-clock.
 
     ``timing_repeats`` N > 1: every (scenario, policy, seed) run is made N times and its
-    decision times are, round by round, the median of the N (``merge_timing_repeats``; the
-    decisions must repeat exactly, and do for every shipped policy). The serial loop
+    decision times are, round by round, those of the median repeat (``merge_timing_repeats``;
+    the decisions must repeat exactly, and do for every shipped policy). The serial loop
     interleaves the policies (A, B, A, B, ... for each seed), so that a slow stretch of a
     shared machine falls on all of them; a sweep task makes its N runs one after the other.
     Costs N times the runs; gives decision times, and above all their p99 over a few

@@ -151,10 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("--timing-repeats", type=_positive_int, default=1, metavar="N",
-                    help="make every (scenario, policy, seed) run N times (the policies "
-                         "interleaved) and take each round's decision time as the median of "
-                         "the N: decision times, and their p99, that one slow round of a "
-                         "shared machine does not decide (N times the runs; default 1)")
+                    help="make every (scenario, policy, seed) run N times (serially the "
+                         "policies interleaved) and take each round's decision time from the "
+                         "median of the N: decision times, and their p99, that one slow round "
+                         "of a shared machine does not decide (N times the runs; default 1)")
     ev.add_argument("--backend", default="serial", choices=["serial", "ray"],
                     help="where the (scenario, policy, seed) runs execute: serial (default; "
                          "one after the other in this process) or ray (one Ray task each; "

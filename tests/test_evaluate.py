@@ -452,6 +452,35 @@ def test_timing_repeats_merge_round_by_round_medians():
     assert merge_timing_repeats(runs[:1]) is runs[0]
 
 
+def test_timing_repeats_take_each_rounds_parts_from_its_median_repeat():
+    """A ranker's round: its total (LP + inference + observation) is the median of the
+    repeats' totals and its parts come from that same repeat, so they still add up (taking
+    each part's own median would give 4 ms here, against a median total of 11); with an even
+    count, the mean of the two middle repeats."""
+    from agents.runners import merge_timing_repeats
+
+    def ranked(lp, rank, obs):
+        run = _timed(_run("ranker", 1, [3600]), np.add(lp, rank), 1.0)
+        run.kind = "ranker"
+        run.lp_decision_s = np.asarray(lp, dtype=float)
+        run.ranker_s = np.asarray(rank, dtype=float)
+        run.observation_s = np.asarray(obs, dtype=float)
+        return run
+
+    runs = [ranked([1.0, 5.0], [0.0, 1.0], [10.0, 1.0]),    # totals 11, 7
+            ranked([1.0, 2.0], [1.0, 1.0], [2.0, 1.0]),     # totals 4, 4
+            ranked([6.0, 3.0], [4.0, 1.0], [1.0, 1.0])]     # totals 11, 5
+    merged = merge_timing_repeats(runs)
+    assert merged.decision_s.tolist() == [1.0, 4.0]          # round 1: the first repeat
+    assert merged.observation_s.tolist() == [10.0, 1.0]      # round 2: the third
+    assert np.array_equal(merged.decision_s, merged.lp_decision_s + merged.ranker_s)
+    total = merged.decision_s + merged.observation_s
+    assert total.tolist() == np.median([[11, 7], [4, 4], [11, 5]], axis=0).tolist()
+    even = merge_timing_repeats(runs[:2])
+    assert even.decision_s.tolist() == [1.5, 4.5] and even.observation_s.tolist() == [6.0, 1.0]
+    assert np.array_equal(even.decision_s, even.lp_decision_s + even.ranker_s)
+
+
 def test_timing_repeats_need_runs_that_repeat_their_decisions():
     from agents.runners import merge_timing_repeats
     a = _timed(_run("pure-lp", 1, [3600, 7200]), [0.01], 1.0)
@@ -474,26 +503,48 @@ def test_timing_repeats_interleave_the_policies_and_keep_the_decisions(monkeypat
     from agents.suites import Scenario, Suite
     suite = Suite("t", (Scenario("s", "tiny-8", "gavel:rate=8,jobs=6,duration_scale=0.05"),),
                   seeds=1)
-    order = []
+    order, made = [], []
     real = ev.run_one
 
     def spy(entry, *args, **kwargs):
         order.append(entry.label)
-        return real(entry, *args, **kwargs)
+        made.append(real(entry, *args, **kwargs))
+        return made[-1]
 
     monkeypatch.setattr(ev, "run_one", spy)
     once = evaluate(suite, ["pure-lp", "fifo"], progress=False)
     order.clear()
-    rep = evaluate(suite, ["pure-lp", "fifo"], progress=False, timing_repeats=2)
-    assert order == ["pure-lp", "fifo", "pure-lp", "fifo"]
+    made.clear()
+    rep = evaluate(suite, ["pure-lp", "fifo"], progress=False, timing_repeats=3)
+    assert order == ["pure-lp", "fifo"] * 3
     assert [r.label for r in rep.runs] == ["pure-lp", "fifo"]
+    for i, run in enumerate(rep.runs):                       # per round, the median repeat
+        mine = np.stack([m.decision_s for m in made[i::2]])
+        assert run.decision_s.tolist() == np.median(mine, axis=0).tolist()
+        assert run.metrics["decision_time_p99_s"] == pytest.approx(
+            np.percentile(np.median(mine, axis=0), 99))
     for a, b in zip(once.runs, rep.runs):
         assert deterministic_part(a) == deterministic_part(b)
-    assert rep.timing_repeats == 2 and report_json(rep)["settings"]["timing_repeats"] == 2
-    assert "median of 2 runs" in format_report(rep)
+    assert rep.timing_repeats == 3 and report_json(rep)["settings"]["timing_repeats"] == 3
+    assert "median of 3 runs" in format_report(rep)
     assert report_json(once)["settings"]["timing_repeats"] == 1
+    made.clear()
     swept = evaluate(suite, ["pure-lp"], progress=False, runs_dir=tmp_path / "runs",
                      timing_repeats=2)
     assert deterministic_part(swept.runs[0]) == deterministic_part(once.runs[0])
+    assert swept.runs[0].decision_s.tolist() == np.mean(
+        [m.decision_s for m in made], axis=0).tolist()               # two: their mean
     [record] = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
     assert record["config"]["timing_repeats"] == 2
+
+
+def test_cli_timing_repeats(capsys, tmp_path):
+    args = ["evaluate", "--cluster", "tiny-8", "--workload",
+            "gavel:rate=8,jobs=6,duration_scale=0.05", "--policies", "fifo", "--no-progress"]
+    assert main(args + ["--timing-repeats", "2", "--json", "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["settings"]["timing_repeats"] == 2
+    with pytest.raises(SystemExit) as exc:                  # argparse: a positive integer
+        main(args + ["--timing-repeats", "0", "--out", str(tmp_path / "b")])
+    assert exc.value.code == 2
+    assert "--timing-repeats" in capsys.readouterr().err
