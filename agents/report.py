@@ -344,8 +344,9 @@ def format_report(report: Report) -> str:
               f"{', '.join(map(str, report.seeds))}; {s.round_s:.0f} s rounds, restart "
               f"{s.restart_s:.0f} s, {s.job_candidates} planner candidates per job")]
     if report.timing_repeats > 1:
-        lines.append(f"  decision times: per round the median of {report.timing_repeats} "
-                     f"runs of each (scenario, policy, seed), which made the same decisions")
+        lines.append(f"  decision times: per round those of the median of {report.timing_repeats} "
+                     f"runs (by the round's total) of each (scenario, policy, seed), which made "
+                     f"the same decisions")
     for label, src in report.sources.items():
         lines.append(f"  {label}: {src}")
     headers = ["policy", "done", "avg JCT h", "p99 JCT h", "makespan h", "in-sys h",

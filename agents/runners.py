@@ -188,6 +188,7 @@ def merge_timing_repeats(runs: list[Run]) -> Run:
     first = runs[0]
     if len(runs) == 1:
         return first
+
     def same(a, b) -> bool:           # as JSON text: NaN equals NaN
         return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
