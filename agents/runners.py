@@ -27,6 +27,7 @@ from agents.suites import Scenario, Suite
 from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.features import observation_space
 from hsched_env.errors import ConfigError
+from hsched_env.metrics import decision_time_metrics
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import JobRecord, SimConfig, Simulator
 from lp_baseline.policy import LPPolicy
@@ -219,13 +220,8 @@ def merge_timing_repeats(runs: list[Run]) -> Run:
     rounds = np.arange(total.shape[1])
     for name, values in fields.items():
         setattr(merged, name, values[middle, rounds].mean(axis=0))
-    dec = np.asarray(merged.decision_s, dtype=float)
-    merged.metrics.update({
-        "decision_time_mean_s": float(dec.mean()) if dec.size else 0.0,
-        "decision_time_p99_s": float(np.percentile(dec, 99)) if dec.size else 0.0,
-        "decision_time_max_s": float(dec.max()) if dec.size else 0.0,
-        "wall_s": float(np.median([r.metrics["wall_s"] for r in runs])),
-    })
+    merged.metrics.update(decision_time_metrics(merged.decision_s),
+                          wall_s=float(np.median([r.metrics["wall_s"] for r in runs])))
     return merged
 
 

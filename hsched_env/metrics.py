@@ -29,6 +29,15 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else math.nan
 
 
+def decision_time_metrics(decision_s) -> dict:
+    """``decision_time_mean_s``, ``decision_time_p99_s`` and ``decision_time_max_s`` of the
+    per-round decision times ``decision_s`` (0 for each when there is no round)."""
+    dec = np.asarray(decision_s, dtype=float)
+    return {"decision_time_mean_s": float(dec.mean()) if dec.size else 0.0,
+            "decision_time_p99_s": _pct(dec, 99) if dec.size else 0.0,
+            "decision_time_max_s": float(dec.max()) if dec.size else 0.0}
+
+
 def finish_time_fairness(rec, cluster_gpus: float) -> float:
     """Finish-time fairness ρ of one completed job (a ``JobRecord``) on a cluster of
     ``cluster_gpus`` GPUs: ``JCT / (duration × max(1, contention × requested / G))``, as in the
@@ -86,9 +95,7 @@ def compute_metrics(result) -> dict:
         "restarts_per_job": float(np.mean([r.restarts for r in recs])),
         "ftf_worst": float(rho.max()) if rho.size else math.nan,
         "ftf_mean": float(rho.mean()) if rho.size else math.nan,
-        "decision_time_mean_s": float(dec.mean()) if dec.size else 0.0,
-        "decision_time_p99_s": _pct(dec, 99) if dec.size else 0.0,
-        "decision_time_max_s": float(dec.max()) if dec.size else 0.0,
+        **decision_time_metrics(dec),
         "lp_vars_mean": float(np.mean(result.lp_vars)) if result.lp_vars else 0.0,
         "rounds": result.rounds,
         "rounds_skipped": getattr(result, "rounds_skipped", 0),
