@@ -33,7 +33,8 @@ POLLUX_W2 = Path("traces") / "pollux" / "workloads" / "workload-2.csv"     # und
 
 #: Keys whose values are wall-clock measurements (they differ between any two runs).
 WALL_CLOCK = ("decision_time", "wall_s", "decide_s", "solve_s", "build_s", "_ms", "seconds",
-              "time_per", "elapsed", "steps_per_s", "fps", "ranker_time")
+              "time_per", "elapsed", "steps_per_s", "fps", "ranker_time",
+              "decision_with_observation", "observation_time")
 
 COMPARES = [
     ("sia-64", "gavel:rate=4,jobs=40,seed=1",
