@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how the LP policies solve each LP: auto (default: column "
                              "generation from 2,000 LP columns up, else dual simplex), simplex "
                              "(the default before 2026-12-03), ipm or colgen (docs/lp.md)")
+        sp.add_argument("--lp-warm-start", action="store_true",
+                        help="start each decision's dual simplex from the previous "
+                             "decision's basis (faster; where an LP has several optimal "
+                             "vertices the schedule may differ from the default cold solve; "
+                             "docs/lp.md)")
         sp.add_argument("--seed", type=int, default=0, help="policy seed (0)")
         sp.add_argument("--max-time-s", type=float, default=None,
                         help="stop the simulation at this time")

@@ -82,12 +82,14 @@ def _measure(text: str) -> tuple[int, int]:
 
 
 def _lp_options(args) -> dict:
-    """LP knobs given on the command line: ``--floor`` (the co-optimizer's policies) and
-    ``--lp-method`` (every LP policy)."""
+    """LP knobs given on the command line: ``--floor`` (the co-optimizer's policies),
+    ``--lp-method`` and ``--lp-warm-start`` (every LP policy)."""
     options = {} if args.floor is None else {"floor": args.floor}
     method = getattr(args, "lp_method", "auto")
     if method != "auto":
         options["lp_method"] = method
+    if getattr(args, "lp_warm_start", False):
+        options["warm_start"] = True
     return options
 
 
@@ -234,7 +236,8 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     options = argparse.Namespace(objective=args.objective, backend=None,
                                  lp_backend=_lp_backend(args), topk=args.topk,
                                  floor=args.floor, lp_time_limit_s=args.lp_time_limit_s,
-                                 lp_method=args.lp_method)
+                                 lp_method=args.lp_method,
+                                 lp_warm_start=args.lp_warm_start)
     inputs = {"cluster": args.cluster, "cluster_sha256": fingerprint(cluster),
               "workload": args.workload, "jobs_sha256": fingerprint(workload.jobs),
               "skip_invalid": args.skip_invalid, "sim_config": repr(config),

@@ -184,6 +184,10 @@ def _configure(h, options: dict) -> None:
             raise ValueError(f"HiGHS rejected option {key}={value!r}")
 
 
+#: HiGHS' basis statuses by code (``HighsBasisStatus``: lower, basic, upper, zero, nonbasic).
+_BASIS_STATUS = (None if highspy is None else
+                 sorted(highspy.HighsBasisStatus.__members__.values(), key=int))
+
 #: ``passModel``'s codes of a column-wise matrix and of maximization (HiGHS'
 #: ``MatrixFormat.kColwise`` and ``ObjSense.kMaximize``).
 _COLWISE = 1
@@ -225,6 +229,25 @@ class HighsModel:
     def set_row_lower(self, rows: np.ndarray, lo: np.ndarray) -> None:
         self.h.changeRowsBounds(rows.size, rows.astype(np.int32), lo, np.full(rows.size, INF))
 
+    def set_basis(self, col_status: np.ndarray, row_status: np.ndarray) -> bool:
+        """Start the next run from these basis statuses (HiGHS ``HighsBasisStatus`` codes,
+        one per column and row), given as an *alien* basis: HiGHS repairs a basis whose
+        number of basic variables is off. Returns whether HiGHS accepted it."""
+        basis = highspy.HighsBasis()
+        basis.col_status = [_BASIS_STATUS[v] for v in col_status.tolist()]
+        basis.row_status = [_BASIS_STATUS[v] for v in row_status.tolist()]
+        basis.alien = True
+        return self.h.setBasis(basis) == highspy.HighsStatus.kOk
+
+    def basis(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The current basis as ``(column statuses, row statuses)`` (int8 codes), ``None``
+        when HiGHS has no valid one."""
+        basis = self.h.getBasis()
+        if not basis.valid:
+            return None
+        return (np.fromiter(map(int, basis.col_status), dtype=np.int8),
+                np.fromiter(map(int, basis.row_status), dtype=np.int8))
+
     def clear_solver(self) -> None:
         """Drop the warm-start state (basis, factorization); the model is kept."""
         self.h.clearSolver()
@@ -249,6 +272,9 @@ class HighsDriver(HighsModel):
                          options)
         self.spec = spec
         self.ncol = a.shape[1]
+        #: set ``record_basis`` to keep the basis of the first optimal run in ``first_basis``
+        self.record_basis = False
+        self.first_basis: tuple[np.ndarray, np.ndarray] | None = None
 
     def set_cost(self, cost: np.ndarray) -> None:
         self.h.changeColsCost(self.ncol, np.arange(self.ncol, dtype=np.int32), cost)
@@ -257,7 +283,10 @@ class HighsDriver(HighsModel):
         self.h.changeColBounds(col, lo, float(self.spec.col_hi[col]))
 
     def run(self, budget_s: float | None) -> SolverRun:
-        return self.run_highs(budget_s)
+        result = self.run_highs(budget_s)
+        if self.record_basis and self.first_basis is None and result.status == "optimal":
+            self.first_basis = self.basis()
+        return result
 
 
 def _collect(h, run_before: float) -> SolverRun:

@@ -42,6 +42,8 @@ class LPSpec:
     obj_rows: np.ndarray    # row indices of the per-job objective rows
     obj_jobs: np.ndarray    # job of each objective row
     col_job: np.ndarray | None = None   # (n,) job of each x column (column generation)
+    row_jobs: np.ndarray | None = None  # job of each job row (the first rows)
+    types: np.ndarray | None = None     # GPU type of each capacity row (after the job rows)
 
 
 def _csc(vals: np.ndarray, rows: np.ndarray, cols: np.ndarray, m: int,
@@ -121,4 +123,4 @@ def build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.nd
     return LPSpec(cand=cand, a=a, row_lo=row_lo, row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
                  cost=cost, fill=fill, aux=n if has_aux else None,
                  obj_rows=base_obj + np.arange(obj_jobs.size), obj_jobs=obj_jobs,
-                 col_job=jobs)
+                 col_job=jobs, row_jobs=run_jobs, types=types)

@@ -83,6 +83,7 @@ from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIEL
 from lp_baseline.rounding import (TINY, RoundingMemo, integral_assignment, other_candidates,
                                   round_allocation)
 from lp_baseline.solver import METHOD_OPTIONS, solve_allocation
+from lp_baseline.warm_start import BasisKeys
 from hsched_env.table_memo import TableMemo
 
 #: ``LPPolicy(lp_method=)``: how each LP is solved (``solver.METHODS``), with the HiGHS options
@@ -127,6 +128,7 @@ class _Part:
     gpus: np.ndarray
     thr: np.ndarray
     problem: AllocationProblem | None = None
+    basis_keys: BasisKeys | None = None     # warm_start: its jobs and candidates by label
     fault: tuple[str, str] | None = None
     empty: bool = False
     seconds: float = 0.0
@@ -173,6 +175,13 @@ class LPPolicy:
             rounding's result when its inputs are the previous round's
             (``rounding.RoundingMemo``). The schedule is the
             same either way (``tests/test_lp_memo.py``); ``False`` recomputes everything.
+        warm_start: Start each decision's dual simplex from the previous decision's optimal
+            basis, mapped onto the new LP by job and candidate (``lp_baseline.warm_start``):
+            a few pivots where the LP changed by a few jobs, instead of a solve from scratch.
+            The same optimum, but where the LP has several optimal vertices HiGHS may end on
+            another one, so a schedule can differ from the cold solve's (docs/lp.md, "Warm
+            starts across decisions"). Off by default; the simplex path only (not column
+            generation, not ``pulp``).
         lp_method: How each LP is solved (``solver.METHODS``): ``"auto"`` (default: column
             generation for LPs of at least ``solver.COLGEN_MIN_COLUMNS`` columns, else the
             dual simplex), ``"simplex"`` (HiGHS' dual simplex over every column), ``"ipm"``
@@ -226,7 +235,8 @@ class LPPolicy:
                  las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True,
                  rounding: str | None = None, pop_workers: int | None = 1,
                  pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
-                 lp_method: str = "auto", min_resolve_interval_s: float = 0.0) -> None:
+                 lp_method: str = "auto", min_resolve_interval_s: float = 0.0,
+                 warm_start: bool = False) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         defaults = objective_defaults(objective)
@@ -278,6 +288,9 @@ class LPPolicy:
             raise ConfigError(f"lp_method='colgen' needs backend='highs', got {backend!r}",
                               field="lp_method")
         self.lp_method = lp_method
+        if not isinstance(warm_start, bool):
+            raise ConfigError(f"must be True or False, got {warm_start!r}", field="warm_start")
+        self.warm_start = warm_start
         self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
@@ -292,6 +305,8 @@ class LPPolicy:
         self._received: dict[int, dict[int, float]] = {}
         self._deficit: dict[int, dict[int, float]] = {}
         self._elapsed = 0.0
+        self._bases: dict[int, object] = {}    # POP part -> its last LP basis (warm_start)
+        self._warm_starts = 0
         self._last_t: float | None = None
         self._last_solve_t: float | None = None    # time of the last solve (the reset rule)
         self._solves = 0
@@ -333,12 +348,16 @@ class LPPolicy:
         jobs actually ran with (less the time a restart took) ÷ the normalized throughput the
         LP planned for them (``Σ_c X thr / norm``; rounds a job finished in are left out);
         above 1 when the fill pass runs jobs on GPUs the plan left idle; NaN before a round
-        has run."""
-        return {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
-                "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
-                "lp_time_limits": self._time_limits, "lp_reused": self._lp_reused,
-                "rounding_reused": self._round_memo.hits,
-                "delivered_over_planned": self._delivery.ratio()}
+        has run. With ``warm_start``, also ``lp_warm_starts``: solves HiGHS started from the
+        previous decision's basis."""
+        out = {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
+               "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
+               "lp_time_limits": self._time_limits, "lp_reused": self._lp_reused,
+               "rounding_reused": self._round_memo.hits,
+               "delivered_over_planned": self._delivery.ratio()}
+        if self.warm_start:
+            out["lp_warm_starts"] = self._warm_starts
+        return out
 
     # ------------------------------------------------------------------ candidates
     def _eligible(self, view: SchedulerView, k: int, allowed=None) -> np.ndarray:
@@ -605,7 +624,8 @@ class LPPolicy:
         reused = {i: memo[key] for i, key in enumerate(keys) if key is not None and key in memo}
         todo = [i for i, b in enumerate(built) if b.problem is not None and i not in reused]
         tasks = [PartSolve(built[i].problem, self.objective, self.backend, self.floor,
-                           deadline=deadline, method=self.lp_method)
+                           deadline=deadline, method=self.lp_method,
+                           basis_keys=built[i].basis_keys, warm_basis=self._bases.get(i))
                  for i in todo]
         t_solve = time.perf_counter()
         solved = dict(zip(todo, solve_parts(tasks, executor=self.pop_executor,
@@ -619,6 +639,10 @@ class LPPolicy:
             outcome = (PartOutcome(reused[i], "", 0.0, reused=True) if i in reused
                        else solved.get(i))
             x, accepted = self._finish_part(view, b, outcome, rows, part_cap, stats)
+            if self.warm_start and outcome is not None and outcome.result is not None:
+                if outcome.result.basis is not None:
+                    self._bases[i] = outcome.result.basis
+                self._warm_starts += int(outcome.result.warm_started)
             if accepted and keys[i] is not None and outcome.result.status == "optimal":
                 kept[keys[i]] = outcome.result
             part_times.append(b.seconds + (0.0 if outcome is None else outcome.seconds)
@@ -675,6 +699,10 @@ class LPPolicy:
                     age_s=view.time_s - view.arrival_s[members[idx]],
                     ftf_denominator_s=ftf_denominator(view, members[idx]),
                     priority=priority, switch=switch, gain=gain)
+            if self.warm_start:
+                part.basis_keys = BasisKeys(
+                    job_keys=view.job_ids[members[idx]].astype(np.int64),
+                    cand_rows=np.concatenate([rows[k] for k in members[idx]]).astype(np.int64))
         except ValueError as exc:     # ConfigError naming the bad field
             part.fault = ("invalid_input", str(exc))
         return part

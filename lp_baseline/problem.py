@@ -229,6 +229,9 @@ class LPResult:
         pricing_rounds: restricted LP solves of column generation (0 without it).
         method: how the LP was solved (``solver.METHODS``; ``"auto"`` resolved), "" when
             no LP was built.
+        basis: with ``basis_keys``, the basis of the first optimal solve as a
+            ``warm_start.LabeledBasis`` (the next decision's ``warm_basis``); else ``None``.
+        warm_started: whether HiGHS took ``warm_basis`` as its starting basis.
     """
 
     x: np.ndarray
@@ -248,6 +251,8 @@ class LPResult:
     columns_solved: int = 0
     pricing_rounds: int = 0
     method: str = ""
+    basis: object = None
+    warm_started: bool = False
 
     @property
     def decision_s(self) -> float:

@@ -47,7 +47,8 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         backend, topk, time_limit_s, memoize: As in ``LPPolicy`` (every LP policy).
         lp_options: Further ``LPPolicy`` keywords for those policies (``floor``,
             ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...);
-            ``lp_method`` also reaches ``gavel`` and ``agnostic-lp``.
+            ``lp_method`` and ``warm_start`` also reach ``gavel``, ``gavel-resets`` and
+            ``agnostic-lp``.
     """
     from lp_baseline.baselines import BASELINES
     if name in BASELINES:
@@ -73,8 +74,9 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
     gavel_like = dict(candidates="requested", normalizer="requested", size_cap=False,
                       backend=backend, time_limit_s=time_limit_s, objective="max-min",
                       memoize=memoize)
-    if "lp_method" in lp_options:           # how the LP is solved: every LP policy
-        gavel_like["lp_method"] = lp_options["lp_method"]
+    for key in ("lp_method", "warm_start"):  # how the LP is solved: every LP policy
+        if key in lp_options:
+            gavel_like[key] = lp_options[key]
     if name == "heterosched-lp":
         return LPPolicy(name, **common)
     if name == "lp-on-change":

@@ -71,6 +71,7 @@ from lp_baseline.colgen import ColumnGenerationDriver
 from lp_baseline.formulation import LPSpec, build_spec
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
                                  LPResult, evaluate_objective, require_field)
+from lp_baseline.warm_start import BasisKeys, LabeledBasis, lp_labels
 # Re-exported: callers (tests, scripts, docs/lp.md) import these from ``lp_baseline.solver``,
 # where they were before the split.
 from lp_baseline.backends import solver_available
@@ -125,7 +126,9 @@ def _repair(p: AllocationProblem, x: np.ndarray) -> np.ndarray:
 def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backend: str = "highs",
                      time_limit_s: float | None = None, secondary: bool = True,
                      highs_options: dict | None = None,
-                     floor: float = DEFAULT_FLOOR, method: str = "simplex") -> LPResult:
+                     floor: float = DEFAULT_FLOOR, method: str = "simplex",
+                     basis_keys: BasisKeys | None = None,
+                     warm_basis: LabeledBasis | None = None) -> LPResult:
     """Solve the allocation LP for one round.
 
     Args:
@@ -147,6 +150,12 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
             (column generation, ``lp_baseline.colgen``; ``backend="highs"`` only) or
             ``"auto"`` (``"colgen"`` from ``COLGEN_MIN_COLUMNS`` LP columns up on the
             ``highs`` backend, else ``"simplex"``); ``LPResult.method`` says which ran.
+        basis_keys: what the problem's jobs and candidates are across decisions
+            (``warm_start.BasisKeys``); with it, a dual simplex solve on the ``highs`` backend
+            returns its first optimal basis in ``LPResult.basis``.
+        warm_basis: a previous decision's ``LPResult.basis``: the dual simplex starts from it,
+            mapped onto this LP by label (``warm_start``; needs ``basis_keys``). The same
+            optimum, possibly another optimal vertex. Column generation and ``pulp`` ignore it.
 
     Returns:
         An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
@@ -162,6 +171,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         raise ValueError(f"floor must be in [0, 1], got {floor!r}")
     if method not in METHODS:
         raise ValueError(f"unknown LP method {method!r}; expected one of {METHODS}")
+    if warm_basis is not None and basis_keys is None:
+        raise ValueError("warm_basis needs basis_keys (the labels to map it by)")
     if method == "colgen" and backend != "highs":
         raise ValueError(f"method='colgen' needs backend='highs', got {backend!r}")
     if objective in ("min-makespan", "ftf"):
@@ -240,6 +251,14 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     except Exception as exc:   # noqa: BLE001 - reported as a status, the caller falls back
         return failed("error", f"model build failed: {type(exc).__name__}: {exc}",
                       n_vars, n_cons)
+    labels = None
+    warm_started = False
+    if basis_keys is not None and isinstance(driver, HighsDriver):
+        labels = lp_labels(basis_keys, p.job_of, spec.cand, spec.aux, spec.row_jobs,
+                           spec.types, spec.obj_jobs)
+        driver.record_basis = True
+        if warm_basis is not None:
+            warm_started = driver.set_basis(*warm_basis.map_onto(*labels))
     t1 = time.perf_counter()
     build_s = t1 - t0
 
@@ -281,7 +300,16 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                     n_cons=n_cons, iterations=iters, unrunnable=unrunnable, highs_run_s=run_s,
                     has_x=values is not None, message=message, floor_ratio=floor_ratio,
                     columns_solved=getattr(driver, "columns", n_vars), method=method,
-                    pricing_rounds=getattr(driver, "rounds", 0))
+                    pricing_rounds=getattr(driver, "rounds", 0),
+                    basis=_labeled_basis(labels, driver), warm_started=warm_started)
+
+
+def _labeled_basis(labels, driver) -> LabeledBasis | None:
+    """The driver's first optimal basis under the LP's labels (``None`` without either)."""
+    found = getattr(driver, "first_basis", None)
+    if labels is None or found is None:
+        return None
+    return LabeledBasis.of(labels[0], found[0], labels[1], found[1])
 
 
 def _solve_lexicographic(spec: LPSpec, driver, budget, secondary: bool, keep: float):

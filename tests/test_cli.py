@@ -310,6 +310,27 @@ def test_lp_method_reaches_every_lp_policy(capsys, monkeypatch, policy):
         assert code == 0 and seen and set(seen) == {method}, (flag, err)
 
 
+@pytest.mark.parametrize("policy", ["heterosched-lp", "gavel"])
+def test_lp_warm_start_reaches_every_lp_policy(capsys, monkeypatch, policy):
+    import lp_baseline.parallel_parts as parts_mod
+    seen, real = [], parts_mod.solve_allocation
+
+    def record(problem, objective, **kw):
+        seen.append((kw.get("basis_keys") is not None, kw.get("warm_basis") is not None))
+        return real(problem, objective, **kw)
+
+    monkeypatch.setattr(parts_mod, "solve_allocation", record)
+    for flag, warm in (([], False), (["--lp-warm-start"], True)):
+        seen.clear()
+        code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
+                             "gavel:rate=4,jobs=6", "--policy", policy, "--json",
+                             "--no-progress", *flag)
+        assert code == 0 and len(seen) > 1, (flag, err)
+        assert all(keys == warm for keys, _ in seen)
+        assert any(basis for _, basis in seen) == warm        # from the second solve on
+        assert ("lp_warm_starts" in json.loads(out)) == warm
+
+
 def test_compare_checks_every_policy_name_first(capsys):
     code, out, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
                          "gavel:rate=4,jobs=3", "--policies", "fifo,nope")
