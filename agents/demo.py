@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from hsched_env.catalog import get_model
 from agents.evaluate import Scenario, Suite, evaluate, format_report, write_outputs
+from agents.report import tensorboard_command
 from agents.ranker import shipped_ranker_path
 from hsched_env.cluster import get_cluster
 from hsched_env.planner import plan
@@ -93,7 +94,7 @@ def _schedule(c, out: Path, spec: str, policies: tuple[str, ...]) -> Iterator[st
     yield format_report(report)
     written = write_outputs(report, out, overwrite=True)     # the demo's folder, each run
     yield ("\nWrote " + ", ".join(str(p) for p in written)
-           + f"\nOpen the TensorBoard logs with:  tensorboard --logdir {out.parent}")
+           + f"\nOpen the TensorBoard logs with:  {tensorboard_command(out.parent)}")
 
 
 def _ranker_at_scale(out: Path) -> Iterator[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -528,6 +529,13 @@ TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1
               ("decision_time_ratio", "decision_time_ratio", 1.0),
               ("observation_time_ms", "observation_time_mean_s", 1e3),
               ("decision_with_observation_ratio", "decision_with_observation_ratio", 1.0))
+
+
+def tensorboard_command(logdir) -> str:
+    """The command that opens ``logdir`` in TensorBoard: the ``tensorboard`` installed beside
+    this Python (a virtual environment's, which need not be on ``PATH``), else the bare name."""
+    beside = Path(sys.executable).with_name("tensorboard")
+    return f"{beside if beside.exists() else 'tensorboard'} --logdir {logdir}"
 
 
 def _write_tensorboard(report: Report, data: dict, path: Path) -> Path:

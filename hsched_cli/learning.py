@@ -131,6 +131,7 @@ def cmd_train(args) -> int:
     """``hsched train``: the values of the run come from ``TrainConfig``'s defaults, then the
     env id's entry of the hyper-parameter file (``--hyperparams``, default the shipped
     ``agents/hyperparams/<algo>[_mlp].yml``), then these flags."""
+    from agents.report import tensorboard_command
     from agents.train import make_config, parse_assignment, prepare_run_dir, train
     fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
               "logdir": args.logdir}
@@ -215,5 +216,5 @@ def cmd_train(args) -> int:
              ("ranker.pt, " if config.policy == "equivariant" else "")
              + "model.zip, config.json, tb/")
     print(f"wrote {out}/ ({files}) in {summary['total_s']:.0f} s;"
-          f" tensorboard --logdir {out}")
+          f" {tensorboard_command(out)}")
     return 0
