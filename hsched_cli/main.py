@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start each decision's dual simplex from the previous "
                              "decision's basis (faster; where an LP has several optimal "
                              "vertices the schedule may differ from the default cold solve; "
-                             "docs/lp.md)")
+                             "no effect on column generation, IPM or pulp; docs/lp.md)")
         sp.add_argument("--seed", type=int, default=0, help="policy seed (0)")
         sp.add_argument("--max-time-s", type=float, default=None,
                         help="stop the simulation at this time")

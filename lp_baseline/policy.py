@@ -180,8 +180,10 @@ class LPPolicy:
             a few pivots where the LP changed by a few jobs, instead of a solve from scratch.
             The same optimum, but where the LP has several optimal vertices HiGHS may end on
             another one, so a schedule can differ from the cold solve's (docs/lp.md, "Warm
-            starts across decisions"). Off by default; the simplex path only (not column
-            generation, not ``pulp``).
+            starts across decisions"). Off by default; the dual simplex path only (not
+            column generation, which ``lp_method="auto"`` uses from 2,000 LP columns up, not
+            IPM, not ``pulp``). One basis per POP part index: POP redraws its parts every
+            decision, so there it saves much less.
         lp_method: How each LP is solved (``solver.METHODS``): ``"auto"`` (default: column
             generation for LPs of at least ``solver.COLGEN_MIN_COLUMNS`` columns, else the
             dual simplex), ``"simplex"`` (HiGHS' dual simplex over every column), ``"ipm"``
@@ -348,8 +350,8 @@ class LPPolicy:
         jobs actually ran with (less the time a restart took) ÷ the normalized throughput the
         LP planned for them (``Σ_c X thr / norm``; rounds a job finished in are left out);
         above 1 when the fill pass runs jobs on GPUs the plan left idle; NaN before a round
-        has run. With ``warm_start``, also ``lp_warm_starts``: solves HiGHS started from the
-        previous decision's basis."""
+        has run. With ``warm_start``, also ``lp_warm_starts``: LP solves of ``decide`` (each
+        POP part counted) that HiGHS started from the previous decision's basis."""
         out = {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
                "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
                "lp_time_limits": self._time_limits, "lp_reused": self._lp_reused,
@@ -625,7 +627,8 @@ class LPPolicy:
         todo = [i for i, b in enumerate(built) if b.problem is not None and i not in reused]
         tasks = [PartSolve(built[i].problem, self.objective, self.backend, self.floor,
                            deadline=deadline, method=self.lp_method,
-                           basis_keys=built[i].basis_keys, warm_basis=self._bases.get(i))
+                           basis_keys=built[i].basis_keys,
+                           warm_basis=self._bases.get(i) if memo_update else None)
                  for i in todo]
         t_solve = time.perf_counter()
         solved = dict(zip(todo, solve_parts(tasks, executor=self.pop_executor,
@@ -639,7 +642,9 @@ class LPPolicy:
             outcome = (PartOutcome(reused[i], "", 0.0, reused=True) if i in reused
                        else solved.get(i))
             x, accepted = self._finish_part(view, b, outcome, rows, part_cap, stats)
-            if self.warm_start and outcome is not None and outcome.result is not None:
+            if (self.warm_start and memo_update and outcome is not None
+                    and outcome.result is not None and not outcome.reused):
+                # decisions only (``shares`` neither reads nor replaces the carried basis)
                 if outcome.result.basis is not None:
                     self._bases[i] = outcome.result.basis
                 self._warm_starts += int(outcome.result.warm_started)

@@ -155,7 +155,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
             returns its first optimal basis in ``LPResult.basis``.
         warm_basis: a previous decision's ``LPResult.basis``: the dual simplex starts from it,
             mapped onto this LP by label (``warm_start``; needs ``basis_keys``). The same
-            optimum, possibly another optimal vertex. Column generation and ``pulp`` ignore it.
+            optimum, possibly another optimal vertex. Column generation, IPM and ``pulp``
+            ignore it.
 
     Returns:
         An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
@@ -253,7 +254,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                       n_vars, n_cons)
     labels = None
     warm_started = False
-    if basis_keys is not None and isinstance(driver, HighsDriver):
+    if basis_keys is not None and method == "simplex" and isinstance(driver, HighsDriver):
         labels = lp_labels(basis_keys, p.job_of, spec.cand, spec.aux, spec.row_jobs,
                            spec.types, spec.obj_jobs)
         driver.record_basis = True

@@ -14,7 +14,7 @@ A warm start reaches an optimum of the same LP, but where the LP has several opt
 (a degenerate max-min LP, for instance) it may end on another one, and the schedule can differ
 from the cold solve's (docs/lp.md, "Warm starts across decisions"). It is an option, off by
 default. Only the dual simplex path uses it (``backend="highs"`` with the simplex method);
-column generation and the PuLP backend solve cold.
+column generation, IPM and the PuLP backend solve cold.
 """
 
 from __future__ import annotations

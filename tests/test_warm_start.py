@@ -154,3 +154,40 @@ def test_warm_start_must_be_a_bool():
     from hsched_env.errors import ConfigError
     with pytest.raises(ConfigError, match="warm_start"):
         LPPolicy(warm_start="yes")
+
+
+def test_labels_of_a_small_lp_exactly():
+    # jobs 7 and 9; job 7 has candidates (rows 0, 1), job 9 one (row 3) on type 1 only
+    p = AllocationProblem(job_of=np.array([0, 0, 1]),
+                          gpus=np.array([[1, 0], [0, 2], [0, 1]]),
+                          thr=np.array([1.0, 2.0, 1.5]), capacity=np.array([4.0, 4.0]),
+                          norm=np.ones(2))
+    keys = BasisKeys(np.array([7, 9]), np.array([0, 1, 3]))
+    spec = build_spec(p, "max-min", p.fits(), p.runnable(), p.runnable(), np.ones(2))
+    cols, rows = lp_labels(keys, p.job_of, spec.cand, spec.aux, spec.row_jobs, spec.types,
+                           spec.obj_jobs)
+    assert cols.tolist() == [7 << 24, (7 << 24) | 1, (9 << 24) | 3, AUX_LABEL]
+    # job rows (2 × key), type rows (-1 - type), objective rows (2 × key + 1)
+    assert rows.tolist() == [14, 18, -1, -2, 15, 19]
+
+
+def test_a_warm_policy_pivots_far_less_and_ipm_is_not_warm_started(monkeypatch):
+    import lp_baseline.backends as backends
+    pivots = []
+    real = backends.HighsModel.run_highs
+
+    def counted(self, budget_s):
+        out = real(self, budget_s)
+        pivots.append(self.h.getInfo().simplex_iteration_count)
+        return out
+
+    monkeypatch.setattr(backends.HighsModel, "run_highs", counted)
+    totals = {}
+    for warm in (False, True):
+        pivots.clear()
+        _run(make_policy("heterosched-lp", warm_start=warm, lp_method="simplex"))
+        totals[warm] = sum(pivots)
+    assert totals[True] < 0.5 * totals[False], totals
+    ipm = make_policy("heterosched-lp", warm_start=True, lp_method="ipm")
+    _run(ipm)
+    assert ipm.summary()["lp_warm_starts"] == 0
