@@ -627,7 +627,9 @@ class LPPolicy:
         todo = [i for i, b in enumerate(built) if b.problem is not None and i not in reused]
         tasks = [PartSolve(built[i].problem, self.objective, self.backend, self.floor,
                            deadline=deadline, method=self.lp_method,
-                           basis_keys=built[i].basis_keys,
+                           # a decision's solves only: ``shares`` neither reads nor
+                           # replaces the carried basis, nor pays for recording one
+                           basis_keys=built[i].basis_keys if memo_update else None,
                            warm_basis=self._bases.get(i) if memo_update else None)
                  for i in todo]
         t_solve = time.perf_counter()
@@ -644,7 +646,6 @@ class LPPolicy:
             x, accepted = self._finish_part(view, b, outcome, rows, part_cap, stats)
             if (self.warm_start and memo_update and outcome is not None
                     and outcome.result is not None and not outcome.reused):
-                # decisions only (``shares`` neither reads nor replaces the carried basis)
                 if outcome.result.basis is not None:
                     self._bases[i] = outcome.result.basis
                 self._warm_starts += int(outcome.result.warm_started)
@@ -704,12 +705,13 @@ class LPPolicy:
                     age_s=view.time_s - view.arrival_s[members[idx]],
                     ftf_denominator_s=ftf_denominator(view, members[idx]),
                     priority=priority, switch=switch, gain=gain)
-            if self.warm_start:
-                part.basis_keys = BasisKeys(
-                    job_keys=view.job_ids[members[idx]].astype(np.int64),
-                    cand_rows=np.concatenate([rows[k] for k in members[idx]]).astype(np.int64))
         except ValueError as exc:     # ConfigError naming the bad field
             part.fault = ("invalid_input", str(exc))
+            return part
+        if self.warm_start:
+            part.basis_keys = BasisKeys(
+                job_keys=view.job_ids[members[idx]].astype(np.int64),
+                cand_rows=np.concatenate([rows[k] for k in members[idx]]).astype(np.int64))
         return part
 
     def _finish_part(self, view, part: "_Part", outcome, rows, cap,

@@ -255,8 +255,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     labels = None
     warm_started = False
     if basis_keys is not None and method == "simplex" and isinstance(driver, HighsDriver):
-        labels = lp_labels(basis_keys, p.job_of, spec.cand, spec.aux, spec.row_jobs,
-                           spec.types, spec.obj_jobs)
+        labels = lp_labels(basis_keys, p.job_of, spec)
         driver.record_basis = True
         if warm_basis is not None:
             warm_started = driver.set_basis(*warm_basis.map_onto(*labels))
@@ -307,10 +306,10 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
 
 def _labeled_basis(labels, driver) -> LabeledBasis | None:
     """The driver's first optimal basis under the LP's labels (``None`` without either)."""
-    found = getattr(driver, "first_basis", None)
-    if labels is None or found is None:
+    if labels is None or driver.first_basis is None:   # labels: a HighsDriver's LP only
         return None
-    return LabeledBasis.of(labels[0], found[0], labels[1], found[1])
+    (cols, rows), (col_status, row_status) = labels, driver.first_basis
+    return LabeledBasis.of(cols, col_status, rows, row_status)
 
 
 def _solve_lexicographic(spec: LPSpec, driver, budget, secondary: bool, keep: float):

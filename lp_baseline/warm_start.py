@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lp_baseline.formulation import LPSpec
+
 #: HiGHS' ``HighsBasisStatus`` codes used here.
 LOWER, BASIC = 0, 1
 #: A job's candidate row is packed with its job key into one int64 label: ``key << ROW_BITS |
@@ -52,19 +54,20 @@ class BasisKeys:
             raise ValueError(f"BasisKeys: candidate rows must be in [0, 2**{ROW_BITS})")
 
 
-def lp_labels(keys: BasisKeys, job_of: np.ndarray, cand: np.ndarray, aux: int | None,
-              row_jobs: np.ndarray, types: np.ndarray, obj_jobs: np.ndarray
+def lp_labels(keys: BasisKeys, job_of: np.ndarray, spec: LPSpec
               ) -> tuple[np.ndarray, np.ndarray]:
-    """``(column labels, row labels)`` of an LP built by ``formulation.build_spec``: its
-    columns are the candidates ``cand`` (then the auxiliary column, if any), its rows one per
-    job of ``row_jobs``, one per GPU type of ``types``, one per job of ``obj_jobs``."""
+    """``(column labels, row labels)`` of the LP ``spec`` (``formulation.build_spec``) of a
+    problem whose candidates belong to the jobs ``job_of``: its columns are the candidates
+    ``spec.cand`` (then the auxiliary column, if any), its rows one per job of
+    ``spec.row_jobs``, one per GPU type of ``spec.types``, one per job of ``spec.obj_jobs``."""
     jk = np.asarray(keys.job_keys, dtype=np.int64)
+    cand = spec.cand
     cols = (jk[job_of[cand]] << ROW_BITS) | np.asarray(keys.cand_rows, dtype=np.int64)[cand]
-    if aux is not None:
+    if spec.aux is not None:
         cols = np.append(cols, AUX_LABEL)
     # three disjoint label sets: job rows ≥ 0 and even, objective rows ≥ 0 and odd, types < 0
-    rows = np.concatenate([jk[row_jobs] * 2, -1 - np.asarray(types, dtype=np.int64),
-                           jk[obj_jobs] * 2 + 1])
+    rows = np.concatenate([jk[spec.row_jobs] * 2, -1 - np.asarray(spec.types, dtype=np.int64),
+                           jk[spec.obj_jobs] * 2 + 1])
     return cols, rows
 
 

@@ -53,8 +53,7 @@ def test_labels_are_distinct_and_follow_jobs_not_positions():
     p = random_problem(12, np.random.default_rng(0))
     keys = _keys(p, np.arange(100, 112))
     spec = build_spec(p, "max-min", p.fits(), p.runnable(), p.runnable(), np.ones(p.n_jobs))
-    cols, rows = lp_labels(keys, p.job_of, spec.cand, spec.aux, spec.row_jobs, spec.types,
-                           spec.obj_jobs)
+    cols, rows = lp_labels(keys, p.job_of, spec)
     assert cols.size == spec.a.shape[1] and rows.size == spec.a.shape[0]
     assert np.unique(cols).size == cols.size and np.unique(rows).size == rows.size
     assert cols[-1] == AUX_LABEL
@@ -62,8 +61,7 @@ def test_labels_are_distinct_and_follow_jobs_not_positions():
     q = _without_job(p, 0)
     qkeys = _keys(q, np.arange(101, 112))
     qspec = build_spec(q, "max-min", q.fits(), q.runnable(), q.runnable(), np.ones(q.n_jobs))
-    qcols, qrows = lp_labels(qkeys, q.job_of, qspec.cand, qspec.aux, qspec.row_jobs,
-                             qspec.types, qspec.obj_jobs)
+    qcols, qrows = lp_labels(qkeys, q.job_of, qspec)
     assert set(qcols.tolist()) < set(cols.tolist())
     assert set(qrows.tolist()) < set(rows.tolist())
     with pytest.raises(ValueError, match="candidate rows"):
@@ -79,8 +77,7 @@ def test_the_same_lp_from_its_own_basis_takes_no_pivot():
                       1.0 / p.norm)
     driver = HighsDriver(spec, {})
     try:
-        labels = lp_labels(keys, p.job_of, spec.cand, spec.aux, spec.row_jobs, spec.types,
-                           spec.obj_jobs)
+        labels = lp_labels(keys, p.job_of, spec)
         assert driver.set_basis(*cold.basis.map_onto(*labels))
         assert driver.run(None).status == "optimal"
         assert driver.h.getInfo().simplex_iteration_count == 0
@@ -164,8 +161,7 @@ def test_labels_of_a_small_lp_exactly():
                           norm=np.ones(2))
     keys = BasisKeys(np.array([7, 9]), np.array([0, 1, 3]))
     spec = build_spec(p, "max-min", p.fits(), p.runnable(), p.runnable(), np.ones(2))
-    cols, rows = lp_labels(keys, p.job_of, spec.cand, spec.aux, spec.row_jobs, spec.types,
-                           spec.obj_jobs)
+    cols, rows = lp_labels(keys, p.job_of, spec)
     assert cols.tolist() == [7 << 24, (7 << 24) | 1, (9 << 24) | 3, AUX_LABEL]
     # job rows (2 × key), type rows (-1 - type), objective rows (2 × key + 1)
     assert rows.tolist() == [14, 18, -1, -2, 15, 19]
