@@ -64,7 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "this fraction of the max-min optimum (0..1; default 0 for "
                              "sia-srpt / sia-las, 0.5 for fair-srpt / fair-las); the "
                              "co-optimizer's policies only")
-        sp.add_argument("--throughputs", default="analytic", help="'analytic' or 'gavel'")
+        sp.add_argument("--throughputs", default="analytic",
+                        help="'analytic' (default), 'gavel' (Gavel's measured table where it "
+                             "has an entry) or a table file in Gavel's format")
         sp.add_argument("--round-s", type=float, default=ROUND_S,
                         help=f"round length ({ROUND_S:g})")
         sp.add_argument("--restart-s", type=float, default=RESTART_S,

@@ -29,8 +29,12 @@ def check_throughputs(name: str) -> None:
     """``--throughputs`` must be 'analytic', 'gavel' or an existing file (checked without
     letting odd names, e.g. too long for the OS, raise OSError)."""
     if name not in (None, "", "analytic", "gavel") and not is_file(Path(name)):
-        raise ConfigError(f"unknown throughput source {show(name)}; valid: analytic, gavel or "
-                          f"a table file in Gavel's format", field="--throughputs")
+        # a name with a folder or a suffix was meant as a file: say that it is missing
+        missing = ("/" in name or "\\" in name or "." in name) and len(name) < 4096
+        raise ConfigError(f"unknown throughput source {show(name)}"
+                          + (": no such file" if missing else "")
+                          + "; valid: analytic, gavel or a table file in Gavel's format",
+                          field="--throughputs")
 
 
 def cmd_candidates(args) -> int:

@@ -280,6 +280,7 @@ def test_simulate_errors(tmp_path):
     (["--seed", "-1"], "--seed"),
     (["--max-time-s", "-1"], "--max-time-s"),
     (["--throughputs", "nonsense"], "throughput source"),
+    (["--throughputs", "nope.json"], "nope.json': no such file"),
     (["--jobs-out", "/nonexistent-dir/x.csv"], "--jobs-out"),
     (["--floor", "1.5"], "--floor"),
     (["--objective", "fastest"], "fair-srpt"),
