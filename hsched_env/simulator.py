@@ -620,9 +620,10 @@ class Simulator:
         s.t = end
         s.stalled = s.stalled + 1 if not new_alloc and s.next_arrival >= len(self.jobs) else 0
         if s.stalled >= STALL_ROUNDS:
-            log.warning("no job ran for %d rounds with %d jobs waiting and no arrivals left: "
-                        "stopping at t=%.0f s (they are reported unfinished)",
-                        s.stalled, active.size, end)
+            name = getattr(self.policy, "name", None)     # None when an environment drives
+            log.warning("%sno job ran for %d rounds with %d jobs waiting and no arrivals "
+                        "left: stopping at t=%.0f s (they are reported unfinished)",
+                        f"{name}: " if name else "", s.stalled, active.size, end)
             self._end("stalled")
 
     def _row_info(self, table: CandidateTable, r: int) -> tuple:

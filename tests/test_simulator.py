@@ -356,3 +356,31 @@ def test_skipping_stops_at_a_time_limit_and_not_for_unsteady_policies():
     for name in ("srf", "fifo"):
         r = Simulator(cluster, workload, BASELINES[name](), SimConfig(round_s=360)).run()
         assert r.rounds_skipped == 0 and len(r.decision_s) == r.rounds
+
+
+def test_a_stall_warning_names_the_policy(monkeypatch, caplog):
+    """A run that stops because nobody runs the waiting jobs says whose run it was."""
+    import logging
+
+    import hsched_env.simulator as simulator_mod
+    from hsched_env.cluster import get_cluster
+    from hsched_env.workloads import load_workload
+
+    class Idle:
+        name = "idle-policy"
+
+        def reset(self, cluster, seed):
+            pass
+
+        def decide(self, view):
+            return {}
+
+    monkeypatch.setattr(simulator_mod, "STALL_ROUNDS", 5)
+    cluster = get_cluster("tiny-8")
+    workload = load_workload("gavel:rate=4,jobs=2,seed=0", cluster)
+    with caplog.at_level(logging.WARNING, logger="hsched_env.simulator"):
+        sim = simulator_mod.Simulator(cluster, workload, Idle())
+        sim.run()
+    assert sim.end_reason == "stalled"
+    assert any(r.getMessage().startswith("idle-policy: no job ran for 5 rounds")
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
