@@ -343,7 +343,8 @@ def format_report(report: Report) -> str:
     s = report.suite
     lines = [(f"suite {s.name}: {s.description}; held-out seeds "
               f"{', '.join(map(str, report.seeds))}; {s.round_s:.0f} s rounds, restart "
-              f"{s.restart_s:.0f} s, {s.job_candidates} planner candidates per job")]
+              f"{s.restart_s:.0f} s, {s.job_candidates} planner candidates per job "
+              "(plus the requested and Sia's configurations)")]
     if report.timing_repeats > 1:
         lines.append(f"  decision times: per round those of the median of {report.timing_repeats} "
                      f"runs (by the round's total) of each (scenario, policy, seed), which made "

@@ -72,7 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--restart-s", type=float, default=RESTART_S,
                         help=f"restart cost ({RESTART_S:g})")
         sp.add_argument("--max-candidates", type=_positive_int, default=JOB_CANDIDATES,
-                        metavar="N", help=f"candidates kept per job ({JOB_CANDIDATES})")
+                        metavar="N", help=f"planner candidates kept per job "
+                                          f"({JOB_CANDIDATES}); each job's table also holds "
+                                          "its requested configuration and Sia's "
+                                          "configurations (docs/simulator.md)")
         sp.add_argument("--topk", type=_positive_int, default=4, help="k of the topk policy (4)")
         sp.add_argument("--lp-backend", default=None, choices=["highs", "pulp"],
                         help="LP backend: direct sparse HiGHS (default) or PuLP + HiGHS")
