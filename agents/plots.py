@@ -27,6 +27,15 @@ def _axes(plt, n: int, width: float = 5.6, height: float = 4.2):
     return fig, list(axes.flat)
 
 
+def _plain_log_ticks(axis) -> None:
+    """Label a log axis's ticks as plain numbers (``105``, not ``1.05×10²``, whose minor
+    labels overlap within one decade); minor ticks are labelled only where the axis spans
+    less than a decade (matplotlib's ``LogFormatter`` thresholds), so wide axes stay clean."""
+    from matplotlib.ticker import LogFormatter
+    axis.set_major_formatter(LogFormatter())
+    axis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
+
+
 def _colors(plt, labels):
     return {name: plt.cm.tab10(i % 10) for i, name in enumerate(labels)}
 
@@ -80,6 +89,7 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
                 ax.annotate("+ observations", (xo, y), textcoords="offset points",
                             xytext=(5, -10 if i % 2 == 0 else 4), fontsize=7)
         ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
         ax.set_xlabel("decision time per round, mean (ms)")
         ax.set_ylabel(ylabel)
         ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)

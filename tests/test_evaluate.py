@@ -548,3 +548,28 @@ def test_cli_timing_repeats(capsys, tmp_path):
         main(args + ["--timing-repeats", "0", "--out", str(tmp_path / "b")])
     assert exc.value.code == 2
     assert "--timing-repeats" in capsys.readouterr().err
+
+
+def test_pareto_plot_log_axis_labels_are_plain_numbers_within_a_decade():
+    """Decision times of 100-127 ms: plain labels (105, 110, ...), not overlapping
+    '1.05×10²'; across three decades only the decades are labelled."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agents.plots import _plain_log_ticks
+
+    def labels(lo, hi):
+        fig, ax = plt.subplots()
+        ax.scatter([lo, hi], [0, 1])
+        ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
+        fig.canvas.draw()
+        texts = [t.get_text() for t in ax.get_xticklabels(minor=True) + ax.get_xticklabels()
+                 if t.get_text() and lo <= t.get_position()[0] <= hi]
+        plt.close(fig)
+        return texts
+
+    narrow = labels(100, 127)
+    assert len(narrow) >= 3 and all(t.replace(".", "").isdigit() for t in narrow), narrow
+    assert labels(0.5, 900) == ["1", "10", "100"]
