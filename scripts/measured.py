@@ -4,8 +4,8 @@ FIT the half-precision factors (``scripts/calibrate.py``) and which are HELD OUT
 
 A row is compared when it is half-precision (bf16/fp16/AMP) training of a transformer whose
 shape is known (the Llama-2 catalog models, BERT-large, MPT-1B…70B from llm-foundry's YAMLs,
-Megatron-LM's 8B GPT-2), or ResNet-50 training (the catalog's model) in half precision, fp32 or
-TF32 (an "fp32" CNN on Ampere or newer may run its convolutions in TF32 — cuDNN in PyTorch and
+Megatron-LM's 8B GPT-2), or ResNet-50 / ResNet-18 (CIFAR-10) training (the catalog's models) in
+half precision, fp32 or TF32 (an "fp32" CNN on Ampere or newer may run its convolutions in TF32 — cuDNN in PyTorch and
 TensorFlow allows it unless told otherwise — and the cost model prices it at the faster of its
 TF32 and fp32 rates: ``Calibration.achievable_flops``), on a GPU type of the catalog, on 1–128
 GPUs; the prediction is the
@@ -82,7 +82,7 @@ MEGATRON_SHAPES = {"megatron-gpt2-8b": (42, 4096, 32)}
 MEGATRON_VOCAB = 51200
 CATALOG_MODELS = ("llama2-7b", "llama2-13b", "llama2-70b", "bert-large")
 #: Catalog CNNs compared (data parallel, one replica per GPU; the rows' batch is per GPU).
-CNN_MODELS = ("resnet50",)
+CNN_MODELS = ("resnet50", "resnet18")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -78,7 +78,7 @@ def measured_predictions():
             and r["source"] in ("mosaic", "fms-fsdp-eager", "fms-fsdp-compile",
                                 "dle-pyt-bert-2022", "dle-pyt-bert-2021", "lambda-v0",
                                 "lambda-v1", "lambda-v2", "dle-pyt-rn50", "dle-tf-rn50",
-                                "dle-mx-rn50")]
+                                "dle-mx-rn50", "sia-artifact")]
     return {r.id: (r, measured.predict_stated(r)[0]) for r in rows}
 
 
@@ -160,6 +160,14 @@ def test_a100_v100_ratio_independent_sources(measured_predictions):
     assert np.median(np.abs([e for _, _, e in pairs])) <= 0.10, pairs
 
 
+def _ratio_errors(measured_predictions):
+    """Every held-out pair of ``measured.ratio_pairs`` with the model's ratio error."""
+    rows = [r for r, _ in measured_predictions.values()]
+    return [(a, b, measured_predictions[a.id][1] / measured_predictions[b.id][1]
+             / (a.value / b.value) - 1)
+            for a, b in measured.ratio_pairs(rows) if a.role == b.role == "held out"]
+
+
 NVIDIA_CNN_TABLES = ("dle-pyt-rn50", "dle-tf-rn50", "dle-mx-rn50")
 
 
@@ -220,6 +228,53 @@ def test_cnn_rows_compared_by_precision_and_architecture():
     half = measured.row_model(rows["dle-pyt-rn50-004"])             # 8 A100, batch 2048
     assert (half.precision, half.global_batch, half.batch_per_replica) == ("fp16", 256, True)
     assert measured.row_model(rows["dle-pyt-rn50-001"]).precision == "fp32"
+
+
+def test_sia_artifact_rows_are_held_out_cnn_rows_read_from_their_step_times():
+    """Sia's artifact (one AdaptDL script per job profiled on every GPU type of its cluster):
+    ResNet-18 / CIFAR-10 in fp32 and ResNet-50 in AMP on T4, V100-32GB, A100-40GB and
+    RTX 2080 Ti, 1 and 4 GPUs, are compared and held out; the Quadro RTX 6000 rows (no catalog
+    type) are listed, not compared. Every value is the local batch over the step time its
+    notes quote from the pinned file."""
+    import re
+    rows = [r for r in measured.load_rows() if r["source"] == "sia-artifact"]
+    assert len(rows) == 20
+    compared = [r for r in rows if r.compared]
+    assert len(compared) == 16
+    assert all(r.role == "held out" and measured.family(r) == "CNN" for r in compared)
+    assert {r["gpu"] for r in compared} == {"T4", "V100-32GB", "A100-40GB", "RTX2080Ti"}
+    assert {r.reason for r in rows if not r.compared} == {
+        "GPU Quadro-RTX6000 not in the catalog"}
+    for r in rows:
+        batch, step = re.search(r"local_bsz=(\d+) step_time=([0-9.]+) s", r["notes"]).groups()
+        assert r.value == pytest.approx(int(batch) / float(step), rel=1e-3), r.id
+        assert int(r["global_batch"]) == int(batch) * int(r["num_gpus"]), r.id
+    by = {(r["model"], r["gpu"], r["num_gpus"]): r for r in compared}
+    rn18, rn50 = by[("resnet18", "T4", "1")], by[("resnet50", "T4", "4")]
+    assert (measured.row_model(rn18).precision, measured.row_model(rn18).global_batch) == (
+        "fp32", 1024)
+    assert (measured.row_model(rn50).precision, measured.row_model(rn50).global_batch) == (
+        "fp16", 163)
+    # the V100/T4 pairs the cost-model docs report (the only public source with both)
+    pairs = [(a["gpu"], b["gpu"], a["model"], a["num_gpus"]) for a, b in measured.ratio_pairs(rows)
+             if {a["gpu"], b["gpu"]} == {"V100-32GB", "T4"}]
+    assert sorted(pairs) == [("V100-32GB", "T4", m, n)
+                             for m in ("resnet18", "resnet50") for n in ("1", "4")]
+
+
+@pytest.mark.slow
+def test_v100_t4_ratio_of_sia_artifact_as_documented(measured_predictions):
+    """The V100/T4 ratio (issue 14 asks for ±10%): missed, as docs/cost_model.md reports —
+    the model's ratio 2.14 / 2.15 against 3.03 / 3.25 measured for ResNet-18 in fp32 (1 / 4
+    GPUs), 2.85 / 2.87 against 2.45 / 1.72 for ResNet-50 in AMP. A drift guard: if the model
+    or the rows change, the documented figures must be re-measured."""
+    pairs = {(a["model"], a["num_gpus"]): e for a, b, e in _ratio_errors(measured_predictions)
+             if a["gpu"] == "V100-32GB" and b["gpu"] == "T4"}
+    documented = {("resnet18", "1"): -0.29, ("resnet18", "4"): -0.34,
+                  ("resnet50", "1"): +0.17, ("resnet50", "4"): +0.67}
+    assert pairs.keys() == documented.keys()
+    for key, err in documented.items():
+        assert pairs[key] == pytest.approx(err, abs=0.01), (key, pairs[key])
 
 
 def test_fp32_convolutions_run_tf32_on_ampere_and_newer():
