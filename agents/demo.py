@@ -49,7 +49,8 @@ def run_demo(cluster: str, out: Path, models: tuple[str, ...],
     out.mkdir(parents=True, exist_ok=True)
     yield c.describe() + "\n"
     tables, times = {}, {}
-    for name in tqdm(models, desc="planning candidates", unit="job", leave=False):
+    for name in tqdm(models, desc="planning candidates", unit="job", leave=False,
+                     disable=None):                      # no bar when stderr is not a terminal
         t0 = time.perf_counter()
         tables[name] = plan(name, c)
         times[name] = time.perf_counter() - t0

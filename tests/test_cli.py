@@ -126,8 +126,9 @@ def test_console_script_entry_point(command):
 
 @slow
 def test_demo_writes_plot_and_json(capsys, tmp_path):
-    code, out, _ = run(capsys, "demo", "--out", str(tmp_path))
+    code, out, err = run(capsys, "demo", "--out", str(tmp_path))
     assert code == 0
+    assert "\r" not in err and "planning candidates" not in err    # no bar into a log file
     assert (tmp_path / "candidates.png").stat().st_size > 10_000
     data = json.loads((tmp_path / "candidates.json").read_text())
     assert "llama2-7b" in data and data["llama2-7b"]
