@@ -28,12 +28,27 @@ def _axes(plt, n: int, width: float = 5.6, height: float = 4.2):
 
 
 def _plain_log_ticks(axis) -> None:
-    """Label a log axis's ticks as plain numbers (``105``, not ``1.05×10²``, whose minor
-    labels overlap within one decade); minor ticks are labelled only where the axis spans
-    less than a decade (matplotlib's ``LogFormatter`` thresholds), so wide axes stay clean."""
+    """Label a log axis's ticks as plain numbers (``105`` and ``0.1``, not ``1.05×10²`` or
+    ``1e-01``; the former's minor labels overlap within one decade); minor ticks are labelled
+    only where the axis spans less than a decade (matplotlib's ``LogFormatter`` thresholds),
+    so wide axes stay clean."""
     from matplotlib.ticker import LogFormatter
-    axis.set_major_formatter(LogFormatter())
-    axis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
+
+    class PlainLogFormatter(LogFormatter):
+        def __call__(self, x, pos=None):            # LogFormatter decides which ticks get one
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    axis.set_major_formatter(PlainLogFormatter())
+    axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False))
+
+
+def _label_side(ax, x: float) -> tuple[int, str]:
+    """Where a point's label goes on a log-x axis: right of the point, or left of it in the
+    axis's last quarter, so that no label runs past the axes' edge. Call after every point
+    is drawn (the limits are then final)."""
+    lo, hi = (math.log10(v) for v in ax.get_xlim())
+    right_part = (math.log10(x) - lo) / (hi - lo) if hi > lo else 0.0
+    return (-5, "right") if right_part > 0.75 else (5, "left")
 
 
 def _colors(plt, labels):
@@ -61,6 +76,36 @@ def decision_points(row: dict) -> list[float]:
     return xs
 
 
+def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> None:
+    """One scenario's panel of ``plot_decision_vs_jct``: a point per policy (a ranker's star,
+    and a hollow one with its observations), labels kept inside the axes (``_label_side``;
+    labels of points close together may still overlap)."""
+    key, ylabel = quality_axis(rows)
+    labels = []                     # (text, x, y, alternate, fontsize), drawn once placed
+    for i, r in enumerate(rows):
+        y = r[key] / 3600 if math.isfinite(r[key]) else math.nan
+        if not math.isfinite(y):
+            continue
+        x, *with_obs = decision_points(r)
+        ax.scatter([x], [y], s=50, color=colors[r["policy"]],
+                   marker="*" if r["kind"] == "ranker" else "o", zorder=3)
+        labels.append((r["policy"], x, y, i % 2 == 0, 8))     # alternate: overlaps
+        for xo in with_obs:
+            ax.plot([x, xo], [y, y], color=colors[r["policy"]], linewidth=0.8, zorder=2)
+            ax.scatter([xo], [y], s=60, marker="*", facecolors="none",
+                       edgecolors=colors[r["policy"]], zorder=3)
+            labels.append(("+ observations", xo, y, i % 2 != 0, 7))
+    ax.set_xscale("log")
+    ax.margins(x=0.08, y=0.12)      # room for the labels of the outermost points
+    for text, x, y, up, size in labels:
+        dx, ha = _label_side(ax, x)
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, 4 if up else -10),
+                    ha=ha, fontsize=size)
+    _plain_log_ticks(ax.xaxis)
+    ax.set_xlabel("decision time per round, mean (ms)")
+    ax.set_ylabel(ylabel)
+
+
 def plot_decision_vs_jct(report, path: Path) -> Path:
     """Decision time (ms, log scale) against average JCT (h) over the common jobs, one point
     per policy. Policies that finish different jobs (a run cut off at a time window) are
@@ -71,27 +116,8 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
     fig, axes = _axes(plt, len(report.scenarios))
     colors = _colors(plt, report.policies)
     for ax, sc in zip(axes, report.scenarios):
-        rows = [r for r in report.rows if r["scenario"] == sc["name"]]
-        key, ylabel = quality_axis(rows)
-        for i, r in enumerate(rows):
-            y = r[key] / 3600 if math.isfinite(r[key]) else math.nan
-            if not math.isfinite(y):
-                continue
-            x, *with_obs = decision_points(r)
-            ax.scatter([x], [y], s=50, color=colors[r["policy"]],
-                       marker="*" if r["kind"] == "ranker" else "o", zorder=3)
-            ax.annotate(r["policy"], (x, y), textcoords="offset points",
-                        xytext=(5, 4 if i % 2 == 0 else -10), fontsize=8)   # alternate: overlaps
-            for xo in with_obs:
-                ax.plot([x, xo], [y, y], color=colors[r["policy"]], linewidth=0.8, zorder=2)
-                ax.scatter([xo], [y], s=60, marker="*", facecolors="none",
-                           edgecolors=colors[r["policy"]], zorder=3)
-                ax.annotate("+ observations", (xo, y), textcoords="offset points",
-                            xytext=(5, -10 if i % 2 == 0 else 4), fontsize=7)
-        ax.set_xscale("log")
-        _plain_log_ticks(ax.xaxis)
-        ax.set_xlabel("decision time per round, mean (ms)")
-        ax.set_ylabel(ylabel)
+        draw_decision_vs_jct(ax, [r for r in report.rows if r["scenario"] == sc["name"]],
+                             colors)
         ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(f"Suite {report.suite.name}: decision cost against schedule quality "

@@ -573,3 +573,36 @@ def test_pareto_plot_log_axis_labels_are_plain_numbers_within_a_decade():
     narrow = labels(100, 127)
     assert len(narrow) >= 3 and all(t.replace(".", "").isdigit() for t in narrow), narrow
     assert labels(0.5, 900) == ["1", "10", "100"]
+    assert labels(0.04, 9) == ["0.1", "1"]                     # not '1e-01'
+
+
+def test_pareto_plot_labels_stay_inside_the_axes():
+    """A demo-like panel (policies from 0.05 to 6.5 ms, a long name at the right edge, the best
+    JCT at the bottom): every label is drawn inside the axes, none runs past an edge."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agents.plots import draw_decision_vs_jct
+
+    points = {"fifo": (0.05, 12.9), "gavel": (0.37, 4.2), "topk": (1.2, 1.6),
+              "pure-lp": (1.2, 0.6), "pop-4": (2.5, 1.6), "heterosched-lp-las": (6.5, 1.0),
+              "ranker:r.pt": (1.25, 0.62)}
+    rows = [{"policy": name, "kind": "ranker" if name.startswith("ranker") else "lp",
+             "seeds": [1], "avg_jct_common_s": h * 3600, "common_jobs": 60,
+             "decision_time_mean_s": ms / 1e3,
+             **({"observation_time_mean_s": 2e-4, "decision_with_observation_mean_s": 1.45e-3}
+                if name.startswith("ranker") else {})}
+            for name, (ms, h) in points.items()]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    draw_decision_vs_jct(ax, rows, {name: "k" for name in points})
+    fig.tight_layout()
+    fig.canvas.draw()
+    box = ax.get_window_extent()
+    texts = [t for t in ax.texts if t.get_text()]
+    assert len(texts) == len(points) + 1                       # + "+ observations"
+    extents = [t.get_window_extent() for t in texts]
+    for t, ext in zip(texts, extents):
+        assert box.x0 - 1 <= ext.x0 and ext.x1 <= box.x1 + 1, (t.get_text(), ext, box)
+        assert box.y0 - 1 <= ext.y0 and ext.y1 <= box.y1 + 1, (t.get_text(), ext, box)
+    plt.close(fig)
