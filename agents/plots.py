@@ -76,12 +76,13 @@ def decision_points(row: dict) -> list[float]:
     return xs
 
 
-def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> None:
-    """One scenario's panel of ``plot_decision_vs_jct``: a point per policy (a ranker's star,
-    and a hollow one with its observations), labels kept inside the axes (``_label_side``;
-    labels of points close together may still overlap)."""
+def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> list[tuple]:
+    """One scenario's panel of ``plot_decision_vs_jct`` without its labels: a point per
+    policy (a ranker's star, and a hollow one with its observations), the log x-axis and
+    its titles. Returns the labels to draw, ``(text, x, y, above, fontsize)``, for
+    ``place_labels`` once the figure's layout is final."""
     key, ylabel = quality_axis(rows)
-    labels = []                     # (text, x, y, alternate, fontsize), drawn once placed
+    labels = []
     for i, r in enumerate(rows):
         y = r[key] / 3600 if math.isfinite(r[key]) else math.nan
         if not math.isfinite(y):
@@ -89,7 +90,7 @@ def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> None:
         x, *with_obs = decision_points(r)
         ax.scatter([x], [y], s=50, color=colors[r["policy"]],
                    marker="*" if r["kind"] == "ranker" else "o", zorder=3)
-        labels.append((r["policy"], x, y, i % 2 == 0, 8))     # alternate: overlaps
+        labels.append((r["policy"], x, y, i % 2 == 0, 8))
         for xo in with_obs:
             ax.plot([x, xo], [y, y], color=colors[r["policy"]], linewidth=0.8, zorder=2)
             ax.scatter([xo], [y], s=60, marker="*", facecolors="none",
@@ -97,13 +98,41 @@ def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> None:
             labels.append(("+ observations", xo, y, i % 2 != 0, 7))
     ax.set_xscale("log")
     ax.margins(x=0.08, y=0.12)      # room for the labels of the outermost points
-    for text, x, y, up, size in labels:
-        dx, ha = _label_side(ax, x)
-        ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, 4 if up else -10),
-                    ha=ha, fontsize=size)
     _plain_log_ticks(ax.xaxis)
     ax.set_xlabel("decision time per round, mean (ms)")
     ax.set_ylabel(ylabel)
+    return labels
+
+
+def place_labels(ax, labels: list[tuple]) -> None:
+    """Draw each point's label beside it, inside the axes and clear of the labels drawn
+    before it where one of eight nearby spots allows (right of the point, or left of it in
+    the axes' last quarter, ``_label_side``; above or below; then the other side); else at
+    the first spot. Call when the figure's layout is final (after ``tight_layout``): the
+    spots are tested in display coordinates."""
+    renderer = ax.figure.canvas.get_renderer()
+    box = ax.get_window_extent(renderer)
+    placed = []
+    for text, x, y, above, size in labels:
+        dx, ha = _label_side(ax, x)
+        heights = (4, -10, 14, -20) if above else (-10, 4, -20, 14)
+        other = "right" if ha == "left" else "left"
+        spots = [(dx, ha, dy) for dy in heights] + [(-dx, other, dy) for dy in heights]
+        for n, (ox, align, dy) in enumerate(spots):
+            label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(ox, dy),
+                                ha=align, fontsize=size)
+            extent = label.get_window_extent(renderer)
+            inside = (box.x0 <= extent.x0 and extent.x1 <= box.x1
+                      and box.y0 <= extent.y0 and extent.y1 <= box.y1)
+            if inside and not any(extent.overlaps(p) for p in placed):
+                break
+            label.remove()
+        else:                       # no clear spot: the first one
+            ox, align, dy = spots[0]
+            label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(ox, dy),
+                                ha=align, fontsize=size)
+            extent = label.get_window_extent(renderer)
+        placed.append(extent)
 
 
 def plot_decision_vs_jct(report, path: Path) -> Path:
@@ -115,14 +144,17 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
     plt = _pyplot()
     fig, axes = _axes(plt, len(report.scenarios))
     colors = _colors(plt, report.policies)
+    panels = []
     for ax, sc in zip(axes, report.scenarios):
-        draw_decision_vs_jct(ax, [r for r in report.rows if r["scenario"] == sc["name"]],
-                             colors)
+        panels.append((ax, draw_decision_vs_jct(
+            ax, [r for r in report.rows if r["scenario"] == sc["name"]], colors)))
         ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(f"Suite {report.suite.name}: decision cost against schedule quality "
                  f"(seeds {', '.join(map(str, report.seeds))})", fontsize=10)
     fig.tight_layout()
+    for ax, labels in panels:       # the layout is final: labels placed in display space
+        place_labels(ax, labels)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)

@@ -578,12 +578,13 @@ def test_pareto_plot_log_axis_labels_are_plain_numbers_within_a_decade():
 
 def test_pareto_plot_labels_stay_inside_the_axes():
     """A demo-like panel (policies from 0.05 to 6.5 ms, a long name at the right edge, the best
-    JCT at the bottom): every label is drawn inside the axes, none runs past an edge."""
+    JCT at the bottom, three policies close together): every label is drawn inside the
+    axes, none runs past an edge, and no two overlap."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agents.plots import draw_decision_vs_jct
+    from agents.plots import draw_decision_vs_jct, place_labels
 
     points = {"fifo": (0.05, 12.9), "gavel": (0.37, 4.2), "topk": (1.2, 1.6),
               "pure-lp": (1.2, 0.6), "pop-4": (2.5, 1.6), "heterosched-lp-las": (6.5, 1.0),
@@ -595,8 +596,9 @@ def test_pareto_plot_labels_stay_inside_the_axes():
                 if name.startswith("ranker") else {})}
             for name, (ms, h) in points.items()]
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    draw_decision_vs_jct(ax, rows, {name: "k" for name in points})
+    labels = draw_decision_vs_jct(ax, rows, {name: "k" for name in points})
     fig.tight_layout()
+    place_labels(ax, labels)
     fig.canvas.draw()
     box = ax.get_window_extent()
     texts = [t for t in ax.texts if t.get_text()]
@@ -605,4 +607,7 @@ def test_pareto_plot_labels_stay_inside_the_axes():
     for t, ext in zip(texts, extents):
         assert box.x0 - 1 <= ext.x0 and ext.x1 <= box.x1 + 1, (t.get_text(), ext, box)
         assert box.y0 - 1 <= ext.y0 and ext.y1 <= box.y1 + 1, (t.get_text(), ext, box)
+    overlapping = [(a.get_text(), b.get_text()) for i, (a, ea) in enumerate(zip(texts, extents))
+                   for b, eb in zip(texts[i + 1:], extents[i + 1:]) if ea.overlaps(eb)]
+    assert not overlapping                 # topk, pure-lp and the ranker sit close together
     plt.close(fig)
