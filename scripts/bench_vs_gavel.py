@@ -16,7 +16,10 @@ The policies (``--policies``):
 * ``lp-resets``: the same Gavel run against our ``gavel-resets`` (the same LP, recomputed on
   Gavel's own schedule: when the job set changed and at least 1,920 s after the last solve —
   see below); ``lp`` and ``lp-resets`` share Gavel's run of each round of the benchmark;
-* ``fifo``: Gavel's ``fifo_perf`` against our ``fifo-fastest``.
+* ``fifo``: Gavel's ``fifo_perf`` against our ``fifo-fastest``;
+* ``lp-warm`` and ``lp-resets-warm`` (not run unless asked for): ``lp`` and ``lp-resets`` with
+  HiGHS warm-started across decisions (``--lp-warm-start``, off by default: it may end on
+  another optimal vertex of the LP, so the schedules may differ from the cold runs').
 
 The commands run (rate 4 jobs/h, seed 0, jobs 100:300, 360 s rounds)::
 
@@ -98,7 +101,13 @@ OUR_CLUSTER = "gavel-108"
 #: policy key -> (Gavel's policy, ours)
 POLICIES = {"lp": ("max_min_fairness_perf", "gavel"),
             "lp-resets": ("max_min_fairness_perf", "gavel-resets"),
-            "fifo": ("fifo_perf", "fifo-fastest")}
+            "fifo": ("fifo_perf", "fifo-fastest"),
+            "lp-warm": ("max_min_fairness_perf", "gavel"),
+            "lp-resets-warm": ("max_min_fairness_perf", "gavel-resets")}
+#: Our command-line flags per benchmark key (the ``-warm`` keys: HiGHS warm-started across
+#: decisions, ``--lp-warm-start``; off by default because it may end on another optimal vertex).
+OUR_FLAGS = {"lp-warm": ("--lp-warm-start",), "lp-resets-warm": ("--lp-warm-start",)}
+DEFAULT_POLICIES = ("lp", "lp-resets", "fifo")
 SIDES = ("gavel", "ours")
 GAVEL_DRIVER = "scripts/drivers/simulate_scheduler_with_generated_jobs.py"
 GAVEL_STUB = "runtime/rpc_stubs/common_pb2.py"
@@ -146,12 +155,13 @@ def our_workload(cfg: Config) -> str:
     return f"gavel:rate={_fmt_num(cfg.rate)},jobs={cfg.our_jobs},seed={cfg.seed},multi_gpu=0"
 
 
-def our_command(policy: str, cfg: Config) -> list[str]:
+def our_command(key: str, cfg: Config) -> list[str]:
+    """Our ``hsched simulate`` command for the benchmark key ``key`` (``POLICIES``)."""
     a, b = cfg.jobs
     return [sys.executable, "-m", "hsched_cli", "simulate", "--cluster", OUR_CLUSTER,
-            "--throughputs", "gavel", "--workload", our_workload(cfg), "--policy", policy,
-            "--measure-jobs", f"{a}:{b}", "--round-s", _fmt_num(cfg.round_s),
-            "--json", "--no-progress"]
+            "--throughputs", "gavel", "--workload", our_workload(cfg), "--policy",
+            POLICIES[key][1], "--measure-jobs", f"{a}:{b}", "--round-s", _fmt_num(cfg.round_s),
+            "--json", "--no-progress", *OUR_FLAGS.get(key, ())]
 
 
 def _children_cpu_s() -> float:
@@ -196,14 +206,14 @@ def run_gavel(scheduler_dir: Path, python: str, policy: str, cfg: Config,
     return Run(wall, cpu, jct, n)
 
 
-def run_ours(policy: str, cfg: Config) -> Run:
-    proc, wall, cpu = timed(our_command(policy, cfg))
+def run_ours(key: str, cfg: Config) -> Run:
+    proc, wall, cpu = timed(our_command(key, cfg))
     try:
         out = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
         raise BenchError(f"our --json output is not JSON ({exc}):\n{proc.stdout[-TAIL_CHARS:]}")
     if out.get("jobs_completed") != out.get("jobs_total"):
-        print(f"warning: ours ({policy}) finished {out.get('jobs_completed')} of "
+        print(f"warning: ours ({key}) finished {out.get('jobs_completed')} of "
               f"{out.get('jobs_total')} measured jobs", file=sys.stderr)
     return Run(wall, cpu, float(out["avg_jct_s"]), int(out["jobs_total"]),
                {"sim_wall_s": out.get("wall_s"), "makespan_s": out.get("makespan_s"),
@@ -302,8 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gavel-log", metavar="FILE", type=Path,
                     help="keep Gavel's stderr log of the last run here (discarded by default)")
     ap.add_argument("--runs", type=int, default=5, help="runs per side and policy (5)")
-    ap.add_argument("--policies", type=parse_policies, default=list(POLICIES),
-                    help="comma-separated among lp,lp-resets,fifo (all three)")
+    ap.add_argument("--policies", type=parse_policies, default=list(DEFAULT_POLICIES),
+                    help="comma-separated among " + ",".join(POLICIES)
+                    + " (default: lp,lp-resets,fifo; the -warm keys add --lp-warm-start)")
     ap.add_argument("--round-s", type=float, default=360.0, help="round length, s (360)")
     ap.add_argument("--rate", type=float, default=4.0, help="arrival rate, jobs/h (4)")
     ap.add_argument("--seed", type=int, default=0, help="workload seed (0)")
@@ -346,7 +357,7 @@ def measure(args, cfg: Config, sched_dir: Path | None, sides: tuple[str, ...]):
         order = sides if i % 2 == 0 else sides[::-1]
         gavel_runs: dict[str, Run] = {}       # Gavel's policy -> its run of this round
         for key in args.policies:
-            g_policy, o_policy = POLICIES[key]
+            g_policy = POLICIES[key][0]
             for side in order:
                 if side == "gavel" and g_policy in gavel_runs:
                     r = gavel_runs[g_policy]          # the same simulation: run once per round
@@ -354,7 +365,7 @@ def measure(args, cfg: Config, sched_dir: Path | None, sides: tuple[str, ...]):
                     r = gavel_runs[g_policy] = run_gavel(sched_dir, args.gavel_python, g_policy,
                                                          cfg, args.gavel_log)
                 else:
-                    r = run_ours(o_policy, cfg)
+                    r = run_ours(key, cfg)
                     if i == 0 and r.extra.get("makespan_s") is not None:
                         last = last_arrival_s(cfg)
                         if r.extra["makespan_s"] >= last:
@@ -392,7 +403,7 @@ def report(args, cfg: Config, sched_dir: Path | None, runs, warnings: list[str])
                        "gavel_python": args.gavel_python if sched_dir else None},
             "commands": {k: {"gavel": gavel_command(args.gavel_python, POLICIES[k][0], cfg)
                              if sched_dir else None,
-                             "ours": our_command(POLICIES[k][1], cfg)} for k in args.policies},
+                             "ours": our_command(k, cfg)} for k in args.policies},
             "summary": summaries,
             "runs": {k: {s: [vars(r) for r in rs] for s, rs in v.items()}
                      for k, v in runs.items()},

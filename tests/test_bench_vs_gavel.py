@@ -35,10 +35,16 @@ def test_commands_match_the_issue():
     g = bvg.gavel_command("py", "max_min_fairness_perf", cfg)
     assert g[1:] == [bvg.GAVEL_DRIVER, "-c", "36:36:36", "-p", "max_min_fairness_perf",
                      "--seed", "0", "-l", "900", "-s", "100", "-e", "300", "-i", "360", "-v"]
-    o = bvg.our_command("gavel", cfg)
+    o = bvg.our_command("lp", cfg)
     assert o[o.index("--workload") + 1] == "gavel:rate=4,jobs=1300,seed=0,multi_gpu=0"
     assert o[o.index("--measure-jobs") + 1] == "100:300"
     assert o[o.index("--round-s") + 1] == "360"
+    assert o[o.index("--policy") + 1] == "gavel" and "--lp-warm-start" not in o
+    # the -warm keys: the same policy with HiGHS warm-started; not run unless asked for
+    warm = bvg.our_command("lp-resets-warm", cfg)
+    assert warm[warm.index("--policy") + 1] == "gavel-resets" and warm[-1] == "--lp-warm-start"
+    assert bvg.DEFAULT_POLICIES == ("lp", "lp-resets", "fifo")
+    assert bvg.parse_policies("lp,lp-warm") == ["lp", "lp-warm"]
 
 
 def test_summary_ratios():
