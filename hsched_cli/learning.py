@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hsched_cli.outdirs import make_output_dir, removed_if_failed_empty
 from hsched_env.errors import ConfigError
 
 DEMO_CLUSTER = "sia-64"
@@ -70,6 +71,7 @@ def cmd_evaluate(args) -> int:
     trust_sb3_zip, seeds, out, overwrite, json, no_progress, timing_repeats, backend,
     num_cpus, address, resume). Exit status 1 when a run of a Ray sweep failed (after its retry)."""
     from agents import evaluate as ev
+    from agents.report import CLAIM_FILE
     _check_backend_flags(args, args.out is not None)
     ray = args.backend == "ray"
     backend = ev.RayBackend(num_cpus=args.num_cpus, address=args.address) if ray else "serial"
@@ -88,24 +90,26 @@ def cmd_evaluate(args) -> int:
             raise ConfigError("--max-time-s sets the window of a custom scenario: give it "
                               "with --cluster and --workload", field="--max-time-s")
         suite = ev.get_suite(args.suite or "smoke")
-    # never over results (a resumed sweep rewrites its own metrics.json)
-    out = ev.output_dir(args.out, suite.name, overwrite=args.overwrite or args.resume)
     entries = ev.parse_policies(args.policies or ev.default_policies(),   # unknown: exit 2
-                                trust_sb3_zip=args.trust_sb3_zip)
-    try:                                            # an unwritable --out fails before the runs
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create {str(out)!r}: {exc.strerror or exc}",
-                          field="--out") from None
+                                trust_sb3_zip=args.trust_sb3_zip)         # before any folder
+    # never over results (a resumed sweep rewrites its own metrics.json)
+    existed = args.out is not None and Path(args.out).exists()
+    out = ev.output_dir(args.out, suite.name, overwrite=args.overwrite or args.resume)
+    created = make_output_dir(out)                  # an unwritable --out fails before the runs
+    # a folder this run made (or claimed, by default) goes again if the run fails before
+    # writing into it
+    created = (created and not existed) or args.out is None
     if args.out is None and out != Path("runs") / f"eval-{suite.name}":
         print(f"runs/eval-{suite.name} holds an earlier evaluation: writing to {out} "
               f"(--out DIR to choose, --overwrite to replace)", file=sys.stderr)
     progress = False if args.no_progress else None
     try:
-        report = ev.evaluate(suite, ev.entries_to_items(entries), seeds=args.seeds,
-                             progress=progress, backend=backend,
-                             runs_dir=out / ev.RUNS_DIR if ray else None, resume=args.resume,
-                             overwrite=args.overwrite, timing_repeats=args.timing_repeats)
+        with removed_if_failed_empty(out, created, ignore=(CLAIM_FILE,)):
+            report = ev.evaluate(suite, ev.entries_to_items(entries), seeds=args.seeds,
+                                 progress=progress, backend=backend,
+                                 runs_dir=out / ev.RUNS_DIR if ray else None,
+                                 resume=args.resume, overwrite=args.overwrite,
+                                 timing_repeats=args.timing_repeats)
     except KeyboardInterrupt:
         if not ray:
             raise

@@ -20,6 +20,7 @@ from hsched_env.text import format_table
 from hsched_env.throughput import get_throughput_source
 from hsched_env.workloads import load_workload
 from hsched_cli.learning import interrupted_note, sweep_note
+from hsched_cli.outdirs import make_output_dir, removed_if_failed_empty
 from hsched_cli.world import check_throughputs
 from lp_baseline.registry import make_policy
 
@@ -205,8 +206,10 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def _check_sweep_args(args) -> None:
-    """The flags of ``compare --backend ray`` only with it; ``--resume`` needs ``--out``."""
+def _check_sweep_args(args) -> bool:
+    """The flags of ``compare --backend ray`` only with it; ``--resume`` needs ``--out``.
+    Creates ``--out`` (so that an unwritable one fails before the runs); ``True`` when this
+    call created it."""
     if args.backend != "ray":
         for flag, value in (("--num-cpus", args.num_cpus), ("--address", args.address),
                             ("--out", args.out), ("--overwrite", args.overwrite),
@@ -218,12 +221,7 @@ def _check_sweep_args(args) -> None:
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out DIR, the output folder of the sweep to resume "
                           "(its runs/ holds the finished runs)", field="--resume")
-    if args.out is not None:
-        try:
-            Path(args.out).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create {args.out!r}: {exc.strerror or exc}",
-                              field="--out") from None
+    return args.out is not None and make_output_dir(Path(args.out))
 
 
 def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], dict]:
@@ -270,13 +268,15 @@ def cmd_compare(args) -> int:
     names = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not names:
         raise ConfigError("no policy named", field="--policies")
-    _check_sweep_args(args)
     _check_simulation_args(args, names)
     cluster, workload, config = _simulation_args(args)
+    created = _check_sweep_args(args)
     sweep = None
     if args.backend == "ray":
         try:
-            results, sweep = _compare_sweep(args, names, cluster, workload, config)
+            # a Ray that cannot start (or --address with no cluster) leaves no empty --out
+            with removed_if_failed_empty(Path(args.out or "."), created):
+                results, sweep = _compare_sweep(args, names, cluster, workload, config)
         except KeyboardInterrupt:
             if args.out is None:
                 raise

@@ -379,7 +379,8 @@ def test_scenarios_need_unseeded_generated_workloads():
         "gavel:jobs=3,seed=1000000"
 
 
-def test_cli_unknown_names_exit_2(capsys):
+def test_cli_unknown_names_exit_2(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                     # the default output folder is runs/...
     assert main(["evaluate", "--policies", "pure-lp,nope", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "unknown policy 'nope'" in err
@@ -391,6 +392,28 @@ def test_cli_unknown_names_exit_2(capsys):
     assert "no ranker file" in capsys.readouterr().err
     assert main(["evaluate", "--policies", "fifo", "--out", __file__ + "/out"]) == 2
     assert "--out" in capsys.readouterr().err
+    # a rejected command claims no output folder (it used to leave an empty runs/eval-smoke)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cli_failed_evaluation_leaves_no_empty_folder(capsys, tmp_path, monkeypatch):
+    """An evaluation that fails before writing removes the folder it made (or claimed); a
+    folder that was there before is kept."""
+    from agents import evaluate as ev
+    monkeypatch.chdir(tmp_path)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(ev, "evaluate", fail)
+    for out in (None, "mine"):
+        argv = ["evaluate", "--policies", "fifo", "--no-progress"]
+        with pytest.raises(RuntimeError, match="boom"):
+            main(argv + (["--out", out] if out else []))
+    assert not (tmp_path / "runs" / "eval-smoke").exists() and not (tmp_path / "mine").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RuntimeError):
+        main(["evaluate", "--policies", "fifo", "--out", "kept"])
+    assert (tmp_path / "kept").is_dir()
 
 
 @slow
