@@ -18,5 +18,21 @@ def _register() -> None:
 
 _register()
 
+#: Submodules reachable as attributes after a plain ``import hsched_env`` (loaded on first
+#: use, PEP 562), e.g. ``hsched_env.envs.VARIANT_IDS``; importing them eagerly would slow
+#: every ``import hsched_env`` down.
+_SUBMODULES = frozenset({"catalog", "cluster", "costmodel", "defaults", "envs", "files",
+                         "metrics", "placement", "planner", "policy", "registration",
+                         "simulator", "table_memo", "text", "throughput", "workloads",
+                         "wrappers"})
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["ConfigError", "HSchedError", "TraceError", "UnknownNameError"]
 __version__ = "0.1.0"

@@ -107,6 +107,10 @@ class SimConfig:
         if self.restart_s >= self.round_s:
             raise ConfigError(f"restart cost ({self.restart_s} s) must be shorter than a round "
                               f"({self.round_s} s)", field="restart_s")
+        if self.max_time_s is not None and not (self.max_time_s > 0
+                                                and math.isfinite(self.max_time_s)):
+            raise ConfigError(f"max_time_s must be a positive number of seconds (None: no "
+                              f"limit), got {self.max_time_s!r}", field="max_time_s")
         if self.measure_jobs is not None:
             a, b = self.measure_jobs
             if not 0 <= a < b:

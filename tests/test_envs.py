@@ -1209,3 +1209,46 @@ def test_step_before_reset_raises(cls, action):
         env.step(action if action is not None else np.ones(env.K, dtype=np.int8))
     env.close()
     env.close()                                        # closing twice is fine
+
+
+# ------------------------------------------------------------------ bad keywords and actions
+@pytest.mark.parametrize("kwargs,message", [
+    ({"max_time_s": 0}, "max_time_s must be a positive number"),
+    ({"max_time_s": -1.0}, "max_time_s must be a positive number"),
+    ({"throughputs": "gavl"}, "unknown throughput source 'gavl'"),
+])
+@pytest.mark.parametrize("env_id", ["hsched/Schedule-Tiny-v0", "hsched/Rank-Tiny-v0"])
+def test_make_rejects_bad_keywords_by_name(env_id, kwargs, message):
+    """``gym.make`` keywords are checked as the CLI's flags are (fresh-user audit: a time
+    limit of 0 crashed the first reset with an AttributeError, and an unknown throughput
+    source read as 'cannot draw a job that fits')."""
+    with pytest.raises(HSchedError, match=message):
+        gym.make(env_id, **kwargs).reset(seed=0)
+
+
+@pytest.mark.parametrize("fill", [0.4, np.nan, -1, 2])
+def test_rank_action_that_is_not_bits_raises(fill):
+    """A Rank action must be K bits of 0 or 1: a probability, NaN or another integer is an
+    error naming the slot (it was read as 'keep' without a word)."""
+    env = gym.make("hsched/Rank-Tiny-v0")
+    env.reset(seed=0)
+    K = env.unwrapped.K
+    action = np.zeros(K)
+    action[3] = fill
+    with pytest.raises(ConfigError, match="slot 3 holds"):
+        env.step(action)
+    for ok in (np.ones(K), np.ones(K, dtype=bool), np.zeros(K, dtype=np.int8)):
+        env.step(ok)                                # 0/1 in any dtype is a keep decision
+
+
+@slow
+def test_submodules_reachable_after_a_plain_import():
+    """``hsched_env.envs.VARIANT_IDS`` (as docs/environments.md writes it) after only
+    ``import hsched_env``, in a fresh interpreter."""
+    code = ("import hsched_env; print(len(hsched_env.envs.VARIANT_IDS)); "
+            "print(callable(hsched_env.planner.plan))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [str(len(hsched_env.envs.VARIANT_IDS)), "True"]
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        hsched_env.nope

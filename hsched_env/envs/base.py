@@ -27,6 +27,7 @@ from hsched_env.placement import FitIndex
 from hsched_env.planner import PlannerConfig
 from hsched_env.policy import SchedulerView
 from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.throughput import get_throughput_source
 from hsched_env.workloads import load_workload
 from hsched_env.envs import render
 
@@ -146,6 +147,7 @@ class HSchedEnvBase(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
         self.cluster = get_cluster(cluster)
+        get_throughput_source(throughputs)      # an unknown name or missing file: say so now
         self.workload_spec = str(workload)
         self.K = slots
         self.reward_kind, self.reward_scale = reward, float(reward_scale)

@@ -73,7 +73,8 @@ class RankEnv(HSchedEnvBase):
     ## Episode End
 
     As ``hsched/Schedule-v0``; each step is one round, and any keep bits are a valid action
-    (bits on empty slots are ignored), so there is no invalid-action rule. The registered
+    (bits on empty slots are ignored), so there is no invalid-action rule; an action that is
+    not K bits of 0 or 1 (a wrong shape, a probability, NaN) raises a ``ConfigError``. The registered
     ids set a step limit (``max_episode_steps``; ``docs/environments.md``).
 
     ## Arguments
@@ -169,6 +170,13 @@ class RankEnv(HSchedEnvBase):
         if a.shape != (self.K,):
             raise ConfigError(f"a Rank-v0 action is {self.K} keep bits, got shape {a.shape}",
                               field="action")
+        if a.dtype != bool:
+            bad = np.flatnonzero(~((a == 0) | (a == 1)))    # NaN, 0.4, −1, 2, … (not a bit)
+            if bad.size:
+                raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (0 or 1); slot "
+                                  f"{int(bad[0])} holds {a[bad[0]].item()!r} ({bad.size} slot(s) are "
+                                  f"not 0 or 1): threshold probabilities before stepping",
+                                  field="action")
         a = a.astype(bool)
         self._actions.append(a.astype(np.int8))
         sl = self._slots
