@@ -339,6 +339,37 @@ class TrainConfig:
         if not isinstance(self.policy_kwargs, dict):
             raise ConfigError(f"must be a mapping, got {self.policy_kwargs!r}",
                               field="policy_kwargs")
+        self._check_set_values()
+
+    #: Fields that only ``--set`` (or a hyper-parameter file) reaches, with their bounds:
+    #: whole numbers >= the bound, and numbers > (strict) or >= the bound.
+    _WHOLE_AT_LEAST = {"imitation_rounds": 1, "imitation_epochs": 1, "imitation_sort_pool": 0,
+                       "gate_candidates": 0, "hidden": 1, "checkpoint_steps": 1,
+                       "torch_threads": 1}
+    _NUMBER_ABOVE = {"imitation_lr": (0.0, True), "pos_weight": (0.0, True),
+                     "ent_coef": (0.0, False), "vf_coef": (0.0, False),
+                     "max_grad_norm": (0.0, True)}
+
+    def _check_set_values(self) -> None:
+        """The ``--set`` fields above: a wrong type or an out-of-range value is a
+        ``ConfigError`` naming the key (it used to fail deep inside training, after the
+        demonstrations had been collected, or train a ``hidden=0`` network)."""
+        for name, low in self._WHOLE_AT_LEAST.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ConfigError(f"must be a whole number >= {low}, got {v!r}", field=name)
+        for name, (low, strict) in self._NUMBER_ABOVE.items():
+            v = getattr(self, name)
+            ok = (not isinstance(v, bool) and isinstance(v, (int, float, np.number))
+                  and math.isfinite(v) and (v > low if strict else v >= low))
+            if not ok:
+                raise ConfigError(f"must be a number {'>' if strict else '>='} {low:g}, "
+                                  f"got {v!r}", field=name)
+        if self.target_kl is not None and not (
+                not isinstance(self.target_kl, bool)
+                and isinstance(self.target_kl, (int, float)) and self.target_kl > 0):
+            raise ConfigError(f"must be a number > 0 or null, got {self.target_kl!r}",
+                              field="target_kl")
 
     @property
     def mode(self) -> str:

@@ -361,3 +361,25 @@ def test_ppo_starts_at_the_imitation_operating_point(tmp_path):
     key = next(k for k in before if k.startswith("psi.") and k.endswith("bias")
                and before[k].numel() == 1)
     assert float(after[key]) == pytest.approx(float(before[key]) - cut, abs=1e-6)
+
+
+@pytest.mark.parametrize("assignment,message", [
+    ("imitation_epochs=0", "'imitation_epochs': must be a whole number >= 1, got 0"),
+    ("imitation_lr=-1", "'imitation_lr': must be a number > 0, got -1"),
+    ("hidden=abc", "'hidden': must be a whole number >= 1, got 'abc'"),
+    ("hidden=0", "'hidden': must be a whole number >= 1, got 0"),
+    ("target_kl=0", "'target_kl': must be a number > 0 or null"),
+])
+def test_set_values_checked_before_training(assignment, message, capsys, tmp_path):
+    """``--set`` values get the same one-line errors as the flags (a fresh-user audit found
+    tracebacks after the demonstrations were collected, and a hidden=0 network trained)."""
+    assert main(["train", "--env", "hsched/Rank-Tiny-v0", "--algo", "imitation", "--set",
+                 assignment, "--logdir", str(tmp_path / "run")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_set_values_in_range_accepted():
+    config = make_config("hsched/Rank-Tiny-v0", algo="imitation", imitation_lr=1e-3,
+                         hidden=32, pos_weight=2)
+    assert (config.imitation_lr, config.hidden, config.pos_weight) == (1e-3, 32, 2)
