@@ -406,11 +406,12 @@ def format_report(report: Report) -> str:
                              f"+ agent {r['agent_time_mean_s'] * 1e3:.1f} ms per round (mean); "
                              f"{r['placements']} placements, {r['invalid_actions']} invalid "
                              f"actions; slot overflow {r['overflow_max']}")
-            if r.get("slots_fixed"):
+            if r.get("slots_fixed") or r.get("overflow_max"):
                 cut = (f"; the lowest-ranked were cut (overflow up to {r['overflow_max']}): "
                        f"K >= {r['round_candidates_max']} shows every candidate"
                        if r["overflow_max"] else "")
-                notes.append(f"{r['policy']}: K = {r['slots']} slots, fixed by the agent; "
+                who = "fixed by the agent" if r.get("slots_fixed") else "the environment's default"
+                notes.append(f"{r['policy']}: K = {r['slots']} slots, {who}; "
                              f"rounds had up to {r['round_candidates_max']} candidates{cut}")
             normal = _NORMAL_POLICY_ENDS if r.get("kind") == "simulator" else _NORMAL_ENDS
             early = [e for e in r.get("end_reasons", ()) if e not in normal]

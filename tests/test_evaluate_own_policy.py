@@ -185,6 +185,21 @@ def test_fixed_slots_agent_gets_exactly_its_k():
     assert f"K >= {run.round_candidates_max} shows every candidate" in text
 
 
+@pytest.mark.slow
+def test_default_slots_agent_told_when_rounds_overflow():
+    """An agent without its own ``slots`` gets the environment's K; when rounds hold more
+    candidates the report says so and what K would show them all (it printed only the
+    overflow count)."""
+    report = evaluate(custom_suite("sia-64", "gavel:rate=20,jobs=40,duration_scale=0.05"),
+                      [ReferenceScheduler()], progress=False)
+    run = report.runs[0]
+    assert not run.slots_fixed and run.overflow_max > 0
+    text = format_report(report)
+    assert (f"K = {run.slots} slots, the environment's default; rounds had up to "
+            f"{run.round_candidates_max} candidates") in text
+    assert f"K >= {run.round_candidates_max} shows every candidate" in text
+
+
 def test_fixed_slots_select_agent_and_env_kwargs():
     entry, = parse_policies([f"{ME}:FixedSelect"])
     assert entry.kind == "scheduler" and entry.slots == 5
