@@ -79,7 +79,8 @@ def decision_points(row: dict) -> list[float]:
 def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> list[tuple]:
     """One scenario's panel of ``plot_decision_vs_jct`` without its labels: a point per
     policy (a ranker's star, and a hollow one with its observations), the log x-axis and
-    its titles. Returns the labels to draw, ``(text, x, y, above, fontsize)``, for
+    its titles; a y-axis at least 5% of its middle value tall, so that JCTs 0.1% apart do
+    not look far apart. Returns the labels to draw, ``(text, x, y, above, fontsize)``, for
     ``place_labels`` once the figure's layout is final."""
     key, ylabel = quality_axis(rows)
     labels = []
@@ -98,6 +99,10 @@ def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> list[tuple]:
             labels.append(("+ observations", xo, y, i % 2 != 0, 7))
     ax.set_xscale("log")
     ax.margins(x=0.08, y=0.12)      # room for the labels of the outermost points
+    lo, hi = ax.get_ylim()
+    mid = (lo + hi) / 2
+    if labels and hi - lo < 0.05 * abs(mid):        # JCTs within a few per cent of each
+        ax.set_ylim(mid - 0.025 * abs(mid), mid + 0.025 * abs(mid))   # other: no magnified gap
     _plain_log_ticks(ax.xaxis)
     ax.set_xlabel("decision time per round, mean (ms)")
     ax.set_ylabel(ylabel)

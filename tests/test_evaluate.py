@@ -634,3 +634,23 @@ def test_pareto_plot_labels_stay_inside_the_axes():
                    for b, eb in zip(texts[i + 1:], extents[i + 1:]) if ea.overlaps(eb)]
     assert not overlapping                 # topk, pure-lp and the ranker sit close together
     plt.close(fig)
+
+
+def test_pareto_plot_does_not_magnify_a_tiny_jct_gap():
+    """Two policies 0.1% apart in avg JCT (the demo's burst): the y-axis spans at least 5% of
+    its middle, so the gap looks as small as it is (matplotlib alone zooms onto it)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agents.plots import draw_decision_vs_jct
+
+    rows = [{"policy": name, "kind": "lp", "seeds": [1], "avg_jct_common_s": h * 3600,
+             "common_jobs": 550, "decision_time_mean_s": ms / 1e3}
+            for name, ms, h in (("pure-lp", 120.0, 0.6720), ("topk", 90.0, 0.6713))]
+    fig, ax = plt.subplots()
+    draw_decision_vs_jct(ax, rows, {"pure-lp": "k", "topk": "k"})
+    lo, hi = ax.get_ylim()
+    plt.close(fig)
+    assert hi - lo >= 0.05 * (lo + hi) / 2 * 0.999
+    assert lo < 0.6713 and hi > 0.6720
