@@ -452,6 +452,15 @@ def output_dir(out: str | Path | None, suite_name: str, overwrite: bool = False)
     ``overwrite``); without ``out``, ``runs/eval-<suite>``, or when that holds an earlier
     evaluation's ``metrics.json`` the first free ``runs/eval-<suite>-2``, ``-3``, …
     (``overwrite``: ``runs/eval-<suite>`` itself)."""
+    return claim_output_dir(out, suite_name, overwrite)[0]
+
+
+def claim_output_dir(out: str | Path | None, suite_name: str,
+                     overwrite: bool = False) -> tuple[Path, list[Path], Path | None]:
+    """``output_dir``, and what choosing it created: the folders it made (deepest first; a
+    default folder is made and claimed at once) and the claim file it wrote (``None`` for
+    ``out`` or ``overwrite``, which claim nothing), so that a run that fails can remove
+    exactly those."""
     if out is not None:
         path = Path(out)
         if (path / METRICS_FILE).exists() and not overwrite:
@@ -459,15 +468,19 @@ def output_dir(out: str | Path | None, suite_name: str, overwrite: bool = False)
                               f"evaluation: pass --overwrite to replace it (and the plots; "
                               f"TensorBoard runs are kept side by side), or choose another "
                               f"--out", field="--out")
-        return path
+        return path, [], None
     base = Path("runs") / f"eval-{suite_name}"
     if overwrite:
-        return base
+        return base, [], None
     path, i = base, 2
-    while not _claim(path):
+    while True:
+        missing = [p for p in (path, *path.parents) if str(p) not in ("", ".")]
+        missing = missing[:next((k for k, p in enumerate(missing) if p.exists()),
+                                len(missing))]
+        if _claim(path):
+            return path, missing, path / CLAIM_FILE
         path = base.with_name(f"{base.name}-{i}")
         i += 1
-    return path
 
 
 #: Created (exclusively) in a default output folder when an evaluation chooses it, so that two

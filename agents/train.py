@@ -293,9 +293,6 @@ class TrainConfig:
                                   "threshold is chosen for that recall)",
                                   field="--threshold-bands")
             self.threshold_bands = edges
-        if self.gate_candidates < 0:
-            raise ConfigError(f"must be >= 0, got {self.gate_candidates}",
-                              field="--gate-candidates")
         if isinstance(self.dagger, bool) or not isinstance(self.dagger, (int, np.integer)) \
                 or self.dagger < 0:
             raise ConfigError(f"must be a whole number >= 0, got {self.dagger!r}",
@@ -354,22 +351,28 @@ class TrainConfig:
         """The ``--set`` fields above: a wrong type or an out-of-range value is a
         ``ConfigError`` naming the key (it used to fail deep inside training, after the
         demonstrations had been collected, or train a ``hidden=0`` network)."""
+        def number(v) -> bool:
+            return not isinstance(v, bool) and isinstance(v, (int, float, np.number))
+
         for name, low in self._WHOLE_AT_LEAST.items():
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise ConfigError(f"must be a whole number >= {low}, got {v!r}", field=name)
+                field_name = "--gate-candidates" if name == "gate_candidates" else name
+                raise ConfigError(f"must be a whole number >= {low}, got {v!r}",
+                                  field=field_name)
+            setattr(self, name, int(v))             # a plain int in config.json
         for name, (low, strict) in self._NUMBER_ABOVE.items():
             v = getattr(self, name)
-            ok = (not isinstance(v, bool) and isinstance(v, (int, float, np.number))
-                  and math.isfinite(v) and (v > low if strict else v >= low))
-            if not ok:
+            if not (number(v) and math.isfinite(v) and (v > low if strict else v >= low)):
                 raise ConfigError(f"must be a number {'>' if strict else '>='} {low:g}, "
                                   f"got {v!r}", field=name)
-        if self.target_kl is not None and not (
-                not isinstance(self.target_kl, bool)
-                and isinstance(self.target_kl, (int, float)) and self.target_kl > 0):
-            raise ConfigError(f"must be a number > 0 or null, got {self.target_kl!r}",
-                              field="target_kl")
+            setattr(self, name, float(v))
+        kl = self.target_kl
+        if kl is not None:
+            if not (number(kl) and math.isfinite(kl) and kl > 0):
+                raise ConfigError(f"must be a number > 0 or null, got {kl!r}",
+                                  field="target_kl")
+            self.target_kl = float(kl)
 
     @property
     def mode(self) -> str:

@@ -71,7 +71,7 @@ def cmd_evaluate(args) -> int:
     trust_sb3_zip, seeds, out, overwrite, json, no_progress, timing_repeats, backend,
     num_cpus, address, resume). Exit status 1 when a run of a Ray sweep failed (after its retry)."""
     from agents import evaluate as ev
-    from agents.report import CLAIM_FILE
+    from agents.report import claim_output_dir
     _check_backend_flags(args, args.out is not None)
     ray = args.backend == "ray"
     backend = ev.RayBackend(num_cpus=args.num_cpus, address=args.address) if ray else "serial"
@@ -92,19 +92,17 @@ def cmd_evaluate(args) -> int:
         suite = ev.get_suite(args.suite or "smoke")
     entries = ev.parse_policies(args.policies or ev.default_policies(),   # unknown: exit 2
                                 trust_sb3_zip=args.trust_sb3_zip)         # before any folder
-    # never over results (a resumed sweep rewrites its own metrics.json)
-    existed = args.out is not None and Path(args.out).exists()
-    out = ev.output_dir(args.out, suite.name, overwrite=args.overwrite or args.resume)
-    created = make_output_dir(out)                  # an unwritable --out fails before the runs
-    # a folder this run made (or claimed, by default) goes again if the run fails before
-    # writing into it
-    created = (created and not existed) or args.out is None
+    # never over results (a resumed sweep rewrites its own metrics.json). What this run
+    # creates (folders, its claim on a default one) goes again if it fails before writing.
+    out, created, claim = claim_output_dir(args.out, suite.name,
+                                           overwrite=args.overwrite or args.resume)
+    created = make_output_dir(out) + created        # an unwritable --out fails before the runs
     if args.out is None and out != Path("runs") / f"eval-{suite.name}":
         print(f"runs/eval-{suite.name} holds an earlier evaluation: writing to {out} "
               f"(--out DIR to choose, --overwrite to replace)", file=sys.stderr)
     progress = False if args.no_progress else None
     try:
-        with removed_if_failed_empty(out, created, ignore=(CLAIM_FILE,)):
+        with removed_if_failed_empty(created, (claim,) if claim else ()):
             report = ev.evaluate(suite, ev.entries_to_items(entries), seeds=args.seeds,
                                  progress=progress, backend=backend,
                                  runs_dir=out / ev.RUNS_DIR if ray else None,
@@ -113,7 +111,10 @@ def cmd_evaluate(args) -> int:
     except KeyboardInterrupt:
         if not ray:
             raise
-        print(interrupted_note(out / ev.RUNS_DIR), file=sys.stderr)
+        if not out.exists():
+            print("interrupted before any run finished: nothing to resume", file=sys.stderr)
+        else:
+            print(interrupted_note(out / ev.RUNS_DIR), file=sys.stderr)
         return 130
     data = ev.report_json(report)
     written = ev.write_outputs(report, out, data, overwrite=True)   # checked above

@@ -1,5 +1,6 @@
 """Output folders of the CLI's runs: created only when a run goes ahead, and removed again when
-a run that created one fails before writing anything into it (no empty folders left behind)."""
+a run that created them fails before writing anything into them (no empty folders left
+behind; a folder that was there before the run is never removed)."""
 
 from __future__ import annotations
 
@@ -9,32 +10,42 @@ from pathlib import Path
 from hsched_env.errors import ConfigError
 
 
-def make_output_dir(path: Path, flag: str = "--out") -> bool:
-    """Create ``path`` (and its parents); ``True`` when this call created it. An unwritable
-    path is a ``ConfigError`` naming ``flag``."""
+def missing_parents(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first (what creating
+    ``path`` will create)."""
+    out = []
+    for p in [Path(path), *Path(path).parents]:
+        if p.exists() or p == Path(p.anchor) or str(p) in ("", "."):
+            break
+        out.append(p)
+    return out
+
+
+def make_output_dir(path: Path, flag: str = "--out") -> list[Path]:
+    """Create ``path`` (and its parents); returns the folders this call created, deepest
+    first. An unwritable path is a ``ConfigError`` naming ``flag``."""
     path = Path(path)
-    existed = path.exists()
+    new = missing_parents(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create {str(path)!r}: {exc.strerror or exc}",
                           field=flag) from None
-    return not existed
+    return new
 
 
 @contextlib.contextmanager
-def removed_if_failed_empty(path: Path, created: bool, ignore: tuple[str, ...] = ()):
-    """Run the body; if it raises and this run ``created`` ``path``, remove ``path`` when it
-    holds nothing but the files named in ``ignore`` (a claim marker), then re-raise."""
+def removed_if_failed_empty(created: list[Path], own_files: tuple[Path, ...] = ()):
+    """Run the body; if it raises, delete ``own_files`` (markers this run wrote, e.g. its
+    claim on a default output folder) and then remove each folder of ``created`` (deepest
+    first) that is empty, and re-raise. Folders the run did not create are left alone."""
     try:
         yield
     except BaseException:
-        path = Path(path)
-        if created and path.is_dir():
-            left = [p for p in path.iterdir() if p.name not in ignore]
-            if not left:
-                for name in ignore:
-                    (path / name).unlink(missing_ok=True)
-                with contextlib.suppress(OSError):
-                    path.rmdir()
+        for f in own_files:
+            with contextlib.suppress(OSError):
+                Path(f).unlink(missing_ok=True)
+        for folder in created:
+            with contextlib.suppress(OSError):
+                Path(folder).rmdir()            # only an empty folder goes
         raise

@@ -206,10 +206,8 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def _check_sweep_args(args) -> bool:
-    """The flags of ``compare --backend ray`` only with it; ``--resume`` needs ``--out``.
-    Creates ``--out`` (so that an unwritable one fails before the runs); ``True`` when this
-    call created it."""
+def _check_sweep_args(args) -> None:
+    """The flags of ``compare --backend ray`` only with it; ``--resume`` needs ``--out``."""
     if args.backend != "ray":
         for flag, value in (("--num-cpus", args.num_cpus), ("--address", args.address),
                             ("--out", args.out), ("--overwrite", args.overwrite),
@@ -221,7 +219,6 @@ def _check_sweep_args(args) -> bool:
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out DIR, the output folder of the sweep to resume "
                           "(its runs/ holds the finished runs)", field="--resume")
-    return args.out is not None and make_output_dir(Path(args.out))
 
 
 def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], dict]:
@@ -268,19 +265,25 @@ def cmd_compare(args) -> int:
     names = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not names:
         raise ConfigError("no policy named", field="--policies")
+    _check_sweep_args(args)
     _check_simulation_args(args, names)
     cluster, workload, config = _simulation_args(args)
-    created = _check_sweep_args(args)
+    # an unwritable --out fails before the runs; a Ray that cannot start (or --address with
+    # no cluster) leaves no empty --out behind
+    created = [] if args.out is None else make_output_dir(Path(args.out))
     sweep = None
     if args.backend == "ray":
         try:
-            # a Ray that cannot start (or --address with no cluster) leaves no empty --out
-            with removed_if_failed_empty(Path(args.out or "."), created):
+            with removed_if_failed_empty(created):
                 results, sweep = _compare_sweep(args, names, cluster, workload, config)
         except KeyboardInterrupt:
             if args.out is None:
                 raise
-            print(interrupted_note(Path(args.out) / "runs"), file=sys.stderr)
+            if not Path(args.out).exists():
+                print("interrupted before any run finished: nothing to resume",
+                      file=sys.stderr)
+            else:
+                print(interrupted_note(Path(args.out) / "runs"), file=sys.stderr)
             return 130
     else:
         results, done = [], []

@@ -156,11 +156,13 @@ def our_workload(cfg: Config) -> str:
 
 
 def our_command(key: str, cfg: Config) -> list[str]:
-    """Our ``hsched simulate`` command for the benchmark key ``key`` (``POLICIES``)."""
+    """Our ``hsched simulate`` command for the benchmark key ``key`` (``POLICIES``); any
+    other name is taken as our policy's name, run with no extra flags (as before the keys)."""
     a, b = cfg.jobs
+    policy = POLICIES[key][1] if key in POLICIES else key
     return [sys.executable, "-m", "hsched_cli", "simulate", "--cluster", OUR_CLUSTER,
             "--throughputs", "gavel", "--workload", our_workload(cfg), "--policy",
-            POLICIES[key][1], "--measure-jobs", f"{a}:{b}", "--round-s", _fmt_num(cfg.round_s),
+            policy, "--measure-jobs", f"{a}:{b}", "--round-s", _fmt_num(cfg.round_s),
             "--json", "--no-progress", *OUR_FLAGS.get(key, ())]
 
 
@@ -374,7 +376,7 @@ def measure(args, cfg: Config, sched_dir: Path | None, sides: tuple[str, ...]):
                                 f"the last of our {cfg.our_jobs} jobs arrived at {last:.0f} s; "
                                 f"raise --our-jobs")
                 runs[key][side].append(r)
-                print(f"run {i + 1}/{args.runs} {key:9s} {side:5s} wall {r.wall_s:7.2f} s  "
+                print(f"run {i + 1}/{args.runs} {key:14s} {side:5s} wall {r.wall_s:7.2f} s  "
                       f"CPU {r.cpu_s:7.2f} s  avg JCT {r.avg_jct_s / 3600:.3f} h "
                       f"({r.jobs_measured} jobs)", file=sys.stderr, flush=True)
     return runs, warnings

@@ -409,11 +409,38 @@ def test_cli_failed_evaluation_leaves_no_empty_folder(capsys, tmp_path, monkeypa
         argv = ["evaluate", "--policies", "fifo", "--no-progress"]
         with pytest.raises(RuntimeError, match="boom"):
             main(argv + (["--out", out] if out else []))
-    assert not (tmp_path / "runs" / "eval-smoke").exists() and not (tmp_path / "mine").exists()
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "mine").exists()
     (tmp_path / "kept").mkdir()
     with pytest.raises(RuntimeError):
         main(["evaluate", "--policies", "fifo", "--out", "kept"])
     assert (tmp_path / "kept").is_dir()
+    # the parents a nested --out needed go too; an existing parent stays
+    with pytest.raises(RuntimeError):
+        main(["evaluate", "--policies", "fifo", "--out", "kept/a/b/c"])
+    assert (tmp_path / "kept").is_dir() and not (tmp_path / "kept" / "a").exists()
+
+
+def test_cli_failed_overwrite_run_leaves_another_runs_claim(capsys, tmp_path, monkeypatch):
+    """``--overwrite`` without ``--out`` takes ``runs/eval-<suite>`` without claiming it: when
+    it fails it must not delete the folder or the claim of an evaluation that holds it."""
+    from agents import evaluate as ev
+    from agents.report import CLAIM_FILE
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / "runs" / "eval-smoke"
+    other.mkdir(parents=True)
+    (other / CLAIM_FILE).write_text("claimed by pid 1\n")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(ev, "evaluate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["evaluate", "--policies", "fifo", "--overwrite", "--no-progress"])
+    assert (other / CLAIM_FILE).read_text() == "claimed by pid 1\n"
+    # and a default run that claims the next folder removes only its own claim and folder
+    with pytest.raises(KeyboardInterrupt):
+        main(["evaluate", "--policies", "fifo", "--no-progress"])
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["eval-smoke"]
+    assert (other / CLAIM_FILE).exists()
 
 
 @slow

@@ -383,3 +383,14 @@ def test_set_values_in_range_accepted():
     config = make_config("hsched/Rank-Tiny-v0", algo="imitation", imitation_lr=1e-3,
                          hidden=32, pos_weight=2)
     assert (config.imitation_lr, config.hidden, config.pos_weight) == (1e-3, 32, 2)
+
+
+def test_set_values_numpy_and_text_gate():
+    """A numpy number from a script becomes a plain number (config.json writes it as a
+    number); a text gate is a one-line error like the other keys (review)."""
+    import numpy as np
+    config = make_config("hsched/Rank-Tiny-v0", algo="imitation", hidden=np.int64(32),
+                         target_kl=np.float32(0.02))
+    assert type(config.hidden) is int and type(config.target_kl) is float
+    with pytest.raises(Exception, match="must be a whole number >= 0, got 'abc'"):
+        make_config("hsched/Rank-Tiny-v0", algo="imitation", gate_candidates="abc")

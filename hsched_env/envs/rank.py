@@ -171,11 +171,14 @@ class RankEnv(HSchedEnvBase):
             raise ConfigError(f"a Rank-v0 action is {self.K} keep bits, got shape {a.shape}",
                               field="action")
         if a.dtype != bool:
-            bad = np.flatnonzero(~((a == 0) | (a == 1)))    # NaN, 0.4, −1, 2, … (not a bit)
+            bits = (a == 0) | (a == 1)
+            bad = np.flatnonzero(~np.asarray(bits, dtype=bool))   # NaN, 0.4, −1, 2, None, …
             if bad.size:
+                v = a[bad[0]]
+                v = v.item() if isinstance(v, np.generic) else v
                 raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (0 or 1); slot "
-                                  f"{int(bad[0])} holds {a[bad[0]].item()!r} ({bad.size} slot(s) are "
-                                  f"not 0 or 1): threshold probabilities before stepping",
+                                  f"{int(bad[0])} holds {v!r} ({bad.size} slot(s) are not 0 "
+                                  f"or 1): threshold probabilities before stepping",
                                   field="action")
         a = a.astype(bool)
         self._actions.append(a.astype(np.int8))
