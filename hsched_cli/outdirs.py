@@ -36,15 +36,18 @@ def make_output_dir(path: Path, flag: str = "--out") -> list[Path]:
 
 @contextlib.contextmanager
 def removed_if_failed_empty(created: list[Path], own_files: tuple[Path, ...] = ()):
-    """Run the body; if it raises, delete ``own_files`` (markers this run wrote, e.g. its
-    claim on a default output folder) and then remove each folder of ``created`` (deepest
-    first) that is empty, and re-raise. Folders the run did not create are left alone."""
+    """Run the body; if it raises, delete each of ``own_files`` (markers this run wrote, e.g.
+    its claim on a default output folder) whose folder holds nothing else — a folder the run
+    did write into (a Ray sweep's run files) keeps its claim —, then remove each folder of
+    ``created`` (deepest first) that is empty, and re-raise. Folders the run did not create
+    are left alone."""
     try:
         yield
     except BaseException:
-        for f in own_files:
+        for f in map(Path, own_files):
             with contextlib.suppress(OSError):
-                Path(f).unlink(missing_ok=True)
+                if f.parent.is_dir() and all(p == f for p in f.parent.iterdir()):
+                    f.unlink(missing_ok=True)
         for folder in created:
             with contextlib.suppress(OSError):
                 Path(folder).rmdir()            # only an empty folder goes

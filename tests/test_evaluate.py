@@ -681,3 +681,18 @@ def test_pareto_plot_does_not_magnify_a_tiny_jct_gap():
     plt.close(fig)
     assert hi - lo >= 0.05 * (lo + hi) / 2 * 0.999
     assert lo < 0.6713 and hi > 0.6720
+
+
+def test_failed_run_keeps_a_folder_it_wrote_into_and_its_claim(tmp_path):
+    """A default-folder run that fails after writing (a Ray sweep's run files) keeps the
+    folder and its claim, so that no later evaluation claims a folder holding run files."""
+    from hsched_cli.outdirs import removed_if_failed_empty
+    folder = tmp_path / "runs" / "eval-smoke"
+    (folder / "runs").mkdir(parents=True)
+    (folder / "runs" / "a.json").write_text("{}")
+    claim = folder / ".evaluation"
+    claim.write_text("claimed by pid 2\n")
+    with pytest.raises(RuntimeError):
+        with removed_if_failed_empty([folder, tmp_path / "runs"], (claim,)):
+            raise RuntimeError("failed after a run file")
+    assert claim.exists() and (folder / "runs" / "a.json").exists()
