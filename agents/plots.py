@@ -43,11 +43,12 @@ def _plain_log_ticks(axis) -> None:
 
 
 def _label_side(ax, x: float) -> tuple[int, str]:
-    """Where a point's label goes on a log-x axis: right of the point, or left of it in the
-    axis's last quarter, so that no label runs past the axes' edge. Call after every point
-    is drawn (the limits are then final)."""
-    lo, hi = (math.log10(v) for v in ax.get_xlim())
-    right_part = (math.log10(x) - lo) / (hi - lo) if hi > lo else 0.0
+    """Where a point's label goes: right of the point, or left of it in the axis's last
+    quarter (measured on the axis's own scale, log or linear), so that no label runs past the
+    axes' edge. Call after every point is drawn (the limits are then final)."""
+    f = math.log10 if ax.get_xscale() == "log" else (lambda v: v)
+    lo, hi = (f(v) for v in ax.get_xlim())
+    right_part = (f(x) - lo) / (hi - lo) if hi > lo else 0.0
     return (-5, "right") if right_part > 0.75 else (5, "left")
 
 
@@ -78,8 +79,8 @@ def decision_points(row: dict) -> list[float]:
 
 def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> list[tuple]:
     """One scenario's panel of ``plot_decision_vs_jct`` without its labels: a point per
-    policy (a ranker's star, and a hollow one with its observations), the log x-axis and
-    its titles; a y-axis at least 5% of its middle value tall, so that JCTs 0.1% apart do
+    policy (a ranker's star, and a hollow one with its observations), the x-axis (log, or
+    linear from 0 when every point lies within a factor of 3) and its titles; a y-axis at least 5% of its middle value tall, so that JCTs 0.1% apart do
     not look far apart. Returns the labels to draw, ``(text, x, y, above, fontsize)``, for
     ``place_labels`` once the figure's layout is final."""
     key, ylabel = quality_axis(rows)
@@ -97,13 +98,18 @@ def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> list[tuple]:
             ax.scatter([xo], [y], s=60, marker="*", facecolors="none",
                        edgecolors=colors[r["policy"]], zorder=3)
             labels.append(("+ observations", xo, y, i % 2 != 0, 7))
-    ax.set_xscale("log")
+    xs = [x for _, x, _, _, _ in labels]
+    if xs and max(xs) < 3 * min(xs):
+        ax.set_xlim(0.0, max(xs) * 1.15)  # within a factor of 3: a linear axis from 0 reads
+    else:                                 # as it is (a log one would show one or two ticks)
+        ax.set_xscale("log")
     ax.margins(x=0.08, y=0.12)      # room for the labels of the outermost points
     lo, hi = ax.get_ylim()
     mid = (lo + hi) / 2
     if labels and hi - lo < 0.05 * abs(mid):        # JCTs within a few per cent of each
         ax.set_ylim(mid - 0.025 * abs(mid), mid + 0.025 * abs(mid))   # other: no magnified gap
-    _plain_log_ticks(ax.xaxis)
+    if ax.get_xscale() == "log":
+        _plain_log_ticks(ax.xaxis)
     ax.set_xlabel("decision time per round, mean (ms)")
     ax.set_ylabel(ylabel)
     return labels

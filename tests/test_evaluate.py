@@ -696,3 +696,27 @@ def test_failed_run_keeps_a_folder_it_wrote_into_and_its_claim(tmp_path):
         with removed_if_failed_empty([folder, tmp_path / "runs"], (claim,)):
             raise RuntimeError("failed after a run file")
     assert claim.exists() and (folder / "runs" / "a.json").exists()
+
+
+def test_pareto_plot_linear_axis_when_decision_times_are_close():
+    """Decision times within a factor of 3 (the demo's burst: 87–126 ms) get a linear axis
+    from 0, where a log axis showed one or two ticks; wider spreads stay logarithmic."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agents.plots import draw_decision_vs_jct
+
+    def scale(times_ms):
+        rows = [{"policy": f"p{i}", "kind": "lp", "seeds": [1], "avg_jct_common_s": 3600.0,
+                 "common_jobs": 1, "decision_time_mean_s": ms / 1e3}
+                for i, ms in enumerate(times_ms)]
+        fig, ax = plt.subplots()
+        draw_decision_vs_jct(ax, rows, {r["policy"]: "k" for r in rows})
+        out = ax.get_xscale(), ax.get_xlim()
+        plt.close(fig)
+        return out
+
+    kind, (lo, hi) = scale([87.0, 97.0, 126.0])
+    assert kind == "linear" and lo == 0.0 and hi > 126.0
+    assert scale([0.05, 6.5])[0] == "log"
