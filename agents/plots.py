@@ -80,8 +80,8 @@ def decision_points(row: dict) -> list[float]:
 def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> list[tuple]:
     """One scenario's panel of ``plot_decision_vs_jct`` without its labels: a point per
     policy (a ranker's star, and a hollow one with its observations), the x-axis (log, or
-    linear from 0 when every point lies within a factor of 3) and its titles; a y-axis at least 5% of its middle value tall, so that JCTs 0.1% apart do
-    not look far apart. Returns the labels to draw, ``(text, x, y, above, fontsize)``, for
+    linear from 0 when every point lies within a factor of 3) and its titles; a y-axis at
+    least 5% of its middle value tall, so that JCTs 0.1% apart do not look far apart. Returns the labels to draw, ``(text, x, y, above, fontsize)``, for
     ``place_labels`` once the figure's layout is final."""
     key, ylabel = quality_axis(rows)
     labels = []
@@ -129,20 +129,15 @@ def place_labels(ax, labels: list[tuple]) -> None:
         heights = (4, -10, 14, -20) if above else (-10, 4, -20, 14)
         other = "right" if ha == "left" else "left"
         spots = [(dx, ha, dy) for dy in heights] + [(-dx, other, dy) for dy in heights]
-        for n, (ox, align, dy) in enumerate(spots):
+        for k, (ox, align, dy) in enumerate(spots + spots[:1]):   # last: the first again
             label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(ox, dy),
                                 ha=align, fontsize=size)
             extent = label.get_window_extent(renderer)
             inside = (box.x0 <= extent.x0 and extent.x1 <= box.x1
                       and box.y0 <= extent.y0 and extent.y1 <= box.y1)
-            if inside and not any(extent.overlaps(p) for p in placed):
+            if k == len(spots) or (inside and not any(extent.overlaps(p) for p in placed)):
                 break
             label.remove()
-        else:                       # no clear spot: the first one
-            ox, align, dy = spots[0]
-            label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(ox, dy),
-                                ha=align, fontsize=size)
-            extent = label.get_window_extent(renderer)
         placed.append(extent)
 
 

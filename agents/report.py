@@ -23,6 +23,7 @@ from agents.policy_entries import PolicyEntry
 from agents.runners import STEP_CAP, SUPPORT_TINY, Run, round_step_cap
 from agents.suites import TRAIN_SEEDS, Scenario, Suite
 from hsched_env.errors import ConfigError
+from hsched_env.files import missing_parents
 from hsched_env.metrics import finish_time_fairness, finished_by_all
 from hsched_env.text import format_table
 
@@ -474,9 +475,7 @@ def claim_output_dir(out: str | Path | None, suite_name: str,
         return base, [], None
     path, i = base, 2
     while True:
-        missing = [p for p in (path, *path.parents) if str(p) not in ("", ".")]
-        missing = missing[:next((k for k, p in enumerate(missing) if p.exists()),
-                                len(missing))]
+        missing = missing_parents(path)             # what claiming it will create
         if _claim(path):
             return path, missing, path / CLAIM_FILE
         path = base.with_name(f"{base.name}-{i}")

@@ -8,17 +8,7 @@ import contextlib
 from pathlib import Path
 
 from hsched_env.errors import ConfigError
-
-
-def missing_parents(path: Path) -> list[Path]:
-    """``path`` and those of its parents that do not exist yet, deepest first (what creating
-    ``path`` will create)."""
-    out = []
-    for p in [Path(path), *Path(path).parents]:
-        if p.exists() or p == Path(p.anchor) or str(p) in ("", "."):
-            break
-        out.append(p)
-    return out
+from hsched_env.files import missing_parents
 
 
 def make_output_dir(path: Path, flag: str = "--out") -> list[Path]:

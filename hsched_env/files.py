@@ -1,4 +1,5 @@
-"""Reading users' text files (clusters, catalogs, traces) with errors that name the file."""
+"""Users' files and folders: reading text files (clusters, catalogs, traces) with errors that
+name the file, and the folders a path still needs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from hsched_env.errors import ConfigError, show, shorten
 
-__all__ = ["is_file", "json_object_no_duplicates", "read_text_file", "shorten", "user_path"]
+__all__ = ["is_file", "json_object_no_duplicates", "missing_parents", "read_text_file",
+           "shorten", "user_path"]
 
 
 def user_path(text: str, *, field: str | None = None) -> Path:
@@ -22,6 +24,17 @@ def user_path(text: str, *, field: str | None = None) -> Path:
     except RuntimeError:
         raise ConfigError("cannot expand '~' (no such user or no home directory)",
                           source=shorten(text, 400), field=field) from None
+
+
+def missing_parents(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first: the folders
+    that creating ``path`` will create."""
+    out = []
+    for p in [Path(path), *Path(path).parents]:
+        if p.exists() or p == Path(p.anchor) or str(p) in ("", "."):
+            break
+        out.append(p)
+    return out
 
 
 def is_file(path: Path) -> bool:

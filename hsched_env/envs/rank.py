@@ -74,8 +74,8 @@ class RankEnv(HSchedEnvBase):
 
     As ``hsched/Schedule-v0``; each step is one round, and any keep bits are a valid action
     (bits on empty slots are ignored), so there is no invalid-action rule; an action that is
-    not K bits of 0 or 1 (a wrong shape, a probability, NaN) raises a ``ConfigError``. The registered
-    ids set a step limit (``max_episode_steps``; ``docs/environments.md``).
+    not K bits of 0 or 1 (a wrong shape, a probability, NaN) raises a ``ConfigError``. The
+    registered ids set a step limit (``max_episode_steps``; ``docs/environments.md``).
 
     ## Arguments
 
