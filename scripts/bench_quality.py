@@ -275,7 +275,8 @@ def run_all(cases: list[Case], policies: list[str], *, objective: str | None = N
     from tqdm import tqdm
     tasks = [(c, p, objective) for c in cases for p in policies]
     runs: dict[str, dict[str, dict]] = {c.name: {} for c in cases}
-    bar = tqdm(total=len(tasks), desc="simulations", unit="sim", disable=not progress,
+    bar = tqdm(total=len(tasks), desc="simulations", unit="sim",
+               disable=None if progress else True,      # None: no bar into a log file
                file=sys.stderr, dynamic_ncols=True)
     try:
         if workers <= 1:
