@@ -207,6 +207,8 @@ class HighsModel:
     def __init__(self, a, cost: np.ndarray, col_lo: np.ndarray, col_hi: np.ndarray,
                  row_lo: np.ndarray, row_hi: np.ndarray, options: dict) -> None:
         self._options = dict(options)
+        #: whether the next run starts from a basis given by ``set_basis`` (a warm start)
+        self.from_given_basis = False
         self.h = _acquire_highs(self._options)
         num_row, num_col = a.shape
         # The arrays go in by pointer (``Highs.passModel``'s array overload): filling a
@@ -237,7 +239,9 @@ class HighsModel:
         basis.col_status = [_BASIS_STATUS[v] for v in col_status.tolist()]
         basis.row_status = [_BASIS_STATUS[v] for v in row_status.tolist()]
         basis.alien = True
-        return self.h.setBasis(basis) == highspy.HighsStatus.kOk
+        accepted = self.h.setBasis(basis) == highspy.HighsStatus.kOk
+        self.from_given_basis = accepted
+        return accepted
 
     def basis(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The current basis as ``(column statuses, row statuses)`` (int8 codes), ``None``
@@ -284,6 +288,16 @@ class HighsDriver(HighsModel):
 
     def run(self, budget_s: float | None) -> SolverRun:
         result = self.run_highs(budget_s)
+        if self.from_given_basis:
+            self.from_given_basis = False
+            if result.status == "error":
+                # HiGHS can end a run started from a basis mapped over from another LP in
+                # status "unknown"; the same model solved cold (its own start) is the answer
+                # the warm start stands in for. Its run time counts both runs.
+                self.clear_solver()
+                left = None if budget_s is None else budget_s - result.run_s
+                cold = self.run_highs(left)
+                result = SolverRun(cold.status, cold.values, result.run_s + cold.run_s)
         if self.record_basis and self.first_basis is None and result.status == "optimal":
             self.first_basis = self.basis()
         return result

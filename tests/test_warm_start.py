@@ -112,6 +112,39 @@ def test_warm_start_reaches_the_cold_optimum_after_the_jobs_change(objective):
         check_feasible(q, warm.x, tol=1e-7)
 
 
+def test_a_warm_run_that_fails_is_solved_again_cold(monkeypatch):
+    """HiGHS can end a run started from a mapped-over basis in status "unknown": the driver
+    then clears the solver and solves the same model cold, and the decision stands."""
+    from lp_baseline.backends import HighsModel, SolverRun
+    p = random_problem(30, np.random.default_rng(5))
+    keys = _keys(p, np.arange(30))
+    prev = solve_allocation(p, "max-min", basis_keys=keys, method="simplex")
+    cold = solve_allocation(p, "max-min", method="simplex")
+    real_run, calls, cleared = HighsModel.run_highs, [], []
+
+    def run_highs(self, budget_s):
+        calls.append(self.from_given_basis)
+        if len(calls) == 1:            # the warm-started first run ends in "unknown"
+            return SolverRun("error", None, 0.25)
+        return real_run(self, budget_s)
+
+    monkeypatch.setattr(HighsModel, "run_highs", run_highs)
+    monkeypatch.setattr(HighsModel, "clear_solver",
+                        lambda self: (cleared.append(True), self.h.clearSolver()))
+    warm = solve_allocation(p, "max-min", basis_keys=keys, warm_basis=prev.basis,
+                            method="simplex")
+    assert warm.warm_started and cleared == [True]
+    assert calls[:2] == [True, False]          # the retry starts cold
+    assert warm.status == "optimal" and warm.highs_run_s >= 0.25
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-7, abs=1e-9)
+    check_feasible(p, warm.x, tol=1e-7)
+    # a cold first run that fails is not retried (no basis of another LP to blame)
+    calls.clear()
+    cleared.clear()
+    failed = solve_allocation(p, "max-min", method="simplex")
+    assert failed.status == "error" and cleared == [] and calls == [False]
+
+
 def test_warm_basis_needs_keys_and_column_generation_ignores_it():
     p = random_problem(20, np.random.default_rng(3))
     keys = _keys(p, np.arange(20))
