@@ -95,7 +95,7 @@ def _schedule(c, out: Path, spec: str, policies: tuple[str, ...]) -> Iterator[st
     yield format_report(report)
     written = write_outputs(report, out, overwrite=True)     # the demo's folder, each run
     yield ("\nWrote " + ", ".join(str(p) for p in written)
-           + f"\nOpen the TensorBoard logs with:  {tensorboard_command(out.parent)}")
+           + f"\nOpen the TensorBoard logs with:  {tensorboard_command(out)}")
 
 
 def _ranker_at_scale(out: Path) -> Iterator[str]:

@@ -494,6 +494,9 @@ def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
             entry = agent_entry(item)
         elif item == "ranker" or item.startswith(("ranker:", "ranker@")):
             spec, recall = _split_recall(item)
+            if spec.startswith("ranker@"):     # "ranker@" + something not a number
+                raise ConfigError(f"{item!r}: the operating point after '@' must be a target "
+                                  f"recall such as ranker@0.95", field=FIELD)
             path = spec.split(":", 1)[1].strip() if ":" in spec else str(DEFAULT_RANKER_PATH)
             if not path:
                 raise ConfigError("ranker: needs a path (ranker:PATH)", field=FIELD)
@@ -552,5 +555,7 @@ def describe_entry(entry: PolicyEntry) -> str | None:
 
 def entries_to_items(entries: list[PolicyEntry]) -> list:
     """Policy entries back to what ``evaluate`` accepts (names for simulator policies, the
-    entries themselves for agents), so a file is loaded once."""
-    return [e.label if e.kind == "simulator" else e for e in entries]
+    entries themselves for agents), so a file is loaded once. A simulator policy listed twice
+    keeps its entry: its label (``fifo#2``) is not a policy name."""
+    return [e.label if e.kind == "simulator" and e.label in (e.policy_name, "pure-lp") else e
+            for e in entries]

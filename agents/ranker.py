@@ -591,6 +591,11 @@ class Ranker:
     @classmethod
     def load(cls, path: str | Path, **kwargs) -> "Ranker":
         net, meta = load_ranker_net(path)
+        if net.commit:
+            raise ConfigError(f"{path} holds a select-mode network (hsched/Schedule-v0: a "
+                              f"commit logit after the slots), not a rank-mode ranker; "
+                              f"evaluate that agent from its model.zip with "
+                              f"sb3:PATH/model.zip --trust-sb3-zip", field="ranker")
         kwargs.setdefault("name", f"ranker:{Path(path).name}")
         return cls(net, meta=meta, **kwargs)
 

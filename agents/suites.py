@@ -86,6 +86,12 @@ def _workload_kind(spec: str) -> str:
     return spec.split(":", 1)[0].strip()
 
 
+def is_fixed_generated(spec: str) -> bool:
+    """Whether ``spec`` is a generated (``gavel:``) workload that fixes its own ``seed=``, so
+    that every episode or evaluation seed would replay one job list."""
+    return _workload_kind(spec) == "gavel" and _seeded(spec)
+
+
 def _seeded(spec: str) -> bool:
     return ":" in spec and any(p.split("=", 1)[0].strip() == "seed"
                                for p in spec.split(":", 1)[1].split(","))

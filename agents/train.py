@@ -28,7 +28,8 @@ Tiny. ``cluster`` / ``workload`` / ``slots`` / ``episode_hours`` ... override it
   return against the LP's and random's on the same seeds, also written as ``returns.png``);
 * ``checkpoints/`` — SB3 checkpoints every ``checkpoint_steps``;
 * ``model.zip`` (SB3, to resume), ``ranker.pt`` (an equivariant policy's network alone,
-  loadable on any cluster and K with ``agents.ranker.Ranker.load``), ``imitation_ranker.pt``
+  loadable on any cluster and K: a rank-mode one with ``agents.ranker.Ranker.load``, a
+  select-mode one with ``load_ranker_net``), ``imitation_ranker.pt``
   (after the warm start, before PPO), ``config.json``, ``summary.json``.
 
 **Steps.** ``timesteps`` bounds the RL environment steps: the rollout length is cut to fit a
@@ -213,6 +214,12 @@ class TrainConfig:
         if self.algo not in ALGOS:
             raise UnknownNameError("algorithm", self.algo, list(ALGOS))
         self.policy = POLICY_ALIASES.get(self.policy, self.policy)
+        if self.workload is not None:
+            from agents.suites import is_fixed_generated
+            if is_fixed_generated(self.workload):
+                # every episode would replay one job list: the training seeds draw new ones
+                raise ConfigError(f"the training seeds are added to the workload; remove seed= "
+                                  f"from {self.workload!r}", field="--workload")
         if self.policy not in POLICIES:
             raise UnknownNameError("policy", self.policy, list(POLICIES), field="--policy")
         if self.algo == "imitation" and self.mode != "rank":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.errors import HSchedError, show
@@ -323,5 +324,13 @@ def main(argv: list[str] | None = None) -> int:
     except HSchedError as exc:
         print(f"hsched {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, the shell's code for SIGINT; a training run's folder keeps what
+        # it wrote (checkpoints, TensorBoard), so say where it is
+        logdir = getattr(args, "logdir", None)
+        left = (f"; the partial run is in {logdir} (--overwrite starts over)"
+                if logdir and Path(logdir).is_dir() and any(Path(logdir).iterdir()) else "")
+        print(f"hsched {args.command}: interrupted{left}", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         return 0

@@ -165,7 +165,10 @@ def _metrics_rows(all_metrics: list[dict]) -> str:
         rows.append([m["policy"], f"{m['jobs_completed']}/{m['jobs_total']}",
                      f"{m['avg_jct_s'] / 3600:.2f}", f"{ratio:.2f}",
                      f"{m['p50_jct_s'] / 3600:.2f}", f"{m['p99_jct_s'] / 3600:.2f}",
-                     f"{m['makespan_s'] / 3600:.1f}", f"{m['avg_queue_s'] / 3600:.2f}",
+                     # a run cut off before every job finished has no makespan
+                     (f"{m['makespan_s'] / 3600:.1f}"
+                      if m["jobs_completed"] == m["jobs_total"] else "n/a"),
+                     f"{m['avg_queue_s'] / 3600:.2f}",
                      f"{m['gpu_util']:.0%}", f"{m['restarts_per_job']:.2f}",
                      f"{m['ftf_worst']:.2f}", f"{m['decision_time_mean_s'] * 1e3:.1f}",
                      f"{m['decision_time_p99_s'] * 1e3:.1f}", f"{m['lp_vars_mean']:.0f}",

@@ -629,3 +629,15 @@ def test_one_ranker_serves_environments_of_other_shapes_in_turn():
             assert bits.shape == (e.K,)
             assert not bits[int((o["valid"] > 0.5).sum()):].any()       # empty slots dropped
     assert len(ranker._layouts) == 3
+
+
+def test_a_select_mode_network_is_not_loaded_as_a_ranker(tmp_path):
+    """A Schedule-v0 run's ranker.pt (a commit logit after the slots) would rank candidates
+    with a network trained for another decision: Ranker.load refuses it by name."""
+    from agents.ranker import Ranker, RankerNet, save_ranker
+    from hsched_env.errors import ConfigError
+    save_ranker(RankerNet(hidden=8, commit=True), tmp_path / "select.pt")
+    with pytest.raises(ConfigError, match="select-mode network"):
+        Ranker.load(tmp_path / "select.pt")
+    save_ranker(RankerNet(hidden=8), tmp_path / "rank.pt")
+    assert Ranker.load(tmp_path / "rank.pt").net.commit is False

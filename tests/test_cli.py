@@ -371,3 +371,31 @@ def test_the_command_turns_numpys_huge_page_advice_off_unless_told(given):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == (["0", "False"] if given is None else ["1", "True"])
+
+
+def test_ctrl_c_is_one_line_and_names_a_partial_training_run(monkeypatch, capsys, tmp_path):
+    """An interrupted command prints one line and returns 130 (no traceback); a training run
+    says where its partial output is."""
+    import hsched_cli.main as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_models", interrupted)
+    assert cli.main(["models"]) == 130
+    assert capsys.readouterr().err.strip() == "hsched models: interrupted"
+    logdir = tmp_path / "run"
+    logdir.mkdir()
+    (logdir / "config.json").write_text("{}")
+    monkeypatch.setattr(cli, "cmd_train", interrupted)
+    assert cli.main(["train", "--env", "hsched/Schedule-Tiny-v0", "--logdir", str(logdir)]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"partial run is in {logdir}" in err
+
+
+def test_a_cut_off_run_shows_no_makespan(capsys):
+    assert main(["simulate", "--cluster", "tiny-8", "--workload", "gavel:rate=4,jobs=40,seed=1",
+                 "--max-time-s", "20000", "--policy", "fifo"]) == 0
+    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("fifo")][0]
+    done, makespan = row.split()[1], row.split()[6]
+    assert done == "7/40" and makespan == "n/a"

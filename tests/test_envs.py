@@ -1156,6 +1156,7 @@ def test_rank_get_set_state_branches_identically():
     ({"max_candidates": 0}, ConfigError, "max_candidates"),
     ({"max_candidates": -4}, ConfigError, "max_candidates"),
     ({"max_candidates": 2.5}, ConfigError, "max_candidates"),
+    ({"job_candidates": 0}, ConfigError, "job_candidates"),
     ({"reward": "speed"}, UnknownNameError, "reward"),
     ({"reward_scale": 0.0}, ConfigError, "reward_scale"),
     ({"round_s": -1.0}, ConfigError, "round_s"),

@@ -228,6 +228,8 @@ def test_bad_entry_points_give_clear_errors():
         f"{ME}:Both": "both keep() and act()",
         f"{ME}:BadEnvKwargs": "env_kwargs cannot set workload",
         "not a name:x": "not a policy name",
+        "ranker@abc": "must be a target recall",
+        "ranker@": "must be a target recall",
     }
     for spec, words in cases.items():
         with pytest.raises(ConfigError, match="--policies") as err:
@@ -405,3 +407,16 @@ def test_sb3_explicit_algo_and_shape_mismatch(zips):
         parse_policies([f"sb3:{zips['rank']}"])
     with pytest.raises(ConfigError, match="no SB3 model file"):
         parse_policies(["sb3:/no/such/model.zip"], trust_sb3_zip=True)
+
+
+def test_a_simulator_policy_listed_twice_runs_twice():
+    """`--policies fifo,fifo`: the second copy is labelled fifo#2, and what the CLI hands to
+    evaluate (entries_to_items) resolves again (the label is not a policy name)."""
+    from agents.evaluate import entries_to_items
+    entries = parse_policies(["fifo", "fifo", "pure-lp", "pure-lp"])
+    assert [e.label for e in entries] == ["fifo", "fifo#2", "pure-lp", "pure-lp#2"]
+    again = parse_policies(entries_to_items(entries))
+    assert [e.label for e in again] == ["fifo", "fifo#2", "pure-lp", "pure-lp#2"]
+    assert [e.policy_name for e in again] == ["fifo", "fifo", "heterosched-lp", "heterosched-lp"]
+    report = evaluate(custom_suite(*TINY), entries_to_items(entries[:2]), progress=False)
+    assert report.policies == ["fifo", "fifo#2"]

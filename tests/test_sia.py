@@ -436,3 +436,22 @@ def test_sia_gain_cache_gives_bitwise_the_same_gains():
             np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
         assert len(cache) == view.num_active
         env.step(np.ones(env.K, dtype=np.int8))
+
+
+def test_native_output_of_the_ilp_solve_stays_off_stdout(capfd):
+    """scipy's HiGHS build can print a debugging line from C++ during a MIP solve; under
+    ``milp`` what native code writes to descriptor 1 goes to standard error, so `hsched
+    simulate --json` prints nothing but its JSON. Python output before the block keeps its
+    place."""
+    import os
+    import sys
+
+    from lp_baseline.sia import native_stdout_to_stderr
+    print("before", end="")
+    with native_stdout_to_stderr():
+        os.write(1, b"native line\n")
+        sys.stdout.flush()
+    print("after")
+    out, err = capfd.readouterr()
+    assert out == "beforeafter\n"
+    assert "native line" in err

@@ -394,3 +394,13 @@ def test_set_values_numpy_and_text_gate():
     assert type(config.hidden) is int and type(config.target_kl) is float
     with pytest.raises(Exception, match="must be a whole number >= 0, got 'abc'"):
         make_config("hsched/Rank-Tiny-v0", algo="imitation", gate_candidates="abc")
+
+
+def test_a_seeded_training_workload_is_refused(tmp_path):
+    """The training seeds draw the jobs: a gavel: spec with its own seed= would replay one
+    job list every episode, against what --help says."""
+    from hsched_cli.main import main
+    assert main(["train", "--env", "hsched/Rank-Tiny-v0", "--workload",
+                 "gavel:rate=4,jobs=5,seed=3", "--timesteps", "64",
+                 "--logdir", str(tmp_path / "run")]) == 2
+    assert not (tmp_path / "run").exists()

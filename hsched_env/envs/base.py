@@ -152,8 +152,12 @@ class HSchedEnvBase(gym.Env):
         self.K = slots
         self.reward_kind, self.reward_scale = reward, float(reward_scale)
         self.render_mode = render_mode
-        self.sim_config = SimConfig(round_s=round_s, restart_s=restart_s,
-                                    planner=PlannerConfig(max_candidates=job_candidates),
+        try:
+            planner = PlannerConfig(max_candidates=job_candidates)
+        except ConfigError as exc:             # the planner's name for it is max_candidates
+            raise ConfigError(f"job_candidates must be a positive integer or None, got "
+                              f"{job_candidates!r}", field="job_candidates") from exc
+        self.sim_config = SimConfig(round_s=round_s, restart_s=restart_s, planner=planner,
                                     throughputs=throughputs, max_time_s=max_time_s)
         self.lp_policy_name, self.lp_objective = lp_policy, lp_objective
         self._lp_given, self._lp_factory = lp, lp_factory
