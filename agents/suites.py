@@ -148,12 +148,12 @@ def _burst(jobs: int, active: int, mean_active: int) -> Scenario:
     return Scenario(f"large-2048-{active}", "large-2048", f"gavel:rate=20000,jobs={jobs}",
                     max_time_s=5400.0,
                     note=f"a burst of {jobs:,} jobs on 2,048 GPUs of 5 types, first 1.5 simulated "
-                         f"hours (18 rounds): all {jobs:,} active in the first round, "
-                         f"~{mean_active:,} on average over the rounds")
+                         f"hours (18 rounds): the burst arrives within ~7 minutes; "
+                         f"~{mean_active:,} active jobs on average over the rounds")
 
 
-#: Named after the burst's scale (about 500 / 1,000 / 2,000 jobs in its first round); the
-#: mean number of active jobs over the 18 rounds is lower (measured: ~310 / ~750 / ~1,650).
+#: Named after the burst's scale (550 / 1,100 / 2,200 jobs, all active by the second or third
+#: round); the mean number of active jobs over the 18 rounds is lower (~310 / ~750 / ~1,650).
 LARGE_FAMILY = Suite(
     "large-family",
     (_burst(550, 500, 310), _burst(1100, 1000, 750), _burst(2200, 2000, 1650)),

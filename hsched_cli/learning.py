@@ -166,6 +166,7 @@ def cmd_train(args) -> int:
              f"{sc['cluster']} ({sc['workload']}, K={sc['slots']}, step limit "
              f"{sc['max_episode_steps']})")
     out = prepare_run_dir(config, overwrite=args.overwrite)
+    args.run_dir = out                  # what an interrupted run names (hsched_cli.main)
     steps = "" if config.algo == "imitation" else f" for {config.timesteps:,} steps"
     echo(f"training {config.env} with {config.algo} ({config.policy} policy){steps} on "
          f"{where}; run directory {out}")

@@ -326,10 +326,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         # Ctrl-C: one line, the shell's code for SIGINT; a training run's folder keeps what
-        # it wrote (checkpoints, TensorBoard), so say where it is
-        logdir = getattr(args, "logdir", None)
-        left = (f"; the partial run is in {logdir} (--overwrite starts over)"
-                if logdir and Path(logdir).is_dir() and any(Path(logdir).iterdir()) else "")
+        # it wrote (checkpoints, TensorBoard), so say where it is (``cmd_train`` sets
+        # ``run_dir`` once it has made the folder)
+        run_dir = getattr(args, "run_dir", None)
+        left = (f"; the partial run is in {run_dir} (--overwrite starts over)"
+                if run_dir and Path(run_dir).is_dir() and any(Path(run_dir).iterdir()) else "")
         print(f"hsched {args.command}: interrupted{left}", file=sys.stderr)
         return 130
     except BrokenPipeError:

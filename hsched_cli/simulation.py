@@ -165,7 +165,8 @@ def _metrics_rows(all_metrics: list[dict]) -> str:
         rows.append([m["policy"], f"{m['jobs_completed']}/{m['jobs_total']}",
                      f"{m['avg_jct_s'] / 3600:.2f}", f"{ratio:.2f}",
                      f"{m['p50_jct_s'] / 3600:.2f}", f"{m['p99_jct_s'] / 3600:.2f}",
-                     # a run cut off before every job finished has no makespan
+                     # jobs left unfinished (cut off, or stalled): no makespan in the table
+                     # (the JSON keeps the time to the last completion, docs/simulator.md)
                      (f"{m['makespan_s'] / 3600:.1f}"
                       if m["jobs_completed"] == m["jobs_total"] else "n/a"),
                      f"{m['avg_queue_s'] / 3600:.2f}",

@@ -15,6 +15,7 @@ without ``highspy`` (``solver_available()`` then says why).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import sys
@@ -81,6 +82,41 @@ def _highs_output_to_log():
     with _FD1_LOCK:
         with _fd1_to_log():
             yield
+
+
+@contextlib.contextmanager
+def native_stdout_to_stderr():
+    """Within the block, what native code writes to file descriptor 1 goes to descriptor 2
+    (scipy's HiGHS build prints a debugging line from its MIP solver whatever its options
+    say). Python's ``sys.stdout`` and the C library's buffers are flushed before and after, so
+    nothing written before the block moves and nothing written inside it reaches standard
+    output. Threads take turns (``_FD1_LOCK``)."""
+    with _FD1_LOCK:
+        try:
+            sys.stdout.flush()
+            _flush_c_stdio()
+            saved = os.dup(1)
+        except (OSError, ValueError, AttributeError):   # no real fd 1 (sys.stdout None)
+            yield
+            return
+        try:
+            os.dup2(2, 1)
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                sys.stdout.flush()
+            _flush_c_stdio()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    """``fflush(NULL)``: the C library's buffered output goes where its descriptor points
+    now (a no-op where the C library cannot be loaded)."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):
+        pass
 
 
 @contextlib.contextmanager

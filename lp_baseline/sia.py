@@ -79,12 +79,8 @@ allowed configuration that fits (the fastest among equal sizes). The fallback is
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
 import math
-import os
-import sys
 import time
 
 import numpy as np
@@ -116,39 +112,12 @@ def milp(*args, **kwargs):
     terms alone. Its HiGHS build can print a debugging line to the process's standard output
     (``HighsMipSolverData::transformNewIntegerFeasibleSolution ...``) whatever its options
     say, which would corrupt ``hsched simulate --json``: the solve runs with file descriptor
-    1 pointed at standard error (``native_stdout_to_stderr``)."""
+    1 pointed at standard error (``backends.native_stdout_to_stderr``)."""
     from scipy.optimize import milp as scipy_milp
+
+    from lp_baseline.backends import native_stdout_to_stderr
     with native_stdout_to_stderr():
         return scipy_milp(*args, **kwargs)
-
-
-@contextlib.contextmanager
-def native_stdout_to_stderr():
-    """Within the block, what native code writes to file descriptor 1 goes to descriptor 2;
-    Python's ``sys.stdout`` is flushed before and the C library's buffers after, so nothing
-    written before the block moves and nothing written inside it reaches standard output."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError, AttributeError):   # no descriptor 1 (an embedded interpreter)
-        yield
-        return
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        _flush_c_stdio()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-def _flush_c_stdio() -> None:
-    """``fflush(NULL)``: the C library's buffered output goes where its descriptor points
-    now (a no-op where the C library cannot be loaded)."""
-    try:
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError, TypeError):
-        pass
 
 
 def sia_rows(table) -> np.ndarray:

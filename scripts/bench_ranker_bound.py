@@ -4,7 +4,7 @@ Issue 12 asks a learned ranker to cut the LP's decision time ≥ 10× at 2,000 a
 at 500–1,000). A ranker can at best keep exactly the candidates the LP uses — its support — and
 its decision then costs the LP over that kept set plus its own inference. This script measures
 both halves of that bound on the ``large-family`` scenarios (``large-2048`` bursts of 550, 1,100 and
-2,200 jobs, all active in the first round, ~310, ~750 and ~1,650 on average; the mean over the
+2,200 jobs, all active by the second or third round, ~310, ~750 and ~1,650 on average; the mean over the
 rounds is reported), on held-out
 seeds, through the evaluation harness's rank-mode path
 (``agents.runners.run_ranker``: ``hsched/Rank-v0`` with ``prune="lp"``, the shipped ranker's

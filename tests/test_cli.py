@@ -384,11 +384,20 @@ def test_ctrl_c_is_one_line_and_names_a_partial_training_run(monkeypatch, capsys
     monkeypatch.setattr(cli, "cmd_models", interrupted)
     assert cli.main(["models"]) == 130
     assert capsys.readouterr().err.strip() == "hsched models: interrupted"
+    # an earlier run's folder is not this run's: named only once the command made it
     logdir = tmp_path / "run"
     logdir.mkdir()
     (logdir / "config.json").write_text("{}")
     monkeypatch.setattr(cli, "cmd_train", interrupted)
     assert cli.main(["train", "--env", "hsched/Schedule-Tiny-v0", "--logdir", str(logdir)]) == 130
+    assert capsys.readouterr().err.strip() == "hsched train: interrupted"
+
+    def interrupted_after_the_folder(args):
+        args.run_dir = logdir
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_train", interrupted_after_the_folder)
+    assert cli.main(["train", "--env", "hsched/Schedule-Tiny-v0"]) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"partial run is in {logdir}" in err
 
