@@ -1241,15 +1241,20 @@ def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=No
         kw = {**config.env_kwargs(), "cluster": reg.cluster, "workload": reg.workload,
               "slots": reg.slots}
         if config.regimes:                       # the regimes' own horizon
-            kw["max_time_s"] = (None if not config.imitation_hours or reg.whole
-                                else config.imitation_hours * 3600)
-        env = gym.make(config.env, **kw)
+            hours = reg.hours if reg.hours is not None else config.imitation_hours
+            kw["max_time_s"] = None if not hours or reg.whole else hours * 3600
+        windows = reg.windows
+        env = None if windows else gym.make(config.env, **kw)
         seeds = list(range(reg.seeds))
         parts = []
         for i, seed in enumerate(seeds):         # one seed at a time: the same demonstrations
+            if windows:                          # a trace regime: one window per seed
+                env = gym.make(config.env, **{**kw, "workload": reg.workload_of(seed)})
             parts.append(collect_demos(env, [seed], max_rounds=reg.rounds, progress=progress.bar,
                                        fair_share_only=config.fair_share_inputs,
                                        every=reg.every, driver=driver))
+            if windows:
+                env.close()
             el = time.perf_counter() - t0
             progress.line(f"{what}: regime {n + 1}/{len(regimes)} "
                           f"({reg.cluster}), seed {i + 1}/{len(seeds)}, "
@@ -1258,7 +1263,8 @@ def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=No
         demos = Demos.merge(parts)
         for p in parts:
             demos.returns.update(p.returns)
-        env.close()
+        if not windows:
+            env.close()
         if demos.cut_rounds:
             progress.line(f"{what}: regime {n + 1} ({reg.cluster}, {reg.workload}): "
                           f"{demos.cut_rounds} of {len(demos)} recorded rounds had more "
@@ -1271,6 +1277,7 @@ def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=No
         trains.append(train if len(train) else valid)
         valids.append(valid)
         per_regime.append({"cluster": reg.cluster, "workload": reg.workload,
+                           **({"windows": list(windows)} if windows else {}),
                            "rounds": len(demos), "positive_fraction": demos.positive_fraction(),
                            "held_out_seeds": held, "cut_rounds": demos.cut_rounds})
     return trains, valids, per_regime, returns

@@ -528,3 +528,33 @@ def test_ranker_bound_oracle_reproduces_the_pure_lp_and_keeps_only_its_support(t
     for bad in ("rounding", ("lp", "lp"), ()):
         with pytest.raises(ConfigError, match="prune must be one of"):
             bound.measure(None, 1, progress=False, suite="smoke", prune=bad)
+
+
+def test_a_trace_regime_records_one_window_per_seed(monkeypatch):
+    """``Regime(windows=...)``: each training seed runs its own window of a trace (the last
+    one held out), over the regime's own horizon; a mismatch of windows and seeds is refused."""
+    import agents.train as train_module
+    from agents.regimes import MIXED_WIDE, Regime
+    from agents.train import Progress, _collect_regimes
+    with pytest.raises(ValueError, match="2 seeds but 1 windows"):
+        Regime("sia-64", "philly:start={window},hours=8", seeds=2, windows=("2017-10-16T06:00",))
+    with pytest.raises(ValueError, match="{window}"):
+        Regime("sia-64", "philly:start=2017-10-16T06:00", seeds=1, windows=("x",))
+    assert REGIMES["mixed-wide"] is MIXED_WIDE and MIXED_WIDE[:len(MIXED)] == MIXED
+    reg = Regime("sia-64", "philly:start={window},hours=4", seeds=2, rounds=3, hours=1.0,
+                 windows=("2017-10-16T06:00", "2017-11-06T06:00"))
+    assert reg.workload_of(1) == "philly:start=2017-11-06T06:00,hours=4"
+    made = []
+    real_make = train_module.gym.make
+
+    def make(env_id, **kwargs):
+        made.append((kwargs["workload"], kwargs["max_time_s"]))
+        return real_make(env_id, **kwargs)
+
+    monkeypatch.setattr(train_module.gym, "make", make)
+    config = TrainConfig(env="hsched/Rank-v0", algo="imitation", regimes="mixed")
+    trains, valids, per_regime, _ = _collect_regimes(config, [reg], Progress("none"))
+    assert made == [("philly:start=2017-10-16T06:00,hours=4", 3600.0),
+                    ("philly:start=2017-11-06T06:00,hours=4", 3600.0)]
+    assert per_regime[0]["held_out_seeds"] == [1]
+    assert 0 < len(trains[0]) <= 3 and 0 < len(valids[0]) <= 3
