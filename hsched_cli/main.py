@@ -224,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "policy (default 8; 0: none); not counted in --timesteps")
     tr.add_argument("--keep-cost", type=float, default=None, help="λ of the rank reward")
     tr.add_argument("--regimes", default=None,
-                    help="imitation over a mix of scenarios (agents/regimes.py: mixed)")
+                    help="imitation over a mix of scenarios (agents/regimes.py: mixed, the "
+                         "shipped ranker's; mixed-wide, with tiny-8 and Philly windows)")
     tr.add_argument("--target-recall", type=float, default=None,
                     help="choose the ranker's keep threshold for this recall of the LP's "
                          "support on held-out rounds (e.g. 0.95)")
