@@ -327,9 +327,14 @@ def report_json(report: Report) -> dict:
 
 
 def _fmt(v, scale=1.0, digits=2, na="n/a") -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+    if not _is_number(v):
         return na
     return f"{v * scale:.{digits}f}"
+
+
+def _is_number(v) -> bool:
+    """A figure to print: not ``None`` and, for a float, finite."""
+    return v is not None and not (isinstance(v, float) and not math.isfinite(v))
 
 
 #: End reasons of a run that went as far as its scenario lets it ("stalled": nobody ran
@@ -373,6 +378,9 @@ def format_report(report: Report) -> str:
             if r.get("failed_seeds"):
                 done = ("FAILED" if not r["seeds"] else
                         f"{done} ({len(r['failed_seeds'])} seed(s) failed)")
+            if not r["seeds"]:                   # no run to take figures from
+                table.append([r["policy"], done] + ["n/a"] * 11)
+                continue
             table.append([
                 r["policy"], done,
                 _fmt(r["avg_jct_s"], 1 / 3600), _fmt(r["p99_jct_s"], 1 / 3600),
@@ -381,8 +389,6 @@ def format_report(report: Report) -> str:
                 _fmt(r["decision_time_p99_s"], 1e3, 1), f"{r['lp_vars_mean']:.0f}",
                 _fmt(r["avg_jct_common_ratio"]), _fmt(r["decision_time_ratio"]),
                 _fmt(r["recall"], 1, 3)])
-            if not r["seeds"]:                   # every run failed: listed below the table
-                continue
             if r["kind"] == "ranker":
                 notes.append(f"{r['policy']}: decision = LP "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker "
@@ -397,10 +403,12 @@ def format_report(report: Report) -> str:
                     notes.append(
                         f"{r['policy']}: + its observations (the environment's candidate "
                         f"slots and features) {r['observation_time_mean_s'] * 1e3:.1f} ms per "
-                        f"round on average (a gated round counts 0), not in 'decide ms'; "
-                        f"with them "
-                        f"{_fmt(r['decision_with_observation_ratio'])}× the pure LP's mean "
-                        f"time, p99 {_fmt(r['decision_with_observation_p99_ratio'])}×")
+                        f"round on average (a gated round counts 0), not in 'decide ms'"
+                        + (f"; with them {_fmt(r['decision_with_observation_ratio'])}× the "
+                           f"pure LP's mean time, p99 "
+                           f"{_fmt(r['decision_with_observation_p99_ratio'])}×"
+                           if _is_number(r.get("decision_with_observation_ratio"))
+                           else " (no pure-lp in the run to compare with)"))
             if r["kind"] == "scheduler":
                 notes.append(f"{r['policy']}: decision = environment "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms (filling the slots) "

@@ -719,3 +719,18 @@ def test_pareto_plot_linear_axis_when_decision_times_are_close():
     kind, (lo, hi) = scale([87.0, 97.0, 126.0])
     assert kind == "linear" and lo == 0.0 and hi > 126.0
     assert scale([0.05, 6.5])[0] == "log"
+
+
+def test_a_report_without_pure_lp_has_no_ratios_to_print():
+    """Without pure-lp in the run there is nothing to compare with: the observation line says
+    so instead of printing 'n/a×'; a policy whose every run failed shows n/a, not 0.0."""
+    from agents.ranker import Ranker, RankerNet
+    rep = evaluate(SMOKE, [Ranker(RankerNet(hidden=8), name="ungated", gate_candidates=0)],
+                   progress=False)
+    text = format_report(rep)
+    assert "ranker:ungated: + its observations" in text
+    assert "no pure-lp in the run to compare with" in text and "n/a×" not in text
+    row = dict(_row(rep, "ranker:ungated"), seeds=[], failed_seeds=[1000000])
+    rep.rows[rep.rows.index(_row(rep, "ranker:ungated"))] = row
+    line = next(ln for ln in format_report(rep).splitlines() if ln.startswith("ranker:ungated "))
+    assert line.split()[1:] == ["FAILED"] + ["n/a"] * 11
