@@ -314,6 +314,8 @@ class HighsDriver(HighsModel):
         self.ncol = a.shape[1]
         #: set ``record_basis`` to keep the basis of the first optimal run in ``first_basis``
         self.record_basis = False
+        #: whether a warm-started run failed and was solved again cold (``run``)
+        self.warm_retried = False
         self.first_basis: tuple[np.ndarray, np.ndarray] | None = None
 
     def set_cost(self, cost: np.ndarray) -> None:
@@ -331,6 +333,7 @@ class HighsDriver(HighsModel):
                 # status "unknown"; the same model solved cold (its own start) is the answer
                 # the warm start stands in for. Its run time counts both runs.
                 self.clear_solver()
+                self.warm_retried = True
                 left = None if budget_s is None else budget_s - result.run_s
                 cold = self.run_highs(left)
                 result = SolverRun(cold.status, cold.values, result.run_s + cold.run_s)

@@ -309,6 +309,7 @@ class LPPolicy:
         self._elapsed = 0.0
         self._bases: dict[int, object] = {}    # POP part -> its last LP basis (warm_start)
         self._warm_starts = 0
+        self._warm_retries = 0
         self._last_t: float | None = None
         self._last_solve_t: float | None = None    # time of the last solve (the reset rule)
         self._solves = 0
@@ -351,7 +352,9 @@ class LPPolicy:
         LP planned for them (``Σ_c X thr / norm``; rounds a job finished in are left out);
         above 1 when the fill pass runs jobs on GPUs the plan left idle; NaN before a round
         has run. With ``warm_start``, also ``lp_warm_starts``: LP solves of ``decide`` (each
-        POP part counted) that HiGHS started from the previous decision's basis."""
+        POP part counted) that HiGHS started from the previous decision's basis, and
+        ``lp_warm_retries``: those whose warm run ended without a solution and were solved
+        again cold."""
         out = {"lp_solves": self._solves, "lp_fallbacks": self._fallbacks,
                "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
                "lp_time_limits": self._time_limits, "lp_reused": self._lp_reused,
@@ -359,6 +362,7 @@ class LPPolicy:
                "delivered_over_planned": self._delivery.ratio()}
         if self.warm_start:
             out["lp_warm_starts"] = self._warm_starts
+            out["lp_warm_retries"] = self._warm_retries
         return out
 
     # ------------------------------------------------------------------ candidates
@@ -649,6 +653,7 @@ class LPPolicy:
                 if outcome.result.basis is not None:
                     self._bases[i] = outcome.result.basis
                 self._warm_starts += int(outcome.result.warm_started)
+                self._warm_retries += int(outcome.result.warm_retried)
             if accepted and keys[i] is not None and outcome.result.status == "optimal":
                 kept[keys[i]] = outcome.result
             part_times.append(b.seconds + (0.0 if outcome is None else outcome.seconds)

@@ -232,6 +232,8 @@ class LPResult:
         basis: with ``basis_keys``, the basis of the first optimal solve as a
             ``warm_start.LabeledBasis`` (the next decision's ``warm_basis``); else ``None``.
         warm_started: whether HiGHS took ``warm_basis`` as its starting basis.
+        warm_retried: whether that warm-started run ended without a solution and the LP was
+            solved again cold (``backends.HighsDriver.run``).
     """
 
     x: np.ndarray
@@ -253,6 +255,7 @@ class LPResult:
     method: str = ""
     basis: object = None
     warm_started: bool = False
+    warm_retried: bool = False
 
     @property
     def decision_s(self) -> float:

@@ -301,7 +301,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                     has_x=values is not None, message=message, floor_ratio=floor_ratio,
                     columns_solved=getattr(driver, "columns", n_vars), method=method,
                     pricing_rounds=getattr(driver, "rounds", 0),
-                    basis=_labeled_basis(labels, driver), warm_started=warm_started)
+                    basis=_labeled_basis(labels, driver), warm_started=warm_started,
+                    warm_retried=getattr(driver, "warm_retried", False))
 
 
 def _labeled_basis(labels, driver) -> LabeledBasis | None:

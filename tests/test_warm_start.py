@@ -133,7 +133,7 @@ def test_a_warm_run_that_fails_is_solved_again_cold(monkeypatch):
                         lambda self: (cleared.append(True), self.h.clearSolver()))
     warm = solve_allocation(p, "max-min", basis_keys=keys, warm_basis=prev.basis,
                             method="simplex")
-    assert warm.warm_started and cleared == [True]
+    assert warm.warm_started and warm.warm_retried and cleared == [True]
     assert calls[:2] == [True, False]          # the retry starts cold
     assert warm.status == "optimal" and warm.highs_run_s >= 0.25
     assert warm.objective == pytest.approx(cold.objective, rel=1e-7, abs=1e-9)
@@ -143,6 +143,7 @@ def test_a_warm_run_that_fails_is_solved_again_cold(monkeypatch):
     cleared.clear()
     failed = solve_allocation(p, "max-min", method="simplex")
     assert failed.status == "error" and cleared == [] and calls == [False]
+    assert not failed.warm_retried
 
 
 def test_warm_basis_needs_keys_and_column_generation_ignores_it():
@@ -174,6 +175,7 @@ def test_policy_warm_starts_every_solve_after_the_first(name):
     assert summary["lp_solves"] > 10
     # every decision that solved (not reused an identical LP) after the first one
     assert summary["lp_warm_starts"] == summary["lp_solves"] - summary["lp_reused"] - 1
+    assert summary["lp_warm_retries"] == 0
     assert all(r.done for r in result.jobs)
     cold = make_policy(name, lp_method="simplex")
     _run(cold)
