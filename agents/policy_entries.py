@@ -554,8 +554,7 @@ def describe_entry(entry: PolicyEntry) -> str | None:
 
 
 def entries_to_items(entries: list[PolicyEntry]) -> list:
-    """Policy entries back to what ``evaluate`` accepts (names for simulator policies, the
-    entries themselves for agents), so a file is loaded once. A simulator policy listed twice
-    keeps its entry: its label (``fifo#2``) is not a policy name."""
-    return [e.label if e.kind == "simulator" and e.label in (e.policy_name, "pure-lp") else e
-            for e in entries]
+    """Policy entries as ``evaluate`` takes them: the entries themselves, which it uses as
+    they are, so no file is loaded twice and no label is looked up as a name (a policy
+    listed twice is labelled ``fifo#2``, which is not one)."""
+    return list(entries)

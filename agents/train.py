@@ -1243,18 +1243,18 @@ def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=No
         if config.regimes:                       # the regimes' own horizon
             hours = reg.hours if reg.hours is not None else config.imitation_hours
             kw["max_time_s"] = None if not hours or reg.whole else hours * 3600
-        windows = reg.windows
-        env = None if windows else gym.make(config.env, **kw)
         seeds = list(range(reg.seeds))
         parts = []
+        env = env_workload = None
         for i, seed in enumerate(seeds):         # one seed at a time: the same demonstrations
-            if windows:                          # a trace regime: one window per seed
-                env = gym.make(config.env, **{**kw, "workload": reg.workload_of(seed)})
+            workload = reg.workload_of(seed)     # a trace regime: one window per seed
+            if workload != env_workload:
+                if env is not None:
+                    env.close()
+                env, env_workload = gym.make(config.env, **{**kw, "workload": workload}), workload
             parts.append(collect_demos(env, [seed], max_rounds=reg.rounds, progress=progress.bar,
                                        fair_share_only=config.fair_share_inputs,
                                        every=reg.every, driver=driver))
-            if windows:
-                env.close()
             el = time.perf_counter() - t0
             progress.line(f"{what}: regime {n + 1}/{len(regimes)} "
                           f"({reg.cluster}), seed {i + 1}/{len(seeds)}, "
@@ -1263,8 +1263,7 @@ def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=No
         demos = Demos.merge(parts)
         for p in parts:
             demos.returns.update(p.returns)
-        if not windows:
-            env.close()
+        env.close()
         if demos.cut_rounds:
             progress.line(f"{what}: regime {n + 1} ({reg.cluster}, {reg.workload}): "
                           f"{demos.cut_rounds} of {len(demos)} recorded rounds had more "
@@ -1277,7 +1276,7 @@ def _collect_regimes(config: TrainConfig, regimes, progress: Progress, driver=No
         trains.append(train if len(train) else valid)
         valids.append(valid)
         per_regime.append({"cluster": reg.cluster, "workload": reg.workload,
-                           **({"windows": list(windows)} if windows else {}),
+                           **({"windows": list(reg.windows)} if reg.windows else {}),
                            "rounds": len(demos), "positive_fraction": demos.positive_fraction(),
                            "held_out_seeds": held, "cut_rounds": demos.cut_rounds})
     return trains, valids, per_regime, returns

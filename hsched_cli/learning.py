@@ -60,7 +60,10 @@ def sweep_note(sweep: dict) -> str:
 
 
 def interrupted_note(runs_dir: Path) -> str:
-    """What to do after a Ray sweep was interrupted (Ctrl-C)."""
+    """What to do after a Ray sweep was interrupted (Ctrl-C); when its output folder is gone
+    (the run removed what it had created), that there is nothing to resume."""
+    if not runs_dir.parent.exists():
+        return "interrupted before any run finished: nothing to resume"
     n = len(list(runs_dir.glob("*.json"))) if runs_dir.is_dir() else 0
     return (f"interrupted: {n} run file(s) in {runs_dir}; run the same command with --resume "
             f"to finish the sweep without redoing them")
@@ -111,10 +114,7 @@ def cmd_evaluate(args) -> int:
     except KeyboardInterrupt:
         if not ray:
             raise
-        if not out.exists():
-            print("interrupted before any run finished: nothing to resume", file=sys.stderr)
-        else:
-            print(interrupted_note(out / ev.RUNS_DIR), file=sys.stderr)
+        print(interrupted_note(out / ev.RUNS_DIR), file=sys.stderr)
         return 130
     data = ev.report_json(report)
     written = ev.write_outputs(report, out, data, overwrite=True)   # checked above

@@ -283,11 +283,7 @@ def cmd_compare(args) -> int:
         except KeyboardInterrupt:
             if args.out is None:
                 raise
-            if not Path(args.out).exists():
-                print("interrupted before any run finished: nothing to resume",
-                      file=sys.stderr)
-            else:
-                print(interrupted_note(Path(args.out) / "runs"), file=sys.stderr)
+            print(interrupted_note(Path(args.out) / "runs"), file=sys.stderr)
             return 130
     else:
         results, done = [], []

@@ -77,30 +77,40 @@ def _highs_output_to_log():
     """Capture what HiGHS writes to file descriptor 1 for a moment and log it
     (``highs_log``). HiGHS prints a banner straight to the process's stdout, not through
     Python, once per process: on stdout it would corrupt JSON output, and on stderr every
-    process and worker would print it. Here it is kept, in the log. Threads take turns
-    (``_FD1_LOCK``)."""
-    with _FD1_LOCK:
-        with _fd1_to_log():
+    process and worker would print it. Here it is kept, in the log."""
+    with tempfile.TemporaryFile() as sink:
+        with _fd1_pointed_at(sink.fileno()):
             yield
+        sink.seek(0)
+        for line in sink.read().decode("utf-8", "replace").splitlines():
+            if line.strip():
+                highs_log.info("%s", line.rstrip())
 
 
-@contextlib.contextmanager
 def native_stdout_to_stderr():
     """Within the block, what native code writes to file descriptor 1 goes to descriptor 2
     (scipy's HiGHS build prints a debugging line from its MIP solver whatever its options
-    say). Python's ``sys.stdout`` and the C library's buffers are flushed before and after, so
-    nothing written before the block moves and nothing written inside it reaches standard
-    output. Threads take turns (``_FD1_LOCK``)."""
+    say), so nothing written inside it reaches standard output."""
+    return _fd1_pointed_at(2)
+
+
+@contextlib.contextmanager
+def _fd1_pointed_at(fd: int):
+    """Within the block, file descriptor 1 (what native code writes to stdout) points at
+    ``fd``. Python's ``sys.stdout`` and the C library's buffers are flushed before and after,
+    so nothing written before the block moves and nothing written inside it stays behind.
+    Threads take turns (``_FD1_LOCK``); without a real fd 1 (captured, or ``sys.stdout``
+    None) the block runs as it is."""
     with _FD1_LOCK:
         try:
             sys.stdout.flush()
             _flush_c_stdio()
             saved = os.dup(1)
-        except (OSError, ValueError, AttributeError):   # no real fd 1 (sys.stdout None)
+        except (OSError, ValueError, AttributeError):
             yield
             return
         try:
-            os.dup2(2, 1)
+            os.dup2(fd, 1)
             yield
         finally:
             with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -117,28 +127,6 @@ def _flush_c_stdio() -> None:
         ctypes.CDLL(None).fflush(None)
     except (OSError, AttributeError, TypeError):
         pass
-
-
-@contextlib.contextmanager
-def _fd1_to_log():
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError):            # no real fd 1 (e.g. captured in tests)
-        yield
-        return
-    with tempfile.TemporaryFile() as sink:
-        try:
-            os.dup2(sink.fileno(), 1)
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-            sink.seek(0)
-            for line in sink.read().decode("utf-8", "replace").splitlines():
-                if line.strip():
-                    highs_log.info("%s", line.rstrip())
 
 
 @dataclass

@@ -409,3 +409,12 @@ def test_a_cut_off_run_shows_no_makespan(capsys):
     row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("fifo")][0]
     done, makespan = row.split()[1], row.split()[6]
     assert done == "7/40" and makespan == "n/a"
+
+
+def test_interrupted_note_says_whether_there_is_anything_to_resume(tmp_path):
+    from hsched_cli.learning import interrupted_note
+    assert interrupted_note(tmp_path / "gone" / "runs") == (
+        "interrupted before any run finished: nothing to resume")
+    (tmp_path / "out" / "runs").mkdir(parents=True)
+    (tmp_path / "out" / "runs" / "a.json").write_text("{}")
+    assert interrupted_note(tmp_path / "out" / "runs").startswith("interrupted: 1 run file(s)")
