@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.workloads import with_spec_item
 
 #: Seeds the trainers may use (episode seeds of training and validation during training).
 TRAIN_SEEDS = range(0, 10_000)
@@ -79,7 +80,7 @@ class Scenario:
         """The workload spec of evaluation seed ``seed`` (a fixed workload: itself)."""
         if self.fixed_workload:
             return self.workload
-        return f"{self.workload}{',' if ':' in self.workload else ':'}seed={int(seed)}"
+        return with_spec_item(self.workload, f"seed={int(seed)}")
 
 
 def _workload_kind(spec: str) -> str:

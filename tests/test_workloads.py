@@ -196,12 +196,25 @@ def test_generator_fits_small_cluster_and_duration_scale():
     ("philly:start=2017-10-09,hours=0", ["hours"]),
     ("csv:max_jobs=3", ["path", "missing"]),
     ("", ["non-empty"]),
+    ("gavel:rate=4,,jobs=3", ["empty item"]),
+    ("gavel:,rate=4", ["empty item"]),
 ])
 def test_spec_errors(spec, words):
     with pytest.raises(ConfigError) as ei:
         load_workload(spec, GAVEL108)
     for w in words:
         assert w in str(ei.value), str(ei.value)
+
+
+def test_a_trailing_comma_is_allowed_and_items_are_appended_cleanly():
+    from hsched_env.workloads import with_spec_item
+    a = load_workload("gavel:rate=4,jobs=3,seed=1,", GAVEL108)
+    b = load_workload("gavel:rate=4,jobs=3,seed=1", GAVEL108)
+    assert [j.arrival_s for j in a.jobs] == [j.arrival_s for j in b.jobs]
+    assert with_spec_item("gavel", "seed=1") == "gavel:seed=1"
+    assert with_spec_item("gavel:", "seed=1") == "gavel:seed=1"
+    assert with_spec_item("gavel:rate=4,", "seed=1") == "gavel:rate=4,seed=1"
+    assert with_spec_item("gavel:rate=4", "seed=1") == "gavel:rate=4,seed=1"
 
 
 # ------------------------------------------------------------------------------ philly

@@ -28,7 +28,7 @@ from hsched_env.planner import PlannerConfig
 from hsched_env.policy import SchedulerView
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.throughput import get_throughput_source
-from hsched_env.workloads import load_workload
+from hsched_env.workloads import load_workload, with_spec_item
 from hsched_env.envs import render
 
 REWARDS = ("job-time", "completions")
@@ -239,7 +239,7 @@ class HSchedEnvBase(gym.Env):
         spec = self.workload_spec
         if spec.split(":", 1)[0].strip() == "gavel" and not re.search(r"(^|[:,])\s*seed\s*=",
                                                                        spec):
-            spec = f"{spec}{',' if ':' in spec else ':'}seed={seed}"
+            spec = with_spec_item(spec, f"seed={seed}")
         return spec
 
     def _workload(self, seed: int):

@@ -31,6 +31,15 @@ def workload_kinds() -> list[str]:
 
 
 # ---------------------------------------------------------------------------------- spec
+def with_spec_item(spec: str, item: str) -> str:
+    """``spec`` with ``item`` (``key=value``) appended: ``gavel`` → ``gavel:item``,
+    ``gavel:`` or ``gavel:rate=4,`` → without a second separator, else after a comma."""
+    spec = spec.strip()
+    if ":" not in spec:
+        return f"{spec}:{item}"
+    return f"{spec}{item}" if spec.endswith((":", ",")) else f"{spec},{item}"
+
+
 def _parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"workload spec must be a non-empty string like 'gavel:rate=4', got "
@@ -42,9 +51,13 @@ def _parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         raise ConfigError(f"unknown workload kind {show(kind)}; valid kinds: {', '.join(KINDS)}",
                           field="kind", **where)
     params: dict[str, str] = {}
-    for item in rest.split(","):
+    items = rest.split(",")
+    if not items[-1].strip():
+        items.pop()                      # nothing after the colon, or one trailing comma
+    for item in items:
         if not item.strip():
-            continue
+            raise ConfigError("an empty item between commas (two commas in a row, or a comma "
+                              "right after the colon)", field="workload", **where)
         key, eq, value = item.partition("=")
         key = key.strip().lower()
         if key not in _SPEC_KEYS[kind]:
