@@ -32,6 +32,7 @@ over types), so a ranker trained on one cluster and K runs on any other (``Ranke
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,15 @@ PAD_LOGIT = -20.0
 #: ``gate_candidates`` that solves every round whole: ``scripts/calibrate_gate.py`` found no
 #: probed round size at which ranking paid.
 GATE_NEVER = 2 ** 62
+#: ``gate_jobs_per_gpu`` of a file that does not set its own: rounds with more active jobs
+#: than this many per GPU of the cluster are not ranked. The shipped training mix
+#: (``agents.regimes.MIXED``) has at most about one active job per GPU (0.88 on
+#: ``sia-64``'s LLM regime, 0.49 in the 1,000-job bursts on ``large-2048``, seed 0); the
+#: ranker was measured to help up to 1.07 (``large-family``'s 2,200-job bursts) and to lose
+#: time and avg JCT on overloaded Philly windows, whose rounds above the candidate gate have
+#: more than 2 (up to 20) active jobs per GPU (BENCHMARKS.md, "The load gate"). Twice the
+#: training range's top.
+DEFAULT_GATE_JOBS_PER_GPU = 2.0
 FORMAT = "heterosched-ranker/1"
 
 
@@ -530,12 +540,22 @@ class Ranker:
     ``budget`` is always applied). Default: the file's ``meta["gate_candidates"]``
     (``scripts/calibrate_gate.py``), else 0 (always rank); ``GATE_NEVER``: never rank.
     ``gated_rounds`` counts them.
+
+    **Load gate.** A round with more than ``gate_jobs_per_gpu`` active jobs per GPU of the
+    cluster is not ranked either: such an overloaded cluster is outside the load range the
+    ranker was trained on (the LP's support is a small share of the jobs there, and a ranker
+    that misses part of it delays jobs; measured on Philly windows). Default: the file's
+    ``meta["gate_jobs_per_gpu"]`` (``hsched train --gate-jobs-per-gpu``), else
+    ``DEFAULT_GATE_JOBS_PER_GPU``; ``math.inf``: no load gate. ``load_gated_rounds`` counts
+    the rounds this gate (and not the candidate gate) solved whole; they are in
+    ``gated_rounds`` too.
     """
 
     def __init__(self, net: RankerNet, name: str = "ranker", threshold: float | None = None,
                  min_per_job: int = 1, meta: dict | None = None,
                  torch_threads: int | None = 1, gate_candidates: int | None = None,
-                 target_recall: float | None = None) -> None:
+                 target_recall: float | None = None,
+                 gate_jobs_per_gpu: float | None = None) -> None:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
         # only adds spin-waiting (measured 0.5 ms with 1 thread, 29 ms with 2 on a busy
         # 2-core machine). ``torch_threads=None`` leaves PyTorch's setting alone.
@@ -569,7 +589,16 @@ class Ranker:
             gate_candidates = int(self.meta.get("gate_candidates", 0))
         self.threshold, self.min_per_job = float(threshold), int(min_per_job)
         self.gate_candidates = int(gate_candidates)
+        if gate_jobs_per_gpu is None:
+            gate_jobs_per_gpu = self.meta.get("gate_jobs_per_gpu", DEFAULT_GATE_JOBS_PER_GPU)
+        if (isinstance(gate_jobs_per_gpu, bool)
+                or not isinstance(gate_jobs_per_gpu, (int, float, np.number))
+                or not gate_jobs_per_gpu > 0):          # also refuses NaN
+            raise ConfigError(f"must be a number > 0 (math.inf: no load gate), got "
+                              f"{gate_jobs_per_gpu!r}", field="gate_jobs_per_gpu")
+        self.gate_jobs_per_gpu = float(gate_jobs_per_gpu)
         self.gated_rounds = 0
+        self.load_gated_rounds = 0
         #: the observation pieces' shapes -> their SlotLayout (all a layout depends on; an
         #: id of the space could be reused by another space once the first is freed)
         self._layouts: dict[tuple, SlotLayout] = {}
@@ -660,6 +689,13 @@ class Ranker:
                 t = band
         return t
 
+    def _overloaded(self, slots, env) -> bool:
+        """Whether the round has more than ``gate_jobs_per_gpu`` active jobs per GPU of the
+        environment's cluster."""
+        if not math.isfinite(self.gate_jobs_per_gpu):
+            return False
+        return len(slots.view.job_ids) > self.gate_jobs_per_gpu * env.cluster.num_gpus
+
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
         """(K,) int8 keep bits for a ``RankEnv`` observation."""
         unwrapped = getattr(env, "unwrapped", env)
@@ -673,6 +709,10 @@ class Ranker:
         if budget is None and self.gate_candidates and total < self.gate_candidates:
             self.gated_rounds += 1
             return valid.astype(np.int8)             # a small round: the LP solves it whole
+        if budget is None and slots is not None and self._overloaded(slots, unwrapped):
+            self.gated_rounds += 1
+            self.load_gated_rounds += 1
+            return valid.astype(np.int8)             # outside the trained load range: whole
         s = self.scores(obs, env)
         if budget is not None:
             n = int(np.ceil(budget * valid.sum()))

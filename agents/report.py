@@ -125,6 +125,7 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
         ranked = [r.kept_frac_ranked_mean for r in runs if r.kept_frac_ranked_mean is not None]
         row["kept_frac_ranked_mean"] = _nanmean(ranked) if ranked else None
         row["gated_fraction"] = _nanmean(m.get("gated_fraction") for m in ms)
+        row["load_gated_fraction"] = _nanmean(m.get("load_gated_fraction", 0.0) for m in ms)
     else:
         row["ranker_time_mean_s"] = None
     if kind == "scheduler":
@@ -398,7 +399,11 @@ def format_report(report: Report) -> str:
                                 if r.get("gated_fraction") and r.get("kept_frac_ranked_mean")
                                 is not None else "")
                              + f"; gated (solved whole) {r.get('gated_fraction') or 0:.0%} of "
-                             f"the rounds; slot overflow {r['overflow_max']}")
+                             f"the rounds"
+                             + (f" ({r['load_gated_fraction']:.0%} by its load gate: more "
+                                f"active jobs per GPU than it ranks)"
+                                if r.get("load_gated_fraction") else "")
+                             + f"; slot overflow {r['overflow_max']}")
                 if r.get("observation_time_mean_s"):      # it ranked some rounds
                     notes.append(
                         f"{r['policy']}: + its observations (the environment's candidate "

@@ -426,6 +426,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     env = make_scenario_env(RankEnv, entry, suite, scenario, slots)
     ranker = entry.ranker
     gated_before = getattr(ranker, "gated_rounds", 0)
+    load_gated_before = getattr(ranker, "load_gated_rounds", 0)
     obs, info = env.reset(seed=seed)
     lp_s, rank_s, lp_vars, recall, kept_frac, ranked = [], [], [], [], [], []
     obs_s = [float(info["observation_time_s"])]     # measure_time=True (make_scenario_env)
@@ -471,6 +472,9 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     # rounds the ranker's gate solved whole (no inference): see ``Ranker``
     metrics["gated_fraction"] = ((getattr(ranker, "gated_rounds", 0) - gated_before)
                                  / max(len(rank_s), 1))
+    # of them, those its load gate solved whole (too many active jobs per GPU)
+    metrics["load_gated_fraction"] = ((getattr(ranker, "load_gated_rounds", 0)
+                                       - load_gated_before) / max(len(rank_s), 1))
     end_reason = getattr(env, "end_reason", None) or sim.end_reason
     metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s, end_reason)
     return Run(scenario=scenario.name, label=entry.label, kind="ranker", seed=seed,

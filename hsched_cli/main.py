@@ -259,6 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--gate-candidates", type=int, default=None, metavar="N",
                     help="rounds with fewer candidates are not ranked: the LP solves them "
                          "whole (recorded in the ranker file)")
+    tr.add_argument("--gate-jobs-per-gpu", type=float, default=None, metavar="X",
+                    help="rounds with more than X active jobs per GPU of the cluster are not "
+                         "ranked: the LP solves them whole (recorded in the ranker file; "
+                         "default 2, the shipped training mix's loads with a margin; inf: "
+                         "no load gate)")
     tr.add_argument("--episode-hours", type=float, default=None,
                     help="truncate training episodes at this simulated time (default: the "
                          "id's limit, if any; --regimes demonstrations: 3; 0: run every "

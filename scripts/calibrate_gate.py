@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -123,7 +124,8 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true",
                     help="store the suggested gate in the ranker file")
     args = ap.parse_args(argv)
-    ranker = Ranker.load(args.ranker, gate_candidates=0)   # measure the ungated ranker
+    ranker = Ranker.load(args.ranker, gate_candidates=0,        # measure the ungated ranker
+                         gate_jobs_per_gpu=math.inf)
     rows = []
     for cluster, workload, at in PROBES:
         with settled_heap():                 # as ``hsched evaluate`` times its runs

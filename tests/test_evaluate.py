@@ -734,3 +734,22 @@ def test_a_report_without_pure_lp_has_no_ratios_to_print():
     rep.rows[rep.rows.index(_row(rep, "ranker:ungated"))] = row
     line = next(ln for ln in format_report(rep).splitlines() if ln.startswith("ranker:ungated "))
     assert line.split()[1:] == ["FAILED"] + ["n/a"] * 11
+
+
+def test_the_load_gate_is_reported():
+    """On 40 jobs arriving at once on tiny-8's 8 GPUs the ranker's load gate (more than 2
+    active jobs per GPU) solves the first rounds whole; the report says how many, and a
+    ranker without it has none."""
+    import math
+
+    from agents.ranker import Ranker, RankerNet
+    from agents.suites import custom_suite
+    suite = custom_suite("tiny-8", "gavel:rate=20000,jobs=40", max_time_s=6 * 3600)
+    rep = evaluate(suite, ["pure-lp",
+                           Ranker(RankerNet(hidden=8), name="gated", gate_candidates=0),
+                           Ranker(RankerNet(hidden=8), name="ungated", gate_candidates=0,
+                                  gate_jobs_per_gpu=math.inf)], progress=False)
+    gated, ungated = _row(rep, "ranker:gated"), _row(rep, "ranker:ungated")
+    assert 0 < gated["load_gated_fraction"] <= gated["gated_fraction"] < 1
+    assert ungated["load_gated_fraction"] == 0 == ungated["gated_fraction"]
+    assert "by its load gate" in format_report(rep)

@@ -4,6 +4,8 @@ rounds whole."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch as th
@@ -558,3 +560,52 @@ def test_a_trace_regime_records_one_window_per_seed(monkeypatch):
                     ("philly:start=2017-11-06T06:00,hours=4", 3600.0)]
     assert per_regime[0]["held_out_seeds"] == [1]
     assert 0 < len(trains[0]) <= 3 and 0 < len(valids[0]) <= 3
+
+
+def _overloaded_round():
+    """A round of 40 jobs arrived at once on tiny-8's 8 GPUs: 5 active jobs per GPU."""
+    env = rank_env("tiny-8", "gavel:rate=20000,jobs=40", measure_time=False)
+    obs, _ = env.reset(seed=0)                  # the first arrival's round
+    obs, *_ = env.step(np.ones(env.unwrapped.K, dtype=np.int8))
+    active = len(env.unwrapped.slots.view.job_ids)
+    assert active / env.unwrapped.cluster.num_gpus > 4
+    return env, obs, active
+
+
+def test_the_load_gate_solves_an_overloaded_round_whole_without_inference():
+    from agents.ranker import DEFAULT_GATE_JOBS_PER_GPU
+
+    class Boom(RankerNet):
+        def forward(self, *a, **k):
+            raise AssertionError("the load gate must not run the network")
+
+        score_round = forward
+
+    env, obs, active = _overloaded_round()
+    n = int(obs["valid"].sum())
+    gated = Ranker(Boom(hidden=8), gate_candidates=0)          # the candidate gate is off
+    assert gated.gate_jobs_per_gpu == DEFAULT_GATE_JOBS_PER_GPU == 2.0
+    keep = gated.keep(obs, env)
+    assert keep.sum() == n and np.array_equal(keep.astype(bool), obs["valid"] > 0.5)
+    assert gated.gated_rounds == 1 and gated.load_gated_rounds == 1
+    # exactly at the limit is not over it; an explicit budget is always applied
+    at_limit = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999,
+                      gate_jobs_per_gpu=active / env.unwrapped.cluster.num_gpus)
+    assert at_limit.keep(obs, env).sum() < n and at_limit.gated_rounds == 0
+    budget = Ranker(RankerNet(hidden=8), gate_candidates=0)
+    assert budget.keep(obs, env, budget=0.1).sum() < n and budget.gated_rounds == 0
+    ungated = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999,
+                     gate_jobs_per_gpu=math.inf)
+    assert ungated.keep(obs, env).sum() < n and ungated.load_gated_rounds == 0
+
+
+def test_the_load_gate_comes_from_the_file_and_bad_values_are_refused(tmp_path):
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", gate_jobs_per_gpu=6.0)
+    assert Ranker.load(path).gate_jobs_per_gpu == 6.0
+    assert Ranker.load(path, gate_jobs_per_gpu=1.5).gate_jobs_per_gpu == 1.5
+    for bad in (0, -1.0, math.nan, "2", True):
+        with pytest.raises(ConfigError, match="gate_jobs_per_gpu"):
+            Ranker(RankerNet(hidden=8), gate_jobs_per_gpu=bad)
+        with pytest.raises(ConfigError, match="--gate-jobs-per-gpu"):
+            TrainConfig(gate_jobs_per_gpu=bad)
+    assert TrainConfig(gate_jobs_per_gpu=3).gate_jobs_per_gpu == 3.0
