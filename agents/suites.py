@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, UnknownNameError
-from hsched_env.workloads import with_spec_item
+from hsched_env.workloads import spec_has_key, spec_kind, with_spec_item
 
 #: Seeds the trainers may use (episode seeds of training and validation during training).
 TRAIN_SEEDS = range(0, 10_000)
@@ -84,7 +84,7 @@ class Scenario:
 
 
 def _workload_kind(spec: str) -> str:
-    return spec.split(":", 1)[0].strip()
+    return spec_kind(spec)
 
 
 def is_fixed_generated(spec: str) -> bool:
@@ -94,8 +94,7 @@ def is_fixed_generated(spec: str) -> bool:
 
 
 def _seeded(spec: str) -> bool:
-    return ":" in spec and any(p.split("=", 1)[0].strip() == "seed"
-                               for p in spec.split(":", 1)[1].split(","))
+    return spec_has_key(spec, "seed")
 
 
 @dataclass(frozen=True)

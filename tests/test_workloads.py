@@ -217,6 +217,22 @@ def test_a_trailing_comma_is_allowed_and_items_are_appended_cleanly():
     assert with_spec_item("gavel:rate=4", "seed=1") == "gavel:rate=4,seed=1"
 
 
+def test_a_seed_key_in_any_case_is_the_specs_own():
+    """The parser reads keys and kinds in any case; so do the environments and suites that
+    decide whether to add the episode's seed."""
+    from agents.suites import custom_suite, is_fixed_generated
+    from lp_baseline.environments import rank_env
+
+    def arrivals(spec, seed):
+        env = rank_env("tiny-8", spec, measure_time=False)
+        env.reset(seed=seed)
+        return [j.arrival_s for j in env.unwrapped.simulator.jobs]
+    assert arrivals("gavel:rate=4,jobs=5,SEED=3", 7) == arrivals("gavel:rate=4,jobs=5,seed=3", 8)
+    assert arrivals("GAVEL:rate=4,jobs=5", 7) == arrivals("gavel:rate=4,jobs=5,seed=7", 0)
+    assert custom_suite("tiny-8", "GAVEL:rate=4,jobs=5").scenarios[0].workload_for(3) \
+        .endswith(",seed=3")
+
+
 # ------------------------------------------------------------------------------ philly
 @functools.lru_cache(maxsize=1)
 def _philly_rows() -> list[tuple[int, str, str]]:

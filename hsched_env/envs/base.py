@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 import time
 from dataclasses import dataclass
 
@@ -28,7 +27,7 @@ from hsched_env.planner import PlannerConfig
 from hsched_env.policy import SchedulerView
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.throughput import get_throughput_source
-from hsched_env.workloads import load_workload, with_spec_item
+from hsched_env.workloads import load_workload, spec_has_key, spec_kind, with_spec_item
 from hsched_env.envs import render
 
 REWARDS = ("job-time", "completions")
@@ -237,8 +236,7 @@ class HSchedEnvBase(gym.Env):
         """The spec of this episode: generated workloads without an explicit ``seed=`` take
         the episode seed; traces and seeded specs are the same every episode."""
         spec = self.workload_spec
-        if spec.split(":", 1)[0].strip() == "gavel" and not re.search(r"(^|[:,])\s*seed\s*=",
-                                                                       spec):
+        if spec_kind(spec) == "gavel" and not spec_has_key(spec, "seed"):
             spec = with_spec_item(spec, f"seed={seed}")
         return spec
 

@@ -31,6 +31,17 @@ def workload_kinds() -> list[str]:
 
 
 # ---------------------------------------------------------------------------------- spec
+def spec_kind(spec: str) -> str:
+    """The kind of ``spec`` (``gavel``, ``philly``, ...), lower case as the parser reads it."""
+    return spec.strip().partition(":")[0].strip().lower()
+
+
+def spec_has_key(spec: str, key: str) -> bool:
+    """Whether ``spec`` gives ``key`` (``seed``, ...), in any case as the parser reads it."""
+    rest = spec.strip().partition(":")[2]
+    return any(item.partition("=")[0].strip().lower() == key for item in rest.split(","))
+
+
 def with_spec_item(spec: str, item: str) -> str:
     """``spec`` with ``item`` (``key=value``) appended: ``gavel`` → ``gavel:item``,
     ``gavel:`` or ``gavel:rate=4,`` → without a second separator, else after a comma."""
