@@ -32,7 +32,7 @@ over types), so a ranker trained on one cluster and K runs on any other (``Ranke
 from __future__ import annotations
 
 import functools
-import math
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -51,15 +51,17 @@ PAD_LOGIT = -20.0
 #: ``gate_candidates`` that solves every round whole: ``scripts/calibrate_gate.py`` found no
 #: probed round size at which ranking paid.
 GATE_NEVER = 2 ** 62
-#: ``gate_jobs_per_gpu`` of a file that does not set its own: rounds with more active jobs
-#: than this many per GPU of the cluster are not ranked. The shipped training mix
-#: (``agents.regimes.MIXED``) has at most about one active job per GPU (0.88 on
-#: ``sia-64``'s LLM regime, 0.49 in the 1,000-job bursts on ``large-2048``, seed 0); the
-#: ranker was measured to help up to 1.07 (``large-family``'s 2,200-job bursts) and to lose
-#: time and avg JCT on overloaded Philly windows, whose rounds above the candidate gate have
-#: more than 2 (up to 20) active jobs per GPU (BENCHMARKS.md, "The load gate"). Twice the
-#: training range's top.
-DEFAULT_GATE_JOBS_PER_GPU = 2.0
+#: ``max_kept_fraction`` of a file that does not set its own: a round in which the ranker
+#: would keep more than this share of the candidates is solved whole. Where it pays, the
+#: shipped ranker keeps 9–11% of a round (at most 24%, a burst's first round; 550–8,000 jobs
+#: on ``large-2048``); on overloaded Philly windows of ``sia-64`` and ``gavel-108``, which
+#: it was not trained on, 24–55%, and its rounds keeping more than 35% recalled 0.38–0.66 of
+#: the LP's support (BENCHMARKS.md, "The unsure gate").
+DEFAULT_MAX_KEPT_FRACTION = 0.25
+#: Rounds solved whole without inference after an unsure round (then it scores again); each
+#: further unsure round in a row doubles it, up to ``MAX_UNSURE_BACKOFF``.
+DEFAULT_UNSURE_BACKOFF = 4
+MAX_UNSURE_BACKOFF = 64
 FORMAT = "heterosched-ranker/1"
 
 
@@ -541,21 +543,25 @@ class Ranker:
     (``scripts/calibrate_gate.py``), else 0 (always rank); ``GATE_NEVER``: never rank.
     ``gated_rounds`` counts them.
 
-    **Load gate.** A round with more than ``gate_jobs_per_gpu`` active jobs per GPU of the
-    cluster is not ranked either: such an overloaded cluster is outside the load range the
-    ranker was trained on (the LP's support is a small share of the jobs there, and a ranker
-    that misses part of it delays jobs; measured on Philly windows). Default: the file's
-    ``meta["gate_jobs_per_gpu"]`` (``hsched train --gate-jobs-per-gpu``), else
-    ``DEFAULT_GATE_JOBS_PER_GPU``; ``math.inf``: no load gate. ``load_gated_rounds`` counts
-    the rounds this gate (and not the candidate gate) solved whole; they are in
-    ``gated_rounds`` too.
+    **Unsure gate.** A round in which the ranker would keep more than
+    ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
+    ranker is not sure which candidates the LP needs there, so pruning risks the schedule and
+    saves little LP time. The next ``unsure_backoff`` rounds of the same episode that it would
+    rank are then solved whole without inference (in ``gated_rounds`` and ``backoff_rounds``),
+    since consecutive rounds look alike; then it scores again, and if that round is unsure too
+    the back-off doubles (up to ``MAX_UNSURE_BACKOFF`` rounds; a sure round or a new episode
+    starts it over), so a long overload costs inference on few rounds. Default: the file's
+    ``meta["max_kept_fraction"]`` (``hsched train --max-kept-fraction``), else
+    ``DEFAULT_MAX_KEPT_FRACTION``; 1: no unsure gate. An explicit ``budget`` is always
+    applied.
     """
 
     def __init__(self, net: RankerNet, name: str = "ranker", threshold: float | None = None,
                  min_per_job: int = 1, meta: dict | None = None,
                  torch_threads: int | None = 1, gate_candidates: int | None = None,
                  target_recall: float | None = None,
-                 gate_jobs_per_gpu: float | None = None) -> None:
+                 max_kept_fraction: float | None = None,
+                 unsure_backoff: int = DEFAULT_UNSURE_BACKOFF) -> None:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
         # only adds spin-waiting (measured 0.5 ms with 1 thread, 29 ms with 2 on a busy
         # 2-core machine). ``torch_threads=None`` leaves PyTorch's setting alone.
@@ -589,16 +595,25 @@ class Ranker:
             gate_candidates = int(self.meta.get("gate_candidates", 0))
         self.threshold, self.min_per_job = float(threshold), int(min_per_job)
         self.gate_candidates = int(gate_candidates)
-        if gate_jobs_per_gpu is None:
-            gate_jobs_per_gpu = self.meta.get("gate_jobs_per_gpu", DEFAULT_GATE_JOBS_PER_GPU)
-        if (isinstance(gate_jobs_per_gpu, bool)
-                or not isinstance(gate_jobs_per_gpu, (int, float, np.number))
-                or not gate_jobs_per_gpu > 0):          # also refuses NaN
-            raise ConfigError(f"must be a number > 0 (math.inf: no load gate), got "
-                              f"{gate_jobs_per_gpu!r}", field="gate_jobs_per_gpu")
-        self.gate_jobs_per_gpu = float(gate_jobs_per_gpu)
+        if max_kept_fraction is None:
+            max_kept_fraction = self.meta.get("max_kept_fraction", DEFAULT_MAX_KEPT_FRACTION)
+        self.max_kept_fraction = check_max_kept_fraction(max_kept_fraction,
+                                                         "max_kept_fraction")
+        if isinstance(unsure_backoff, bool) or not isinstance(unsure_backoff,
+                                                              (int, np.integer)) \
+                or unsure_backoff < 0:
+            raise ConfigError(f"must be a whole number >= 0, got {unsure_backoff!r}",
+                              field="unsure_backoff")
+        self.unsure_backoff = int(unsure_backoff)
         self.gated_rounds = 0
-        self.load_gated_rounds = 0
+        #: rounds scored, found unsure (more than ``max_kept_fraction`` kept), solved whole
+        self.unsure_rounds = 0
+        #: rounds solved whole without inference after an unsure one (in ``gated_rounds``)
+        self.backoff_rounds = 0
+        #: the back-off: the episode's simulator (weak reference), the rounds left, and the
+        #: length of the last one (0: the last scored round was sure)
+        self._episode: weakref.ref | None = None
+        self._backoff_left = self._backoff_len = 0
         #: the observation pieces' shapes -> their SlotLayout (all a layout depends on; an
         #: id of the space could be reused by another space once the first is freed)
         self._layouts: dict[tuple, SlotLayout] = {}
@@ -689,12 +704,30 @@ class Ranker:
                 t = band
         return t
 
-    def _overloaded(self, slots, env) -> bool:
-        """Whether the round has more than ``gate_jobs_per_gpu`` active jobs per GPU of the
-        environment's cluster."""
-        if not math.isfinite(self.gate_jobs_per_gpu):
+    def _backing_off(self, env) -> bool:
+        """Whether this round is in the back-off after an unsure round of the same episode
+        (then it is counted off)."""
+        sim = getattr(env, "simulator", None)
+        if self._episode is None or self._episode() is not sim:
+            self._episode = weakref.ref(sim) if sim is not None else None   # a new episode
+            self._backoff_left = self._backoff_len = 0
             return False
-        return len(slots.view.job_ids) > self.gate_jobs_per_gpu * env.cluster.num_gpus
+        if self._backoff_left <= 0:
+            return False
+        self._backoff_left -= 1
+        return True
+
+    def _unsure(self, keep: np.ndarray, valid: np.ndarray) -> bool:
+        """Whether ``keep`` holds more than ``max_kept_fraction`` of the valid candidates;
+        starts the next back-off (twice the last one if the last scored round was unsure
+        too) or, on a sure round, resets it."""
+        if self.max_kept_fraction >= 1.0 or keep.sum() <= self.max_kept_fraction * valid.sum():
+            self._backoff_len = 0
+            return False
+        self._backoff_len = (min(2 * self._backoff_len, MAX_UNSURE_BACKOFF)
+                             if self._backoff_len else self.unsure_backoff)
+        self._backoff_left = self._backoff_len if self._episode is not None else 0
+        return True
 
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
         """(K,) int8 keep bits for a ``RankEnv`` observation."""
@@ -709,10 +742,10 @@ class Ranker:
         if budget is None and self.gate_candidates and total < self.gate_candidates:
             self.gated_rounds += 1
             return valid.astype(np.int8)             # a small round: the LP solves it whole
-        if budget is None and slots is not None and self._overloaded(slots, unwrapped):
+        if budget is None and self._backing_off(unwrapped):
             self.gated_rounds += 1
-            self.load_gated_rounds += 1
-            return valid.astype(np.int8)             # outside the trained load range: whole
+            self.backoff_rounds += 1
+            return valid.astype(np.int8)             # an unsure round just before: whole
         s = self.scores(obs, env)
         if budget is not None:
             n = int(np.ceil(budget * valid.sum()))
@@ -732,7 +765,20 @@ class Ranker:
             rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
             top = order[(rank < self.min_per_job) & (jo >= 0)]
             keep[top] = True
+        if budget is None and self._unsure(keep, valid):
+            self.unsure_rounds += 1
+            return valid.astype(np.int8)             # unsure which the LP needs: whole
         return keep.astype(np.int8)
+
+
+def check_max_kept_fraction(value, field: str) -> float:
+    """``value`` as a ``max_kept_fraction`` (a number in (0, 1]; 1: no unsure gate), or a
+    ``ConfigError`` naming ``field``."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float, np.number))
+            or not 0.0 < value <= 1.0):                   # also refuses NaN
+        raise ConfigError(f"must be a number in (0, 1] (1: no unsure gate), got {value!r}",
+                          field=field)
+    return float(value)
 
 
 def operating_point(meta: dict, target_recall: float) -> dict:

@@ -125,7 +125,8 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
         ranked = [r.kept_frac_ranked_mean for r in runs if r.kept_frac_ranked_mean is not None]
         row["kept_frac_ranked_mean"] = _nanmean(ranked) if ranked else None
         row["gated_fraction"] = _nanmean(m.get("gated_fraction") for m in ms)
-        row["load_gated_fraction"] = _nanmean(m.get("load_gated_fraction", 0.0) for m in ms)
+        row["backoff_fraction"] = _nanmean(m.get("backoff_fraction") for m in ms)
+        row["unsure_fraction"] = _nanmean(m.get("unsure_fraction") for m in ms)
     else:
         row["ranker_time_mean_s"] = None
     if kind == "scheduler":
@@ -279,6 +280,8 @@ def per_seed_rows(report: Report) -> list[dict]:
             row.update(_with_observation([r]))
             row["kept_frac_mean"] = r.kept_frac_mean
             row["kept_frac_ranked_mean"] = r.kept_frac_ranked_mean
+            for key in ("gated_fraction", "backoff_fraction", "unsure_fraction"):
+                row[key] = m.get(key)
         if r.kind == "scheduler":
             row["agent_time_mean_s"] = (float(r.ranker_s.mean()) if r.ranker_s is not None
                                         and r.ranker_s.size else 0.0)
@@ -400,9 +403,11 @@ def format_report(report: Report) -> str:
                                 is not None else "")
                              + f"; gated (solved whole) {r.get('gated_fraction') or 0:.0%} of "
                              f"the rounds"
-                             + (f" ({r['load_gated_fraction']:.0%} by its load gate: more "
-                                f"active jobs per GPU than it ranks)"
-                                if r.get("load_gated_fraction") else "")
+                             + (f" ({r['backoff_fraction']:.0%} right after an unsure round)"
+                                if r.get("backoff_fraction") else "")
+                             + (f"; unsure (scored, then solved whole: it would have kept "
+                                f"more than its max_kept_fraction) {r['unsure_fraction']:.0%}"
+                                if r.get("unsure_fraction") else "")
                              + f"; slot overflow {r['overflow_max']}")
                 if r.get("observation_time_mean_s"):      # it ranked some rounds
                     notes.append(
@@ -555,7 +560,9 @@ TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1
               ("avg_jct_common_ratio", "avg_jct_common_ratio", 1.0),
               ("decision_time_ratio", "decision_time_ratio", 1.0),
               ("observation_time_ms", "observation_time_mean_s", 1e3),
-              ("decision_with_observation_ratio", "decision_with_observation_ratio", 1.0))
+              ("decision_with_observation_ratio", "decision_with_observation_ratio", 1.0),
+              ("gated_fraction", "gated_fraction", 1.0),
+              ("unsure_fraction", "unsure_fraction", 1.0))
 
 
 def tensorboard_command(logdir) -> str:

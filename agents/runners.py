@@ -426,7 +426,8 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     env = make_scenario_env(RankEnv, entry, suite, scenario, slots)
     ranker = entry.ranker
     gated_before = getattr(ranker, "gated_rounds", 0)
-    load_gated_before = getattr(ranker, "load_gated_rounds", 0)
+    unsure_before = getattr(ranker, "unsure_rounds", 0)
+    backoff_before = getattr(ranker, "backoff_rounds", 0)
     obs, info = env.reset(seed=seed)
     lp_s, rank_s, lp_vars, recall, kept_frac, ranked = [], [], [], [], [], []
     obs_s = [float(info["observation_time_s"])]     # measure_time=True (make_scenario_env)
@@ -472,9 +473,12 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     # rounds the ranker's gate solved whole (no inference): see ``Ranker``
     metrics["gated_fraction"] = ((getattr(ranker, "gated_rounds", 0) - gated_before)
                                  / max(len(rank_s), 1))
-    # of them, those its load gate solved whole (too many active jobs per GPU)
-    metrics["load_gated_fraction"] = ((getattr(ranker, "load_gated_rounds", 0)
-                                       - load_gated_before) / max(len(rank_s), 1))
+    # of them, those solved whole after an unsure round (``Ranker``'s unsure gate)
+    metrics["backoff_fraction"] = ((getattr(ranker, "backoff_rounds", 0) - backoff_before)
+                                   / max(len(rank_s), 1))
+    # rounds it scored but solved whole: it would have kept more than its max_kept_fraction
+    metrics["unsure_fraction"] = ((getattr(ranker, "unsure_rounds", 0) - unsure_before)
+                                  / max(len(rank_s), 1))
     end_reason = getattr(env, "end_reason", None) or sim.end_reason
     metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s, end_reason)
     return Run(scenario=scenario.name, label=entry.label, kind="ranker", seed=seed,

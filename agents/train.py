@@ -161,9 +161,10 @@ class TrainConfig:
     threshold_bands: tuple = ()
     # rounds with fewer candidates are not ranked (the LP solves them whole); 0: always rank
     gate_candidates: int = 0
-    # rounds with more active jobs per GPU are not ranked (None: the ranker's default,
-    # agents.ranker.DEFAULT_GATE_JOBS_PER_GPU; inf: no load gate)
-    gate_jobs_per_gpu: float | None = None
+    # rounds in which the ranker would keep more than this share of the candidates are
+    # solved whole (None: the ranker's default, agents.ranker.DEFAULT_MAX_KEPT_FRACTION;
+    # 1: no unsure gate)
+    max_kept_fraction: float | None = None
     # imitation: DAgger iterations after the first fit — collect again on the same regimes
     # and seeds with the fitted ranker driving (the LP labels every round), add those rounds,
     # fit anew on all of them (0: the LP's own trajectories only)
@@ -313,6 +314,12 @@ class TrainConfig:
             raise ConfigError("--dagger iterates the imitation of the equivariant ranker "
                               "(hsched/Rank-*, --algo imitation or its warm start)",
                               field="--dagger")
+        for name, given in (("--gate-candidates", self.gate_candidates),
+                            ("--max-kept-fraction", self.max_kept_fraction is not None)):
+            if given and self.mode != "rank":
+                raise ConfigError(f"{name} is recorded in a rank-mode ranker file "
+                                  f"(hsched/Rank-*); {self.env} trains a select-mode agent",
+                                  field=name)
         if self.algo == "maskable-ppo" and self.mode != "select":
             raise ConfigError("maskable-ppo needs the Discrete action of hsched/Schedule-* "
                               "(Rank's keep bits only mask empty slots: use ppo)",
@@ -347,13 +354,10 @@ class TrainConfig:
             raise ConfigError(f"must be a mapping, got {self.policy_kwargs!r}",
                               field="policy_kwargs")
         self._check_set_values()
-        g = self.gate_jobs_per_gpu
-        if g is not None:
-            if (isinstance(g, bool) or not isinstance(g, (int, float, np.number))
-                    or not g > 0):
-                raise ConfigError(f"must be a number > 0 (inf: no load gate), got {g!r}",
-                                  field="--gate-jobs-per-gpu")
-            self.gate_jobs_per_gpu = float(g)
+        if self.max_kept_fraction is not None:
+            from agents.ranker import check_max_kept_fraction
+            self.max_kept_fraction = check_max_kept_fraction(self.max_kept_fraction,
+                                                             "--max-kept-fraction")
 
     #: Fields that only ``--set`` (or a hyper-parameter file) reaches, with their bounds:
     #: whole numbers >= the bound, and numbers > (strict) or >= the bound.
@@ -1202,7 +1206,7 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
         # the ranker as it runs: the file's operating point (threshold or bands), never gated
         # (torch_threads=None: the run's own setting, config.torch_threads, stays)
         ranker = Ranker(net, meta=_ranker_meta(config, record, serve=False),
-                        gate_candidates=0, gate_jobs_per_gpu=math.inf,
+                        gate_candidates=0, max_kept_fraction=1.0,
                         name=f"dagger-{it + 1}", torch_threads=None)
         t1 = time.perf_counter()
         more_train, more_valid, more_regime, _ = _collect_regimes(
@@ -1373,8 +1377,8 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True
                     meta["size_thresholds"] = point["size_thresholds"]
     if config.gate_candidates:
         meta["gate_candidates"] = int(config.gate_candidates)
-    if config.gate_jobs_per_gpu is not None:
-        meta["gate_jobs_per_gpu"] = float(config.gate_jobs_per_gpu)
+    if config.max_kept_fraction is not None:
+        meta["max_kept_fraction"] = float(config.max_kept_fraction)
     if config.dagger:
         meta["dagger"] = int(config.dagger)
     if config.fair_share_inputs and imitation is not None:

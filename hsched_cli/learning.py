@@ -142,7 +142,7 @@ def cmd_train(args) -> int:
               "logdir": args.logdir}
     for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
                  "target_recall", "operating_recall",
-                 "threshold_bands", "dagger", "gate_candidates", "gate_jobs_per_gpu",
+                 "threshold_bands", "dagger", "gate_candidates", "max_kept_fraction",
                  "fair_share_inputs", "prune", "job_context",
                  "learning_rate", "hidden", "gamma", "n_steps", "batch_size", "n_epochs",
                  "ent_coef", "train_seeds"):

@@ -259,11 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--gate-candidates", type=int, default=None, metavar="N",
                     help="rounds with fewer candidates are not ranked: the LP solves them "
                          "whole (recorded in the ranker file)")
-    tr.add_argument("--gate-jobs-per-gpu", type=float, default=None, metavar="X",
-                    help="rounds with more than X active jobs per GPU of the cluster are not "
-                         "ranked: the LP solves them whole (recorded in the ranker file; "
-                         "default 2, the shipped training mix's loads with a margin; inf: "
-                         "no load gate)")
+    tr.add_argument("--max-kept-fraction", type=float, default=None, metavar="F",
+                    help="a round in which the ranker would keep more than F of the "
+                         "candidates is solved whole, and the next few it would rank too "
+                         "(recorded in the ranker file; default 0.25; 1: never)")
     tr.add_argument("--episode-hours", type=float, default=None,
                     help="truncate training episodes at this simulated time (default: the "
                          "id's limit, if any; --regimes demonstrations: 3; 0: run every "

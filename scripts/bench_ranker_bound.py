@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -133,7 +132,7 @@ def measure(scenario_names: list[str] | None, seeds: int, progress: bool,
         known = ", ".join(s.name for s in suite.scenarios)
         raise ConfigError(f"unknown scenario in {scenario_names} (suite {suite.name}: {known})",
                           field="--scenarios")
-    ranker = Ranker.load(shipped_ranker_path(), gate_candidates=0, gate_jobs_per_gpu=math.inf)
+    ranker = Ranker.load(shipped_ranker_path(), gate_candidates=0, max_kept_fraction=1.0)
     support_lp = make_policy("heterosched-lp")
     rows = []
     bar = tqdm(total=len(scenarios) * seeds * (2 + len(prunes)), desc="ranker bound",

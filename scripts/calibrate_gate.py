@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import time
@@ -125,7 +124,7 @@ def main(argv=None) -> int:
                     help="store the suggested gate in the ranker file")
     args = ap.parse_args(argv)
     ranker = Ranker.load(args.ranker, gate_candidates=0,        # measure the ungated ranker
-                         gate_jobs_per_gpu=math.inf)
+                         max_kept_fraction=1.0)
     rows = []
     for cluster, workload, at in PROBES:
         with settled_heap():                 # as ``hsched evaluate`` times its runs

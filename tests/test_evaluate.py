@@ -736,20 +736,26 @@ def test_a_report_without_pure_lp_has_no_ratios_to_print():
     assert line.split()[1:] == ["FAILED"] + ["n/a"] * 11
 
 
-def test_the_load_gate_is_reported():
-    """On 40 jobs arriving at once on tiny-8's 8 GPUs the ranker's load gate (more than 2
-    active jobs per GPU) solves the first rounds whole; the report says how many, and a
-    ranker without it has none."""
-    import math
 
+def test_unsure_rounds_are_solved_whole_and_reported():
+    """A ranker that would keep (nearly) everything is unsure on every round it scores: those
+    rounds and the back-off after them are solved whole, so its schedule is the pure LP's;
+    the report says how many; with the unsure gate off it keeps everything itself."""
     from agents.ranker import Ranker, RankerNet
-    from agents.suites import custom_suite
-    suite = custom_suite("tiny-8", "gavel:rate=20000,jobs=40", max_time_s=6 * 3600)
-    rep = evaluate(suite, ["pure-lp",
-                           Ranker(RankerNet(hidden=8), name="gated", gate_candidates=0),
-                           Ranker(RankerNet(hidden=8), name="ungated", gate_candidates=0,
-                                  gate_jobs_per_gpu=math.inf)], progress=False)
-    gated, ungated = _row(rep, "ranker:gated"), _row(rep, "ranker:ungated")
-    assert 0 < gated["load_gated_fraction"] <= gated["gated_fraction"] < 1
-    assert ungated["load_gated_fraction"] == 0 == ungated["gated_fraction"]
-    assert "by its load gate" in format_report(rep)
+    from agents.report import per_seed_rows
+    rep = evaluate(SMOKE, ["pure-lp",
+                           Ranker(RankerNet(hidden=8), name="unsure", gate_candidates=0,
+                                  threshold=1e-6),
+                           Ranker(RankerNet(hidden=8), name="off", gate_candidates=0,
+                                  threshold=1e-6, max_kept_fraction=1.0)], progress=False)
+    unsure, off = _row(rep, "ranker:unsure"), _row(rep, "ranker:off")
+    assert unsure["unsure_fraction"] > 0 and unsure["backoff_fraction"] > 0
+    assert unsure["gated_fraction"] == pytest.approx(unsure["backoff_fraction"])
+    assert unsure["avg_jct_common_ratio"] == 1.0 == off["avg_jct_common_ratio"]
+    assert off["unsure_fraction"] == 0 == off["backoff_fraction"] == off["gated_fraction"]
+    text = format_report(rep)
+    assert "right after an unsure round" in text and "unsure (scored" in text
+    seeds = [r for r in per_seed_rows(rep) if r["policy"] == "ranker:unsure"]
+    assert seeds and all(r["unsure_fraction"] > 0 for r in seeds)
+    assert sum(r["unsure_fraction"] for r in seeds) / len(seeds) == pytest.approx(
+        unsure["unsure_fraction"])

@@ -562,50 +562,80 @@ def test_a_trace_regime_records_one_window_per_seed(monkeypatch):
     assert 0 < len(trains[0]) <= 3 and 0 < len(valids[0]) <= 3
 
 
-def _overloaded_round():
-    """A round of 40 jobs arrived at once on tiny-8's 8 GPUs: 5 active jobs per GPU."""
-    env = rank_env("tiny-8", "gavel:rate=20000,jobs=40", measure_time=False)
-    obs, _ = env.reset(seed=0)                  # the first arrival's round
-    obs, *_ = env.step(np.ones(env.unwrapped.K, dtype=np.int8))
-    active = len(env.unwrapped.slots.view.job_ids)
-    assert active / env.unwrapped.cluster.num_gpus > 4
-    return env, obs, active
+
+class _Counting(RankerNet):
+    """A ranker network that counts its inference calls."""
+    calls = 0
+
+    def score_round(self, *a, **k):
+        type(self).calls += 1
+        return super().score_round(*a, **k)
 
 
-def test_the_load_gate_solves_an_overloaded_round_whole_without_inference():
-    from agents.ranker import DEFAULT_GATE_JOBS_PER_GPU
+def _rounds(env, n):
+    """Advance ``env`` by ``n`` rounds keeping every candidate; the last observation."""
+    for _ in range(n):
+        obs, *_ = env.step(np.ones(env.unwrapped.K, dtype=np.int8))
+    return obs
 
-    class Boom(RankerNet):
-        def forward(self, *a, **k):
-            raise AssertionError("the load gate must not run the network")
 
-        score_round = forward
+def test_an_unsure_round_is_solved_whole_and_the_next_ones_without_inference():
+    """A ranker that would keep more than max_kept_fraction of a round keeps everything
+    (after scoring it); the next unsure_backoff rounds of the episode are solved whole
+    without inference; then it scores again, and another unsure round doubles the back-off;
+    a new episode ends it."""
+    from agents.ranker import DEFAULT_MAX_KEPT_FRACTION
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    _Counting.calls = 0
+    r = Ranker(_Counting(hidden=8), gate_candidates=0, threshold=1e-6, unsure_backoff=2)
+    assert r.max_kept_fraction == DEFAULT_MAX_KEPT_FRACTION == 0.25
+    valid = (obs["valid"] > 0.5).astype(np.int8)
+    assert valid.sum() > 0
+    expected = [(1, 1, 0), (1, 1, 1), (1, 1, 2), (2, 2, 2)]           # back-off 2, then
+    expected += [(2, 2, b) for b in (3, 4, 5, 6)] + [(3, 3, 6)]       # doubled to 4
+    for expect_calls, unsure, backoff in expected:
+        keep = r.keep(obs, env)
+        valid = (obs["valid"] > 0.5).astype(np.int8)
+        assert np.array_equal(keep, valid)                  # solved whole every time
+        assert (_Counting.calls, r.unsure_rounds, r.backoff_rounds) == (expect_calls, unsure,
+                                                                        backoff)
+        obs = _rounds(env, 1)
+    assert r.gated_rounds == r.backoff_rounds == 6
+    obs, _ = env.reset(seed=1)                              # a new episode: no back-off
+    obs = _rounds(env, 2)
+    r.keep(obs, env)
+    assert _Counting.calls == 4 and r.backoff_rounds == 6
 
-    env, obs, active = _overloaded_round()
+
+def test_a_sure_round_is_pruned_and_the_unsure_gate_can_be_turned_off():
+    env = rank_env("sia-64", "gavel:rate=20,jobs=40", measure_time=False)
+    env.reset(seed=0)
+    obs = _rounds(env, 2)
     n = int(obs["valid"].sum())
-    gated = Ranker(Boom(hidden=8), gate_candidates=0)          # the candidate gate is off
-    assert gated.gate_jobs_per_gpu == DEFAULT_GATE_JOBS_PER_GPU == 2.0
-    keep = gated.keep(obs, env)
-    assert keep.sum() == n and np.array_equal(keep.astype(bool), obs["valid"] > 0.5)
-    assert gated.gated_rounds == 1 and gated.load_gated_rounds == 1
-    # exactly at the limit is not over it; an explicit budget is always applied
-    at_limit = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999,
-                      gate_jobs_per_gpu=active / env.unwrapped.cluster.num_gpus)
-    assert at_limit.keep(obs, env).sum() < n and at_limit.gated_rounds == 0
-    budget = Ranker(RankerNet(hidden=8), gate_candidates=0)
-    assert budget.keep(obs, env, budget=0.1).sum() < n and budget.gated_rounds == 0
-    ungated = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999,
-                     gate_jobs_per_gpu=math.inf)
-    assert ungated.keep(obs, env).sum() < n and ungated.load_gated_rounds == 0
+    sure = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999)   # ~1 per job
+    keep = sure.keep(obs, env)
+    assert 0 < keep.sum() <= 0.25 * n and sure.unsure_rounds == 0
+    off = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6, max_kept_fraction=1)
+    assert off.keep(obs, env).sum() == n and off.unsure_rounds == 0
+    budget = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6)
+    assert budget.keep(obs, env, budget=0.5).sum() < n and budget.unsure_rounds == 0
 
 
-def test_the_load_gate_comes_from_the_file_and_bad_values_are_refused(tmp_path):
-    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", gate_jobs_per_gpu=6.0)
-    assert Ranker.load(path).gate_jobs_per_gpu == 6.0
-    assert Ranker.load(path, gate_jobs_per_gpu=1.5).gate_jobs_per_gpu == 1.5
-    for bad in (0, -1.0, math.nan, "2", True):
-        with pytest.raises(ConfigError, match="gate_jobs_per_gpu"):
-            Ranker(RankerNet(hidden=8), gate_jobs_per_gpu=bad)
-        with pytest.raises(ConfigError, match="--gate-jobs-per-gpu"):
-            TrainConfig(gate_jobs_per_gpu=bad)
-    assert TrainConfig(gate_jobs_per_gpu=3).gate_jobs_per_gpu == 3.0
+def test_the_unsure_gate_comes_from_the_file_and_bad_values_are_refused(tmp_path):
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", max_kept_fraction=0.5)
+    assert Ranker.load(path).max_kept_fraction == 0.5
+    assert Ranker.load(path, max_kept_fraction=0.1).max_kept_fraction == 0.1
+    for bad in (0, -1.0, 1.5, math.nan, math.inf, "0.2", True):
+        with pytest.raises(ConfigError, match="max_kept_fraction"):
+            Ranker(RankerNet(hidden=8), max_kept_fraction=bad)
+        with pytest.raises(ConfigError, match="--max-kept-fraction"):
+            TrainConfig(max_kept_fraction=bad)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ConfigError, match="unsure_backoff"):
+            Ranker(RankerNet(hidden=8), unsure_backoff=bad)
+    assert TrainConfig(max_kept_fraction=1).max_kept_fraction == 1.0
+    for field in ("gate_candidates", "max_kept_fraction"):          # no ranker file there
+        with pytest.raises(ConfigError, match="rank-mode ranker file"):
+            TrainConfig(env="hsched/Schedule-v0", algo="ppo", **{field: 1})

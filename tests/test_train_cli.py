@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 import subprocess
 import sys
@@ -314,7 +313,7 @@ def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path, monkeypatch
     run = tmp_path / "run"
     cfg = TrainConfig(env="hsched/Rank-Tiny-v0", algo="imitation", imitation_seeds=3,
                       imitation_rounds=10, imitation_epochs=2, target_recall=0.95,
-                      threshold_bands=(30,), dagger=1, gate_jobs_per_gpu=3.0,
+                      threshold_bands=(30,), dagger=1, max_kept_fraction=0.4,
                       logdir=str(run))
     s = train(cfg, progress="none")
     im = s["imitation"]
@@ -337,7 +336,7 @@ def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path, monkeypatch
     rankers = {id(d.__self__): d.__self__ for d, _ in driven_calls}
     (ranker,) = rankers.values()
     assert isinstance(ranker, Ranker) and ranker.gate_candidates == 0
-    assert ranker.gate_jobs_per_gpu == math.inf                # DAgger drives ungated
+    assert ranker.max_kept_fraction == 1.0                    # DAgger drives ungated
     assert ranker.threshold == pytest.approx(first_op["threshold"])
     assert [lo for lo, _ in ranker.size_thresholds] == [0, 30]
     assert any(a.shape != b.shape or not (a == b).all()        # it did drive elsewhere
@@ -345,7 +344,7 @@ def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path, monkeypatch
                for a, b in zip(lp.cand, dr.cand))
     _, meta = load_ranker_net(run / "ranker.pt")
     assert meta["dagger"] == 1
-    assert meta["gate_jobs_per_gpu"] == 3.0 == Ranker.load(run / "ranker.pt").gate_jobs_per_gpu
+    assert meta["max_kept_fraction"] == 0.4 == Ranker.load(run / "ranker.pt").max_kept_fraction
 
 
 @slow
