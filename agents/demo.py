@@ -105,8 +105,9 @@ def _ranker_at_scale(out: Path) -> Iterator[str]:
                                            note="a burst, its first 1.5 simulated hours"),),
                   seeds=1, description=f"{cluster}: {spec}, first 1.5 h, 1 held-out seed")
     yield (f"\nThe learned ranker where it pays: {cluster}, {spec}, the first 1.5 simulated "
-           f"hours (a held-out seed). Its gate ranks rounds of ≥ the file's gate_candidates "
-           f"and solves the others whole; the line under the table adds the observation it "
+           f"hours (a held-out seed). Its gates solve a round whole below the file's "
+           f"gate_candidates, or where it would keep more than its max_kept_fraction (it is "
+           f"unsure there); the line under the table adds the observation it "
            f"scores (the environment builds it), which its 'decide ms' leaves out. One seed "
            f"of ~18 rounds: its time ratios move by several percent between runs on a shared "
            f"machine; hsched evaluate --suite large-family measures three seeds.")
