@@ -51,12 +51,15 @@ PAD_LOGIT = -20.0
 #: ``gate_candidates`` that solves every round whole: ``scripts/calibrate_gate.py`` found no
 #: probed round size at which ranking paid.
 GATE_NEVER = 2 ** 62
-#: ``max_kept_fraction`` of a file that does not set its own: a round in which the ranker
-#: would keep more than this share of the candidates is solved whole. Where it pays, the
-#: shipped ranker keeps 9–11% of a round (at most 24%, a burst's first round; 550–8,000 jobs
-#: on ``large-2048``); on overloaded Philly windows of ``sia-64`` and ``gavel-108``, which
-#: it was not trained on, 24–55%, and its rounds keeping more than 35% recalled 0.38–0.66 of
-#: the LP's support (BENCHMARKS.md, "The unsure gate").
+#: ``max_kept_fraction`` of a file with a candidate gate that does not set its own: a round in
+#: which the ranker would keep more than this share of the candidates is solved whole. Above
+#: the shipped file's candidate gate, where it pays, it keeps 9–12% of a round (at most 24%,
+#: a burst's first round; bursts of 550–8,000 jobs on ``large-2048``); on overloaded Philly
+#: windows of ``sia-64`` and ``gavel-108``, which it was not trained on, 24–55%, and its
+#: rounds keeping more than 35% recalled 0.37–0.86 of the LP's support on average
+#: (BENCHMARKS.md, "The unsure gate"). Below a candidate gate, rounds have few candidates per
+#: job and one kept per job is already a large share: a file without a candidate gate has no
+#: unsure gate unless it sets one.
 DEFAULT_MAX_KEPT_FRACTION = 0.25
 #: Rounds solved whole without inference after an unsure round (then it scores again); each
 #: further unsure round in a row doubles it, up to ``MAX_UNSURE_BACKOFF``.
@@ -550,10 +553,12 @@ class Ranker:
     rank are then solved whole without inference (in ``gated_rounds`` and ``backoff_rounds``),
     since consecutive rounds look alike; then it scores again, and if that round is unsure too
     the back-off doubles (up to ``MAX_UNSURE_BACKOFF`` rounds; a sure round or a new episode
-    starts it over), so a long overload costs inference on few rounds. Default: the file's
-    ``meta["max_kept_fraction"]`` (``hsched train --max-kept-fraction``), else
-    ``DEFAULT_MAX_KEPT_FRACTION``; 1: no unsure gate. An explicit ``budget`` is always
-    applied.
+    starts it over), so a long overload costs inference on few rounds. The back-off is kept
+    per episode (per simulator), so one ranker may drive several environments in turn.
+    Default: the file's ``meta["max_kept_fraction"]`` (``hsched train
+    --max-kept-fraction``), else ``DEFAULT_MAX_KEPT_FRACTION`` when the ranker has a
+    candidate gate and 1 (no unsure gate) when it ranks every round. An explicit ``budget``
+    is always applied.
     """
 
     def __init__(self, net: RankerNet, name: str = "ranker", threshold: float | None = None,
@@ -596,7 +601,8 @@ class Ranker:
         self.threshold, self.min_per_job = float(threshold), int(min_per_job)
         self.gate_candidates = int(gate_candidates)
         if max_kept_fraction is None:
-            max_kept_fraction = self.meta.get("max_kept_fraction", DEFAULT_MAX_KEPT_FRACTION)
+            max_kept_fraction = self.meta.get(
+                "max_kept_fraction", DEFAULT_MAX_KEPT_FRACTION if self.gate_candidates else 1.0)
         self.max_kept_fraction = check_max_kept_fraction(max_kept_fraction,
                                                          "max_kept_fraction")
         if isinstance(unsure_backoff, bool) or not isinstance(unsure_backoff,
@@ -610,10 +616,9 @@ class Ranker:
         self.unsure_rounds = 0
         #: rounds solved whole without inference after an unsure one (in ``gated_rounds``)
         self.backoff_rounds = 0
-        #: the back-off: the episode's simulator (weak reference), the rounds left, and the
-        #: length of the last one (0: the last scored round was sure)
-        self._episode: weakref.ref | None = None
-        self._backoff_left = self._backoff_len = 0
+        #: the back-off per episode: simulator -> [rounds left, length of the last back-off
+        #: (0: the last scored round was sure)]
+        self._backoff: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         #: the observation pieces' shapes -> their SlotLayout (all a layout depends on; an
         #: id of the space could be reused by another space once the first is freed)
         self._layouts: dict[tuple, SlotLayout] = {}
@@ -704,29 +709,48 @@ class Ranker:
                 t = band
         return t
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_backoff"] = None                     # weak references do not pickle
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._backoff = weakref.WeakKeyDictionary()
+
+    def _episode_backoff(self, env) -> list | None:
+        """``[rounds left, last length]`` of ``env``'s episode (``None``: an environment
+        without a simulator that can be referenced weakly: no back-off)."""
+        sim = getattr(env, "simulator", None)
+        if sim is None:
+            return None
+        try:
+            return self._backoff.setdefault(sim, [0, 0])
+        except TypeError:                            # not weakly referenceable
+            return None
+
     def _backing_off(self, env) -> bool:
         """Whether this round is in the back-off after an unsure round of the same episode
         (then it is counted off)."""
-        sim = getattr(env, "simulator", None)
-        if self._episode is None or self._episode() is not sim:
-            self._episode = weakref.ref(sim) if sim is not None else None   # a new episode
-            self._backoff_left = self._backoff_len = 0
+        state = self._episode_backoff(env)
+        if state is None or state[0] <= 0:
             return False
-        if self._backoff_left <= 0:
-            return False
-        self._backoff_left -= 1
+        state[0] -= 1
         return True
 
-    def _unsure(self, keep: np.ndarray, valid: np.ndarray) -> bool:
+    def _unsure(self, keep: np.ndarray, valid: np.ndarray, env) -> bool:
         """Whether ``keep`` holds more than ``max_kept_fraction`` of the valid candidates;
-        starts the next back-off (twice the last one if the last scored round was unsure
-        too) or, on a sure round, resets it."""
+        starts the next back-off of ``env``'s episode (twice the last one if the last scored
+        round was unsure too) or, on a sure round, resets it."""
+        state = self._episode_backoff(env)
         if self.max_kept_fraction >= 1.0 or keep.sum() <= self.max_kept_fraction * valid.sum():
-            self._backoff_len = 0
+            if state is not None:
+                state[1] = 0
             return False
-        self._backoff_len = (min(2 * self._backoff_len, MAX_UNSURE_BACKOFF)
-                             if self._backoff_len else self.unsure_backoff)
-        self._backoff_left = self._backoff_len if self._episode is not None else 0
+        if state is not None:
+            state[1] = (min(2 * state[1], max(MAX_UNSURE_BACKOFF, self.unsure_backoff))
+                        if state[1] else self.unsure_backoff)
+            state[0] = state[1]
         return True
 
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
@@ -765,7 +789,7 @@ class Ranker:
             rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
             top = order[(rank < self.min_per_job) & (jo >= 0)]
             keep[top] = True
-        if budget is None and self._unsure(keep, valid):
+        if budget is None and self._unsure(keep, valid, unwrapped):
             self.unsure_rounds += 1
             return valid.astype(np.int8)             # unsure which the LP needs: whole
         return keep.astype(np.int8)

@@ -398,11 +398,11 @@ def format_report(report: Report) -> str:
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker "
                              f"{r['ranker_time_mean_s'] * 1e3:.1f} ms per round "
                              f"(mean); kept {r['kept_frac_mean']:.1%} of the candidates"
-                             + (f" ({r['kept_frac_ranked_mean']:.1%} in the rounds it ranked)"
+                             + (f" ({r['kept_frac_ranked_mean']:.1%} in the rounds it pruned)"
                                 if r.get("gated_fraction") and r.get("kept_frac_ranked_mean")
                                 is not None else "")
-                             + f"; gated (solved whole) {r.get('gated_fraction') or 0:.0%} of "
-                             f"the rounds"
+                             + f"; gated (solved whole without inference) "
+                             f"{r.get('gated_fraction') or 0:.0%} of the rounds"
                              + (f" ({r['backoff_fraction']:.0%} right after an unsure round)"
                                 if r.get("backoff_fraction") else "")
                              + (f"; unsure (scored, then solved whole: it would have kept "
@@ -562,7 +562,8 @@ TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1
               ("observation_time_ms", "observation_time_mean_s", 1e3),
               ("decision_with_observation_ratio", "decision_with_observation_ratio", 1.0),
               ("gated_fraction", "gated_fraction", 1.0),
-              ("unsure_fraction", "unsure_fraction", 1.0))
+              ("unsure_fraction", "unsure_fraction", 1.0),
+              ("backoff_fraction", "backoff_fraction", 1.0))
 
 
 def tensorboard_command(logdir) -> str:

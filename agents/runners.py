@@ -68,8 +68,8 @@ class Run:
     records: list = field(default_factory=list, repr=False)
     overflow_max: int | None = None
     kept_frac_mean: float | None = None
-    #: the kept fraction over the rounds the ranker ranked (its gate's rounds left out: they
-    #: keep everything); None when it ranked none
+    #: the kept fraction over the rounds the ranker pruned (its gates' rounds and the rounds
+    #: it scored but found unsure left out: they keep everything); None when it pruned none
     kept_frac_ranked_mean: float | None = None
     slots: int | None = None              # K of the agent's environment (agents only)
     slots_fixed: bool = False             # K was the agent's own (``slots``), not the harness's
@@ -430,16 +430,19 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     backoff_before = getattr(ranker, "backoff_rounds", 0)
     obs, info = env.reset(seed=seed)
     lp_s, rank_s, lp_vars, recall, kept_frac, ranked = [], [], [], [], [], []
+    pruned = []              # ranked and not found unsure (Ranker's unsure gate): kept bits used
     obs_s = [float(info["observation_time_s"])]     # measure_time=True (make_scenario_env)
     overflow = total_max = 0
     done = env.simulator.finished
     while not done:
         sl = env.slots
         gated = getattr(ranker, "gated_rounds", 0)
+        unsure = getattr(ranker, "unsure_rounds", 0)
         t0 = time.perf_counter()
         keep = ranker.keep(obs, env)
         rank_s.append(time.perf_counter() - t0)
         ranked.append(getattr(ranker, "gated_rounds", 0) == gated)
+        pruned.append(ranked[-1] and getattr(ranker, "unsure_rounds", 0) == unsure)
         keep = np.asarray(keep)
         if keep.shape != (env.K,):
             raise ConfigError(
@@ -490,8 +493,8 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                end_reason=end_reason, records=records, overflow_max=overflow,
                cluster_gpus=int(result.cluster.num_gpus),
                kept_frac_mean=float(np.mean(kept_frac)) if kept_frac else 0.0,
-               kept_frac_ranked_mean=(float(np.mean(np.asarray(kept_frac)[ranked]))
-                                      if any(ranked) else None),
+               kept_frac_ranked_mean=(float(np.mean(np.asarray(kept_frac)[pruned]))
+                                      if any(pruned) else None),
                slots=env.K, slots_fixed=entry.slots is not None,
                round_candidates_max=total_max, observation_s=obs_arr)
 

@@ -142,7 +142,7 @@ def test_demo_writes_plot_and_json(capsys, tmp_path):
     assert 0.0 < ranker["gated_fraction"] < 1.0
     # the kept fraction counts a gated round at 100%; the ranked rounds' own is lower
     assert 0.0 < ranker["kept_frac_ranked_mean"] < ranker["kept_frac_mean"] < 0.5
-    assert "in the rounds it ranked" in out
+    assert "in the rounds it pruned" in out
     # the observation it scores, beside the decision time
     assert ranker["observation_time_mean_s"] > 0
     assert "ranker:ranker.pt: + its observations" in out

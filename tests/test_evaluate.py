@@ -745,7 +745,7 @@ def test_unsure_rounds_are_solved_whole_and_reported():
     from agents.report import per_seed_rows
     rep = evaluate(SMOKE, ["pure-lp",
                            Ranker(RankerNet(hidden=8), name="unsure", gate_candidates=0,
-                                  threshold=1e-6),
+                                  threshold=1e-6, max_kept_fraction=0.25),
                            Ranker(RankerNet(hidden=8), name="off", gate_candidates=0,
                                   threshold=1e-6, max_kept_fraction=1.0)], progress=False)
     unsure, off = _row(rep, "ranker:unsure"), _row(rep, "ranker:off")

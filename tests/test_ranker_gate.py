@@ -589,8 +589,8 @@ def test_an_unsure_round_is_solved_whole_and_the_next_ones_without_inference():
     obs, _ = env.reset(seed=0)
     obs = _rounds(env, 2)
     _Counting.calls = 0
-    r = Ranker(_Counting(hidden=8), gate_candidates=0, threshold=1e-6, unsure_backoff=2)
-    assert r.max_kept_fraction == DEFAULT_MAX_KEPT_FRACTION == 0.25
+    r = Ranker(_Counting(hidden=8), gate_candidates=0, threshold=1e-6, unsure_backoff=2,
+               max_kept_fraction=DEFAULT_MAX_KEPT_FRACTION)
     valid = (obs["valid"] > 0.5).astype(np.int8)
     assert valid.sum() > 0
     expected = [(1, 1, 0), (1, 1, 1), (1, 1, 2), (2, 2, 2)]           # back-off 2, then
@@ -614,13 +614,39 @@ def test_a_sure_round_is_pruned_and_the_unsure_gate_can_be_turned_off():
     env.reset(seed=0)
     obs = _rounds(env, 2)
     n = int(obs["valid"].sum())
-    sure = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999)   # ~1 per job
+    # the default is the gate's with a candidate gate, none without (small rounds keep much)
+    assert Ranker(RankerNet(hidden=8), gate_candidates=10).max_kept_fraction == 0.25
+    assert Ranker(RankerNet(hidden=8), gate_candidates=0).max_kept_fraction == 1.0
+    sure = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999,   # ~1 per job
+                  max_kept_fraction=0.25)
     keep = sure.keep(obs, env)
     assert 0 < keep.sum() <= 0.25 * n and sure.unsure_rounds == 0
     off = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6, max_kept_fraction=1)
     assert off.keep(obs, env).sum() == n and off.unsure_rounds == 0
-    budget = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6)
+    budget = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6,
+                    max_kept_fraction=0.25)
     assert budget.keep(obs, env, budget=0.5).sum() < n and budget.unsure_rounds == 0
+
+
+def test_the_back_off_is_kept_per_episode_and_a_used_ranker_pickles():
+    """Two environments driven in turn keep their own back-off; a ranker that has kept
+    some rounds still pickles (its weak references are dropped)."""
+    import pickle
+    envs = [rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False) for _ in range(2)]
+    obs = []
+    for i, env in enumerate(envs):
+        env.reset(seed=i)
+        obs.append(_rounds(env, 2))
+    r = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6, unsure_backoff=2,
+               max_kept_fraction=0.25)
+    for _ in range(3):
+        for i, env in enumerate(envs):
+            r.keep(obs[i], env)
+            obs[i] = _rounds(env, 1)
+    # per environment: scored (unsure), then two back-off rounds
+    assert r.unsure_rounds == 2 and r.backoff_rounds == 4
+    clone = pickle.loads(pickle.dumps(r))
+    assert clone.max_kept_fraction == 0.25 and clone.unsure_rounds == 2
 
 
 def test_the_unsure_gate_comes_from_the_file_and_bad_values_are_refused(tmp_path):
