@@ -15,11 +15,16 @@ over the jobs both finished. Example (the figures of BENCHMARKS.md, "The unsure 
         --workload gavel:rate=20000,jobs=2200 --max-time-s 5400
     .venv/bin/python scripts/ranker_kept.py --cluster sia-64 --workload gavel:rate=40,jobs=60 \\
         --max-time-s 7200 --gate-candidates 0        # small rounds: one kept per job is a lot
+
+``--json FILE`` writes the rounds (kept share, recall); ``--plot FILE.png`` draws recall
+against kept share for this run and the runs of ``--also A.json B.json ...`` (docs/img/
+ranker_kept_share.png is three such runs).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -28,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from agents.evaluate import evaluate  # noqa: E402
-from agents.ranker import Ranker, shipped_ranker_path  # noqa: E402
+from agents.ranker import DEFAULT_MAX_KEPT_FRACTION, Ranker, shipped_ranker_path  # noqa: E402
 from agents.suites import custom_suite  # noqa: E402
 
 #: Lower edges of the bands of kept share the recall is reported for.
@@ -67,6 +72,12 @@ def main(argv=None) -> int:
     ap.add_argument("--ranker", type=Path, default=shipped_ranker_path())
     ap.add_argument("--gate-candidates", type=int, default=None, metavar="N",
                     help="the candidate gate (default: the file's; 0: rank every round)")
+    ap.add_argument("--json", type=Path, default=None, metavar="FILE",
+                    help="write the ranked rounds' kept share and recall")
+    ap.add_argument("--plot", type=Path, default=None, metavar="FILE.png",
+                    help="recall against kept share of this run (and of --also's)")
+    ap.add_argument("--also", type=Path, nargs="*", default=[], metavar="JSON",
+                    help="--json files of earlier runs to draw with this one")
     args = ap.parse_args(argv)
     agent = KeptLog(args.ranker, args.gate_candidates)
     report = evaluate(custom_suite(args.cluster, args.workload, max_time_s=args.max_time_s),
@@ -85,10 +96,22 @@ def main(argv=None) -> int:
     p = np.percentile(share, [10, 50, 90, 100])
     print("kept share of a ranked round: p10 {:.3f}  median {:.3f}  p90 {:.3f}  max {:.3f}"
           .format(*p))
-    if run.recall.size != kept.size:
+    aligned = run.recall.size == kept.size
+    if not aligned:
         # hsched evaluate records a recall only for rounds where the full LP has a support
         print(f"(no recall per band: {kept.size - run.recall.size} rounds had no LP support, "
               f"so the recalls cannot be matched to the rounds)")
+    record = {"cluster": args.cluster, "workload": args.workload,
+              "avg_jct_common_ratio": row["avg_jct_common_ratio"],
+              "kept": share.tolist(),
+              "recall": run.recall[ranked].tolist() if aligned else None}
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    if args.plot:
+        _plot([record] + [json.loads(Path(f).read_text()) for f in args.also], args.plot)
+        print(f"wrote {args.plot}")
+    if not aligned:
         return 0
     recall = run.recall[ranked]
     for lo, hi in zip(BANDS, BANDS[1:] + (1.01,)):
@@ -97,6 +120,33 @@ def main(argv=None) -> int:
             print(f"  kept {lo:.2f}–{min(hi, 1.0):.2f}: {int(band.sum()):4d} rounds, recall "
                   f"mean {recall[band].mean():.3f}, least {recall[band].min():.3f}")
     return 0
+
+
+def _plot(records: list[dict], path: Path) -> None:
+    """Recall of the LP's support against the kept share, one colour per run, with the
+    unsure gate's default threshold."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for rec in records:
+        if rec.get("recall") is None:
+            continue
+        ax.scatter(rec["kept"], rec["recall"], s=12, alpha=0.6,
+                   label=f"{rec['cluster']}, {rec['workload']} "
+                         f"(avg JCT {rec['avg_jct_common_ratio']:.3f}× the LP's)")
+    ax.axvline(DEFAULT_MAX_KEPT_FRACTION, color="k", ls="--", lw=1)
+    ax.text(DEFAULT_MAX_KEPT_FRACTION, 0.02, " unsure gate: solved whole to the right",
+            fontsize=8)
+    ax.set_xlabel("share of the round's candidates the ranker keeps (without the gate)")
+    ax.set_ylabel("recall of the LP's support")
+    ax.set_xlim(0, 0.6)
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 0.08))
+    ax.set_title("The shipped ranker without its unsure gate: each ranked round", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
