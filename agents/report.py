@@ -399,7 +399,8 @@ def format_report(report: Report) -> str:
                              f"{r['ranker_time_mean_s'] * 1e3:.1f} ms per round "
                              f"(mean); kept {r['kept_frac_mean']:.1%} of the candidates"
                              + (f" ({r['kept_frac_ranked_mean']:.1%} in the rounds it pruned)"
-                                if r.get("gated_fraction") and r.get("kept_frac_ranked_mean")
+                                if (r.get("gated_fraction") or r.get("unsure_fraction"))
+                                and r.get("kept_frac_ranked_mean")
                                 is not None else "")
                              + f"; gated (solved whole without inference) "
                              f"{r.get('gated_fraction') or 0:.0%} of the rounds"
