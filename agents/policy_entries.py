@@ -506,7 +506,7 @@ def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
                                 ranker=r, path=path,
                                 source=f"ranker file {path}" + (
                                     f", operating point for recall {point:g}"
-                                    if point is not None else ""),
+                                    if point is not None else "") + _gates_text(r),
                                 env_kwargs=_agent_env_kwargs(r, f"ranker file {path}",
                                                              "ranker"))
         elif item == "sb3" or item.startswith("sb3:"):
@@ -533,6 +533,16 @@ def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
         seen.add(entry.label)
         out.append(entry)
     return out
+
+
+def _gates_text(ranker) -> str:
+    """``, gates: ...`` — the rounds a ``Ranker`` solves whole (empty for other agents)."""
+    gates = []
+    if getattr(ranker, "gate_candidates", 0):
+        gates.append(f"fewer than {ranker.gate_candidates:,} candidates")
+    if getattr(ranker, "max_kept_fraction", 1.0) < 1.0:
+        gates.append(f"more than {ranker.max_kept_fraction:.0%} of a round kept (unsure)")
+    return f", solves whole the rounds with {' or '.join(gates)}" if gates else ""
 
 
 def describe_entry(entry: PolicyEntry) -> str | None:

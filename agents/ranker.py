@@ -53,13 +53,13 @@ PAD_LOGIT = -20.0
 GATE_NEVER = 2 ** 62
 #: ``max_kept_fraction`` of a file with a candidate gate that does not set its own: a round in
 #: which the ranker would keep more than this share of the candidates is solved whole. Above
-#: the shipped file's candidate gate, where it pays, it keeps 9–12% of a round (at most 24%,
-#: a burst's first round; bursts of 550–8,000 jobs on ``large-2048``); on overloaded Philly
-#: windows of ``sia-64`` and ``gavel-108``, which it was not trained on, 24–55%, and its
-#: rounds keeping more than 35% recalled 0.37–0.86 of the LP's support on average
-#: (BENCHMARKS.md, "The unsure gate"). Below a candidate gate, rounds have few candidates per
-#: job and one kept per job is already a large share: a file without a candidate gate has no
-#: unsure gate unless it sets one.
+#: the shipped file's candidate gate, where it pays, it keeps 9–12% of a round on average
+#: (at most 24%, a burst's first round; bursts of 550–8,000 jobs on ``large-2048``); on
+#: overloaded Philly windows of ``sia-64`` and ``gavel-108``, which it was not trained on,
+#: 24–55%, and its rounds keeping more than 35% recalled 0.37–0.86 of the LP's support on
+#: average (BENCHMARKS.md, "The unsure gate"). Below a candidate gate, rounds have few
+#: candidates per job and one kept per job is already a large share: a file without a
+#: candidate gate has no unsure gate unless it sets one.
 DEFAULT_MAX_KEPT_FRACTION = 0.25
 #: Rounds solved whole without inference after an unsure round (then it scores again); each
 #: further unsure round in a row doubles it, up to ``MAX_UNSURE_BACKOFF``.

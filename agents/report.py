@@ -52,6 +52,13 @@ class Report:
 
 
 # ---------------------------------------------------------------------------- aggregation
+def _pruned_share(row: dict) -> float:
+    """The share of a ranker row's rounds whose keep bits pruned the LP: neither gated (solved
+    whole without inference) nor unsure (scored, then solved whole)."""
+    return max(0.0, 1.0 - (row.get("gated_fraction") or 0.0) - (row.get("unsure_fraction")
+                                                                 or 0.0))
+
+
 def _nanmean(values) -> float:
     vals = np.asarray([v for v in values if v is not None], dtype=float)
     vals = vals[np.isfinite(vals)]
@@ -404,10 +411,11 @@ def format_report(report: Report) -> str:
                                 is not None else "")
                              + f"; gated (solved whole without inference) "
                              f"{r.get('gated_fraction') or 0:.0%} of the rounds"
-                             + (f" ({r['backoff_fraction']:.0%} right after an unsure round)"
-                                if r.get("backoff_fraction") else "")
+                             + (f" ({r['backoff_fraction']:.0%} in the back-off after an "
+                                f"unsure round)" if r.get("backoff_fraction") else "")
                              + (f"; unsure (scored, then solved whole: it would have kept "
-                                f"more than its max_kept_fraction) {r['unsure_fraction']:.0%}"
+                                f"more than its max_kept_fraction) {r['unsure_fraction']:.0%}; "
+                                f"pruned {_pruned_share(r):.0%}"
                                 if r.get("unsure_fraction") else "")
                              + f"; slot overflow {r['overflow_max']}")
                 if r.get("observation_time_mean_s"):      # it ranked some rounds

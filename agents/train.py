@@ -317,9 +317,8 @@ class TrainConfig:
         for name, given in (("--gate-candidates", self.gate_candidates),
                             ("--max-kept-fraction", self.max_kept_fraction is not None)):
             if given and self.mode != "rank":
-                raise ConfigError(f"{name} is recorded in a rank-mode ranker file "
-                                  f"(hsched/Rank-*); {self.env} trains a select-mode agent",
-                                  field=name)
+                raise ConfigError(f"is recorded in a rank-mode ranker file (hsched/Rank-*); "
+                                  f"{self.env} trains a select-mode agent", field=name)
         if self.algo == "maskable-ppo" and self.mode != "select":
             raise ConfigError("maskable-ppo needs the Discrete action of hsched/Schedule-* "
                               "(Rank's keep bits only mask empty slots: use ppo)",

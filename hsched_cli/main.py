@@ -262,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--max-kept-fraction", type=float, default=None, metavar="F",
                     help="a round in which the ranker would keep more than F of the "
                          "candidates is solved whole, and the next few it would rank too "
-                         "(recorded in the ranker file; default 0.25; 1: never)")
+                         "(recorded in the ranker file; default: 0.25 for a file with a "
+                         "candidate gate, --gate-candidates, else 1: never)")
     tr.add_argument("--episode-hours", type=float, default=None,
                     help="truncate training episodes at this simulated time (default: the "
                          "id's limit, if any; --regimes demonstrations: 3; 0: run every "

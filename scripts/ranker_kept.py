@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from agents.evaluate import evaluate  # noqa: E402
-from agents.ranker import DEFAULT_MAX_KEPT_FRACTION, Ranker, shipped_ranker_path  # noqa: E402
+from agents.ranker import Ranker, shipped_ranker_path  # noqa: E402
 from agents.suites import custom_suite  # noqa: E402
 
 #: Lower edges of the bands of kept share the recall is reported for.
@@ -64,12 +64,16 @@ class KeptLog:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cluster", required=True)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cluster", required=True, help="cluster preset or file")
     ap.add_argument("--workload", required=True,
-                    help="gavel:... without seed= (a held-out seed is drawn) or a trace")
-    ap.add_argument("--max-time-s", type=float, default=None)
-    ap.add_argument("--ranker", type=Path, default=shipped_ranker_path())
+                    help="gavel:... (without seed=, the first held-out seed is drawn) or a "
+                         "trace such as philly:start=...,hours=...")
+    ap.add_argument("--max-time-s", type=float, default=None,
+                    help="stop the runs at this simulated time (default: the workload's end)")
+    ap.add_argument("--ranker", type=Path, default=shipped_ranker_path(),
+                    help="ranker file (default: the shipped agents/data/ranker.pt)")
     ap.add_argument("--gate-candidates", type=int, default=None, metavar="N",
                     help="the candidate gate (default: the file's; 0: rank every round)")
     ap.add_argument("--json", type=Path, default=None, metavar="FILE",
@@ -79,7 +83,12 @@ def main(argv=None) -> int:
     ap.add_argument("--also", type=Path, nargs="*", default=[], metavar="JSON",
                     help="--json files of earlier runs to draw with this one")
     args = ap.parse_args(argv)
+    missing = [str(f) for f in args.also if not Path(f).is_file()]
+    if missing:
+        ap.error(f"--also: no such file: {', '.join(missing)}")
     agent = KeptLog(args.ranker, args.gate_candidates)
+    # the unsure gate the file runs with elsewhere (drawn on the plot)
+    in_use = Ranker.load(args.ranker, gate_candidates=args.gate_candidates).max_kept_fraction
     report = evaluate(custom_suite(args.cluster, args.workload, max_time_s=args.max_time_s),
                       ["pure-lp", agent], progress=sys.stderr.isatty())
     run = next(r for r in report.runs if r.label == f"ranker:{agent.name}")
@@ -90,41 +99,50 @@ def main(argv=None) -> int:
     print(f"{args.cluster}, {args.workload}: {len(kept)} rounds, {int(ranked.sum())} ranked "
           f"(the others below the candidate gate); avg JCT {row['avg_jct_common_ratio']:.3f}× "
           f"the pure LP's over the jobs both finished, recall {recall_all}")
-    if not ranked.any():
-        return 0
     share = kept[ranked]
-    p = np.percentile(share, [10, 50, 90, 100])
-    print("kept share of a ranked round: p10 {:.3f}  median {:.3f}  p90 {:.3f}  max {:.3f}"
-          .format(*p))
+    seed = report.seeds[0] if report.seeds else None
     aligned = run.recall.size == kept.size
+    record = {"cluster": args.cluster, "workload": args.workload, "seed": seed,
+              "max_time_s": args.max_time_s, "ranker": str(args.ranker),
+              "gate_candidates": agent.ranker.gate_candidates,
+              "max_kept_fraction_in_use": in_use,
+              "avg_jct_common_ratio": row["avg_jct_common_ratio"],
+              "kept": share.tolist(),
+              "recall": run.recall[ranked].tolist() if aligned else None}
+    if share.size:
+        p = np.percentile(share, [10, 50, 90, 100])
+        print("kept share of a ranked round: p10 {:.3f}  median {:.3f}  p90 {:.3f}  max {:.3f}"
+              .format(*p))
+    else:
+        print("no round was ranked: nothing to show per round (a smaller --gate-candidates "
+              "ranks smaller rounds)")
     if not aligned:
         # hsched evaluate records a recall only for rounds where the full LP has a support
         print(f"(no recall per band: {kept.size - run.recall.size} rounds had no LP support, "
               f"so the recalls cannot be matched to the rounds)")
-    record = {"cluster": args.cluster, "workload": args.workload,
-              "avg_jct_common_ratio": row["avg_jct_common_ratio"],
-              "kept": share.tolist(),
-              "recall": run.recall[ranked].tolist() if aligned else None}
+    elif share.size:
+        recall = run.recall[ranked]
+        for lo, hi in zip(BANDS, BANDS[1:] + (1.01,)):
+            band = (share >= lo) & (share < hi)
+            if band.any():
+                print(f"  kept {lo:.2f}–{min(hi, 1.0):.2f}: {int(band.sum()):4d} rounds, "
+                      f"recall mean {recall[band].mean():.3f}, least {recall[band].min():.3f}")
     if args.json:
         args.json.write_text(json.dumps(record, indent=1) + "\n")
         print(f"wrote {args.json}")
     if args.plot:
-        _plot([record] + [json.loads(Path(f).read_text()) for f in args.also], args.plot)
-        print(f"wrote {args.plot}")
-    if not aligned:
-        return 0
-    recall = run.recall[ranked]
-    for lo, hi in zip(BANDS, BANDS[1:] + (1.01,)):
-        band = (share >= lo) & (share < hi)
-        if band.any():
-            print(f"  kept {lo:.2f}–{min(hi, 1.0):.2f}: {int(band.sum()):4d} rounds, recall "
-                  f"mean {recall[band].mean():.3f}, least {recall[band].min():.3f}")
+        records = [record] + [json.loads(Path(f).read_text()) for f in args.also]
+        if any(r.get("recall") for r in records):
+            _plot(records, args.plot, in_use)
+            print(f"wrote {args.plot}")
+        else:
+            print(f"nothing to plot: no ranked round with a recall; {args.plot} not written")
     return 0
 
 
-def _plot(records: list[dict], path: Path) -> None:
+def _plot(records: list[dict], path: Path, threshold: float) -> None:
     """Recall of the LP's support against the kept share, one colour per run, with the
-    unsure gate's default threshold."""
+    unsure gate's ``threshold`` (not drawn when 1: no unsure gate)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -135,15 +153,18 @@ def _plot(records: list[dict], path: Path) -> None:
         ax.scatter(rec["kept"], rec["recall"], s=12, alpha=0.6,
                    label=f"{rec['cluster']}, {rec['workload']} "
                          f"(avg JCT {rec['avg_jct_common_ratio']:.3f}× the LP's)")
-    ax.axvline(DEFAULT_MAX_KEPT_FRACTION, color="k", ls="--", lw=1)
-    ax.text(DEFAULT_MAX_KEPT_FRACTION, 0.02, " unsure gate: solved whole to the right",
-            fontsize=8)
+    if threshold < 1.0:
+        ax.axvline(threshold, color="k", ls="--", lw=1)
+        ax.text(threshold, 0.02, " unsure gate: solved whole to the right", fontsize=8)
     ax.set_xlabel("share of the round's candidates the ranker keeps (without the gate)")
     ax.set_ylabel("recall of the LP's support")
-    ax.set_xlim(0, 0.6)
+    top = max((max(r["kept"]) for r in records if r.get("recall") and r["kept"]), default=0.5)
+    ax.set_xlim(0, max(0.6, top + 0.05))
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 0.08))
-    ax.set_title("The shipped ranker without its unsure gate: each ranked round", fontsize=10)
+    names = sorted({Path(r.get("ranker", "ranker.pt")).name for r in records})
+    ax.set_title(f"{', '.join(names)} without its unsure gate: each ranked round",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -754,7 +754,8 @@ def test_unsure_rounds_are_solved_whole_and_reported():
     assert unsure["avg_jct_common_ratio"] == 1.0 == off["avg_jct_common_ratio"]
     assert off["unsure_fraction"] == 0 == off["backoff_fraction"] == off["gated_fraction"]
     text = format_report(rep)
-    assert "right after an unsure round" in text and "unsure (scored" in text
+    assert "in the back-off after an unsure round" in text and "unsure (scored" in text
+    assert "; pruned " in text
     seeds = [r for r in per_seed_rows(rep) if r["policy"] == "ranker:unsure"]
     assert seeds and all(r["unsure_fraction"] > 0 for r in seeds)
     assert sum(r["unsure_fraction"] for r in seeds) / len(seeds) == pytest.approx(

@@ -688,3 +688,10 @@ def test_ranker_kept_script_writes_rounds_and_a_plot(tmp_path, capsys):
     assert png.stat().st_size > 10_000
     text = capsys.readouterr().out
     assert "kept share of a ranked round" in text and "recall mean" in text
+
+
+def test_a_ranker_entrys_source_names_its_gates():
+    from agents.policy_entries import parse_policies
+    (entry,) = parse_policies(["ranker"])
+    assert ("solves whole the rounds with fewer than 10,105 candidates or more than 25% of a "
+            "round kept (unsure)") in entry.source
