@@ -732,6 +732,8 @@ class Ranker:
     def _backing_off(self, env) -> bool:
         """Whether this round is in the back-off after an unsure round of the same episode
         (then it is counted off)."""
+        if self.max_kept_fraction >= 1.0:            # no unsure gate: no state to keep
+            return False
         state = self._episode_backoff(env)
         if state is None or state[0] <= 0:
             return False
@@ -742,8 +744,10 @@ class Ranker:
         """Whether ``keep`` holds more than ``max_kept_fraction`` of the valid candidates;
         starts the next back-off of ``env``'s episode (twice the last one if the last scored
         round was unsure too) or, on a sure round, resets it."""
+        if self.max_kept_fraction >= 1.0:
+            return False
         state = self._episode_backoff(env)
-        if self.max_kept_fraction >= 1.0 or keep.sum() <= self.max_kept_fraction * valid.sum():
+        if keep.sum() <= self.max_kept_fraction * valid.sum():
             if state is not None:
                 state[1] = 0
             return False

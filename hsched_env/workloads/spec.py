@@ -55,8 +55,7 @@ def _parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"workload spec must be a non-empty string like 'gavel:rate=4', got "
                           f"{show(spec)}; kinds: {', '.join(KINDS)}", field="workload")
-    kind, _, rest = spec.strip().partition(":")
-    kind = kind.strip().lower()
+    kind, rest = spec_kind(spec), spec.strip().partition(":")[2]
     where = {"source": f"workload spec {show(spec)}"}
     if kind not in KINDS:
         raise ConfigError(f"unknown workload kind {show(kind)}; valid kinds: {', '.join(KINDS)}",
