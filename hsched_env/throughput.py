@@ -133,6 +133,13 @@ def _shipped_gavel_table() -> MeasuredTable:
     return MeasuredTable()
 
 
+@lru_cache(maxsize=16)
+def _measured_table_at(path: str, mtime_ns: int, size: int) -> MeasuredTable:
+    """The table at ``path``, read once per (modification time, size): an edited file is
+    read again. A table is never changed after it is read, so callers may share it."""
+    return MeasuredTable(path)
+
+
 def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSource:
     """Resolve ``"analytic"`` (default), ``"gavel"`` or a path to a table in Gavel's format."""
     if isinstance(name, ThroughputSource):
@@ -141,8 +148,12 @@ def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSour
         return ThroughputSource()
     if name == "gavel":
         return _shipped_gavel_table()
-    if is_file(Path(name)):
-        return MeasuredTable(name)
+    path = Path(name)
+    if is_file(path):
+        # one parse per file version: the planner resolves its source once per job, and a
+        # table of Gavel's size takes ~20 ms to read
+        stat = path.stat()
+        return _measured_table_at(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     raise UnknownNameError("throughput source", str(name), ["analytic", "gavel", "<path.json>"])
 
 

@@ -150,6 +150,29 @@ def test_measured_zero_means_cannot_run(tmp_path):
     assert not np.any(table.rows_with({"K80": 2}))
 
 
+def test_a_table_path_is_read_once_per_version(tmp_path):
+    # the planner resolves its source once per job: a path must not be parsed every time,
+    # but an edited file must be read again
+    import json
+    import os
+
+    from hsched_env.throughput import get_throughput_source
+    raw = json.loads((MeasuredTable.shipped_path()).read_text())
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(raw))
+    first = get_throughput_source(str(path))
+    assert get_throughput_source(str(path)) is first
+    assert get_throughput_source(str(tmp_path / "." / "t.json")) is first
+    key = "('ResNet-50 (batch size 64)', 1)"
+    raw["k80"][key]["null"] = 123.0
+    path.write_text(json.dumps(raw))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    second = get_throughput_source(str(path))
+    assert second is not first
+    assert second.steps_per_s("ResNet-50 (batch size 64)", "K80", 1) == 123.0
+    assert first.steps_per_s("ResNet-50 (batch size 64)", "K80", 1) != 123.0
+
+
 def test_bad_measured_table_is_a_config_error(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text('{"a100": {}}')
