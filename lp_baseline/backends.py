@@ -164,6 +164,8 @@ _IDLE_SETS = 16
 
 
 def _options_key(options: dict) -> tuple:
+    if not options:                     # the default solve's
+        return ()
     return tuple(sorted((str(k), repr(v)) for k, v in options.items()))
 
 
@@ -295,7 +297,7 @@ class HighsDriver(HighsModel):
     """Direct path: one ``passModel`` of CSC arrays into ``highspy.Highs``; warm re-solves."""
 
     def __init__(self, spec: LPSpec, options: dict) -> None:
-        a = spec.a.tocsc()   # build_spec's matrix is canonical CSC already (then: itself)
+        a = spec.csc         # build_spec's arrays, canonical CSC: passed as they are
         super().__init__(a, spec.cost, spec.col_lo, spec.col_hi, spec.row_lo, spec.row_hi,
                          options)
         self.spec = spec
@@ -332,9 +334,9 @@ class HighsDriver(HighsModel):
 
 def _collect(h, run_before: float) -> SolverRun:
     status = _STATUS_OF.get(h.getModelStatus(), "error")
-    info = h.getInfo()
     values = None
-    if status == "optimal" or (status == "time_limit" and info.primal_solution_status == _FEASIBLE):
+    if status == "optimal" or (status == "time_limit" and h.getInfoValue(
+            "primal_solution_status")[1] == _FEASIBLE):
         values = np.asarray(h.getSolution().col_value, dtype=np.float64)
     return SolverRun(status, values, h.getRunTime() - run_before)
 

@@ -26,12 +26,31 @@ INF = math.inf
 STAGE2_FILL = 1e-6
 
 
+@dataclass(frozen=True)
+class CSCArrays:
+    """A sparse matrix as the arrays of its canonical CSC form — within each column the rows
+    ascending, no duplicates — what HiGHS' ``passModel`` takes as they are. ``build_spec``
+    makes these instead of a ``scipy.sparse`` matrix: scipy's constructor checks the arrays
+    again, which cost ~5% of a small LP decision (``LPSpec.a`` builds one on demand)."""
+
+    data: np.ndarray        # (nnz,) float64
+    indices: np.ndarray     # (nnz,) int32 row of each entry
+    indptr: np.ndarray      # (ncol + 1,) int32
+    shape: tuple[int, int]  # (m, ncol)
+
+    def tocsc(self) -> sp.csc_matrix:
+        """The same matrix as ``scipy.sparse.csc_matrix`` (canonical, sorted indices)."""
+        a = sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+        a.has_sorted_indices = True
+        return a
+
+
 @dataclass
 class LPSpec:
     """The LP as arrays, shared by both backends: maximize ``cost @ v`` s.t. bounds."""
 
     cand: np.ndarray        # (n,) candidate index of each x column
-    a: sp.csc_matrix        # (m, ncol) constraint matrix (rows: jobs, types, objective rows)
+    csc: CSCArrays          # (m, ncol) constraint matrix (rows: jobs, types, objective rows)
     row_lo: np.ndarray
     row_hi: np.ndarray
     col_lo: np.ndarray
@@ -45,19 +64,30 @@ class LPSpec:
     row_jobs: np.ndarray | None = None  # job of each job row (the first rows)
     types: np.ndarray | None = None     # GPU type of each capacity row (after the job rows)
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(rows, columns)`` of the LP."""
+        return self.csc.shape
+
+    @property
+    def a(self) -> sp.csc_matrix:
+        """The constraint matrix as a ``scipy.sparse.csc_matrix`` (made on first use)."""
+        a = self.__dict__.get("_a")
+        if a is None:
+            a = self.__dict__["_a"] = self.csc.tocsc()
+        return a
+
 
 def _csc(vals: np.ndarray, rows: np.ndarray, cols: np.ndarray, m: int,
-         ncol: int) -> sp.csc_matrix:
-    """The (m, ncol) CSC matrix of the entries ``(rows, cols, vals)`` — no duplicates, and
+         ncol: int) -> CSCArrays:
+    """The (m, ncol) matrix of the entries ``(rows, cols, vals)`` — no duplicates, and
     within each column the rows ascending in the given order (``build_spec`` lists a
     column's job row, then its type rows ascending, then its objective row) — in canonical
-    form: the arrays ``coo_matrix(...).tocsc()`` makes, without its conversion passes."""
+    CSC form: the arrays ``coo_matrix(...).tocsc()`` makes, without its conversion passes."""
     order = np.argsort(cols, kind="stable")
     indptr = np.zeros(ncol + 1, dtype=np.int32)
     np.cumsum(np.bincount(cols, minlength=ncol), out=indptr[1:])
-    a = sp.csc_matrix((vals[order], rows[order].astype(np.int32), indptr), shape=(m, ncol))
-    a.has_sorted_indices = True
-    return a
+    return CSCArrays(vals[order], rows[order].astype(np.int32), indptr, (m, ncol))
 
 
 def build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.ndarray,
@@ -120,7 +150,7 @@ def build_spec(p: AllocationProblem, objective: str, fit: np.ndarray, run: np.nd
         cost[n] = 1.0
     else:   # ftf (the bisection LPs maximize the fill), or no job constrains the primary
         cost = fill.copy()
-    return LPSpec(cand=cand, a=a, row_lo=row_lo, row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
+    return LPSpec(cand=cand, csc=a, row_lo=row_lo, row_hi=row_hi, col_lo=col_lo, col_hi=col_hi,
                  cost=cost, fill=fill, aux=n if has_aux else None,
                  obj_rows=base_obj + np.arange(obj_jobs.size), obj_jobs=obj_jobs,
                  col_job=jobs, row_jobs=run_jobs, types=types)

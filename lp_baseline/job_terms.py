@@ -141,8 +141,11 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
         return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
     if objective in ("sia-srpt", "sia-las"):
-        w = (srpt_weights(view, ks) if objective == "sia-srpt"
-             else las_weights(view, ks, las_tau_s))
+        if gain_cache is not None and all(k in gain_cache for k in ks.tolist()):
+            w = None                    # every job's gains are known: no weight is read
+        else:
+            w = (srpt_weights(view, ks) if objective == "sia-srpt"
+                 else las_weights(view, ks, las_tau_s))
         return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,
                                     cache=gain_cache, table_cache=table_cache)
     rem = view.remaining_samples[ks]
@@ -234,8 +237,8 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
     running job ``j`` on candidate ``c`` over leaving it waiting in Sia's objective,
     ``w_j · (λ − min(G_jc^p, clip))`` (``lp_baseline.sia``: ``G`` the goodput normalized by
     the job's smallest candidate, p = −0.5, λ = 1.1), ``w`` the job weights (``srpt_weights``
-    or ``las_weights``), aligned with ``ks``; ``rows``: each job's candidate rows, ascending
-    and unique (as ``LPPolicy`` gives them). With ``restart_aware``, Sia's restart factor
+    or ``las_weights``), aligned with ``ks`` (``None`` when ``cache`` holds every job);
+    ``rows``: each job's candidate rows, ascending and unique (as ``LPPolicy`` gives them). With ``restart_aware``, Sia's restart factor
     multiplies ``G`` of a running job's other candidates.
 
     A job's gains do not depend on which of its rows are asked for (the weights are scaled by

@@ -145,6 +145,38 @@ class _DecisionMemo:
     gains: dict = field(default_factory=dict)
 
 
+def _allowed_rows(view: SchedulerView, allowed) -> list[np.ndarray]:
+    """Each active job's ``allowed`` rows within its table, ascending and unique — what
+    ``LPPolicy._eligible_rows`` gives each job of ``candidates="all"`` without a size cap —
+    checked for every job in one pass: a job's rows already in range and ascending (what a
+    ranker hands over) are a copy of them, any other job's go through ``np.unique``."""
+    A = view.num_active
+    got = [np.asarray(a, dtype=np.int64) for a in allowed]
+    if A == 0:
+        return []
+    if any(g.ndim != 1 for g in got):
+        got = [g.reshape(-1) for g in got]
+    sizes = np.fromiter((g.size for g in got), dtype=np.int64, count=A)
+    flat = np.concatenate(got)
+    lens = np.fromiter((len(t) for t in view.candidates), dtype=np.int64, count=A)
+    job = np.repeat(np.arange(A), sizes)
+    bad = (flat < 0) | (flat >= lens[job])
+    # a place whose next row (of the same job) is not larger breaks the order
+    step = np.zeros(flat.size, dtype=bool)
+    if flat.size > 1:
+        step[:-1] = (flat[1:] <= flat[:-1]) & (job[1:] == job[:-1])
+    ends = np.cumsum(sizes)
+    out = np.split(flat, ends[:-1])          # views of one fresh array
+    if bad.any() or step.any():
+        wrong = np.zeros(A, dtype=bool)
+        wrong[job[bad | step]] = True
+        for k in np.flatnonzero(wrong).tolist():
+            rows = out[k]
+            rows = rows[(rows >= 0) & (rows < lens[k])]
+            out[k] = np.unique(rows) if rows.size > 1 else rows
+    return out
+
+
 class LPPolicy:
     """The allocation LP plus its rounding (see the module docstring).
 
@@ -374,7 +406,12 @@ class LPPolicy:
         if memo is not None and memo.view is view and memo.allowed is allowed:
             rows = memo.eligible.get(k)
             if rows is None:
-                rows = memo.eligible[k] = self._eligible_rows(view, k, allowed)
+                if (not memo.eligible and allowed is not None and self.candidates == "all"
+                        and not self.size_cap and len(allowed) == view.num_active):
+                    memo.eligible.update(enumerate(_allowed_rows(view, allowed)))
+                    rows = memo.eligible.get(k)
+                if rows is None:
+                    rows = memo.eligible[k] = self._eligible_rows(view, k, allowed)
             return rows
         return self._eligible_rows(view, k, allowed)
 
@@ -560,7 +597,8 @@ class LPPolicy:
                     thr=np.concatenate([t.samples_per_s for t in tabs]),
                     capacity=view.capacity.astype(float), norm=norms,
                     remaining=view.remaining_samples, age_s=view.time_s - view.arrival_s,
-                    ftf_denominator_s=ftf_denominator(view, ks),
+                    ftf_denominator_s=(ftf_denominator(view, ks) if self.objective == "ftf"
+                                       else None),
                     priority=priority, switch=switch, gain=gain)
         except ValueError as exc:
             # the round's data is not a valid LP (NaN or zero throughput): no objective
@@ -708,7 +746,8 @@ class LPPolicy:
                     job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
                     remaining=view.remaining_samples[members[idx]],
                     age_s=view.time_s - view.arrival_s[members[idx]],
-                    ftf_denominator_s=ftf_denominator(view, members[idx]),
+                    ftf_denominator_s=(ftf_denominator(view, members[idx])
+                                       if self.objective == "ftf" else None),   # ftf reads it
                     priority=priority, switch=switch, gain=gain)
         except ValueError as exc:     # ConfigError naming the bad field
             part.fault = ("invalid_input", str(exc))

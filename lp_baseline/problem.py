@@ -38,6 +38,12 @@ def _float_vector(name: str, value, length: int, *, positive: bool) -> np.ndarra
     arr = np.asarray(value, dtype=np.float64)
     if arr.shape != (length,):
         raise _bad(name, f"expected shape ({length},), got {arr.shape}")
+    if length:
+        # the common case in two reductions (NaN fails both comparisons); the checks below
+        # find what is wrong otherwise
+        lo, hi = arr.min(), arr.max()
+        if (lo > 0 if positive else lo >= 0) and hi < math.inf:
+            return arr
     if not np.all(np.isfinite(arr)):
         first = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise _bad(name, f"must be finite (first bad index {first})")
@@ -123,10 +129,15 @@ class AllocationProblem:
         if gpus.shape != (n_cand, n_types):
             raise _bad("gpus", f"expected shape ({n_cand}, {n_types}) (candidates × GPU types), "
                        f"got {gpus.shape}")
-        gf = gpus.astype(np.float64)
-        if not np.all(np.isfinite(gf)) or np.any(gf < 0) or np.any(gf != np.round(gf)):
-            raise _bad("gpus", "GPU counts must be finite non-negative integers")
-        self.gpus = gf.astype(np.int64)
+        if np.issubdtype(gpus.dtype, np.integer):       # finite integers already
+            if gpus.size and gpus.min() < 0:
+                raise _bad("gpus", "GPU counts must be finite non-negative integers")
+            self.gpus = gpus.astype(np.int64)
+        else:
+            gf = gpus.astype(np.float64)
+            if not np.all(np.isfinite(gf)) or np.any(gf < 0) or np.any(gf != np.round(gf)):
+                raise _bad("gpus", "GPU counts must be finite non-negative integers")
+            self.gpus = gf.astype(np.int64)
         if n_cand and np.any(self.gpus.sum(axis=1) == 0):
             first = int(np.flatnonzero(self.gpus.sum(axis=1) == 0)[0])
             raise _bad("gpus", f"candidate {first} uses no GPU")
@@ -185,9 +196,11 @@ class AllocationProblem:
         """(C,) bool: the candidate's GPUs fit in the capacity of every type."""
         return np.all(self.gpus <= self.capacity[None, :] + 1e-9, axis=1)
 
-    def runnable(self) -> np.ndarray:
-        """(J,) bool: the job has at least one candidate that fits."""
-        return np.bincount(self.job_of, weights=self.fits(), minlength=self.n_jobs) > 0
+    def runnable(self, fit: np.ndarray | None = None) -> np.ndarray:
+        """(J,) bool: the job has at least one candidate that fits (``fit``: ``fits()``, if
+        the caller has it)."""
+        fit = self.fits() if fit is None else fit
+        return np.bincount(self.job_of, weights=fit, minlength=self.n_jobs) > 0
 
     def job_throughput(self, x: np.ndarray) -> np.ndarray:
         """(J,) ``thr_j(x)`` in samples/s."""
@@ -272,10 +285,10 @@ def evaluate_objective(p: AllocationProblem, x: np.ndarray, objective: str) -> f
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
-    thr_j = p.job_throughput(np.asarray(x, dtype=np.float64))
-    run = p.runnable()
     if objective in FLOOR_OBJECTIVES:
         return float(p.stage2_coefficients() @ np.asarray(x, dtype=np.float64))
+    thr_j = p.job_throughput(np.asarray(x, dtype=np.float64))
+    run = p.runnable()
     if objective == "max-throughput":
         return float(np.sum(thr_j / p.norm))
     if objective == "max-min":

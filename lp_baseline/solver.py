@@ -191,7 +191,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
 
     t0 = time.perf_counter()
     fit = p.fits()
-    run = p.runnable()
+    run = p.runnable(fit)
     unrunnable = np.flatnonzero(~run)
     if unrunnable.size:
         log.debug("allocation LP: %d job(s) cannot run on this capacity: %s",
@@ -236,7 +236,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     spec = build_spec(p, objective, fit, run, constrained, coef_scale)
     if spec.aux is not None:   # finite upper bound on t / z' (each job is capped by its best)
         spec.col_hi[spec.aux] = float(np.min(best[spec.obj_jobs] * coef_scale[spec.obj_jobs]))
-    n_vars, n_cons = spec.a.shape[1], spec.a.shape[0]
+    n_cons, n_vars = spec.shape
     try:
         if method == "auto":
             method = ("colgen" if backend == "highs" and n_vars >= COLGEN_MIN_COLUMNS
@@ -385,7 +385,7 @@ def _solve_ftf(p: AllocationProblem, spec: LPSpec, driver, best: np.ndarray,
     r_hi = max(r_lo, float(np.max((age + rem / (alpha * best[jobs])) / den)))
     col_of = np.full(p.n_candidates, -1, dtype=np.int64)
     col_of[spec.cand] = np.arange(spec.cand.size)
-    x_hi = np.zeros(spec.a.shape[1])
+    x_hi = np.zeros(spec.shape[1])
     x_hi[col_of[best_cand]] = alpha
 
     def solve_at(r: float) -> SolverRun:

@@ -354,11 +354,42 @@ def test_build_spec_matrix_is_canonical_csc(objective):
             p = dataclasses.replace(p, gain=rng.normal(size=p.n_candidates))
         fit, run = p.fits(), p.runnable()
         spec = build_spec(p, objective, fit, run, run.copy(), 1.0 / p.norm)
-        a = spec.a
-        canonical = sp.csc_matrix(a.toarray())
-        assert a.format == "csc" and a.nnz == canonical.nnz
+        a = spec.csc                                 # what HighsDriver passes
+        canonical = sp.csc_matrix(spec.a.toarray())
+        assert spec.a.format == "csc" and spec.shape == canonical.shape == a.shape
+        assert a.indptr.dtype == a.indices.dtype == np.int32 and a.data.dtype == np.float64
         for name in ("indptr", "indices", "data"):
             assert np.array_equal(getattr(a, name), getattr(canonical, name)), name
+            assert np.array_equal(getattr(spec.a, name), getattr(canonical, name)), name
+
+
+def test_allowed_rows_in_one_pass_equal_the_per_job_rows():
+    """``_allowed_rows`` (every job's ``allowed`` rows checked at once) gives each job the
+    rows ``LPPolicy._eligible_rows`` gives it one at a time: ascending, unique, in range —
+    for rows as a ranker hands them over and for unsorted, repeated, out-of-range, empty,
+    list and 2-D ones."""
+    from lp_baseline.policy import _allowed_rows
+    view = _sia_view()
+    policy = make_policy("heterosched-lp")
+    policy.reset(get_cluster("sia-64"), 0)
+    rng = np.random.default_rng(5)
+    sizes = [len(t) for t in view.candidates]
+    cases = [[np.flatnonzero(rng.random(n) < 0.5) for n in sizes],       # a ranker's
+             [np.arange(n) for n in sizes]]
+    messy = []
+    for k, n in enumerate(sizes):
+        pick = rng.integers(-2, n + 3, size=int(rng.integers(0, 8)))
+        messy.append(pick.tolist() if k % 3 == 0 else pick)               # lists too
+    messy[0] = np.zeros(0, dtype=np.int64)
+    messy[1] = np.array([[1, 0], [0, 2]])                                  # 2-D
+    cases.append(messy)
+    for allowed in cases:
+        got = _allowed_rows(view, allowed)
+        assert len(got) == view.num_active
+        for k in range(view.num_active):
+            want = policy._eligible_rows(view, k, allowed)
+            assert got[k].dtype == np.int64
+            assert np.array_equal(got[k], want), (k, allowed[k])
 
 
 def test_sia_gains_are_the_per_job_formula():
