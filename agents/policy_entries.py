@@ -112,10 +112,12 @@ def _ranker_class(required: bool = True):
     return Ranker
 
 
-def load_ranker(path: str | Path, target_recall: float | None = None):
+def load_ranker(path: str | Path, target_recall: float | None = None,
+                max_kept_fraction: float | None = None):
     """``Ranker.load(path)`` (``agents.ranker``), with a one-line error for a missing file
     and a pointer to ``sb3:`` for an SB3 model zip; ``target_recall``: the file's operating
-    point for that recall (``Ranker``)."""
+    point for that recall (``Ranker``); ``max_kept_fraction``: its unsure gate, instead of
+    the file's (1: off)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
@@ -123,11 +125,12 @@ def load_ranker(path: str | Path, target_recall: float | None = None):
                           f"evaluate it with sb3:{p} --trust-sb3-zip", field=FIELD)
     if not p.exists():
         raise ConfigError(f"no ranker file {str(p)!r}", field=FIELD)
+    gate = {} if max_kept_fraction is None else {"max_kept_fraction": max_kept_fraction}
     if target_recall is None:
-        return _ranker_class().load(str(p))
+        return _ranker_class().load(str(p), **gate)
     try:
         return _ranker_class().load(str(p), target_recall=target_recall,
-                                    name=f"ranker:{p.name}@{target_recall:g}")
+                                    name=f"ranker:{p.name}@{target_recall:g}", **gate)
     except ConfigError as exc:
         raise ConfigError(exc.reason, source=f"ranker file {p}", field=FIELD) from None
 
@@ -469,7 +472,8 @@ def sb3_entry(item: str, trust: bool) -> PolicyEntry:
 
 
 # ---------------------------------------------------------------------------- the list
-def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
+def parse_policies(items, trust_sb3_zip: bool = False,
+                   max_kept_fraction: float | None = None) -> list[PolicyEntry]:
     """Policy entries from names (a comma-separated string or a list), agent objects and/or
     ``PolicyEntry`` objects (kept as they are).
 
@@ -478,11 +482,20 @@ def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
     ``sb3:ALGO:PATH.zip`` (``load_sb3``; needs ``trust_sb3_zip=True``). Raises
     ``UnknownNameError`` (listing the valid names) for an unknown name and ``ConfigError`` for
     an entry that cannot be loaded, before anything runs; files are loaded here.
+    ``max_kept_fraction``: every ranker file named here runs with this unsure gate instead
+    of its own (``agents.ranker.Ranker``; 1: off); an error if no ranker file is named.
     """
     if isinstance(items, str):
         items = [p.strip() for p in items.split(",") if p.strip()]
     if not items:
         raise ConfigError("no policy named", field=FIELD)
+    if max_kept_fraction is not None:
+        from agents.ranker import check_max_kept_fraction
+        max_kept_fraction = check_max_kept_fraction(max_kept_fraction, "--max-kept-fraction")
+        if not any(isinstance(i, str) and (i == "ranker" or i.startswith(("ranker:", "ranker@")))
+                   for i in items):
+            raise ConfigError("sets the unsure gate of the ranker files listed, and --policies "
+                              "names none (ranker, ranker:PATH)", field="--max-kept-fraction")
     out, seen = [], set()
     for item in items:
         if isinstance(item, PolicyEntry):
@@ -500,7 +513,7 @@ def parse_policies(items, trust_sb3_zip: bool = False) -> list[PolicyEntry]:
             path = spec.split(":", 1)[1].strip() if ":" in spec else str(DEFAULT_RANKER_PATH)
             if not path:
                 raise ConfigError("ranker: needs a path (ranker:PATH)", field=FIELD)
-            r = load_ranker(path, target_recall=recall)
+            r = load_ranker(path, target_recall=recall, max_kept_fraction=max_kept_fraction)
             point = getattr(r, "target_recall", None)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
                                 ranker=r, path=path,

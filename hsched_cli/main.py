@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "with --backend ray, delete its run files")
     ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--max-kept-fraction", type=float, default=None, metavar="F",
+                    help="every ranker file listed solves whole a round in which it would "
+                         "keep more than F of the candidates (its unsure gate), instead of "
+                         "the file's own setting; 1 turns the gate off")
     ev.add_argument("--timing-repeats", type=_positive_int, default=1, metavar="N",
                     help="make every (scenario, policy, seed) run N times (serially the "
                          "policies interleaved) and take each round's decision time from the "

@@ -695,3 +695,28 @@ def test_a_ranker_entrys_source_names_its_gates():
     (entry,) = parse_policies(["ranker"])
     assert ("solves whole the rounds with fewer than 10,105 candidates or more than 25% of a "
             "round kept (unsure)") in entry.source
+
+
+def test_evaluate_sets_every_listed_ranker_files_unsure_gate(tmp_path):
+    """``parse_policies(max_kept_fraction=)`` / ``hsched evaluate --max-kept-fraction``:
+    each ranker file named runs with that gate (1: off), its source line says which; bad
+    values and a list without a ranker file are refused before anything runs."""
+    from agents.policy_entries import parse_policies
+    from hsched_cli.main import main
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", gate_candidates=50,
+                       max_kept_fraction=0.5)
+    entry, = parse_policies([f"ranker:{path}"])
+    assert entry.ranker.max_kept_fraction == 0.5 and "50%" in entry.source
+    pure, off = parse_policies(["pure-lp", f"ranker:{path}"], max_kept_fraction=1)
+    assert pure.kind == "simulator"
+    assert off.ranker.max_kept_fraction == 1.0 and "unsure" not in off.source
+    low, = parse_policies([f"ranker:{path}"], max_kept_fraction=0.1)
+    assert low.ranker.max_kept_fraction == 0.1 and "10% of a round kept" in low.source
+    for bad in (0, 1.5, math.nan):
+        with pytest.raises(ConfigError, match="--max-kept-fraction"):
+            parse_policies([f"ranker:{path}"], max_kept_fraction=bad)
+    with pytest.raises(ConfigError, match="names none"):
+        parse_policies(["pure-lp", "gavel"], max_kept_fraction=0.5)
+    assert main(["evaluate", "--suite", "smoke", "--policies", "pure-lp,gavel",
+                 "--max-kept-fraction", "0.5", "--out", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
