@@ -779,9 +779,9 @@ class LPPolicy:
             self._fall_back(kind, detail)
             x = self._greedy_x(view, part.members, rows, part.thr, part.gpus, cap, sizes)
             stats.extra.setdefault("fallbacks", []).append(kind)
-        start = np.r_[0, np.cumsum(sizes)[:-1]]
+        ends = np.cumsum(sizes).tolist()
         x = np.clip(x, 0.0, 1.0)
-        return [x[s0:s0 + s] for s0, s in zip(start, sizes)], kind is None
+        return [x[e - s:e] for e, s in zip(ends, sizes.tolist())], kind is None
 
     def _accept(self, problem: AllocationProblem, res, stats, reused: bool = False):
         """Book one part's ``SolveResult`` into ``stats`` (``reused``: the previous decision's,

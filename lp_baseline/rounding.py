@@ -250,7 +250,8 @@ def _choose_vectorized(view: SchedulerView, allocation: dict, values: dict) -> d
 
     # each job's first X = 1 row (a job with one is "whole")
     pos = np.flatnonzero(X > 1.0 - TINY)
-    first = np.r_[True, x_job[pos][1:] != x_job[pos][:-1]] if pos.size else pos.astype(bool)
+    first = np.ones(pos.size, dtype=bool)
+    first[1:] = x_job[pos][1:] != x_job[pos][:-1]
     pos = pos[first]
     whole_k = x_job[pos]
     row_of = np.full(A, -1, dtype=np.int64)             # the whole row of each job, else -1
@@ -259,7 +260,9 @@ def _choose_vectorized(view: SchedulerView, allocation: dict, values: dict) -> d
     # its value: the first of the job's values listed for that row (none: worth running)
     match = np.flatnonzero((VR == row_of[v_job]) & (row_of[v_job] >= 0))
     if match.size:
-        match = match[np.r_[True, v_job[match][1:] != v_job[match][:-1]]]
+        keep = np.ones(match.size, dtype=bool)
+        keep[1:] = v_job[match][1:] != v_job[match][:-1]
+        match = match[keep]
     worthless = np.zeros(A, dtype=bool)
     worthless[v_job[match]] = ~(V[match] > 0)
     runs_whole = (row_of >= 0) & ~worthless

@@ -159,10 +159,10 @@ class RankEnv(HSchedEnvBase):
         sl = self._slots
         A = sl.view.num_active
         kk, rr = sl.k[keep], sl.row[keep]
-        order = np.argsort(kk, kind="stable")
+        order = np.lexsort((rr, kk))                # by job, each job's rows ascending
         kk, rr = kk[order], rr[order]
-        bounds = np.searchsorted(kk, np.arange(A + 1))
-        return [np.sort(rr[bounds[i]:bounds[i + 1]]) for i in range(A)]
+        bounds = np.searchsorted(kk, np.arange(1, A))
+        return np.split(rr, bounds)
 
     def step(self, action):
         self._check_running()
