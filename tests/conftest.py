@@ -18,6 +18,21 @@ from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.workloads import load_workload
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_logs_in_a_temporary_folder(tmp_path_factory):
+    """A Stable-Baselines3 ``learn`` without a logger of its own makes a folder
+    ``SB3-<time>`` under the system's temporary directory (``SB3_LOGDIR`` if set): the
+    tests' go under pytest's temporary folders, which it cleans up, not loose in /tmp."""
+    import os
+    old = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    yield
+    if old is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = old
+
+
 def assert_valid_decision(view, out) -> None:
     """Known active jobs, each with a non-empty list of rows in range, and first choices
     within every GPU type's capacity."""
