@@ -148,6 +148,12 @@ def _entry_config(entry: PolicyEntry) -> dict:
     if entry.path:
         config["path"] = entry.path
         config["file_sha256"] = file_fingerprint(entry.path)
+    ranker = entry.ranker
+    if ranker is not None and hasattr(ranker, "max_kept_fraction"):
+        # the gates exactly (``source`` names them rounded): a gate set by
+        # ``--max-kept-fraction`` is not the file's, and a resumed sweep must tell them apart
+        config["gates"] = {"gate_candidates": getattr(ranker, "gate_candidates", None),
+                           "max_kept_fraction": float(ranker.max_kept_fraction)}
     actor = entry.actor
     if actor is not None and not entry.path:
         cls = type(actor)

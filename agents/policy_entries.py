@@ -494,8 +494,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
         max_kept_fraction = check_max_kept_fraction(max_kept_fraction, "--max-kept-fraction")
         if not any(isinstance(i, str) and (i == "ranker" or i.startswith(("ranker:", "ranker@")))
                    for i in items):
-            raise ConfigError("sets the unsure gate of the ranker files listed, and --policies "
-                              "names none (ranker, ranker:PATH)", field="--max-kept-fraction")
+            raise ConfigError("sets the unsure gate of the ranker files named (ranker, "
+                              "ranker:PATH), and the policies name none (agent objects keep "
+                              "their own gates)", field="--max-kept-fraction")
     out, seen = [], set()
     for item in items:
         if isinstance(item, PolicyEntry):
@@ -554,7 +555,8 @@ def _gates_text(ranker) -> str:
     if getattr(ranker, "gate_candidates", 0):
         gates.append(f"fewer than {ranker.gate_candidates:,} candidates")
     if getattr(ranker, "max_kept_fraction", 1.0) < 1.0:
-        gates.append(f"more than {ranker.max_kept_fraction:.0%} of a round kept (unsure)")
+        gates.append(f"more than {ranker.max_kept_fraction * 100:.4g}% of a round kept "
+                     f"(unsure)")
     return f", solves whole the rounds with {' or '.join(gates)}" if gates else ""
 
 

@@ -133,11 +133,35 @@ def _shipped_gavel_table() -> MeasuredTable:
     return MeasuredTable()
 
 
-@lru_cache(maxsize=16)
-def _measured_table_at(path: str, mtime_ns: int, size: int) -> MeasuredTable:
-    """The table at ``path``, read once per (modification time, size): an edited file is
-    read again. A table is never changed after it is read, so callers may share it."""
-    return MeasuredTable(path)
+#: Tables read from a path, by file version (``_file_version``); a few are kept.
+_read_tables: dict[tuple, "MeasuredTable"] = {}
+_READ_TABLES_MAX = 16
+
+
+def _file_version(path: Path) -> tuple | None:
+    """What identifies the file's content without reading it: its resolved path, device,
+    inode, size and change times (the status change time moves on every write, even one
+    that keeps the modification time); ``None`` when it cannot be read."""
+    try:
+        st = path.stat()
+        return (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                st.st_ctime_ns)
+    except (OSError, RuntimeError):
+        return None
+
+
+def _measured_table_at(path: Path) -> "MeasuredTable":
+    """The table at ``path``, read once per version of the file (``_file_version``; errors
+    name the path as given). A table never changes after it is read: callers share it."""
+    version = _file_version(path)
+    table = _read_tables.get(version) if version is not None else None
+    if table is None:
+        table = MeasuredTable(path)
+        if version is not None:
+            if len(_read_tables) >= _READ_TABLES_MAX:
+                _read_tables.clear()
+            _read_tables[version] = table
+    return table
 
 
 def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSource:
@@ -152,8 +176,7 @@ def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSour
     if is_file(path):
         # one parse per file version: the planner resolves its source once per job, and a
         # table of Gavel's size takes ~20 ms to read
-        stat = path.stat()
-        return _measured_table_at(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        return _measured_table_at(path)
     raise UnknownNameError("throughput source", str(name), ["analytic", "gavel", "<path.json>"])
 
 

@@ -26,7 +26,7 @@ INF = math.inf
 STAGE2_FILL = 1e-6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CSCArrays:
     """A sparse matrix as the arrays of its canonical CSC form — within each column the rows
     ascending, no duplicates — what HiGHS' ``passModel`` takes as they are. ``build_spec``
@@ -71,11 +71,9 @@ class LPSpec:
 
     @property
     def a(self) -> sp.csc_matrix:
-        """The constraint matrix as a ``scipy.sparse.csc_matrix`` (made on first use)."""
-        a = self.__dict__.get("_a")
-        if a is None:
-            a = self.__dict__["_a"] = self.csc.tocsc()
-        return a
+        """The constraint matrix as a ``scipy.sparse.csc_matrix`` (a new one each time: the
+        HiGHS path never needs it; column generation and PuLP take it once)."""
+        return self.csc.tocsc()
 
 
 def _csc(vals: np.ndarray, rows: np.ndarray, cols: np.ndarray, m: int,

@@ -597,8 +597,7 @@ class LPPolicy:
                     thr=np.concatenate([t.samples_per_s for t in tabs]),
                     capacity=view.capacity.astype(float), norm=norms,
                     remaining=view.remaining_samples, age_s=view.time_s - view.arrival_s,
-                    ftf_denominator_s=(ftf_denominator(view, ks) if self.objective == "ftf"
-                                       else None),
+                    ftf_denominator_s=ftf_denominator(view, ks),
                     priority=priority, switch=switch, gain=gain)
         except ValueError as exc:
             # the round's data is not a valid LP (NaN or zero throughput): no objective
@@ -746,8 +745,7 @@ class LPPolicy:
                     job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
                     remaining=view.remaining_samples[members[idx]],
                     age_s=view.time_s - view.arrival_s[members[idx]],
-                    ftf_denominator_s=(ftf_denominator(view, members[idx])
-                                       if self.objective == "ftf" else None),   # ftf reads it
+                    ftf_denominator_s=ftf_denominator(view, members[idx]),
                     priority=priority, switch=switch, gain=gain)
         except ValueError as exc:     # ConfigError naming the bad field
             part.fault = ("invalid_input", str(exc))

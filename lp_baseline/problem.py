@@ -285,9 +285,13 @@ def evaluate_objective(p: AllocationProblem, x: np.ndarray, objective: str) -> f
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape != (p.n_candidates,):
+        raise ValueError(f"x has shape {x.shape}, expected ({p.n_candidates},): one share per "
+                         f"candidate")
     if objective in FLOOR_OBJECTIVES:
-        return float(p.stage2_coefficients() @ np.asarray(x, dtype=np.float64))
-    thr_j = p.job_throughput(np.asarray(x, dtype=np.float64))
+        return float(p.stage2_coefficients() @ x)
+    thr_j = p.job_throughput(x)
     run = p.runnable()
     if objective == "max-throughput":
         return float(np.sum(thr_j / p.norm))

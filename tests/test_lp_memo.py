@@ -512,3 +512,34 @@ def test_planned_rates_are_numpys_sums_to_the_last_bit():
                 math.isnan(g) and math.isnan(w)), (g, w)
             checked += 1
     assert checked > 5000
+
+
+@pytest.mark.parametrize("objective", ["max-min", "sia-srpt"])
+def test_a_view_with_a_zero_reference_throughput_falls_back(objective):
+    """Invalid input is named, whatever the objective reads: a job's zero reference
+    throughput (its finish-time-fairness denominator is not finite) makes the round's LP an
+    ``invalid_input`` fallback and its objective NaN, for objectives that never read that
+    denominator too."""
+    from lp_baseline.policy import LPPolicy
+    view = _sia_view()
+    ref = np.array(view.reference_samples_per_s)
+    ref[0] = 0.0
+    bad = dataclasses.replace(view, reference_samples_per_s=ref)
+    policy = LPPolicy(objective=objective)
+    policy.reset(get_cluster("sia-64"), 0)
+    policy.decide(bad)
+    assert policy.summary()["lp_fallbacks"] == 1
+    other = LPPolicy(objective=objective)
+    other.reset(get_cluster("sia-64"), 0)
+    assert math.isnan(other.evaluate(bad, other.shares(bad)[0]))
+
+
+def test_evaluate_objective_names_an_x_of_the_wrong_shape():
+    from lp_baseline.problem import evaluate_objective
+    p = random_problem(6, np.random.default_rng(2), n_types=2, total_gpus=32)
+    p = dataclasses.replace(p, gain=np.ones(p.n_candidates))
+    for objective in ("sia-srpt", "max-min"):
+        assert math.isfinite(evaluate_objective(p, np.zeros(p.n_candidates), objective))
+        for bad in (np.zeros((p.n_candidates, 1)), np.zeros(p.n_candidates + 1)):
+            with pytest.raises(ValueError, match="one share per candidate"):
+                evaluate_objective(p, bad, objective)

@@ -164,13 +164,23 @@ def test_a_table_path_is_read_once_per_version(tmp_path):
     assert get_throughput_source(str(path)) is first
     assert get_throughput_source(str(tmp_path / "." / "t.json")) is first
     key = "('ResNet-50 (batch size 64)', 1)"
+    old = raw["k80"][key]["null"]
     raw["k80"][key]["null"] = 123.0
+    mtime = path.stat().st_mtime_ns
     path.write_text(json.dumps(raw))
-    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    os.utime(path, ns=(mtime, mtime))              # as `cp -p` leaves it: the old mtime
     second = get_throughput_source(str(path))
     assert second is not first
     assert second.steps_per_s("ResNet-50 (batch size 64)", "K80", 1) == 123.0
-    assert first.steps_per_s("ResNet-50 (batch size 64)", "K80", 1) != 123.0
+    assert first.steps_per_s("ResNet-50 (batch size 64)", "K80", 1) == old
+    # a broken file is an error naming the path as given (a link, not its target), every
+    # time (not cached)
+    (tmp_path / "bad.json").write_text("{")
+    (tmp_path / "link.json").symlink_to(tmp_path / "bad.json")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="cannot read throughput table") as info:
+            get_throughput_source(str(tmp_path / "link.json"))
+        assert "link.json" in str(info.value)
 
 
 def test_bad_measured_table_is_a_config_error(tmp_path):

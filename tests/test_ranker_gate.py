@@ -712,11 +712,40 @@ def test_evaluate_sets_every_listed_ranker_files_unsure_gate(tmp_path):
     assert off.ranker.max_kept_fraction == 1.0 and "unsure" not in off.source
     low, = parse_policies([f"ranker:{path}"], max_kept_fraction=0.1)
     assert low.ranker.max_kept_fraction == 0.1 and "10% of a round kept" in low.source
+    # a resumed sweep compares the entries' configurations: the exact gate is in them
+    from agents.evaluate import _entry_config
+    near, = parse_policies([f"ranker:{path}"], max_kept_fraction=0.254)
+    assert "25.4% of a round kept" in near.source
+    configs = [_entry_config(e) for e in (entry, near, off, low)]
+    assert [c["gates"]["max_kept_fraction"] for c in configs] == [0.5, 0.254, 1.0, 0.1]
+    assert _entry_config(parse_policies([f"ranker:{path}"], max_kept_fraction=0.5)[0]) \
+        == configs[0]
     for bad in (0, 1.5, math.nan):
         with pytest.raises(ConfigError, match="--max-kept-fraction"):
             parse_policies([f"ranker:{path}"], max_kept_fraction=bad)
-    with pytest.raises(ConfigError, match="names none"):
+    with pytest.raises(ConfigError, match="name none"):
         parse_policies(["pure-lp", "gavel"], max_kept_fraction=0.5)
     assert main(["evaluate", "--suite", "smoke", "--policies", "pure-lp,gavel",
                  "--max-kept-fraction", "0.5", "--out", str(tmp_path / "o")]) == 2
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_evaluate_cli_runs_a_ranker_with_the_unsure_gate_off(tmp_path):
+    """``hsched evaluate --max-kept-fraction 1`` end to end: the ranker file's 0.5 gate is
+    off in the run (its recorded source names no unsure gate); with 0.01 it is on."""
+    import json
+
+    from hsched_cli.main import main
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", gate_candidates=0,
+                       max_kept_fraction=0.5)
+    for value, unsure in (("1", False), ("0.01", True)):
+        out = tmp_path / f"o{value}"
+        assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
+                     "--max-kept-fraction", value, "--seeds", "1", "--out", str(out),
+                     "--no-progress"]) == 0
+        metrics = json.loads((out / "metrics.json").read_text())
+        source, = [v for k, v in metrics["sources"].items() if k.startswith("ranker")]
+        assert ("unsure" in source) == unsure, source
+        row, = [r for r in metrics["rows"] if r["policy"].startswith("ranker")]
+        assert (row["unsure_fraction"] > 0) == unsure, row["unsure_fraction"]

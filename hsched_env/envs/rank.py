@@ -162,7 +162,7 @@ class RankEnv(HSchedEnvBase):
         order = np.lexsort((rr, kk))                # by job, each job's rows ascending
         kk, rr = kk[order], rr[order]
         bounds = np.searchsorted(kk, np.arange(1, A))
-        return np.split(rr, bounds)
+        return np.split(rr, bounds) if A else []
 
     def step(self, action):
         self._check_running()
