@@ -146,15 +146,15 @@ def main(argv=None) -> int:
               "steps/s without LP time | × CartPole in CPU time |")
         print("|---|---:|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r['config']} | {r['steps_per_s']:,.0f} | {r['ratio_to_cartpole']:.3f} | "
+            print(f"| {r['config']} | {r['steps_per_s']:,.0f} | {r['ratio_to_cartpole']:.3g} | "
                   f"{r['lp_time_share']:.0%} | {r['env_only_steps_per_s']:,.0f} | "
-                  f"{r['cpu_ratio_to_cartpole']:.3f} |")
+                  f"{r['cpu_ratio_to_cartpole']:.3g} |")
     else:
         for r in rows:
             print(f"{r['config']:<42s} {r['steps_per_s']:>10,.0f} steps/s  "
-                  f"x{r['ratio_to_cartpole']:.3f} CartPole  LP {r['lp_time_share']:.0%}  "
+                  f"x{r['ratio_to_cartpole']:.3g} CartPole  LP {r['lp_time_share']:.0%}  "
                   f"without LP {r['env_only_steps_per_s']:,.0f}/s  "
-                  f"x{r['cpu_ratio_to_cartpole']:.3f} CartPole in CPU time")
+                  f"x{r['cpu_ratio_to_cartpole']:.3g} CartPole in CPU time")
     return 0
 
 
