@@ -76,6 +76,7 @@ import numpy as np
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
 from hsched_env.errors import ConfigError, UnknownNameError
 from hsched_env.registration import VARIANT_IDS, variant
+from hsched_env.text import counted
 
 log = logging.getLogger(__name__)
 
@@ -903,7 +904,7 @@ def _episode_callback(config: TrainConfig, progress: Progress | None = None):
             fps = n / el if el > 0 else 0.0
             eta = (total - n) / fps if fps > 0 else float("nan")
             text = (f"{config.algo} {n:,}/{total:,} steps ({n / total:.0%}), {fps:.0f} fps, "
-                    f"{len(self.episodes)} episodes")
+                    f"{counted(len(self.episodes), 'episode')}")
             last = self.episodes[-10:]
             if last:
                 text += f", mean return of the last {len(last)} {_mean(last, 'return'):.2f}"
@@ -1158,11 +1159,11 @@ def _imitation_announcement(config: TrainConfig) -> str:
     rest = "" if config.algo == "imitation" else (
         " before PPO; not counted in --timesteps (--imitation-seeds 0 skips it)")
     dagger = "" if not config.dagger else (
-        f"; then {config.dagger} DAgger iteration{'s' if config.dagger > 1 else ''}: episodes "
+        f"; then {counted(config.dagger, 'DAgger iteration')}: episodes "
         f"of the same seeds driven by the fitted ranker, labelled by the LP, and a new fit on "
         f"all rounds")
-    return (f"imitation warm start: {what}, then {config.imitation_epochs} epochs of "
-            f"behaviour cloning{dagger}{rest}")
+    epochs = counted(config.imitation_epochs, "epoch")
+    return f"imitation warm start: {what}, then {epochs} of behaviour cloning{dagger}{rest}"
 
 
 def _rl_announcement(config: TrainConfig, plan: dict) -> str:

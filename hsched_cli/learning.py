@@ -11,6 +11,7 @@ import numpy as np
 
 from hsched_cli.outdirs import make_output_dir, removed_if_failed_empty
 from hsched_env.errors import ConfigError
+from hsched_env.text import counted
 
 DEMO_CLUSTER = "sia-64"
 DEMO_MODELS = ("resnet50", "transformer", "bert-large", "gpt2-xl", "vit-l", "llama2-7b",
@@ -210,7 +211,8 @@ def cmd_train(args) -> int:
     eps = summary.get("episodes", [])
     if eps:
         last = eps[-min(len(eps), 5):]
-        line = (f"last {len(last)} episodes: return {np.mean([e['return'] for e in last]):.2f}"
+        line = (f"last {counted(len(last), 'episode')}: return "
+                f"{np.mean([e['return'] for e in last]):.2f}"
                 f", avg JCT {np.nanmean([e['avg_jct_h'] for e in last]):.2f} h")
         ratios = [e["return_vs_lp"] for e in last if np.isfinite(e["return_vs_lp"])]
         if ratios:

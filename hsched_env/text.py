@@ -6,6 +6,12 @@ from __future__ import annotations
 from hsched_env.planner import CandidateTable
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``"1 episode"``, ``"3 episodes"``, ``"1,200 rounds"``: ``n`` and the word in the
+    number it takes (``plural``: when it is not ``word + "s"``)."""
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
 def format_table(headers: list[str], rows: list[list[str]]) -> str:
     """Right-aligned plain-text table (first column left-aligned)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)

@@ -407,3 +407,12 @@ def test_mixed_candidates_exist_and_never_beat_the_faster_type():
             homo = plan_set(model, same_fast, {fast: total})
             assert len(homo) == 1, (name, gpus)
             assert table.samples_per_s[i] <= homo.samples_per_s[0] * (1 + 1e-9), (name, gpus)
+
+
+def test_counted_puts_the_word_in_its_number():
+    from hsched_env.text import counted
+    assert counted(1, "epoch") == "1 epoch"
+    assert counted(0, "epoch") == "0 epochs"
+    assert counted(2, "DAgger iteration") == "2 DAgger iterations"
+    assert counted(1200, "round") == "1,200 rounds"
+    assert counted(3, "policy", "policies") == "3 policies"
