@@ -140,6 +140,16 @@ def _run_task(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, c
         for _ in range(timing_repeats)]))
 
 
+def _ranker_gates(entry: PolicyEntry) -> dict | None:
+    """A ``Ranker`` entry's gates, ``{"gate_candidates", "max_kept_fraction"}``; ``None`` for
+    any other entry."""
+    ranker = entry.ranker
+    if ranker is None or not hasattr(ranker, "max_kept_fraction"):
+        return None
+    return {"gate_candidates": getattr(ranker, "gate_candidates", None),
+            "max_kept_fraction": float(ranker.max_kept_fraction)}
+
+
 def _entry_config(entry: PolicyEntry) -> dict:
     """What decides an entry's runs besides the scenario: its kind and name, and for an
     agent where it came from (a file's content hash, an object's class and module file)."""
@@ -148,12 +158,11 @@ def _entry_config(entry: PolicyEntry) -> dict:
     if entry.path:
         config["path"] = entry.path
         config["file_sha256"] = file_fingerprint(entry.path)
-    ranker = entry.ranker
-    if ranker is not None and hasattr(ranker, "max_kept_fraction"):
+    gates = _ranker_gates(entry)
+    if gates is not None:
         # the gates exactly (``source`` names them rounded): a gate set by
         # ``--max-kept-fraction`` is not the file's, and a resumed sweep must tell them apart
-        config["gates"] = {"gate_candidates": getattr(ranker, "gate_candidates", None),
-                           "max_kept_fraction": float(ranker.max_kept_fraction)}
+        config["gates"] = gates
     actor = entry.actor
     if actor is not None and not entry.path:
         cls = type(actor)
@@ -297,6 +306,7 @@ def _report(suite, entries, seeds, runs, failures, wall_s) -> Report:
     scenarios = [scenario_summary(sc, [r for r in runs if r.scenario == sc.name])
                  for sc in suite.scenarios]
     sources = {e.label: describe_entry(e) for e in entries if e.kind != "simulator"}
+    gates = {e.label: _ranker_gates(e) for e in entries if _ranker_gates(e) is not None}
     return Report(suite=suite, seeds=seeds, policies=[e.label for e in entries], runs=runs,
                   rows=rows, scenarios=scenarios, wall_s=wall_s, sources=sources,
-                  failures=failures)
+                  failures=failures, ranker_gates=gates)

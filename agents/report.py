@@ -49,6 +49,9 @@ class Report:
     #: runs made of each (scenario, policy, seed) for its decision times, merged round by
     #: round (``evaluate(timing_repeats=)``, ``agents.runners.merge_timing_repeats``)
     timing_repeats: int = 1
+    #: per ranker label: the gates it ran with (``gate_candidates``, ``max_kept_fraction``;
+    #: the file's, or ``--max-kept-fraction``'s)
+    ranker_gates: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------- aggregation
@@ -330,7 +333,8 @@ def report_json(report: Report) -> dict:
         "settings": {"job_candidates": s.job_candidates, "round_s": s.round_s,
                      "restart_s": s.restart_s, "topk": s.topk,
                      "ranker_lp": "heterosched-lp", "support_threshold": SUPPORT_TINY,
-                     "timing_repeats": report.timing_repeats},
+                     "timing_repeats": report.timing_repeats,
+                     "ranker_gates": report.ranker_gates},
         "scenarios": report.scenarios, "rows": report.rows,
         "per_seed": per_seed_rows(report), "failed": report.failures,
         **({"sweep": report.sweep} if report.sweep is not None else {}),

@@ -162,9 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("--max-kept-fraction", type=float, default=None, metavar="F",
-                    help="every ranker file listed solves whole a round in which it would "
-                         "keep more than F of the candidates (its unsure gate), instead of "
-                         "the file's own setting; 1 turns the gate off")
+                    help="the unsure gate of every ranker file listed, instead of the file's "
+                         "own (default: the file's; 0.25 for a file with a candidate gate "
+                         "that sets none): a round in which the ranker would keep more than "
+                         "F of the candidates is solved whole by the LP, and so are the next "
+                         "few it would rank (a back-off); F in (0, 1], 1 turns the gate off; "
+                         "recorded in metrics.json (settings.ranker_gates)")
     ev.add_argument("--timing-repeats", type=_positive_int, default=1, metavar="N",
                     help="make every (scenario, policy, seed) run N times (serially the "
                          "policies interleaved) and take each round's decision time from the "

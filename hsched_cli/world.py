@@ -10,7 +10,7 @@ from pathlib import Path
 from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
 from hsched_env.errors import ConfigError, show
-from hsched_env.files import is_file
+from hsched_env.files import is_file, why_not_a_file
 from hsched_env.planner import PlannerConfig, plan
 from hsched_env.text import candidates_text, format_table
 
@@ -29,10 +29,10 @@ def check_throughputs(name: str) -> None:
     """``--throughputs`` must be 'analytic', 'gavel' or an existing file (checked without
     letting odd names, e.g. too long for the OS, raise OSError)."""
     if name not in (None, "", "analytic", "gavel") and not is_file(Path(name)):
-        # a name with a folder or a suffix was meant as a file: say that it is missing
-        missing = ("/" in name or "\\" in name or "." in name) and len(name) < 4096
+        # a name with a folder or a suffix was meant as a file: say what is wrong with it
+        as_file = ("/" in name or "\\" in name or "." in name) and len(name) < 4096
         raise ConfigError(f"unknown throughput source {show(name)}"
-                          + (": no such file" if missing else "")
+                          + (f": {why_not_a_file(Path(name))}" if as_file else "")
                           + "; valid: analytic, gavel or a table file in Gavel's format",
                           field="--throughputs")
 

@@ -10,7 +10,7 @@ from typing import Any
 from hsched_env.errors import ConfigError, show, shorten
 
 __all__ = ["is_file", "json_object_no_duplicates", "missing_parents", "read_text_file",
-           "shorten", "user_path"]
+           "shorten", "user_path", "why_not_a_file"]
 
 
 def user_path(text: str, *, field: str | None = None) -> Path:
@@ -43,6 +43,23 @@ def is_file(path: Path) -> bool:
         return path.is_file()
     except (OSError, ValueError):  # e.g. "File name too long", a NUL character
         return False
+
+
+def why_not_a_file(path: Path) -> str:
+    """Why ``path`` is not a readable file, in a few words ("no such file", "a folder, not a
+    file", "a broken link to ..."), or "" when it is one (never an exception)."""
+    try:
+        if path.is_file():
+            return ""
+        if path.is_dir():
+            return "a folder, not a file"
+        if path.is_symlink():
+            return f"a broken link (to {show(str(os.readlink(path)))}, which does not exist)"
+        if path.exists():
+            return "not a regular file"
+    except (OSError, ValueError):   # a name the OS rejects (too long, a NUL character)
+        return "not a usable file name"
+    return "no such file"
 
 
 def read_text_file(path: str | os.PathLike[str], *, field: str | None = None,

@@ -77,8 +77,11 @@ class MeasuredTable(ThroughputSource):
             # ValueError covers json.JSONDecodeError and integers beyond Python's digit limit
             raise ConfigError(f"cannot read throughput table: {str(exc)[:200]}",
                               source=source) from None
-        if not isinstance(raw, dict) or not raw:
+        if not isinstance(raw, dict):
             raise ConfigError("expected an object {worker_type: {...}}", source=source)
+        if not raw:
+            raise ConfigError("the table is empty: expected an object {worker_type: {...}} "
+                              "with at least one worker type", source=source)
         self._table: dict[tuple[str, bool, str, int], float] = {}
         for worker, rows in raw.items():
             base = worker.removesuffix("_unconsolidated")

@@ -107,12 +107,17 @@ CONFIGS = {
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--only", default=None, help="comma-separated subset of configurations")
-    ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--json", action="store_true")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=5.0,
+                    help="length of each measured run (seconds of wall-clock time)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="runs per configuration, interleaved; the medians are reported")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated substrings of the configurations to run (CartPole "
+                         f"is always measured): {', '.join(CONFIGS)}")
+    ap.add_argument("--markdown", action="store_true", help="a Markdown table")
+    ap.add_argument("--json", action="store_true", help="one JSON object")
     args = ap.parse_args(argv)
     names = list(CONFIGS) if not args.only else [n for n in CONFIGS
                                                  if any(o in n for o in args.only.split(","))]

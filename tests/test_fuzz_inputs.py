@@ -1399,3 +1399,19 @@ def test_odd_throughput_source_names_and_tiny_rounds():
         get_throughput_source("x" * 5000)                  # too long for the OS
     with pytest.raises(HSchedError, match="round length"):
         SimConfig(round_s=1e-300)
+
+
+def test_a_throughput_path_that_is_not_a_table_file_says_why(tmp_path, capsys):
+    """``--throughputs`` naming a folder, a broken link, a missing file or an empty table:
+    exit 2 with what is wrong with that path."""
+    from hsched_cli.main import main
+    (tmp_path / "empty.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to(tmp_path / "gone.json")
+    cases = {str(tmp_path): "a folder, not a file",
+             str(tmp_path / "link.json"): "a broken link",
+             str(tmp_path / "missing.json"): "no such file",
+             str(tmp_path / "empty.json"): "the table is empty"}
+    for path, why in cases.items():
+        assert main(["simulate", "--cluster", "gavel-108", "--throughputs", path,
+                     "--workload", "gavel:jobs=3", "--policy", "fifo"]) == 2
+        assert why in capsys.readouterr().err, path

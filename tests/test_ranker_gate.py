@@ -749,3 +749,5 @@ def test_evaluate_cli_runs_a_ranker_with_the_unsure_gate_off(tmp_path):
         assert ("unsure" in source) == unsure, source
         row, = [r for r in metrics["rows"] if r["policy"].startswith("ranker")]
         assert (row["unsure_fraction"] > 0) == unsure, row["unsure_fraction"]
+        gates, = metrics["settings"]["ranker_gates"].values()
+        assert gates == {"gate_candidates": 0, "max_kept_fraction": float(value)}

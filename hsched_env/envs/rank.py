@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, shorten
 
 
 #: What a ``RankEnv``'s kept candidates restrict (its ``prune`` argument).
@@ -168,8 +168,10 @@ class RankEnv(HSchedEnvBase):
         self._check_running()
         a = np.asarray(action)
         if a.shape != (self.K,):
-            raise ConfigError(f"a Rank-v0 action is {self.K} keep bits, got shape {a.shape}",
-                              field="action")
+            got = (f"shape {a.shape}" if isinstance(action, (np.ndarray, list, tuple))
+                   else f"{type(action).__name__} {shorten(repr(action), 40)}")
+            raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (an array of shape "
+                              f"({self.K},)), got {got}", field="action")
         if a.dtype != bool:
             bits = (a == 0) | (a == 1)
             bad = np.flatnonzero(~np.asarray(bits, dtype=bool))   # NaN, 0.4, −1, 2, None, …
