@@ -238,8 +238,9 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
     ``w_j · (λ − min(G_jc^p, clip))`` (``lp_baseline.sia``: ``G`` the goodput normalized by
     the job's smallest candidate, p = −0.5, λ = 1.1), ``w`` the job weights (``srpt_weights``
     or ``las_weights``), aligned with ``ks`` (``None`` when ``cache`` holds every job);
-    ``rows``: each job's candidate rows, ascending and unique (as ``LPPolicy`` gives them). With ``restart_aware``, Sia's restart factor
-    multiplies ``G`` of a running job's other candidates.
+    ``rows``: each job's candidate rows, ascending and unique (as ``LPPolicy`` gives them).
+    With ``restart_aware``, Sia's restart factor multiplies ``G`` of a running job's other
+    candidates.
 
     A job's gains do not depend on which of its rows are asked for (the weights are scaled by
     the median over every active job, ``G`` by the job's smallest valid candidate), so
