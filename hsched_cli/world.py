@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
-from hsched_env.errors import ConfigError, show
-from hsched_env.files import is_file, why_not_a_file
 from hsched_env.planner import PlannerConfig, plan
 from hsched_env.text import candidates_text, format_table
+from hsched_env.throughput import check_throughput_source
 
 
 def _no_fit_reason(model, cluster) -> str:
@@ -26,15 +24,9 @@ def _no_fit_reason(model, cluster) -> str:
 
 
 def check_throughputs(name: str) -> None:
-    """``--throughputs`` must be 'analytic', 'gavel' or an existing file (checked without
-    letting odd names, e.g. too long for the OS, raise OSError)."""
-    if name not in (None, "", "analytic", "gavel") and not is_file(Path(name)):
-        # a name with a folder or a suffix was meant as a file: say what is wrong with it
-        as_file = ("/" in name or "\\" in name or "." in name) and len(name) < 4096
-        raise ConfigError(f"unknown throughput source {show(name)}"
-                          + (f": {why_not_a_file(Path(name))}" if as_file else "")
-                          + "; valid: analytic, gavel or a table file in Gavel's format",
-                          field="--throughputs")
+    """``--throughputs`` must be 'analytic', 'gavel' or an existing file
+    (``throughput.check_throughput_source``; the file is read later)."""
+    check_throughput_source(name, field="--throughputs")
 
 
 def cmd_candidates(args) -> int:

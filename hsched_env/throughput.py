@@ -24,8 +24,8 @@ from importlib import resources
 from pathlib import Path
 
 from hsched_env.catalog import ModelSpec, get_gpu
-from hsched_env.errors import ConfigError, UnknownNameError
-from hsched_env.files import is_file
+from hsched_env.errors import ConfigError, UnknownNameError, show
+from hsched_env.files import is_file, why_not_a_file
 
 # Gavel worker types → catalog GPU names. Gavel's V100s are 16 GB SXM2 parts.
 GAVEL_WORKER_TYPES = {"k80": "K80", "p100": "P100", "v100": "V100-16GB"}
@@ -180,7 +180,27 @@ def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSour
         # one parse per file version: the planner resolves its source once per job, and a
         # table of Gavel's size takes ~20 ms to read
         return _measured_table_at(path)
-    raise UnknownNameError("throughput source", str(name), ["analytic", "gavel", "<path.json>"])
+    check_throughput_source(name)
+    raise AssertionError("unreachable: check_throughput_source accepts only sources it knows")
+
+
+def check_throughput_source(name: str | ThroughputSource | None,
+                            field: str = "throughputs") -> None:
+    """That ``name`` is ``"analytic"``, ``"gavel"`` or an existing file (not read here: the
+    table's own errors come when it is), else an error naming ``field``: for a name with a
+    folder or a suffix, meant as a file, what is wrong with that path ("no such file", "a
+    folder, not a file", a broken link); for another word, the valid names."""
+    if isinstance(name, ThroughputSource) or name in (None, "", "analytic", "gavel"):
+        return
+    text = str(name)
+    if is_file(Path(text)):
+        return
+    if ("/" in text or "\\" in text or "." in text) and len(text) < 4096:
+        raise ConfigError(f"unknown throughput source {show(text)}: "
+                          f"{why_not_a_file(Path(text))}; valid: analytic, gavel or a table "
+                          f"file in Gavel's format", field=field)
+    raise UnknownNameError("throughput source", text, ["analytic", "gavel", "<path.json>"],
+                           field=field)
 
 
 def gavel_gpu_types() -> list[str]:

@@ -1411,7 +1411,10 @@ def test_a_throughput_path_that_is_not_a_table_file_says_why(tmp_path, capsys):
              str(tmp_path / "link.json"): "a broken link",
              str(tmp_path / "missing.json"): "no such file",
              str(tmp_path / "empty.json"): "the table is empty"}
+    from hsched_env.throughput import get_throughput_source
     for path, why in cases.items():
         assert main(["simulate", "--cluster", "gavel-108", "--throughputs", path,
                      "--workload", "gavel:jobs=3", "--policy", "fifo"]) == 2
         assert why in capsys.readouterr().err, path
+        with pytest.raises(HSchedError, match=why):           # the Python API says the same
+            get_throughput_source(path)
