@@ -306,7 +306,7 @@ def _report(suite, entries, seeds, runs, failures, wall_s) -> Report:
     scenarios = [scenario_summary(sc, [r for r in runs if r.scenario == sc.name])
                  for sc in suite.scenarios]
     sources = {e.label: describe_entry(e) for e in entries if e.kind != "simulator"}
-    gates = {e.label: _ranker_gates(e) for e in entries if _ranker_gates(e) is not None}
+    gates = {e.label: g for e in entries if (g := _ranker_gates(e)) is not None}
     return Report(suite=suite, seeds=seeds, policies=[e.label for e in entries], runs=runs,
                   rows=rows, scenarios=scenarios, wall_s=wall_s, sources=sources,
                   failures=failures, ranker_gates=gates)

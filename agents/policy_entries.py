@@ -492,8 +492,7 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     if max_kept_fraction is not None:
         from agents.ranker import check_max_kept_fraction
         max_kept_fraction = check_max_kept_fraction(max_kept_fraction, "--max-kept-fraction")
-        if not any(isinstance(i, str) and (i == "ranker" or i.startswith(("ranker:", "ranker@")))
-                   for i in items):
+        if not any(isinstance(i, str) and _names_ranker_file(i) for i in items):
             raise ConfigError("sets the unsure gate of the ranker files named (ranker, "
                               "ranker:PATH), and the policies name none (agent objects keep "
                               "their own gates)", field="--max-kept-fraction")
@@ -506,7 +505,7 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                 raise ConfigError(f"{item!r} is neither a policy name nor an agent "
                                   f"(keep(obs, env) or act(obs, env))", field="policies")
             entry = agent_entry(item)
-        elif item == "ranker" or item.startswith(("ranker:", "ranker@")):
+        elif _names_ranker_file(item):
             spec, recall = _split_recall(item)
             if spec.startswith("ranker@"):     # "ranker@" + something not a number
                 raise ConfigError(f"{item!r}: the operating point after '@' must be a target "
@@ -547,6 +546,12 @@ def parse_policies(items, trust_sb3_zip: bool = False,
         seen.add(entry.label)
         out.append(entry)
     return out
+
+
+def _names_ranker_file(item: str) -> bool:
+    """Whether a ``--policies`` name is a ranker file: ``ranker``, ``ranker:PATH``,
+    ``ranker@R``, ``ranker:PATH@R``."""
+    return item == "ranker" or item.startswith(("ranker:", "ranker@"))
 
 
 def _gates_text(ranker) -> str:

@@ -175,13 +175,10 @@ def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSour
         return ThroughputSource()
     if name == "gavel":
         return _shipped_gavel_table()
-    path = Path(name)
-    if is_file(path):
-        # one parse per file version: the planner resolves its source once per job, and a
-        # table of Gavel's size takes ~20 ms to read
-        return _measured_table_at(path)
-    check_throughput_source(name)
-    raise AssertionError("unreachable: check_throughput_source accepts only sources it knows")
+    check_throughput_source(name)         # an existing file from here on
+    # one parse per file version: the planner resolves its source once per job, and a table
+    # of Gavel's size takes ~20 ms to read
+    return _measured_table_at(Path(name))
 
 
 def check_throughput_source(name: str | ThroughputSource | None,

@@ -405,13 +405,14 @@ class LPPolicy:
         memo = self._memo
         if memo is not None and memo.view is view and memo.allowed is allowed:
             rows = memo.eligible.get(k)
+            if (rows is None and not memo.eligible and allowed is not None
+                    and self.candidates == "all" and not self.size_cap
+                    and len(allowed) == view.num_active):
+                # every job's allowed rows at once (what _eligible_rows gives each)
+                memo.eligible.update(enumerate(_allowed_rows(view, allowed)))
+                rows = memo.eligible.get(k)
             if rows is None:
-                if (not memo.eligible and allowed is not None and self.candidates == "all"
-                        and not self.size_cap and len(allowed) == view.num_active):
-                    memo.eligible.update(enumerate(_allowed_rows(view, allowed)))
-                    rows = memo.eligible.get(k)
-                if rows is None:
-                    rows = memo.eligible[k] = self._eligible_rows(view, k, allowed)
+                rows = memo.eligible[k] = self._eligible_rows(view, k, allowed)
             return rows
         return self._eligible_rows(view, k, allowed)
 

@@ -60,7 +60,8 @@ from hsched_env.workloads.types import MAX_SECONDS, Job, Workload
 
 __all__ = [
     "Job", "Workload", "load_workload", "reference_throughput", "reference_gpu",
-    "workload_kinds", "with_spec_item", "spec_kind", "spec_has_key", "model_for_gpu_time", "gavel_job_type_to_model", "traces_dir",
+    "workload_kinds", "with_spec_item", "spec_kind", "spec_has_key", "model_for_gpu_time",
+    "gavel_job_type_to_model", "traces_dir",
     "REFERENCE_GPUS", "MAX_REFERENCE_GPUS", "MAX_SECONDS", "MAX_BATCH", "MAX_GENERATED_JOBS",
     "POLLUX_APPLICATIONS", "POLLUX_GPU_HOURS",
     "LLM_MIX",
