@@ -34,3 +34,34 @@ def test_bench_env_lists_its_configurations_in_help(capsys):
         script.main(["--help"])
     text = capsys.readouterr().out
     assert "Rank-v0 keep 1/2" in text and "(default: 5)" in text
+
+
+def _run(active, cpu_ms):
+    return {"per_round": {"active_jobs": active, "cpu_ms": cpu_ms}}
+
+
+def test_bench_rank_round_matches_rounds_by_active_jobs():
+    script = _load("bench_rank_round")
+    # ours: 2 ms at 2 jobs (30 rounds), 4 ms at 5 (10); theirs: 3 ms at 2 jobs (12), 10 ms at
+    # 5 (10), 50 ms at 9 (no round of ours there: left out of the matched ratio)
+    ours = [_run([2] * 30 + [5] * 10, [2.0] * 30 + [4.0] * 10)]
+    theirs = [_run([2] * 12 + [5] * 10 + [9] * 20, [3.0] * 12 + [10.0] * 10 + [50.0] * 20)]
+    got = script.matched(ours, theirs, min_rounds=10)
+    assert [(n, w) for n, w, _ in got["matched_per_active_jobs"]] == [(2, 30), (5, 10)]
+    # weighted geometric mean of 1.5 (30 rounds) and 2.5 (10 rounds)
+    assert got["matched_speedup_cpu"] == pytest.approx(1.5 ** 0.75 * 2.5 ** 0.25)
+    assert got["matched_share_of_our_rounds"] == 1.0
+    # a count with too few rounds on either side is left out
+    got = script.matched(ours, theirs, min_rounds=11)
+    assert [n for n, _, _ in got["matched_per_active_jobs"]] == [2]
+
+
+def test_bench_rank_round_rejects_bad_comparisons(tmp_path, capsys):
+    script = _load("bench_rank_round")
+    with pytest.raises(SystemExit):
+        script.main(["--keep", "0.5,1"])                 # a list needs --against
+    with pytest.raises(SystemExit):
+        script.main(["--against", str(tmp_path)])       # not a checkout
+    assert "not a checkout" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script.main(["--keep", "0,1", "--against", str(tmp_path)])
