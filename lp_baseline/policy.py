@@ -499,10 +499,9 @@ class LPPolicy:
             # deficits (the integral rounding does not use them)
             step = view.time_s - self._last_t
             self._elapsed += step
-            for k, j in enumerate(view.job_ids):
-                cur = int(view.current[k])
+            for j, cur in zip(view.job_ids.tolist(), view.current.tolist()):
                 if cur >= 0:
-                    rec = self._received.setdefault(int(j), {})
+                    rec = self._received.setdefault(j, {})
                     rec[cur] = rec.get(cur, 0.0) + step
         self._last_t = view.time_s
         active = {int(j) for j in view.job_ids}
@@ -869,17 +868,28 @@ class LPPolicy:
     def _others(self, view: SchedulerView, k: int, exclude, allowed=None) -> list[int]:
         """Job ``k``'s eligible candidates (``_eligible``) with positive throughput that are
         not in ``exclude``, fastest first (the agnostic policy: in random order, it does not
-        know which type is faster)."""
+        know which type is faster). Python ints; without ``agnostic`` a list shared across
+        calls (read-only: the rounding copies it into each preference list)."""
         table, eligible = view.candidates[k], self._eligible(view, k, allowed)
         if self.agnostic:                  # a random order, drawn afresh each time
             return other_candidates(table, eligible, exclude, self.rng)
-        # fastest first depends on the table and the eligible rows alone: ordered once
-        if len(self._others_memo) >= OTHERS_MEMO_SIZE:
-            self._others_memo.clear()           # e.g. a ranker's kept rows change every round
-        ordered = self._others_memo.get_for(table, (id(table), eligible.tobytes()),
-                                            lambda: other_candidates(table, eligible, ()))
+        # fastest first depends on the table and the eligible rows alone: ordered once, and
+        # each (rows, exclude) filtered once — a job's exclusions, its LP rows, repeat
+        # from round to round between solves
+        memo = self._others_memo
+        if len(memo) >= OTHERS_MEMO_SIZE:
+            memo.clear()                        # e.g. a ranker's kept rows change every round
+        rows_key = eligible.tobytes()
+        key = (id(table), rows_key, tuple(exclude))
+        hit = memo.get(key)
+        if hit is not None and hit[0] is table:
+            return hit[1]
+        ordered = memo.get_for(table, (id(table), rows_key),
+                               lambda: other_candidates(table, eligible, ()))
         skip = set(exclude)
-        return [c for c in ordered if c not in skip]
+        rest = [c for c in ordered if c not in skip]
+        memo[key] = (table, rest)
+        return rest
 
 
 class _StaticLP:

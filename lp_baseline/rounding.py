@@ -70,8 +70,8 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
             deterministic function of those (the job's table and, through a size cap, the
             active jobs and the capacity): not the agnostic policy's random order, not a
             per-round ``allowed``.
-        gpu_rows: A ``TableMemo`` for each table's GPUs per type by row as Python ints
-            (``PlacementDryRun``), kept across calls; ``None``: a new one.
+        gpu_rows: A ``TableMemo`` for each table's GPUs by row as ``(type, count)`` pairs
+            of Python ints (``PlacementDryRun``), kept across calls; ``None``: a new one.
     """
     el = max(elapsed, 1e-9)
     jobs = []
@@ -398,6 +398,12 @@ def _smaller_rows(table, rows: np.ndarray, row: int) -> list[int]:
     return [int(r) for r in alt]
 
 
+def _row_needs(table) -> list[tuple[tuple[int, int], ...]]:
+    """Each row of ``table``: its GPUs as ``(type index, count)`` pairs of the types it uses
+    (Python ints, read-only), what ``PlacementDryRun`` tests against the free GPUs."""
+    return [tuple((t, n) for t, n in enumerate(row) if n) for row in table.gpus.tolist()]
+
+
 def other_candidates(table, eligible: np.ndarray, exclude, rng=None) -> list[int]:
     """The rows of ``eligible`` (of the job's candidate ``table``) with positive throughput that
     are not in ``exclude``, fastest first; with ``rng`` (the agnostic policy: it does not know
@@ -439,14 +445,15 @@ class PlacementDryRun:
 
     def __init__(self, view: SchedulerView, gpu_rows: TableMemo | None = None) -> None:
         self.view = view
-        # table -> its GPUs per type by row, as lists of Python ints (read-only)
+        # table -> its GPUs by row as (type, count) pairs of Python ints (``_row_needs``)
         self._gpu_rows = TableMemo() if gpu_rows is None else gpu_rows
         self.nodes = NodeState(view.cluster)
         self.free = view.capacity.tolist()          # GPUs per type not yet taken
         self._current = view.current.tolist()
         self._held = {k: a for k, a in enumerate(view.current_nodes)
                       if a is not None and int(view.current[k]) >= 0}
-        self._mask = np.zeros_like(self.nodes.free)       # GPUs held by pending running jobs
+        # GPUs held by pending running jobs, per node (Python ints: updated job by job)
+        self._mask = [0] * len(self.nodes.free)
         self._holding: dict[int, list[tuple[int, int]]] = {}   # node -> [(job index, GPUs)]
         for k, alloc in self._held.items():
             for v, g in alloc:
@@ -469,7 +476,7 @@ class PlacementDryRun:
                 return False
             self._evict(before)
             return True
-        hide = np.minimum(self._mask, self.nodes.free)
+        hide = np.minimum(np.asarray(self._mask, dtype=self.nodes.free.dtype), self.nodes.free)
         self.nodes.free -= hide
         got = self.nodes.place(parts, tp)
         self.nodes.free += hide
@@ -485,32 +492,42 @@ class PlacementDryRun:
                     self._evicted.add(k)
 
     def place_first(self, k: int, prefs: list[int]) -> list[int] | None:
-        """Take the first of ``prefs`` (rows of job ``k``) that fits; returns it followed by
-        the job's other rows in ``prefs`` order (the simulator's fallbacks), or ``None``."""
+        """Take the first of ``prefs`` (rows of job ``k``, Python ints) that fits; returns it
+        followed by the job's other rows in ``prefs`` order (the simulator's fallbacks), or
+        ``None``."""
         cur = self._current[k]
         self._settle(k)
-        prefs = [int(r) for r in prefs]
         if k in self._evicted:
             prefs = [r for r in prefs if r != cur]
         if not prefs:
             return None
         table = self.view.candidates[k]
         free = self.free
-        by_row = self._gpu_rows.get_for(table, id(table), table.gpus.tolist)
+        # each row's GPUs as (type, count) pairs of its non-zero types (GPU counts are never
+        # negative, so a zero type always passes ``count <= free``)
+        needs = self._gpu_rows.get_for(table, id(table), lambda: _row_needs(table))
         held = self._held.get(k)
         ok = []            # the rows that pass the per-type test, for the unmasked pass
         for r in prefs:    # the masked pass, testing each row's GPUs per type as it goes
-            g = by_row[r]
-            if all(n <= f for n, f in zip(g, free)):
-                ok.append((r, g))
+            need = needs[r]
+            if all(n <= free[t] for t, n in need):
+                ok.append((r, need))
                 if self._try(table, r, cur, held, True):
-                    self.free = [f - n for f, n in zip(free, g)]
-                    return [r] + [c for c in prefs if c != r]
-        for r, g in ok:
+                    return self._took(free, need, r, prefs)
+        for r, need in ok:
             if self._try(table, r, cur, held, False):
-                self.free = [f - n for f, n in zip(free, g)]
-                return [r] + [c for c in prefs if c != r]
+                return self._took(free, need, r, prefs)
         return None
+
+    def _took(self, free: list, need: tuple, r: int, prefs: list[int]) -> list[int]:
+        """Book row ``r``'s GPUs per type; ``r`` followed by the other rows of ``prefs``."""
+        free = free[:]
+        for t, n in need:
+            free[t] -= n
+        self.free = free
+        if prefs[0] == r and prefs.count(r) == 1:
+            return list(prefs)                       # (most jobs: their first choice)
+        return [r] + [c for c in prefs if c != r]
 
     def _try(self, table, r: int, cur: int, held, masked: bool) -> bool:
         """Place row ``r``: the held nodes when it is the job's current row, else on the free
