@@ -253,9 +253,12 @@ class Simulator:
                                 throughputs=cfg.throughputs)[0]
             return got.take(np.arange(len(got)))          # a copy: its flags are set below
 
-        def same_rows(tab: CandidateTable, gpus: np.ndarray) -> np.ndarray:
-            return np.flatnonzero(np.all(tab.gpus == gpus, axis=1) & (tab.tp == 1)
-                                  & (tab.pp == 1) & (tab.kind == 0))
+        def same_rows(tab: CandidateTable, gpus: np.ndarray | None) -> np.ndarray:
+            """The plain data-parallel rows of ``tab`` on exactly ``gpus`` (``None``: all)."""
+            plain = (tab.tp == 1) & (tab.pp == 1) & (tab.kind == 0)
+            if gpus is None:
+                return np.flatnonzero(plain)
+            return np.flatnonzero(np.all(tab.gpus == gpus, axis=1) & plain)
 
         extra: list[CandidateTable] = []
         for t in self.cluster.gpu_types:
@@ -277,7 +280,18 @@ class Simulator:
                 row.requested[:] = True
                 extra.append(row)
         # Sia's configurations (the ``sia`` baseline's search space, which the co-optimizer's
-        # candidates then include): data parallelism on one type at Sia's sizes.
+        # candidates then include): data parallelism on one type at Sia's sizes. A set already
+        # present as a plain data-parallel row is flagged there: the first such row of the
+        # first table holding one, in the order [table] + extra (``plain_dp``, kept as
+        # tables are added: what searching them in order with ``same_rows`` finds).
+        plain_dp: dict[tuple, tuple[CandidateTable, int]] = {}
+
+        def index_plain_dp(tab: CandidateTable) -> None:
+            for r in same_rows(tab, None).tolist():
+                plain_dp.setdefault(tuple(tab.gpus[r].tolist()), (tab, r))
+
+        for tab in [table] + extra:
+            index_plain_dp(tab)
         for pool in self.cluster.pools:
             t = pool.gpu_type
             if pool is not next(p for p in self.cluster.pools if p.gpu_type == t):
@@ -286,12 +300,13 @@ class Simulator:
                 row = dp_row(t, n)
                 if not len(row):
                     continue
-                hit = next((e for e in [table] + extra if same_rows(e, row.gpus[0]).size), None)
+                hit = plain_dp.get(tuple(row.gpus[0].tolist()))
                 if hit is not None:
-                    hit.sia_config[same_rows(hit, row.gpus[0])[0]] = True
+                    hit[0].sia_config[hit[1]] = True
                 else:
                     row.sia_config[:] = True
                     extra.append(row)
+                    index_plain_dp(row)
         if extra:
             table = CandidateTable.concat([table] + extra)
         if job.gpu_type is not None:

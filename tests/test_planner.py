@@ -492,3 +492,28 @@ def test_plan_sets_equals_plan_set_one_by_one(cluster, throughputs, mixed):
     assert plan_sets("resnet50", cl, []) == []
     with pytest.raises(ConfigError, match="not available"):
         plan_sets("resnet50", cl, [{cl.pools[0].gpu_type: 1}, {cl.pools[0].gpu_type: 10**6}])
+
+
+def _undominated_all_pairs(g, thr):
+    """The plain rule: in the order fastest first (fewer GPUs first, then the row), a row is
+    dominated when any earlier row uses no more GPUs of every type."""
+    order = np.lexsort((np.arange(thr.size), g.sum(axis=1), -thr))
+    gs = g[order]
+    keep = np.empty(thr.size, dtype=bool)
+    for pos, i in enumerate(order):
+        keep[i] = not any(np.all(gs[j] <= gs[pos]) for j in range(pos))
+    return keep
+
+
+@pytest.mark.parametrize("n,types,high,seed", [
+    (0, 3, 4, 0), (1, 2, 4, 1), (300, 3, 5, 2), (700, 5, 40, 3), (520, 2, 70000, 4)])
+def test_undominated_rows_matches_the_all_pairs_rule(n, types, high, seed):
+    from hsched_env.planner import undominated_rows
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, high, size=(n, types))
+    thr = rng.integers(1, 30, size=n).astype(float)     # ties in throughput and in GPUs
+    got = undominated_rows(g, thr)
+    assert got.dtype == bool and got.shape == (n,)
+    assert np.array_equal(got, _undominated_all_pairs(g, thr))
+    if n > 256:                                        # crosses a block boundary
+        assert 0 < got.sum() < n
