@@ -90,7 +90,8 @@ from hsched_env.table_memo import TableMemo
 #: each adds.
 LP_METHODS = METHOD_OPTIONS
 
-#: Entries of ``LPPolicy._others``' memo (job tables × eligible row sets) before it starts over.
+#: Entries of ``LPPolicy._others``' memo (job tables × eligible row sets, and those × the
+#: rows excluded) before it starts over.
 OTHERS_MEMO_SIZE = 4096
 #: Gavel's ``minimum_time_between_allocation_resets`` (seconds): its simulator recomputes the
 #: allocation only when the job set changed and at least this long after the last reset
@@ -355,13 +356,14 @@ class LPPolicy:
         self._norm_memo = NormalizerMemo()
         self._lp_memo: dict = {}      # fingerprint -> the previous decision's optimal result
         self._static_lp: _StaticLP | None = None     # ``_allocate``'s repeat of a static LP
-        # (id(table), eligible rows) -> its other candidates fastest first; id(table) -> its
-        # rows of the candidate set (``table_memo.TableMemo``: emptied by copies)
+        # (id(table), eligible rows) -> its other candidates fastest first, and (id(table),
+        # eligible rows, excluded rows) -> those without the excluded; id(table) -> its rows
+        # of the candidate set (``table_memo.TableMemo``: emptied by copies)
         self._others_memo = TableMemo()
         self._table_rows = TableMemo()
         self._lp_reused = 0
         self._round_memo = RoundingMemo()     # the last rounding's result (``_round``)
-        self._gpu_rows = TableMemo()          # id(table) -> its GPUs by row (the rounding)
+        self._gpu_rows = TableMemo()          # id(table) -> each row's (type, GPUs) pairs
         self._goodput_memo = TableMemo()      # id(table) -> Sia's goodputs (job_terms)
         self._fallback_memo = TableMemo()     # the integral rounding's fallback lists
 

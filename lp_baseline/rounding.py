@@ -452,8 +452,7 @@ class PlacementDryRun:
         self._current = view.current.tolist()
         self._held = {k: a for k, a in enumerate(view.current_nodes)
                       if a is not None and int(view.current[k]) >= 0}
-        # GPUs held by pending running jobs, per node (Python ints: updated job by job)
-        self._mask = [0] * len(self.nodes.free)
+        self._mask = np.zeros_like(self.nodes.free)       # GPUs held by pending running jobs
         self._holding: dict[int, list[tuple[int, int]]] = {}   # node -> [(job index, GPUs)]
         for k, alloc in self._held.items():
             for v, g in alloc:
@@ -476,7 +475,7 @@ class PlacementDryRun:
                 return False
             self._evict(before)
             return True
-        hide = np.minimum(np.asarray(self._mask, dtype=self.nodes.free.dtype), self.nodes.free)
+        hide = np.minimum(self._mask, self.nodes.free)
         self.nodes.free -= hide
         got = self.nodes.place(parts, tp)
         self.nodes.free += hide

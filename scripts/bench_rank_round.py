@@ -9,22 +9,25 @@ candidate kept with probability ``--keep`` (1 or more: every candidate), a new e
 seed) whenever one ends; prints the CPU milliseconds per round (``time.process_time`` over
 ``--rounds`` rounds after ``--warmup``), which a contended host does not inflate as it does
 wall-clock rates, with the wall-clock milliseconds and the mean number of active jobs of the
-measured rounds (``info["active_jobs"]``: what the round's LP is sized by).
+measured rounds (each round's own: the ``active_jobs`` of the info that opened it — the
+previous step's, or ``reset``'s — since a step's info already describes the next round).
 
 ``--against DIR`` compares this checkout with the code in ``DIR`` (another checkout or a
 ``git worktree``, e.g. of the 2026-11-29 commit issue 15's "Rank-v0 rounds/s doubled" is
 measured from): it runs this script ``--pairs`` times on each side in alternating
 subprocesses, each importing its own side's packages (``PYTHONPATH``), the side that goes
-first alternating from pair to pair, and prints per side and keep probability the median
-CPU-ms and wall-ms per round, their spread, and the speed-up (the other side's median ÷ this
-side's). Both sides run in this Python environment (the same numpy, HiGHS and Gymnasium), so
-the ratio is the code's.
+first alternating from pair to pair, pair ``i`` with ``--seed`` + ``i`` on both sides (so the
+pairs run different episodes), and prints per side and keep probability the median CPU-ms and
+wall-ms per round (their ranges over the pairs in ``--json``) and the speed-up (the other
+side's median ÷ this side's). Both sides run in this Python environment (the same numpy,
+HiGHS and Gymnasium), so the ratio is the code's.
 
 A round's cost grows with its active jobs, and how many jobs are active depends on the
 schedule each side's code makes (its default LP policy, its candidate tables): a side whose
 policy finishes jobs sooner runs cheaper rounds. So the comparison also times every round
 and matches them by active jobs: for each count of active jobs with at least
-``--min-rounds`` rounds on both sides (pooled over the pairs), the ratio of the two sides'
+``--min-rounds`` rounds on both sides (pooled over the pairs' episodes), the ratio of the two
+sides'
 median CPU-ms per round; the summary is the geometric mean of those ratios weighted by our
 side's rounds at each count (``matched_speedup_cpu``) — the speed-up at equal work in jobs,
 next to the plain one, which also counts the schedule's effect. ``--plot FILE`` draws both
@@ -59,19 +62,21 @@ def measure_round(keep: float, rounds: int, warmup: int, seed: int = 0) -> dict:
     env = gym.make("hsched/Rank-v0", cluster=CLUSTER, workload=WORKLOAD, measure_time=True)
     K = env.unwrapped.K
     rng = np.random.default_rng(seed)
-    env.reset(seed=seed)
+    _, opened = env.reset(seed=seed)
     active, cpu_ms = [], []
     clock = time.process_time
 
     def run(n: int) -> None:
+        nonlocal opened
         for _ in range(n):
             keep_bits = (rng.random(K) < keep).astype(np.int8)
             c = clock()
             _, _, terminated, truncated, info = env.step(keep_bits)
             cpu_ms.append(1e3 * (clock() - c))
-            active.append(int(info["active_jobs"]))
+            active.append(int(opened["active_jobs"]))      # the round this step decided
+            opened = info
             if terminated or truncated:
-                env.reset()
+                _, opened = env.reset()
 
     run(warmup)
     active.clear()
@@ -91,11 +96,11 @@ def cpu_ms_per_round(keep: float, rounds: int, warmup: int, seed: int = 0) -> fl
     return measure_round(keep, rounds, warmup, seed)["cpu_ms_per_round"]
 
 
-def _child(code: Path, keep: float, args) -> dict:
+def _child(code: Path, keep: float, seed: int, args) -> dict:
     """One measurement in a subprocess importing the packages of ``code``."""
     env = dict(os.environ, PYTHONPATH=str(code))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--json", "--keep", repr(keep),
-           "--rounds", str(args.rounds), "--warmup", str(args.warmup), "--seed", str(args.seed)]
+           "--rounds", str(args.rounds), "--warmup", str(args.warmup), "--seed", str(seed)]
     done = subprocess.run(cmd, env=env, cwd=str(code), capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
@@ -113,7 +118,7 @@ def compare(against: Path, keeps: list[float], args) -> tuple[list[dict], dict]:
         for keep in keeps:
             order = ("ours", "against") if pair % 2 == 0 else ("against", "ours")
             for side in order:
-                got = _child(HERE if side == "ours" else against, keep, args)
+                got = _child(HERE if side == "ours" else against, keep, args.seed + pair, args)
                 runs[side, keep].append(got)
                 print(f"[{pair + 1}/{args.pairs}] keep {keep:g} {side}: "
                       f"{got['cpu_ms_per_round']:.3f} CPU-ms, {got['wall_ms_per_round']:.3f} "
@@ -146,14 +151,14 @@ def by_active_jobs(runs: list[dict]) -> dict[int, list[float]]:
 def matched(ours: list[dict], against: list[dict], min_rounds: int) -> dict:
     """The speed-up at equal active jobs (see the module docstring): per count present with
     ``min_rounds`` rounds on both sides, ``(active jobs, our rounds, their median ÷ ours)``,
-    and their geometric mean weighted by our rounds (NaN when no count qualifies)."""
+    and their geometric mean weighted by our rounds (``None`` when no count qualifies)."""
     a, b = by_active_jobs(ours), by_active_jobs(against)
     per_count = [(n, len(a[n]), statistics.median(b[n]) / statistics.median(a[n]))
                  for n in sorted(set(a) & set(b))
                  if len(a[n]) >= min_rounds and len(b[n]) >= min_rounds]
     weight = sum(w for _, w, _ in per_count)
     mean = (math.exp(sum(w * math.log(r) for _, w, r in per_count) / weight) if weight
-            else math.nan)
+            else None)
     covered = weight / max(sum(len(v) for v in a.values()), 1)
     return {"matched_speedup_cpu": mean, "matched_share_of_our_rounds": covered,
             "matched_per_active_jobs": per_count}
@@ -185,25 +190,35 @@ def plot(runs: dict, path: Path, against: Path) -> None:
     plt.close(fig)
 
 
+def _times(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}×"
+
+
 def _keeps(text: str) -> list[float]:
+    """``--keep``: one probability, or a comma-separated list (duplicates dropped)."""
+    parts = [v.strip() for v in str(text).split(",") if v.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError(f"expected a number or a comma-separated list, got {text!r}")
     try:
-        keeps = [float(v) for v in text.split(",") if v.strip()]
+        keeps = [float(v) for v in parts]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--keep: not a number list: {text!r}") from None
-    if not keeps or not all(k > 0 for k in keeps):
-        raise argparse.ArgumentTypeError(f"--keep: probabilities must be > 0, got {text!r}")
-    return keeps
+        raise argparse.ArgumentTypeError(f"not a number list: {text!r}") from None
+    if not all(k > 0 for k in keeps):
+        raise argparse.ArgumentTypeError(f"probabilities must be > 0, got {text!r}")
+    return list(dict.fromkeys(keeps))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--keep", type=_keeps, default=[0.5],
+    ap.add_argument("--keep", type=_keeps, default="0.5",
                     help="probability of keeping each candidate (1: every candidate); with "
                          "--against, a comma-separated list (e.g. 0.5,1)")
     ap.add_argument("--rounds", type=int, default=1500, help="rounds measured")
     ap.add_argument("--warmup", type=int, default=60, help="rounds run before measuring")
-    ap.add_argument("--seed", type=int, default=0, help="first episode's seed and the keep bits'")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="first episode's seed and the keep bits' (with --against: pair i "
+                         "uses seed + i on both sides)")
     ap.add_argument("--json", action="store_true", help="one JSON object (a list with --against)")
     ap.add_argument("--against", type=Path, default=None, metavar="DIR",
                     help="another checkout to compare with, in alternating subprocesses")
@@ -220,6 +235,10 @@ def main(argv=None) -> int:
     if args.against is None:
         if len(args.keep) != 1:
             ap.error("--keep takes one probability unless --against is given")
+        given = [flag for flag in ("--pairs", "--min-rounds", "--plot")
+                 if any(a == flag or a.startswith(flag + "=") for a in (argv or sys.argv[1:]))]
+        if given:
+            ap.error(f"{', '.join(given)} only apply with --against")
         got = measure_round(args.keep[0], args.rounds, args.warmup, args.seed)
         if args.json:
             print(json.dumps(got))
@@ -232,6 +251,8 @@ def main(argv=None) -> int:
         ap.error("--pairs and --min-rounds must be >= 1")
     if not (args.against / "hsched_env" / "__init__.py").is_file():
         ap.error(f"--against {args.against}: not a checkout (no hsched_env/__init__.py there)")
+    if args.plot is not None and not args.plot.resolve().parent.is_dir():
+        ap.error(f"--plot {args.plot}: its folder does not exist")
     rows, runs = compare(args.against.resolve(), args.keep, args)
     if args.plot is not None:
         plot(runs, args.plot, args.against.resolve())
@@ -251,7 +272,7 @@ def main(argv=None) -> int:
               f"{r['ours_cpu_ms_per_round']:.3f} | {r['speedup_cpu']:.2f}× | "
               f"{r['against_wall_ms_per_round']:.3f} | {r['ours_wall_ms_per_round']:.3f} | "
               f"{r['speedup_wall']:.2f}× | {r['against_mean_active_jobs']:.1f} / "
-              f"{r['ours_mean_active_jobs']:.1f} | {r['matched_speedup_cpu']:.2f}× ({spread}; "
+              f"{r['ours_mean_active_jobs']:.1f} | {_times(r['matched_speedup_cpu'])} ({spread}; "
               f"{100 * r['matched_share_of_our_rounds']:.0f}%) |")
     return 0
 

@@ -65,3 +65,14 @@ def test_bench_rank_round_rejects_bad_comparisons(tmp_path, capsys):
     assert "not a checkout" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         script.main(["--keep", "0,1", "--against", str(tmp_path)])
+
+
+def test_bench_rank_round_keep_lists_and_flags(capsys):
+    script = _load("bench_rank_round")
+    assert script._keeps("0.5, 1,0.5") == [0.5, 1.0]          # duplicates dropped
+    for bad in (",,", "a", "0.5,-1"):
+        with pytest.raises(Exception):
+            script._keeps(bad)
+    with pytest.raises(SystemExit):                          # only with --against
+        script.main(["--pairs", "3"])
+    assert "only apply with --against" in capsys.readouterr().err
