@@ -209,8 +209,10 @@ def _keeps(text: str) -> list[float]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " ")
+                                 + f" The scenario: {CLUSTER}, {WORKLOAD}, random keep bits.",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("--keep", type=_keeps, default="0.5",
                     help="probability of keeping each candidate (1: every candidate); with "
                          "--against, a comma-separated list (e.g. 0.5,1)")
@@ -238,7 +240,7 @@ def main(argv=None) -> int:
         given = [flag for flag in ("--pairs", "--min-rounds", "--plot")
                  if any(a == flag or a.startswith(flag + "=") for a in (argv or sys.argv[1:]))]
         if given:
-            ap.error(f"{', '.join(given)} only apply with --against")
+            ap.error(f"{', '.join(given)}: used only with --against")
         got = measure_round(args.keep[0], args.rounds, args.warmup, args.seed)
         if args.json:
             print(json.dumps(got))

@@ -75,4 +75,6 @@ def test_bench_rank_round_keep_lists_and_flags(capsys):
             script._keeps(bad)
     with pytest.raises(SystemExit):                          # only with --against
         script.main(["--pairs", "3"])
-    assert "only apply with --against" in capsys.readouterr().err
+    assert "used only with --against" in capsys.readouterr().err
+    with pytest.raises(SystemExit):                          # no abbreviation slips past
+        script.main(["--plo", "x.png"])
