@@ -500,12 +500,12 @@ class Simulator:
                 raise ConfigError(f"{who} assigned job {j}, which is not active at t={t:.0f}",
                                   field="decision")
             rows = _choice_rows(choice)
-            if rows:
-                size = len(s.tables[j])
-                if min(rows) < 0 or max(rows) >= size:       # (one pass each, in C)
-                    bad = next(r for r in rows if not 0 <= r < size)
-                    raise ConfigError(f"{who} chose row {bad} for job {j}, which has "
+            size = len(s.tables[j])
+            for r in rows:
+                if not 0 <= r < size:
+                    raise ConfigError(f"{who} chose row {r} for job {j}, which has "
                                       f"{size} candidates", field="decision")
+            if rows:
                 prefs[j] = rows
         placed = []
         for j, rows in prefs.items():
