@@ -502,8 +502,8 @@ class PlacementDryRun:
             return None
         table = self.view.candidates[k]
         free = self.free
-        # each row's GPUs as (type, count) pairs of its non-zero types (GPU counts are never
-        # negative, so a zero type always passes ``count <= free``)
+        # each row's GPUs as (type, count) pairs of the types it uses (the free counts never go
+        # negative, so a type a row does not use would always pass the test)
         needs = self._gpu_rows.get_for(table, id(table), lambda: _row_needs(table))
         held = self._held.get(k)
         ok = []            # the rows that pass the per-type test, for the unmasked pass
