@@ -27,9 +27,8 @@ schedule each side's code makes (its default LP policy, its candidate tables): a
 policy finishes jobs sooner runs cheaper rounds. So the comparison also times every round
 and matches them by active jobs: for each count of active jobs with at least
 ``--min-rounds`` rounds on both sides (pooled over the pairs' episodes), the ratio of the two
-sides'
-median CPU-ms per round; the summary is the geometric mean of those ratios weighted by our
-side's rounds at each count (``matched_speedup_cpu``) — the speed-up at equal work in jobs,
+sides' median CPU-ms per round; the summary is the geometric mean of those ratios weighted by
+our side's rounds at each count (``matched_speedup_cpu``) — the speed-up at equal work in jobs,
 next to the plain one, which also counts the schedule's effect. ``--plot FILE`` draws both
 sides' median CPU-ms per round against active jobs.
 """
