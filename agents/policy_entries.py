@@ -36,7 +36,7 @@ from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.base import HSchedEnvBase
 from hsched_env.envs.features import CLUSTER_FEATURES
 from hsched_env.errors import ConfigError, UnknownNameError
-from lp_baseline.registry import POLICY_NAMES, make_policy
+from lp_baseline.registry import POLICY_NAMES_SPELLED, make_policy
 
 #: The shipped ranker (``ranker`` without a path).
 DEFAULT_RANKER_PATH = Path(__file__).resolve().parent / "data" / "ranker.pt"
@@ -89,7 +89,7 @@ def policy_names() -> list[str]:
     """Names accepted by ``--policies`` (besides ``ranker:PATH``)."""
     return ["pure-lp", "ranker", "ranker:PATH", "ranker@R", "ranker:PATH@R", "module:callable",
             "sb3:PATH.zip",
-            *POLICY_NAMES]
+            *POLICY_NAMES_SPELLED]
 
 
 def default_policies() -> list[str]:

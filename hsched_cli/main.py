@@ -12,6 +12,7 @@ from hsched_env.errors import HSchedError, show
 from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
 from hsched_cli.simulation import cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
+from lp_baseline.registry import POLICY_NAMES_SPELLED
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,10 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
             "gavel-trace:path=F | pollux:path=F | csv:path=F"))
         if cmd == "simulate":
             sp.add_argument("--policy", default="heterosched-lp",
-                            help="heterosched-lp (default), heterosched-lp-las, gavel, sia, "
-                                 "heterosched-ilp, agnostic-lp, topk, lp-on-change, pop-K, "
-                                 "pop-K-serial, support-reuse, heterosched-lp-v0, "
-                                 "heterosched-lp-v1, fifo, fifo-fastest, srf, greedy, random")
+                            help="one of: " + ", ".join(POLICY_NAMES_SPELLED)
+                                 + " (default: heterosched-lp; docs/simulator.md lists them)")
         else:
             sp.add_argument("--policies", required=True, help="comma-separated policy names")
         sp.add_argument("--objective", default=None,

@@ -27,6 +27,10 @@ POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "to
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "pop-4-serial", "heterosched-lp-las",
                 "heterosched-lp-v0", "heterosched-lp-v1", "fifo",
                 "fifo-fastest", "srf", "greedy", "random")
+#: ``POLICY_NAMES`` as a user reads them (help texts, unknown-name errors): the ``pop-*``
+#: examples replaced by their general forms, which take any K ≥ 2.
+POLICY_NAMES_SPELLED = tuple(n for n in POLICY_NAMES if not n.startswith("pop-")) + (
+    "pop-K (K >= 2)", "pop-K-serial")
 
 
 def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
@@ -119,4 +123,4 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         if k >= 2:
             workers = dict(pop_workers=1 if serial else None)
             return LPPolicy(name, pop=k, **dict(workers, **common))
-    raise UnknownNameError("policy", name, list(POLICY_NAMES))
+    raise UnknownNameError("policy", name, list(POLICY_NAMES_SPELLED))

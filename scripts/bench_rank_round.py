@@ -197,7 +197,8 @@ def _keeps(text: str) -> list[float]:
     """``--keep``: one probability, or a comma-separated list (duplicates dropped)."""
     parts = [v.strip() for v in str(text).split(",") if v.strip()]
     if not parts:
-        raise argparse.ArgumentTypeError(f"expected a number or a comma-separated list, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number or a comma-separated list, got {text!r}")
     try:
         keeps = [float(v) for v in parts]
     except ValueError:

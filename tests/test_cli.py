@@ -418,3 +418,16 @@ def test_interrupted_note_says_whether_there_is_anything_to_resume(tmp_path):
     (tmp_path / "out" / "runs").mkdir(parents=True)
     (tmp_path / "out" / "runs" / "a.json").write_text("{}")
     assert interrupted_note(tmp_path / "out" / "runs").startswith("interrupted: 1 run file(s)")
+
+
+def test_policy_help_and_errors_list_every_policy(capsys):
+    from lp_baseline.registry import POLICY_NAMES, POLICY_NAMES_SPELLED, make_policy
+    # every registered name is in the spelled list, or is a pop-K example of its general form
+    for name in POLICY_NAMES:
+        assert name in POLICY_NAMES_SPELLED or name.startswith("pop-")
+    assert make_policy("pop-3") and make_policy("pop-2-serial")     # the general forms work
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in ("gavel-resets", "topk-dominance", "pop-K-serial"):
+        assert name in text.replace("- ", "-")

@@ -384,7 +384,8 @@ def test_cli_unknown_names_exit_2(capsys, tmp_path, monkeypatch):
     assert main(["evaluate", "--policies", "pure-lp,nope", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "unknown policy 'nope'" in err
-    for name in ("pure-lp", "topk", "pop-4", "gavel", "fifo", "ranker:PATH"):
+    for name in ("pure-lp", "topk", "pop-K (K >= 2)", "pop-K-serial", "gavel", "fifo",
+                 "ranker:PATH"):
         assert name in err
     assert main(["evaluate", "--suite", "huge", "--policies", "fifo"]) == 2
     assert "unknown suite 'huge'" in capsys.readouterr().err
