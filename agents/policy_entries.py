@@ -86,7 +86,9 @@ class PolicyEntry:
 
 
 def policy_names() -> list[str]:
-    """Names accepted by ``--policies`` (besides ``ranker:PATH``)."""
+    """The policy names ``--policies`` accepts, as shown to users (help, unknown-name errors):
+    general forms such as ``ranker:PATH`` and ``pop-K (K >= 2)``, not a list to validate
+    against (``make_policy`` and ``parse_policies`` validate)."""
     return ["pure-lp", "ranker", "ranker:PATH", "ranker@R", "ranker:PATH@R", "module:callable",
             "sb3:PATH.zip",
             *POLICY_NAMES_SPELLED]

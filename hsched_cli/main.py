@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import textwrap
 from pathlib import Path
 
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
@@ -13,6 +14,13 @@ from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
 from hsched_cli.simulation import cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
 from lp_baseline.registry import POLICY_NAMES_SPELLED
+
+
+class _NoHyphenBreaks(argparse.HelpFormatter):
+    """Help wrapped at spaces only: policy names such as ``gavel-resets`` stay whole."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for cmd, helptext in (("simulate", "simulate a workload under one policy"),
                           ("compare", "simulate a workload under several policies")):
-        sp = sub.add_parser(cmd, help=helptext)
+        sp = sub.add_parser(cmd, help=helptext, formatter_class=_NoHyphenBreaks)
         sp.add_argument("--cluster", required=True, help="preset or cluster file")
         sp.add_argument("--workload", required=True, help=(
             "gavel:rate=R,jobs=N,seed=S,mix=classic|llm | philly:start=DATE,hours=H[,vc=V] | "

@@ -238,7 +238,8 @@ def main(argv=None) -> int:
         if len(args.keep) != 1:
             ap.error("--keep takes one probability unless --against is given")
         given = [flag for flag in ("--pairs", "--min-rounds", "--plot")
-                 if any(a == flag or a.startswith(flag + "=") for a in (argv or sys.argv[1:]))]
+                 if any(a == flag or a.startswith(flag + "=")
+                        for a in (sys.argv[1:] if argv is None else argv))]
         if given:
             ap.error(f"{', '.join(given)}: used only with --against")
         got = measure_round(args.keep[0], args.rounds, args.warmup, args.seed)

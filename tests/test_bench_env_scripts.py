@@ -78,3 +78,4 @@ def test_bench_rank_round_keep_lists_and_flags(capsys):
     assert "used only with --against" in capsys.readouterr().err
     with pytest.raises(SystemExit):                          # no abbreviation slips past
         script.main(["--plo", "x.png"])
+    assert "unrecognized arguments: --plo" in capsys.readouterr().err
