@@ -253,12 +253,12 @@ class Simulator:
                                 throughputs=cfg.throughputs)[0]
             return got.take(np.arange(len(got)))          # a copy: its flags are set below
 
-        def same_rows(tab: CandidateTable, gpus: np.ndarray | None) -> np.ndarray:
-            """The plain data-parallel rows of ``tab`` on exactly ``gpus`` (``None``: all)."""
-            plain = (tab.tp == 1) & (tab.pp == 1) & (tab.kind == 0)
-            if gpus is None:
-                return np.flatnonzero(plain)
-            return np.flatnonzero(np.all(tab.gpus == gpus, axis=1) & plain)
+        def plain_dp_mask(tab: CandidateTable) -> np.ndarray:
+            """Which rows of ``tab`` are plain data parallelism (no TP, no PP, homogeneous)."""
+            return (tab.tp == 1) & (tab.pp == 1) & (tab.kind == 0)
+
+        def same_rows(tab: CandidateTable, gpus: np.ndarray) -> np.ndarray:
+            return np.flatnonzero(np.all(tab.gpus == gpus, axis=1) & plain_dp_mask(tab))
 
         extra: list[CandidateTable] = []
         for t in self.cluster.gpu_types:
@@ -287,7 +287,7 @@ class Simulator:
         plain_dp: dict[tuple, tuple[CandidateTable, int]] = {}
 
         def index_plain_dp(tab: CandidateTable) -> None:
-            for r in same_rows(tab, None).tolist():
+            for r in np.flatnonzero(plain_dp_mask(tab)).tolist():
                 plain_dp.setdefault(tuple(tab.gpus[r].tolist()), (tab, r))
 
         for tab in [table] + extra:

@@ -90,11 +90,6 @@ def measure_round(keep: float, rounds: int, warmup: int, seed: int = 0) -> dict:
             "per_round": {"active_jobs": active, "cpu_ms": [round(c, 4) for c in cpu_ms]}}
 
 
-def cpu_ms_per_round(keep: float, rounds: int, warmup: int, seed: int = 0) -> float:
-    """CPU milliseconds per Rank-v0 round, keeping each candidate with probability ``keep``."""
-    return measure_round(keep, rounds, warmup, seed)["cpu_ms_per_round"]
-
-
 def _child(code: Path, keep: float, seed: int, args) -> dict:
     """One measurement in a subprocess importing the packages of ``code``."""
     env = dict(os.environ, PYTHONPATH=str(code))
