@@ -144,6 +144,10 @@ class _DecisionMemo:
     allowed: object
     eligible: dict = field(default_factory=dict)
     gains: dict = field(default_factory=dict)
+    #: the LP solve's own rows when a pruning restricts only the solve (``decide``'s
+    #: ``lp_rows``, e.g. a ranker's kept candidates), and each job's eligible rows for them
+    solve_allowed: object = None
+    solve_eligible: dict = field(default_factory=dict)
 
 
 def _allowed_rows(view: SchedulerView, allowed) -> list[np.ndarray]:
@@ -405,18 +409,23 @@ class LPPolicy:
         ``allowed`` rows, the size cap; ascending. Memoized within one ``decide`` (the LP and
         the rounding ask for the same rows)."""
         memo = self._memo
-        if memo is not None and memo.view is view and memo.allowed is allowed:
-            rows = memo.eligible.get(k)
-            if (rows is None and not memo.eligible and allowed is not None
-                    and self.candidates == "all" and not self.size_cap
-                    and len(allowed) == view.num_active):
-                # every job's allowed rows at once (what _eligible_rows gives each)
-                memo.eligible.update(enumerate(_allowed_rows(view, allowed)))
-                rows = memo.eligible.get(k)
-            if rows is None:
-                rows = memo.eligible[k] = self._eligible_rows(view, k, allowed)
-            return rows
-        return self._eligible_rows(view, k, allowed)
+        known = None
+        if memo is not None and memo.view is view:
+            if memo.allowed is allowed:
+                known = memo.eligible
+            elif allowed is not None and memo.solve_allowed is allowed:
+                known = memo.solve_eligible
+        if known is None:
+            return self._eligible_rows(view, k, allowed)
+        rows = known.get(k)
+        if (rows is None and not known and allowed is not None and self.candidates == "all"
+                and not self.size_cap and len(allowed) == view.num_active):
+            # every job's allowed rows at once (what _eligible_rows gives each)
+            known.update(enumerate(_allowed_rows(view, allowed)))
+            rows = known.get(k)
+        if rows is None:
+            rows = known[k] = self._eligible_rows(view, k, allowed)
+        return rows
 
     def _eligible_rows(self, view: SchedulerView, k: int, allowed=None) -> np.ndarray:
         table = view.candidates[k]
@@ -513,6 +522,8 @@ class LPPolicy:
                           [np.intersect1d(np.asarray(a, dtype=np.int64),
                                           np.asarray(b, dtype=np.int64))
                            for a, b in zip(allowed, lp_rows)])
+        if solve_rows is not allowed and self._memo is not None:
+            self._memo.solve_allowed = solve_rows       # the solve's rows, memoized apart
         key = None if solve_rows is None else tuple(np.asarray(a, dtype=np.int64).tobytes()
                                                     for a in solve_rows)
         jobs_changed = bool(view.arrived or view.completed) or set(self._x) != active

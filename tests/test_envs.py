@@ -1253,3 +1253,32 @@ def test_submodules_reachable_after_a_plain_import():
     assert out == [str(len(hsched_env.envs.VARIANT_IDS)), "True"]
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         hsched_env.nope
+
+
+def test_observations_own_their_candidate_features():
+    """Select mode observes a round after every placement: each observation's features are
+    its own copy, so writing into one changes neither the round's slots nor the next
+    observation. Rank mode observes each round once and hands over the round's matrix
+    itself (no copy): a fresh array every round, never one an earlier observation holds."""
+    env = make_select(candidate_filter="score")
+    obs, _ = env.reset(seed=0)
+    before = env.slots.features.copy()
+    obs["candidates"][:] = 7.0
+    assert np.array_equal(env.slots.features, before)
+    valid = np.flatnonzero(env.action_masks()[:env.K])
+    nxt, *_ = env.step(int(valid[0]))
+    assert not np.shares_memory(nxt["candidates"], obs["candidates"])
+    assert np.array_equal(nxt["candidates"], before.reshape(-1))      # the same round
+
+    rank = make_rank()
+    obs, _ = rank.reset(seed=0)
+    seen = [obs["candidates"]]
+    assert np.shares_memory(obs["candidates"], rank.slots.features)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        obs, _, term, trunc, _ = rank.step(random_action(rank, rng))
+        if term or trunc:
+            break
+        assert np.array_equal(obs["candidates"], rank.slots.features.reshape(-1))
+        assert not any(np.shares_memory(obs["candidates"], old) for old in seen)
+        seen.append(obs["candidates"])

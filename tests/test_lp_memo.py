@@ -543,3 +543,27 @@ def test_evaluate_objective_names_an_x_of_the_wrong_shape():
         for bad in (np.zeros((p.n_candidates, 1)), np.zeros(p.n_candidates + 1)):
             with pytest.raises(ValueError, match="one share per candidate"):
                 evaluate_objective(p, bad, objective)
+
+
+def test_the_solve_rows_memo_gives_the_per_job_rows(monkeypatch):
+    """A decision whose LP solve has rows of its own (``lp_rows``: ``support-reuse``, a
+    ranker's kept candidates) memoizes them apart from the rounding's and computes them for
+    every job in one pass (``_allowed_rows``): the same decisions and metrics as computing
+    each job's rows on every call."""
+    import lp_baseline.policy as policy_module
+
+    spec = "gavel:rate=6,jobs=24,seed=1,mix=llm,duration_scale=0.2"
+    passes = []
+    one_pass = policy_module._allowed_rows
+    monkeypatch.setattr(policy_module, "_allowed_rows",
+                        lambda view, allowed: passes.append(1) or one_pass(view, allowed))
+    memo = _run("sia-64", spec, "support-reuse", True)
+    assert passes                                   # the solve's rows went through the memo
+    monkeypatch.setattr(policy_module.LPPolicy, "_eligible",
+                        lambda self, view, k, allowed=None:
+                        self._eligible_rows(view, k, allowed))
+    plain = _run("sia-64", spec, "support-reuse", True)
+    assert memo[0] == plain[0]
+    wall = ("decision", "wall_s")
+    assert {k: v for k, v in memo[1].items() if not any(w in k for w in wall)} == \
+        {k: v for k, v in plain[1].items() if not any(w in k for w in wall)}
