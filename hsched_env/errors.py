@@ -28,6 +28,14 @@ def show(value: object, limit: int = MAX_ECHO) -> str:
     return shorten(text, limit)
 
 
+def is_real_number(value: object) -> bool:
+    """Whether ``value`` is a real number: an int or float (NumPy's too), not a bool or a
+    string — what a numeric argument must be before it is compared (``"300" >= 1.0`` is a
+    ``TypeError``, not a clear error)."""
+    import numbers
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 class HSchedError(Exception):
     """Base class of every error HeteroSched raises on purpose."""
 

@@ -39,6 +39,17 @@ class Variant:
     def id(self) -> str:
         return f"hsched/{self.env}{'-' + self.level if self.level else ''}-v0"
 
+    @property
+    def registered_kwargs(self) -> dict:
+        """The kwargs the id is registered with: ``kwargs``, its K as ``default_slots`` (the
+        entry points use it when the caller gives neither ``slots`` nor the old name
+        ``max_candidates``: ``gymnasium.make`` merges the caller's kwargs into these, so a
+        registered ``slots`` would clash with a caller's ``max_candidates``)."""
+        out = dict(self.kwargs)
+        if "slots" in out:
+            out["default_slots"] = out.pop("slots")
+        return out
+
 
 _TINY = {"cluster": "tiny-8", "workload": "gavel:rate=8,jobs=16,duration_scale=0.05"}
 _SMALL = {"cluster": "sia-64", "workload": "gavel:rate=6,jobs=30,duration_scale=0.25"}
@@ -86,6 +97,6 @@ def register_all() -> None:
     """Register every id of ``VARIANTS`` (those already registered are left alone)."""
     for v in VARIANTS:
         if v.id not in gym.registry:
-            gym.register(id=v.id, entry_point=ENTRY_POINTS[v.env], kwargs=dict(v.kwargs),
+            gym.register(id=v.id, entry_point=ENTRY_POINTS[v.env], kwargs=v.registered_kwargs,
                          max_episode_steps=v.max_episode_steps,
                          additional_wrappers=(END_INFO_WRAPPER,))

@@ -37,7 +37,7 @@ import numpy as np
 from hsched_env.catalog import ModelSpec
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.cluster import Cluster
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, is_real_number
 from hsched_env.metrics import compute_metrics
 from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, sia_sizes
@@ -98,16 +98,19 @@ class SimConfig:
     skip_steady_rounds: bool = True
 
     def __post_init__(self) -> None:
-        if not (self.round_s >= 1.0 and math.isfinite(self.round_s)):
+        if not (is_real_number(self.round_s) and self.round_s >= 1.0
+                and math.isfinite(self.round_s)):
             raise ConfigError(f"round length must be a finite number of seconds >= 1, got "
                               f"{self.round_s!r}", field="round_s")
-        if not (self.restart_s >= 0 and math.isfinite(self.restart_s)):
+        if not (is_real_number(self.restart_s) and self.restart_s >= 0
+                and math.isfinite(self.restart_s)):
             raise ConfigError(f"restart cost must be >= 0, got {self.restart_s!r}",
                               field="restart_s")
         if self.restart_s >= self.round_s:
             raise ConfigError(f"restart cost ({self.restart_s} s) must be shorter than a round "
                               f"({self.round_s} s)", field="restart_s")
-        if self.max_time_s is not None and not (self.max_time_s > 0
+        if self.max_time_s is not None and not (is_real_number(self.max_time_s)
+                                                and self.max_time_s > 0
                                                 and math.isfinite(self.max_time_s)):
             raise ConfigError(f"max_time_s must be a positive number of seconds (None: no "
                               f"limit), got {self.max_time_s!r}", field="max_time_s")

@@ -14,16 +14,24 @@ from hsched_env.envs.schedule import ScheduleEnv
 from lp_baseline.registry import make_policy
 
 
-def schedule_env(*args, **kwargs) -> ScheduleEnv:
-    """``ScheduleEnv(*args, **kwargs)`` with ``lp_factory=make_policy`` unless given."""
-    kwargs.setdefault("lp_factory", make_policy)
-    return ScheduleEnv(*args, **kwargs)
+def schedule_env(*args, default_slots: int | None = None, **kwargs) -> ScheduleEnv:
+    """``ScheduleEnv(*args, **kwargs)`` with ``lp_factory=make_policy`` unless given;
+    ``default_slots`` (a registered id's K) is K unless ``slots`` or ``max_candidates`` is
+    given."""
+    return ScheduleEnv(*args, **_with_defaults(kwargs, default_slots))
 
 
-def rank_env(*args, **kwargs) -> RankEnv:
-    """``RankEnv(*args, **kwargs)`` with ``lp_factory=make_policy`` unless given."""
+def rank_env(*args, default_slots: int | None = None, **kwargs) -> RankEnv:
+    """``RankEnv(*args, **kwargs)``, the defaults as ``schedule_env``'s."""
+    return RankEnv(*args, **_with_defaults(kwargs, default_slots))
+
+
+def _with_defaults(kwargs: dict, default_slots: int | None) -> dict:
     kwargs.setdefault("lp_factory", make_policy)
-    return RankEnv(*args, **kwargs)
+    if (default_slots is not None and kwargs.get("slots") is None
+            and kwargs.get("max_candidates") is None):
+        kwargs["slots"] = default_slots
+    return kwargs
 
 
 # ``gymnasium.make`` reads the entry point's ``metadata`` (render modes), as of a class.

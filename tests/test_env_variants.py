@@ -33,7 +33,9 @@ def test_every_variant_is_registered_with_its_limit_and_end_info_wrapper():
     for v in VARIANTS:
         spec = gym.spec(v.id)
         assert spec.max_episode_steps == v.max_episode_steps > 0
-        assert spec.kwargs == v.kwargs
+        assert spec.kwargs == v.registered_kwargs
+        assert ({k: w for k, w in spec.kwargs.items() if k != "default_slots"}
+                == {k: w for k, w in v.kwargs.items() if k != "slots"})
         assert [w.name for w in spec.additional_wrappers] == ["EpisodeEndInfo"]
     # the v0 ids keep their defaults: no scenario kwargs in the registration
     assert gym.spec("hsched/Schedule-v0").kwargs == {} == gym.spec("hsched/Rank-v0").kwargs
@@ -53,6 +55,17 @@ def test_variant_makes_its_scenario(env_id):
     assert env.observation_space.contains(obs)
     # a gym.make override of the step limit is honoured
     assert gym.make(env_id, max_episode_steps=7).spec.max_episode_steps == 7
+
+
+@pytest.mark.parametrize("env_id", [TINY_S, TINY_R])
+def test_a_variants_k_yields_to_slots_or_its_old_name(env_id):
+    """A registered id's K is a default: ``slots`` or its old name ``max_candidates`` given
+    to ``gymnasium.make`` replaces it (both at once is an error)."""
+    assert gym.make(env_id).unwrapped.K == variant(env_id).kwargs["slots"]
+    assert gym.make(env_id, slots=16).unwrapped.K == 16
+    assert gym.make(env_id, max_candidates=16).unwrapped.K == 16
+    with pytest.raises(ConfigError, match="not both"):
+        gym.make(env_id, slots=16, max_candidates=16)
 
 
 # ------------------------------------------------------------------------- checkers
@@ -194,6 +207,29 @@ def test_bad_invalid_action_options(kwargs, field):
     assert exc.value.field == field
 
 
+@pytest.mark.parametrize("env_id,kwargs,field,says", [
+    (TINY_S, {"round_s": "300"}, "round_s", "number"),
+    (TINY_S, {"restart_s": None}, "restart_s", ">= 0"),
+    (TINY_S, {"max_time_s": "3600"}, "max_time_s", "positive number"),
+    (TINY_S, {"reward_scale": "a"}, "reward_scale", "positive number"),
+    (TINY_S, {"lp_factory": 42}, "lp_factory", "must be a function"),
+    (TINY_S, {"lp": "x"}, "lp", "LP policy object"),
+    (TINY_S, {"foo": 1}, "foo", "takes no argument 'foo'; its arguments: cluster"),
+    (TINY_S, {"keep_cost": 0.1}, "keep_cost", "'keep_cost' belongs to RankEnv"),
+    (TINY_R, {"candidate_filter": "lp"}, "candidate_filter", "belongs to ScheduleEnv"),
+    (TINY_R, {"keep_cost": "a"}, "keep_cost", "a number >= 0"),
+    (TINY_R, {"compare_full": "no"}, "compare_full", "True or False"),
+    (TINY_R, {"measure_time": "False"}, "measure_time", "True or False"),
+    (TINY_R, {"lp": object()}, "lp", "LP policy object")])
+def test_bad_constructor_values_are_named(env_id, kwargs, field, says):
+    """A value of the wrong kind (a string for a number, a non-callable factory, an argument
+    of the other environment) is a ConfigError naming the argument, not a TypeError from
+    deep inside."""
+    with pytest.raises(ConfigError, match=says) as exc:
+        gym.make(env_id, **kwargs)
+    assert exc.value.field == field
+
+
 # ------------------------------------------------------------------------- step limit
 @pytest.mark.parametrize("env_id,action", [(TINY_S, "commit"), (TINY_R, "keep")])
 def test_step_limit_cut_reports_metrics(env_id, action):
@@ -207,6 +243,20 @@ def test_step_limit_cut_reports_metrics(env_id, action):
     assert info["end_reason"] == "step_limit"
     assert info["metrics"]["jobs_total"] == len(u.simulator.jobs)
     assert info["metrics"] == {**u.metrics(), "wall_s": info["metrics"]["wall_s"]}
+
+
+def test_end_info_around_a_hand_built_time_limit_names_the_step_limit():
+    """``EpisodeEndInfo(TimeLimit(env, n))`` on an environment built by hand (no spec): the
+    cut is the step limit, as with a registered id."""
+    from lp_baseline.environments import schedule_env
+    env = EpisodeEndInfo(gym.wrappers.TimeLimit(schedule_env(**variant(TINY_S).kwargs),
+                                                max_episode_steps=5))
+    assert env.spec is None
+    env.reset(seed=0)
+    for i in range(5):
+        _, _, term, trunc, info = env.step(env.unwrapped.K)
+        assert (trunc, term) == (i == 4, False)
+    assert info["end_reason"] == "step_limit"
 
 
 def test_end_info_wrapper_leaves_the_environments_own_end_alone():

@@ -1282,3 +1282,70 @@ def test_observations_own_their_candidate_features():
         assert np.array_equal(obs["candidates"], rank.slots.features.reshape(-1))
         assert not any(np.shares_memory(obs["candidates"], old) for old in seen)
         seen.append(obs["candidates"])
+
+
+
+@pytest.mark.parametrize("make", [make_select, make_rank])
+def test_set_state_restores_a_snapshot_of_another_episode(make):
+    """A snapshot restores its own episode's jobs, also after a reset into another episode
+    and into an environment never reset: the same rewards, observations and cost-to-go."""
+    env = make(invalid_action="terminate") if make is make_select else make()
+    rng = np.random.default_rng(3)
+    env.reset(seed=3)
+    for _ in range(6):
+        env.step(random_action(env, rng))
+    snap = env.get_state()
+    actions = [random_action(env, np.random.default_rng(9))]
+    if make is make_select:
+        actions.append(-1)                  # invalid: ends the episode (its last observation)
+
+    def branch(e):
+        out = [(e.simulator.jobs[0].duration_s,
+                e.cost_to_go() if isinstance(e, ScheduleEnv) else None)]
+        for a in actions:
+            obs, reward, *_ = e.step(a)
+            out.append((reward, {k: v.copy() for k, v in obs.items()}))
+        return out
+
+    def same(a, b):
+        assert a[0] == b[0]
+        for (ra, oa), (rb, ob) in zip(a[1:], b[1:]):
+            assert ra == rb and all(np.array_equal(oa[k], ob[k]) for k in oa)
+
+    here = branch(env)
+    env.reset(seed=4)                                   # another episode's jobs
+    assert env.simulator.jobs[0].duration_s != here[0][0]
+    env.set_state(snap)
+    same(branch(env), here)
+    fresh = make(invalid_action="terminate") if make is make_select else make()
+    fresh.set_state(snap)                               # never reset
+    same(branch(fresh), here)
+    fresh.close()
+    fresh.set_state(snap)                               # closed
+    same(branch(fresh), here)
+
+
+def test_set_state_refuses_what_is_not_a_snapshot_of_this_configuration():
+    env = make_select(candidate_filter="score")
+    env.reset(seed=0)
+    snap = env.get_state()
+    other = make_select(candidate_filter="score", workload="gavel:rate=2,jobs=9")
+    with pytest.raises(ConfigError, match="workload: snapshot 'gavel:rate=4,jobs=20'"):
+        other.set_state(snap)
+    with pytest.raises(ConfigError, match="class: snapshot 'ScheduleEnv'"):
+        make_rank().set_state(snap)
+    for bad in (None, {}, [snap]):
+        with pytest.raises(ConfigError, match="set_state takes a snapshot from get_state"):
+            env.set_state(bad)
+
+
+@pytest.mark.parametrize("method", ["get_state", "metrics", "render"])
+def test_episode_methods_before_reset_say_so(method):
+    env = make_rank(render_mode="ansi")
+    with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
+        getattr(env, method)()
+    env.reset(seed=0)
+    getattr(env, method)()
+    env.close()
+    with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
+        getattr(env, method)()

@@ -8,6 +8,7 @@ placements → ``advance``), so an episode is the same simulation ``hsched simul
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import time
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.envs.features import (CLUSTER_COLUMN, CLUSTER_FEATURES, GLOBAL_COLUMN,
                                       GLOBAL_FEATURES, LOG_CAP, CandidateColumns,
                                       observation_space)
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError, is_real_number, show
 from hsched_env.placement import FitIndex
 from hsched_env.planner import PlannerConfig
 from hsched_env.policy import SchedulerView
@@ -136,11 +137,15 @@ class HSchedEnvBase(gym.Env):
                  reward: str = "job-time", reward_scale: float = 3600.0,
                  lp=None, lp_factory=None, lp_policy: str = "heterosched-lp",
                  lp_objective: str | None = None, max_time_s: float | None = None,
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, **unknown) -> None:
+        if unknown:
+            raise ConfigError(_unknown_arguments(type(self), sorted(unknown)),
+                              field=sorted(unknown)[0])
         slots = slot_count(slots, None, slots)
         if reward not in REWARDS:
             raise UnknownNameError("reward", reward, list(REWARDS))
-        if not (reward_scale > 0 and math.isfinite(reward_scale)):
+        if not (is_real_number(reward_scale) and reward_scale > 0
+                and math.isfinite(reward_scale)):
             raise ConfigError(f"reward_scale must be a positive number, got {reward_scale!r}",
                               field="reward_scale")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -159,6 +164,14 @@ class HSchedEnvBase(gym.Env):
         self.sim_config = SimConfig(round_s=round_s, restart_s=restart_s, planner=planner,
                                     throughputs=throughputs, max_time_s=max_time_s)
         self.lp_policy_name, self.lp_objective = lp_policy, lp_objective
+        if lp_factory is not None and not callable(lp_factory):
+            raise ConfigError(f"lp_factory must be a function f(lp_policy, objective=...) "
+                              f"that builds an LP policy, got {show(lp_factory)}",
+                              field="lp_factory")
+        if lp is not None and not all(callable(getattr(lp, m, None))
+                                      for m in ("reset", "decide")):
+            raise ConfigError(f"lp must be an LP policy object (reset, decide(view, ...), "
+                              f"like lp_baseline.policy.LPPolicy), got {show(lp)}", field="lp")
         self._lp_given, self._lp_factory = lp, lp_factory
         self._lp = None
         self._workloads: dict[str, object] = {}
@@ -256,10 +269,7 @@ class HSchedEnvBase(gym.Env):
         episode_seed = int(seed) if seed is not None else int(
             self.np_random.integers(0, 2**31 - 1))
         self._episode_seed = episode_seed
-        workload = self._workload(episode_seed)
-        self._sim = Simulator(self.cluster, workload, _NoPolicy(),
-                              SimConfig(**{**self.sim_config.__dict__, "seed": episode_seed}),
-                              candidate_cache=self._tables)   # plan each model once per env
+        self._sim = self._episode_simulator(episode_seed)
         self._clear_caches()          # the job-set cache is keyed by job ids of this workload
         self._sim.reset()
         self._t0 = self._sim.run_view().first_arrival_s
@@ -272,9 +282,22 @@ class HSchedEnvBase(gym.Env):
         self._open_round()
         return self._observation(), self._info()
 
+    def _episode_simulator(self, episode_seed: int) -> Simulator:
+        """A simulator of episode ``episode_seed``'s workload (not reset)."""
+        return Simulator(self.cluster, self._workload(episode_seed), _NoPolicy(),
+                         SimConfig(**{**self.sim_config.__dict__, "seed": episode_seed}),
+                         candidate_cache=self._tables)   # plan each model once per env
+
     def close(self) -> None:
         self._sim = None
         self._slots = None
+
+    def _require_episode(self, what: str) -> None:
+        """A clear error for ``what`` (a method) called before ``reset()`` or after
+        ``close()``."""
+        if self._sim is None:
+            raise RuntimeError(f"{what} needs an episode: call reset() first (also after "
+                               f"close())")
 
     # ------------------------------------------------------------------ rounds
     def _uses_lp(self) -> bool:
@@ -288,6 +311,7 @@ class HSchedEnvBase(gym.Env):
         self._key_cols = np.zeros((0, self._key_cols.shape[1]), dtype=np.float32)
         self._key_neg_score, self._key_pos = np.zeros(0), None
         self._cluster_key = None
+        self._global_round = self._global_cache = None
 
     def _open_round(self) -> None:
         """Advance to the next decision point with candidates to show (None at the end)."""
@@ -585,7 +609,8 @@ class HSchedEnvBase(gym.Env):
 
     def _global_obs(self) -> np.ndarray:
         sl = self._slots
-        if self._global_round is not sl:            # once per round, then only placed_frac
+        if self._global_cache is None or self._global_round is not sl:
+            # once per round (and once at the episode's end), then only placed_frac
             run = self._sim.run_view()
             out = np.zeros(len(GLOBAL_FEATURES), dtype=np.float32)
             g = GLOBAL_COLUMN
@@ -687,6 +712,7 @@ class HSchedEnvBase(gym.Env):
     def metrics(self) -> dict:
         """The simulation's metrics so far (``hsched simulate``'s keys), with the policy name
         ``env:<mode>``."""
+        self._require_episode("metrics()")
         res = self._sim.result()
         res.policy = f"env:{self._mode}"
         m = res.metrics()
@@ -725,25 +751,61 @@ class HSchedEnvBase(gym.Env):
 
     def get_state(self):
         """A snapshot of the episode (simulator, LP state, open round, RNG) to branch from:
-        ``set_state(snapshot)`` returns to it, any number of times."""
+        ``set_state(snapshot)`` returns to it, any number of times. The wrappers' counters
+        (``TimeLimit``'s steps) are not in it."""
+        self._require_episode("get_state()")
         return self._copy_state(self._state_dict())
 
     def set_state(self, snapshot) -> None:
-        """Return to a ``get_state()`` snapshot (of this environment)."""
+        """Return to a ``get_state()`` snapshot of an environment configured as this one (the
+        same class and constructor arguments): of any of its episodes, also into an
+        environment that was never reset or was closed (e.g. a worker's copy). A snapshot of
+        another configuration is refused with a ``ConfigError`` naming what differs."""
+        self._check_snapshot(snapshot)
         state = self._copy_state(snapshot)
+        seed = state["_episode_seed"]
+        same_episode = (self._sim is not None and self._episode_seed is not None
+                        and self._workload_spec(self._episode_seed) == self._workload_spec(seed))
+        # the run's state is the snapshot's; its jobs are those of the snapshot's episode
+        sim = self._sim if same_episode else self._episode_simulator(seed)
         self._clear_caches()                 # the snapshot may be of another episode's jobs
         for key, value in state.items():
             if key == "sim_state":
-                self._sim = self._sim.restored(value)
+                self._sim = sim.restored(value)
             elif key == "np_random":
                 self._np_random = value
-            else:
+            elif key != _SNAPSHOT_CONFIG:
                 setattr(self, key, value)
 
+    def _check_snapshot(self, snapshot) -> None:
+        """A ``ConfigError`` unless ``snapshot`` is a ``get_state()`` snapshot of an
+        environment configured as this one."""
+        if not (isinstance(snapshot, dict) and _SNAPSHOT_CONFIG in snapshot
+                and "sim_state" in snapshot):
+            got = ("a dict without a snapshot's keys" if isinstance(snapshot, dict)
+                   else type(snapshot).__name__)
+            raise ConfigError(f"set_state takes a snapshot from get_state(), got {got}",
+                              field="snapshot")
+        mine = self._snapshot_config()
+        theirs = snapshot[_SNAPSHOT_CONFIG]
+        keys = ["class"] + sorted((set(mine) | set(theirs)) - {"class"})
+        differ = [k for k in keys if mine.get(k) != theirs.get(k)]
+        if differ:
+            shown = "; ".join(f"{k}: snapshot {theirs.get(k)!r}, this environment "
+                              f"{mine.get(k)!r}" for k in differ[:4])
+            raise ConfigError(f"the snapshot is of an environment configured otherwise "
+                              f"({shown}{'; ...' if len(differ) > 4 else ''}): set_state "
+                              f"restores snapshots of the same class and arguments only",
+                              field="snapshot")
+
+    def _snapshot_config(self) -> dict:
+        return {"class": type(self).__name__, **self._kwargs_record()}
+
     def _state_dict(self) -> dict:
-        return {"sim_state": self._sim.snapshot(), "_lp": self._lp, "_slots": self._slots,
+        return {_SNAPSHOT_CONFIG: self._snapshot_config(),
+                "sim_state": self._sim.snapshot(), "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
-                "_actions": self._actions, "_job_time": self._job_time,
+                "_t0": self._t0, "_actions": self._actions, "_job_time": self._job_time,
                 "_completed": self._completed, "_end_reason": self._end_reason,
                 **self._extra_state()}
 
@@ -765,9 +827,14 @@ class HSchedEnvBase(gym.Env):
             gym.logger.warn("render() without render_mode: pass render_mode='ansi' or "
                             "'rgb_array' to the constructor")
             return None
+        self._require_episode("render()")
         if self.render_mode == "ansi":
             return render.text(self)
         return render.picture(self)
+
+
+#: The key of a ``get_state()`` snapshot that records the environment's class and arguments.
+_SNAPSHOT_CONFIG = "config"
 
 
 class _NoPolicy:
@@ -780,6 +847,38 @@ class _NoPolicy:
 
     def decide(self, view):
         raise RuntimeError("the environment places jobs itself")
+
+
+def _arguments(cls) -> list[str]:
+    """The keyword arguments ``cls(...)`` takes (its own and its base classes')."""
+    names = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is gym.Env or klass is object:
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) \
+                    and p.name not in names:
+                names.append(p.name)
+    return names
+
+
+def _unknown_arguments(cls, names: list[str]) -> str:
+    """The error message for arguments ``cls`` does not take: its own, and which environment
+    an argument belongs to when it is the other mode's."""
+    from hsched_env.envs.rank import RankEnv
+    from hsched_env.envs.schedule import ScheduleEnv
+    hints = []
+    for other in (ScheduleEnv, RankEnv):
+        if other is not cls and not issubclass(cls, other):
+            theirs = [n for n in names if n in _arguments(other)]
+            if theirs:
+                hints.append(f"{', '.join(map(repr, theirs))} belong"
+                             f"{'s' if len(theirs) == 1 else ''} to {other.__name__} "
+                             f"({ENV_IDS_BY_CLASS[other.__name__]})")
+    return (f"{cls.__name__} takes no argument {', '.join(map(repr, names))}"
+            f"{' (' + '; '.join(hints) + ')' if hints else ''}; its arguments: "
+            f"{', '.join(_arguments(cls))}")
 
 
 def slot_count(slots, max_candidates, default: int) -> int:

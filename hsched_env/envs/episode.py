@@ -41,11 +41,19 @@ class EpisodeEndInfo(gym.Wrapper, RecordConstructorArgs):
         return obs, reward, terminated, truncated, info
 
     def _step_limit_reached(self) -> bool:
-        """Whether the step limit of the ``TimeLimit`` inside (its spec's
-        ``max_episode_steps``) is used up."""
+        """Whether the step limit of a ``TimeLimit`` inside is used up: the spec's
+        ``max_episode_steps`` (``gymnasium.make``), else the limit a hand-built ``TimeLimit``
+        was given."""
         spec = self.env.spec
-        limit = None if spec is None else spec.max_episode_steps
-        return limit is not None and self._steps >= limit
+        limits = [] if spec is None or spec.max_episode_steps is None else [
+            spec.max_episode_steps]
+        inner = self.env
+        while isinstance(inner, gym.Wrapper):
+            if isinstance(inner, gym.wrappers.TimeLimit):
+                # the constructor argument, as TimeLimit keeps it (read by other libraries too)
+                limits.append(getattr(inner, "_max_episode_steps", None))
+            inner = inner.env
+        return any(limit is not None and self._steps >= limit for limit in limits)
 
 
 __all__ = ["EpisodeEndInfo", "STEP_LIMIT", "WRAPPER_END"]

@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
-from hsched_env.errors import ConfigError, shorten
+from hsched_env.errors import ConfigError, is_real_number, shorten
 
 
 #: What a ``RankEnv``'s kept candidates restrict (its ``prune`` argument).
@@ -107,8 +107,12 @@ class RankEnv(HSchedEnvBase):
                  slots: int | None = None, max_candidates: int | None = None,
                  keep_cost: float = 0.05, prune: str = "all",
                  compare_full: bool = False, measure_time: bool = False, **kwargs) -> None:
-        if not (keep_cost >= 0 and math.isfinite(keep_cost)):
-            raise ConfigError(f"keep_cost must be >= 0, got {keep_cost!r}", field="keep_cost")
+        if not (is_real_number(keep_cost) and keep_cost >= 0 and math.isfinite(keep_cost)):
+            raise ConfigError(f"keep_cost must be a number >= 0, got {keep_cost!r}",
+                              field="keep_cost")
+        for name, value in (("compare_full", compare_full), ("measure_time", measure_time)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ConfigError(f"{name} must be True or False, got {value!r}", field=name)
         self.keep_cost = float(keep_cost)
         if prune not in PRUNE_SCOPES:
             raise ConfigError(f"prune must be one of {', '.join(map(repr, PRUNE_SCOPES))}, "
@@ -122,14 +126,20 @@ class RankEnv(HSchedEnvBase):
         lp = self.lp
         if not all(callable(getattr(lp, m, None)) for m in ("decide", "shares", "evaluate")):
             raise ConfigError(f"rank mode needs an LP policy (decide(view, allowed=...), "
-                              f"shares, evaluate); {self.lp_policy_name!r} is not one",
-                              field="lp_policy")
+                              f"shares, evaluate); {self._lp_source()} is not one",
+                              field="lp" if self._lp_given is not None else "lp_policy")
         params = inspect.signature(lp.decide).parameters
         if self.prune == "lp" and "lp_rows" not in params and not any(
                 q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values()):
             raise ConfigError(f"prune='lp' needs an LP policy whose decide takes lp_rows= "
                               f"(rows only its solve is restricted to); "
-                              f"{self.lp_policy_name!r} does not", field="prune")
+                              f"{self._lp_source()} does not", field="prune")
+
+    def _lp_source(self) -> str:
+        """The LP policy in use, as an error message names it."""
+        if self._lp_given is not None:
+            return f"the given lp ({type(self._lp_given).__name__})"
+        return repr(self.lp_policy_name)
 
     def _kwargs_record(self) -> dict:
         return {**super()._kwargs_record(), "keep_cost": self.keep_cost,
