@@ -410,7 +410,10 @@ def make_scenario_env(cls, entry: PolicyEntry, suite: Suite, scenario: Scenario,
         kw["measure_time"] = True               # the LP's wall-clock time in info
     try:
         return cls(scenario.cluster, scenario.workload, slots=slots, **kw)
-    except TypeError as exc:                   # env_kwargs the constructor does not take
+    except (TypeError, ConfigError) as exc:
+        # an env_kwargs value the constructor refuses (the scenario's own errors pass on)
+        if isinstance(exc, ConfigError) and exc.field not in entry.env_kwargs:
+            raise
         raise ConfigError(f"{entry.label}: cannot build {cls.__name__} with its env_kwargs "
                           f"{entry.env_kwargs!r}: {exc}", field="--policies") from None
 

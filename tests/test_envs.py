@@ -1255,7 +1255,7 @@ def test_submodules_reachable_after_a_plain_import():
         hsched_env.nope
 
 
-def test_observations_own_their_candidate_features():
+def test_select_observations_copy_the_features_rank_hands_the_rounds_matrix_over():
     """Select mode observes a round after every placement: each observation's features are
     its own copy, so writing into one changes neither the round's slots nor the next
     observation. Rank mode observes each round once and hands over the round's matrix
@@ -1330,8 +1330,10 @@ def test_set_state_refuses_what_is_not_a_snapshot_of_this_configuration():
     env.reset(seed=0)
     snap = env.get_state()
     other = make_select(candidate_filter="score", workload="gavel:rate=2,jobs=9")
-    with pytest.raises(ConfigError, match="workload: snapshot 'gavel:rate=4,jobs=20'"):
+    with pytest.raises(ConfigError, match=r"episode \(seed 0\) has other jobs"):
         other.set_state(snap)
+    with pytest.raises(ConfigError, match="candidate_filter: snapshot 'score'"):
+        make_select(candidate_filter="lp").set_state(snap)
     with pytest.raises(ConfigError, match="class: snapshot 'ScheduleEnv'"):
         make_rank().set_state(snap)
     for bad in (None, {}, [snap]):
@@ -1339,13 +1341,35 @@ def test_set_state_refuses_what_is_not_a_snapshot_of_this_configuration():
             env.set_state(bad)
 
 
-@pytest.mark.parametrize("method", ["get_state", "metrics", "render"])
+def test_set_state_takes_equivalent_spellings_and_refuses_another_lp():
+    """The configuration is compared as it acts: a workload spec with its keys in another
+    order (the same jobs), ``lp_objective`` given as the policy's own, ``throughputs`` as the
+    default's name are alike; an LP with another objective is not."""
+    env = make_rank()
+    env.reset(seed=2)
+    snap = env.get_state()
+    for kw in ({"workload": "gavel:jobs=20,rate=4"}, {"lp_objective": "sia-srpt"},
+               {"throughputs": "analytic"}):
+        twin = make_rank(**kw)
+        twin.set_state(snap)
+        assert twin.simulator.time_s == env.simulator.time_s
+    with pytest.raises(ConfigError, match=r"lp: snapshot \('LPPolicy', 'heterosched-lp', "
+                                          r"'sia-srpt'\)"):
+        make_rank(lp_objective="max-min").set_state(snap)
+
+
+@pytest.mark.parametrize("method", ["get_state", "metrics", "render", "ended", "end_reason"])
 def test_episode_methods_before_reset_say_so(method):
     env = make_rank(render_mode="ansi")
+
+    def call():
+        value = getattr(env, method)
+        return value() if callable(value) else value
+
     with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
-        getattr(env, method)()
+        call()
     env.reset(seed=0)
-    getattr(env, method)()
+    call()
     env.close()
     with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
-        getattr(env, method)()
+        call()

@@ -123,6 +123,11 @@ class BadEnvKwargs:
         return 0
 
 
+class WrongKindEnvKwargs(KeepAll):
+    """A rank agent whose env_kwargs value is of the wrong kind (a string, as from YAML)."""
+    env_kwargs = {"keep_cost": "0.1"}
+
+
 # ---------------------------------------------------------------------------- smoke
 @pytest.fixture(scope="module")
 def smoke():
@@ -209,6 +214,15 @@ def test_fixed_slots_select_agent_and_env_kwargs():
     run = report.runs[0]
     assert run.slots == 5 and run.placements == 0 and run.invalid_actions == 0
     assert run.lp_vars.max() == 0                   # "score": no LP fills the slots
+
+
+def test_an_env_kwargs_value_the_environment_refuses_names_the_agent():
+    entry, = parse_policies([f"{ME}:WrongKindEnvKwargs"])
+    with pytest.raises(ConfigError, match="--policies") as err:
+        evaluate(custom_suite(*TINY), [entry], progress=False)
+    text = str(err.value)
+    assert "cannot build RankEnv with its env_kwargs {'keep_cost': '0.1'}" in text
+    assert "keep_cost must be a number >= 0" in text
 
 
 def test_an_agent_of_invalid_actions_ends_with_a_clear_reason():

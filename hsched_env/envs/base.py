@@ -8,6 +8,7 @@ placements → ``advance``), so an episode is the same simulation ``hsched simul
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
 import math
 import time
@@ -646,8 +647,8 @@ class HSchedEnvBase(gym.Env):
                 # select mode observes a round after every placement: each observation gets
                 # its own copy. Rank mode observes each round once (its step closes the
                 # round), and the environment never reads the features itself, so the
-                # round's matrix is handed over as it is (at 150,000 candidates the copy
-                # cost ~10 ms a round, a third of the observation).
+                # round's matrix is handed over as it is (~14 MB at 150,000 slots on
+                # large-2048; docs/environments.md, "Observations").
                 cand = cand.copy()
         obs = {"candidates": cand, "valid": self._valid().astype(np.float32),
                "cluster": self._cluster_obs().reshape(-1), "global": self._global_obs()}
@@ -679,6 +680,7 @@ class HSchedEnvBase(gym.Env):
     @property
     def ended(self) -> bool:
         """Whether the episode is over (the simulation ended, or the environment ended it)."""
+        self._require_episode("ended")
         return self._end_reason is not None or self._sim.finished
 
     @property
@@ -686,6 +688,7 @@ class HSchedEnvBase(gym.Env):
         """Why the episode ended: the simulator's ``end_reason`` (``"completed"``,
         ``"time_limit"``, ``"stalled"``) or the environment's own (select mode:
         ``"invalid_action"``, ``"invalid_actions"``); ``None`` while it runs."""
+        self._require_episode("end_reason")
         return self._end_reason or (self._sim.end_reason if self._sim.finished else None)
 
     def _end(self, reason: str) -> None:
@@ -762,26 +765,30 @@ class HSchedEnvBase(gym.Env):
         environment that was never reset or was closed (e.g. a worker's copy). A snapshot of
         another configuration is refused with a ``ConfigError`` naming what differs."""
         self._check_snapshot(snapshot)
-        state = self._copy_state(snapshot)
-        seed = state["_episode_seed"]
+        seed = snapshot["_episode_seed"]
         same_episode = (self._sim is not None and self._episode_seed is not None
                         and self._workload_spec(self._episode_seed) == self._workload_spec(seed))
         # the run's state is the snapshot's; its jobs are those of the snapshot's episode
         sim = self._sim if same_episode else self._episode_simulator(seed)
+        if _jobs_key(sim.jobs) != snapshot[_SNAPSHOT_JOBS]:
+            raise ConfigError(f"the snapshot's episode (seed {seed}) has other jobs than this "
+                              f"environment's workload {show(self.workload_spec)} gives for "
+                              f"that seed", field="snapshot")
+        state = self._copy_state(snapshot)
         self._clear_caches()                 # the snapshot may be of another episode's jobs
         for key, value in state.items():
             if key == "sim_state":
                 self._sim = sim.restored(value)
             elif key == "np_random":
                 self._np_random = value
-            elif key != _SNAPSHOT_CONFIG:
+            elif key not in (_SNAPSHOT_CONFIG, _SNAPSHOT_JOBS):
                 setattr(self, key, value)
 
     def _check_snapshot(self, snapshot) -> None:
         """A ``ConfigError`` unless ``snapshot`` is a ``get_state()`` snapshot of an
-        environment configured as this one."""
+        environment configured as this one (``_snapshot_config``)."""
         if not (isinstance(snapshot, dict) and _SNAPSHOT_CONFIG in snapshot
-                and "sim_state" in snapshot):
+                and _SNAPSHOT_JOBS in snapshot and "sim_state" in snapshot):
             got = ("a dict without a snapshot's keys" if isinstance(snapshot, dict)
                    else type(snapshot).__name__)
             raise ConfigError(f"set_state takes a snapshot from get_state(), got {got}",
@@ -799,10 +806,26 @@ class HSchedEnvBase(gym.Env):
                               field="snapshot")
 
     def _snapshot_config(self) -> dict:
-        return {"class": type(self).__name__, **self._kwargs_record()}
+        """What a snapshot must match to be restored here, as plain values: the class and
+        the constructor arguments, with the throughput source by name (``None`` and
+        ``"analytic"`` alike; a source given as an object by its type) and the LP in use by
+        its type, name and objective (``lp_objective=None`` and the policy's own objective
+        alike; an injected ``lp=`` or ``lp_factory=`` too). The workload is compared by the
+        episode's jobs (``_SNAPSHOT_JOBS``), so two spellings of one spec are alike."""
+        out = {"class": type(self).__name__, **self._kwargs_record()}
+        for key in ("workload", "lp_policy", "lp_objective"):
+            del out[key]
+        source = self.sim_config.throughputs
+        out["throughputs"] = ("analytic" if source in (None, "") else source
+                              if isinstance(source, str) else type(source).__name__)
+        lp = self.lp if self._uses_lp() else None
+        out["lp"] = None if lp is None else (type(lp).__name__, getattr(lp, "name", None),
+                                             getattr(lp, "objective", None))
+        return out
 
     def _state_dict(self) -> dict:
         return {_SNAPSHOT_CONFIG: self._snapshot_config(),
+                _SNAPSHOT_JOBS: _jobs_key(self._sim.jobs),
                 "sim_state": self._sim.snapshot(), "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
                 "_t0": self._t0, "_actions": self._actions, "_job_time": self._job_time,
@@ -833,8 +856,19 @@ class HSchedEnvBase(gym.Env):
         return render.picture(self)
 
 
-#: The key of a ``get_state()`` snapshot that records the environment's class and arguments.
+#: The keys of a ``get_state()`` snapshot that record the environment's class and arguments
+#: (``HSchedEnvBase._snapshot_config``) and its episode's jobs (``_jobs_key``).
 _SNAPSHOT_CONFIG = "config"
+_SNAPSHOT_JOBS = "episode_jobs"
+
+
+def _jobs_key(jobs) -> str:
+    """A digest of an episode's jobs (ids, arrivals, models, work, requests, durations): what
+    a snapshot's episode must have in common with the one it is restored into."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr([(j.job_id, j.arrival_s, j.model, j.work_samples, j.requested_gpus,
+                         j.duration_s) for j in jobs]).encode())
+    return digest.hexdigest()
 
 
 class _NoPolicy:

@@ -238,6 +238,7 @@ class ScheduleEnv(HSchedEnvBase):
         duration), ÷ ``reward_scale`` — a schedule any scheduler that runs jobs side by side
         beats, so ending the episode early costs more than playing on; 0 with
         ``reward="completions"``."""
+        self._require_episode("cost_to_go()")
         if self.reward_kind != "job-time":
             return 0.0
         run = self._sim.run_view()
