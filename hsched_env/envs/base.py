@@ -177,6 +177,7 @@ class HSchedEnvBase(gym.Env):
         self._lp = None
         self._workloads: dict[str, object] = {}
         self._tables: dict = {}
+        self._jobs_digest: tuple | None = None      # (job list, its _jobs_key)
         self._static_cache: dict[bytes, RoundCandidates] = {}
         self._slots_build_s = self._observation_s = 0.0
         #: slot statics by ``_static_keys``: jobs with the same candidate table, reference
@@ -770,7 +771,7 @@ class HSchedEnvBase(gym.Env):
                         and self._workload_spec(self._episode_seed) == self._workload_spec(seed))
         # the run's state is the snapshot's; its jobs are those of the snapshot's episode
         sim = self._sim if same_episode else self._episode_simulator(seed)
-        if _jobs_key(sim.jobs) != snapshot[_SNAPSHOT_JOBS]:
+        if self._jobs_key_of(sim) != snapshot[_SNAPSHOT_JOBS]:
             raise ConfigError(f"the snapshot's episode (seed {seed}) has other jobs than this "
                               f"environment's workload {show(self.workload_spec)} gives for "
                               f"that seed", field="snapshot")
@@ -805,6 +806,14 @@ class HSchedEnvBase(gym.Env):
                               f"restores snapshots of the same class and arguments only",
                               field="snapshot")
 
+    def _jobs_key_of(self, sim: Simulator) -> str:
+        """``_jobs_key`` of ``sim``'s jobs, kept for the last job list asked about (a
+        simulator and its restored copies share one)."""
+        hit = self._jobs_digest
+        if hit is None or hit[0] is not sim.jobs:
+            hit = self._jobs_digest = (sim.jobs, _jobs_key(sim.jobs))
+        return hit[1]
+
     def _snapshot_config(self) -> dict:
         """What a snapshot must match to be restored here, as plain values: the class and
         the constructor arguments, with the throughput source by name (``None`` and
@@ -825,7 +834,7 @@ class HSchedEnvBase(gym.Env):
 
     def _state_dict(self) -> dict:
         return {_SNAPSHOT_CONFIG: self._snapshot_config(),
-                _SNAPSHOT_JOBS: _jobs_key(self._sim.jobs),
+                _SNAPSHOT_JOBS: self._jobs_key_of(self._sim),
                 "sim_state": self._sim.snapshot(), "_lp": self._lp, "_slots": self._slots,
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
                 "_t0": self._t0, "_actions": self._actions, "_job_time": self._job_time,
