@@ -310,15 +310,17 @@ def per_seed_rows(report: Report) -> list[dict]:
     return out
 
 
-def _clean(value):
+def json_ready(value):
+    """``value`` with every non-finite float (NaN, ±inf) as ``None`` and NumPy scalars as
+    Python ones, recursively: strict JSON (``json.dumps`` would write a bare ``NaN``)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, np.generic):
-        return _clean(value.item())
+        return json_ready(value.item())
     return value
 
 
@@ -326,7 +328,7 @@ def report_json(report: Report) -> dict:
     """The report as one JSON-ready object: suite, seeds, settings, scenarios, rows (seed
     averages) and per_seed rows. Non-finite numbers are ``null``."""
     s = report.suite
-    return _clean({
+    return json_ready({
         "suite": s.name, "description": s.description, "seeds": report.seeds,
         "train_seeds": [TRAIN_SEEDS.start, TRAIN_SEEDS.stop],
         "policies": report.policies, "sources": report.sources,

@@ -24,8 +24,10 @@ assert HELDOUT_SEEDS.start >= TRAIN_SEEDS.stop
 
 def heldout_seeds(n: int) -> list[int]:
     """The first ``n`` held-out evaluation seeds."""
-    if n < 1:
-        raise ConfigError(f"must be >= 1, got {n}", field="--seeds")
+    if not 1 <= n <= len(HELDOUT_SEEDS):
+        raise ConfigError(f"must be 1..{len(HELDOUT_SEEDS):,} (the held-out seeds "
+                          f"{HELDOUT_SEEDS.start:,}..{HELDOUT_SEEDS.stop - 1:,}), got {n:,}",
+                          field="--seeds")
     return list(HELDOUT_SEEDS[:n])
 
 

@@ -212,6 +212,7 @@ class TrainConfig:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        _check_field_types(self)
         if self.env not in ENVS:
             raise UnknownNameError("environment", self.env, list(ENVS))
         if self.algo is None:
@@ -504,6 +505,59 @@ def config_fields(entry: dict, source: str = "hyperparams") -> dict:
                 out["hidden"] = int(value.pop("hidden"))
         out[name] = value
     return out
+
+
+#: What each annotated kind of a ``TrainConfig`` field accepts, and how an error says it.
+_FIELD_KINDS = {
+    "int": (lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
+            "a whole number"),
+    "float": (lambda v: isinstance(v, (int, float, np.integer, np.floating))
+              and not isinstance(v, (bool, np.bool_)), "a number"),
+    "bool": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "dict": (lambda v: isinstance(v, dict), "a mapping"),
+    "tuple": (lambda v: isinstance(v, (tuple, list)), "a list"),
+    "None": (lambda v: v is None, "null"),
+}
+#: The fields ``hsched train`` sets from a flag of the same name (``--<name with dashes>``),
+#: copied as they are; ``OWN_FLAG_FIELDS`` have flags it reads in its own way.
+FLAG_FIELDS = ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
+               "target_recall", "operating_recall", "threshold_bands", "dagger",
+               "gate_candidates", "max_kept_fraction", "fair_share_inputs", "prune",
+               "job_context", "learning_rate", "hidden", "gamma", "n_steps", "batch_size",
+               "n_epochs", "ent_coef", "train_seeds")
+OWN_FLAG_FIELDS = ("timesteps", "n_envs", "seed", "logdir", "episode_hours", "algo", "policy",
+                   "hyperparams")
+#: Fields with checks of their own, with their own wording (``TrainConfig._check_set_values``
+#: and its two tables too; ``threshold_bands`` also takes "1000,10000" or one number).
+_OWN_PARSING = ("threshold_bands", "target_kl", "max_kept_fraction", "dagger")
+#: Seeds go to NumPy's and PyTorch's global generators: at most 2^32 - 1.
+MAX_SEED = 2**32 - 1
+
+
+def _check_field_types(config: "TrainConfig") -> None:
+    """Every field of the kind its annotation says (a whole number given as ``2e6`` — YAML's
+    way — becomes an int), and the seed within what the generators take; else a
+    ``ConfigError`` naming the field (a ``--set gamma=abc`` or a string in a hyper-parameter
+    file would otherwise fail deep inside, after the run folder was written)."""
+    own = _OWN_PARSING + tuple(config._WHOLE_AT_LEAST) + tuple(config._NUMBER_ABOVE)
+    for f in dataclasses.fields(config):
+        if f.name in own:
+            continue
+        value = getattr(config, f.name)
+        kinds = [k.strip() for k in str(f.type).split("|")]
+        if (isinstance(value, float) and value.is_integer() and "int" in kinds
+                and "float" not in kinds):
+            value = int(value)
+            setattr(config, f.name, value)
+        if not any(_FIELD_KINDS[k][0](value) for k in kinds if k in _FIELD_KINDS):
+            wanted = " or ".join(_FIELD_KINDS[k][1] for k in kinds if k in _FIELD_KINDS)
+            # its flag, else the key of --set and of a hyper-parameter file
+            raise ConfigError(f"must be {wanted}, got {value!r}",
+                              field=(f"--{f.name.replace('_', '-')}"
+                                     if f.name in FLAG_FIELDS + OWN_FLAG_FIELDS else f.name))
+    if not 0 <= config.seed <= MAX_SEED:
+        raise ConfigError(f"must be in 0..{MAX_SEED}, got {config.seed}", field="--seed")
 
 
 def _number(text: str, integer: bool):
@@ -1069,7 +1123,9 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
         tb.dump(0)
         tb.close()
         summary["total_s"] = time.perf_counter() - t_start
-        (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+        from agents.report import json_ready
+        (out / "summary.json").write_text(json.dumps(json_ready(summary), indent=1,
+                                                     default=float))
         return summary
 
     echo(_rl_announcement(config, plan))
@@ -1108,7 +1164,9 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     tb.close()
     summary["episodes"] = episodes.episodes
     summary["total_s"] = time.perf_counter() - t_start
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+    from agents.report import json_ready
+    (out / "summary.json").write_text(json.dumps(json_ready(summary), indent=1,
+                                                     default=float))
     return summary
 
 

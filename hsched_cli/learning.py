@@ -22,8 +22,11 @@ DEMO_MODELS = ("resnet50", "transformer", "bert-large", "gpt2-xl", "vit-l", "lla
 # that ``hsched candidates`` / ``simulate`` start fast.
 def cmd_demo(args) -> int:
     from agents.demo import run_demo
-    for block in run_demo(cluster=args.cluster, out=Path(args.out), models=DEMO_MODELS):
-        print(block, flush=True)
+    out = Path(args.out)
+    created = make_output_dir(out)              # an unwritable --out: one clear line
+    with removed_if_failed_empty(created):
+        for block in run_demo(cluster=args.cluster, out=out, models=DEMO_MODELS):
+            print(block, flush=True)
     return 0
 
 
@@ -139,26 +142,30 @@ def cmd_train(args) -> int:
     env id's entry of the hyper-parameter file (``--hyperparams``, default the shipped
     ``agents/hyperparams/<algo>[_mlp].yml``), then these flags."""
     from agents.report import tensorboard_command
-    from agents.train import make_config, parse_assignment, prepare_run_dir, train
+    from agents.train import (FLAG_FIELDS, make_config, parse_assignment, prepare_run_dir,
+                              train)
     fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
               "logdir": args.logdir}
-    for name in ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
-                 "target_recall", "operating_recall",
-                 "threshold_bands", "dagger", "gate_candidates", "max_kept_fraction",
-                 "fair_share_inputs", "prune", "job_context",
-                 "learning_rate", "hidden", "gamma", "n_steps", "batch_size", "n_epochs",
-                 "ent_coef", "train_seeds"):
+    for name in FLAG_FIELDS:
         fields[name] = getattr(args, name)
     if args.episode_hours is not None:             # 0: every episode to its end
         fields["episode_hours"] = args.episode_hours
         fields["imitation_hours"] = args.episode_hours if args.episode_hours > 0 else None
     if args.no_references:
         fields["references"] = False
+    chosen = {"algo": args.algo, "policy": args.policy, "hyperparams": args.hyperparams}
     for item in args.set or ():
         key, value = parse_assignment(item)
+        if key == "env":
+            raise ConfigError("the environment is --env, not --set env=...", field="--set")
+        if key in chosen:                       # make_config's own arguments
+            if chosen[key] is not None:
+                raise ConfigError(f"--set {key}=... and --{key} both given: give one",
+                                  field="--set")
+            chosen[key] = value
+            continue
         fields[key] = value
-    config = make_config(args.env, algo=args.algo, policy=args.policy,
-                         hyperparams=args.hyperparams, **fields)
+    config = make_config(args.env, **chosen, **fields)
     def echo(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 

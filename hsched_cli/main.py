@@ -11,7 +11,7 @@ from pathlib import Path
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.errors import HSchedError, show
 from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
-from hsched_cli.simulation import cmd_compare, cmd_simulate
+from hsched_cli.simulation import TOPK_DEFAULT, cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
 from lp_baseline.registry import POLICY_NAMES_SPELLED
 
@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                                           f"({JOB_CANDIDATES}); each job's table also holds "
                                           "its requested configuration and Sia's "
                                           "configurations (docs/simulator.md)")
-        sp.add_argument("--topk", type=_positive_int, default=4, help="k of the topk policy (4)")
+        sp.add_argument("--topk", type=_positive_int, default=TOPK_DEFAULT,
+                        help=f"k of the topk policy ({TOPK_DEFAULT})")
         sp.add_argument("--lp-backend", default=None, choices=["highs", "pulp"],
                         help="LP backend: direct sparse HiGHS (default) or PuLP + HiGHS")
         if cmd == "simulate":
@@ -98,7 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  "the old spelling of --lp-backend")
             _add_ray_flags(sp, "policy run", out=True)
         sp.add_argument("--lp-time-limit-s", type=float, default=None,
-                        help="per-solve LP time limit")
+                        help="seconds of LP work per decision (normalizers, model building "
+                             "and the solves of all POP parts; the rounding after it is not "
+                             "included); a decision cut short uses the best feasible answer "
+                             "or the greedy fallback (docs/lp.md)")
         sp.add_argument("--lp-method", default="auto",
                         choices=["auto", "simplex", "ipm", "colgen"],
                         help="how the LP policies solve each LP: auto (default: column "
@@ -111,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "no effect on column generation, IPM or pulp; docs/lp.md)")
         sp.add_argument("--seed", type=int, default=0, help="policy seed (0)")
         sp.add_argument("--max-time-s", type=float, default=None,
-                        help="stop the simulation at this time")
+                        help="stop the simulation at the first round starting at or after "
+                             "this time (simulated seconds; a round that started before it "
+                             "runs to its end)")
         sp.add_argument("--measure-jobs", metavar="A:B", default=None,
                         help="metrics over job ids A..B-1, stop when they are done")
         sp.add_argument("--skip-invalid", action="store_true",

@@ -6,8 +6,8 @@ import argparse
 import csv
 import dataclasses
 import json
-import logging
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from hsched_env.workloads import load_workload
 from hsched_cli.learning import interrupted_note, sweep_note
 from hsched_cli.outdirs import make_output_dir, removed_if_failed_empty
 from hsched_cli.world import check_throughputs
-from lp_baseline.registry import make_policy
+from lp_baseline.registry import POLICY_NAMES, make_policy, policy_options
 
 
 def _check_simulation_args(args, policies: list[str]) -> None:
@@ -33,6 +33,7 @@ def _check_simulation_args(args, policies: list[str]) -> None:
         raise ConfigError(f"must be a fraction in [0, 1], got {args.floor}", field="--floor")
     for name in policies:
         make_policy(name, objective=args.objective, **_lp_options(args))
+    _check_options_read(args, policies)
     if args.lp_time_limit_s is not None and not (args.lp_time_limit_s > 0
                                                  and math.isfinite(args.lp_time_limit_s)):
         raise ConfigError(f"must be a positive number of seconds, got {args.lp_time_limit_s}",
@@ -45,12 +46,51 @@ def _check_simulation_args(args, policies: list[str]) -> None:
         raise ConfigError(f"must be >= 0, got {args.seed}", field="--seed")
     jobs_out = getattr(args, "jobs_out", None)
     if jobs_out:
+        _check_writable(Path(jobs_out), "--jobs-out")
+
+
+def _check_writable(path: Path, flag: str) -> None:
+    """That ``path`` can be written, without creating it (a run that fails later leaves no
+    empty file behind): an existing file opened for appending, else a writable folder."""
+    if path.exists():
         try:
-            with open(jobs_out, "a", encoding="utf-8"):
+            with open(path, "a", encoding="utf-8"):
                 pass
         except OSError as exc:
-            raise ConfigError(f"cannot write {jobs_out}: {exc.strerror or exc}",
-                              field="--jobs-out") from None
+            raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror or exc}",
+                              field=flag) from None
+        return
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(f"cannot write {str(path)!r}: no folder {str(folder)!r}", field=flag)
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"cannot write {str(path)!r}: the folder {str(folder)!r} is not "
+                          f"writable", field=flag)
+
+
+#: ``--topk``'s default (k of the ``topk`` policy).
+TOPK_DEFAULT = 4
+#: The LP flags of simulate / compare: the ``make_policy`` option each sets, and whether the
+#: command line gave it (argparse's defaults: not given).
+_POLICY_FLAGS = (("--objective", "objective", lambda a: a.objective is not None),
+                 ("--floor", "floor", lambda a: a.floor is not None),
+                 ("--topk", "topk", lambda a: a.topk != TOPK_DEFAULT),
+                 ("--lp-time-limit-s", "time_limit_s", lambda a: a.lp_time_limit_s is not None),
+                 ("--lp-method", "lp_method", lambda a: getattr(a, "lp_method", "auto") != "auto"),
+                 ("--lp-warm-start", "warm_start", lambda a: getattr(a, "lp_warm_start", False)),
+                 ("--lp-backend", "backend",
+                  lambda a: bool(a.lp_backend) or a.backend in ("highs", "pulp")))
+
+
+def _check_options_read(args, policies: list[str]) -> None:
+    """A flag that none of the policies reads (``--objective`` with ``fifo``, ``--topk``
+    with ``gavel``) is an error naming the policies that do, not silently ignored."""
+    for flag, option, given in _POLICY_FLAGS:
+        if given(args) and not any(option in policy_options(p) for p in policies):
+            readers = [p for p in POLICY_NAMES if option in policy_options(p)]
+            raise ConfigError(f"{flag} is read by none of the policies given "
+                              f"({', '.join(policies)}); it applies to {', '.join(readers)}",
+                              field=flag)
 
 
 def _simulation_args(args):
@@ -60,8 +100,6 @@ def _simulation_args(args):
     if workload.skipped:
         print(f"hsched: skipped {workload.skipped} invalid trace rows (--skip-invalid)",
               file=sys.stderr)
-    for note in workload.notes:
-        logging.getLogger("hsched").info("%s", note)
     measure = _measure(args.measure_jobs) if args.measure_jobs else None
     config = SimConfig(round_s=args.round_s, restart_s=args.restart_s,
                        planner=PlannerConfig(max_candidates=args.max_candidates),
@@ -163,20 +201,35 @@ def _metrics_rows(all_metrics: list[dict]) -> str:
         ratio = m.get("avg_jct_common_ratio",
                       m["avg_jct_s"] / ref["avg_jct_s"] if ref["avg_jct_s"] else float("nan"))
         rows.append([m["policy"], f"{m['jobs_completed']}/{m['jobs_total']}",
-                     f"{m['avg_jct_s'] / 3600:.2f}", f"{ratio:.2f}",
-                     f"{m['p50_jct_s'] / 3600:.2f}", f"{m['p99_jct_s'] / 3600:.2f}",
+                     _hours(m["avg_jct_s"]), _number(ratio, "{:.2f}"),
+                     _hours(m["p50_jct_s"]), _hours(m["p99_jct_s"]),
                      # jobs left unfinished (cut off, or stalled): no makespan in the table
                      # (the JSON keeps the time to the last completion, docs/simulator.md)
                      (f"{m['makespan_s'] / 3600:.1f}"
                       if m["jobs_completed"] == m["jobs_total"] else "n/a"),
-                     f"{m['avg_queue_s'] / 3600:.2f}",
+                     _hours(m["avg_queue_s"]),
                      f"{m['gpu_util']:.0%}", f"{m['restarts_per_job']:.2f}",
-                     f"{m['ftf_worst']:.2f}", f"{m['decision_time_mean_s'] * 1e3:.1f}",
+                     _number(m["ftf_worst"], "{:.2f}"), f"{m['decision_time_mean_s'] * 1e3:.1f}",
                      f"{m['decision_time_p99_s'] * 1e3:.1f}", f"{m['lp_vars_mean']:.0f}",
                      f"{m['wall_s']:.1f}"])
     return format_table(["policy", "done", "avg JCT h", "× first", "p50 h", "p99 h",
                          "makespan h", "queue h", "util", "restarts", "FTF worst",
                          "decide ms", "p99 ms", "LP vars", "wall s"], rows)
+
+
+def _csv_time(seconds: float) -> str:
+    """A time in the jobs CSV: blank when there is none (not started, not finished), as
+    ``jct_s``."""
+    return f"{seconds:.3f}" if math.isfinite(seconds) else ""
+
+
+def _number(value, fmt: str) -> str:
+    """``fmt`` of ``value``, or ``n/a`` where there is none (no job finished: NaN)."""
+    return fmt.format(value) if value is not None and math.isfinite(value) else "n/a"
+
+
+def _hours(seconds) -> str:
+    return _number(None if seconds is None else seconds / 3600, "{:.2f}")
 
 
 def _write_jobs(path: str, result) -> None:
@@ -187,7 +240,7 @@ def _write_jobs(path: str, result) -> None:
                     "jct_s", "restarts"] + [f"gpu_s_{t}" for t in types] + ["candidates_used"])
         for r in result.jobs:
             w.writerow([r.job_id, r.name, r.model, f"{r.arrival_s:.3f}",
-                        f"{r.first_start_s:.3f}", f"{r.finish_s:.3f}",
+                        _csv_time(r.first_start_s), _csv_time(r.finish_s),
                         f"{r.jct_s:.3f}" if r.done else "", r.restarts]
                        + [f"{r.gpu_s_by_type[t]:.1f}" for t in types]
                        + [";".join(r.candidates_used)])
@@ -223,6 +276,10 @@ def _check_sweep_args(args) -> None:
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out DIR, the output folder of the sweep to resume "
                           "(its runs/ holds the finished runs)", field="--resume")
+    if args.overwrite and args.out is None:
+        raise ConfigError("--overwrite needs --out DIR, the output folder whose run files it "
+                          "discards (without --out nothing is kept to overwrite)",
+                          field="--overwrite")
 
 
 def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], dict]:

@@ -43,6 +43,7 @@ from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, sia_sizes
 from hsched_env.policy import Assignment, Policy, SchedulerView
 from hsched_env.table_memo import TableMemo
+from hsched_env.workloads.types import MAX_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +99,10 @@ class SimConfig:
     skip_steady_rounds: bool = True
 
     def __post_init__(self) -> None:
-        if not (is_real_number(self.round_s) and self.round_s >= 1.0
-                and math.isfinite(self.round_s)):
-            raise ConfigError(f"round length must be a finite number of seconds >= 1, got "
-                              f"{self.round_s!r}", field="round_s")
+        if not (is_real_number(self.round_s) and 1.0 <= self.round_s <= MAX_SECONDS):
+            raise ConfigError(f"round length must be a number of seconds in 1..{MAX_SECONDS:g} "
+                              f"(the longest time a workload may hold), got {self.round_s!r}",
+                              field="round_s")
         if not (is_real_number(self.restart_s) and self.restart_s >= 0
                 and math.isfinite(self.restart_s)):
             raise ConfigError(f"restart cost must be >= 0, got {self.restart_s!r}",

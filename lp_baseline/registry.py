@@ -33,6 +33,32 @@ POLICY_NAMES_SPELLED = tuple(n for n in POLICY_NAMES if not n.startswith("pop-")
     "pop-K (K >= 2)", "pop-K-serial")
 
 
+#: The LP policies whose objective is fixed by their definition (``--objective`` is not read).
+FIXED_OBJECTIVE = ("gavel", "gavel-resets", "agnostic-lp", "heterosched-lp-v0",
+                   "heterosched-lp-las", "heterosched-lp-v1")
+#: How an LP policy is solved: every LP policy reads these ``make_policy`` options.
+SOLVER_OPTIONS = frozenset({"backend", "time_limit_s", "lp_method", "warm_start"})
+
+
+def policy_options(name: str) -> frozenset[str]:
+    """The ``make_policy`` options policy ``name`` reads (``objective``, ``floor``, ``topk``
+    and ``SOLVER_OPTIONS``); it ignores the others. The non-LP baselines, ``sia`` and
+    ``heterosched-ilp`` read none; Gavel's policies only the solver's; the co-optimizer's also
+    ``floor`` and — unless ``FIXED_OBJECTIVE`` — ``objective``; ``topk`` and
+    ``topk-dominance`` also ``topk``."""
+    from lp_baseline.baselines import BASELINES
+    if name in BASELINES or name in ("sia", "heterosched-ilp"):
+        return frozenset()
+    if name in ("gavel", "gavel-resets", "agnostic-lp"):
+        return SOLVER_OPTIONS
+    own = set(SOLVER_OPTIONS) | {"floor"}
+    if name not in FIXED_OBJECTIVE:
+        own.add("objective")
+    if name in ("topk", "topk-dominance"):
+        own.add("topk")
+    return frozenset(own)
+
+
 def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
                 topk: int = 4, time_limit_s: float | None = None, memoize: bool = True,
                 **lp_options):

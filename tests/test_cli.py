@@ -293,6 +293,56 @@ def test_bad_simulation_flags_fail_before_simulating(capsys, extra, needle):
     assert code == 2 and needle in err and out == ""
 
 
+@pytest.mark.parametrize("policies,extra,needle", [
+    (["--policy", "fifo"], ["--objective", "max-min"], "--objective is read by none"),
+    (["--policy", "gavel"], ["--objective", "sia-srpt"], "--objective is read by none"),
+    (["--policy", "gavel"], ["--topk", "3"], "it applies to topk, topk-dominance"),
+    (["--policy", "sia"], ["--lp-time-limit-s", "0.5"], "--lp-time-limit-s is read by none"),
+    (["--policy", "fifo"], ["--floor", "0.5"], "--floor is read by none"),
+])
+def test_a_flag_no_policy_reads_is_refused(capsys, policies, extra, needle):
+    """An LP flag none of the given policies reads is an error, not silently ignored."""
+    code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
+                         "gavel:rate=4,jobs=3", *policies, *extra)
+    assert code == 2 and needle in err and out == ""
+
+
+def test_a_flag_one_of_the_policies_reads_is_taken(capsys):
+    code, out, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
+                         "gavel:rate=4,jobs=3,seed=0", "--policies", "fifo,topk", "--topk", "3")
+    assert code == 0, err
+
+
+def test_overwrite_without_out_is_refused(capsys):
+    code, out, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
+                         "gavel:rate=4,jobs=3", "--policies", "fifo,gavel", "--backend", "ray",
+                         "--overwrite")
+    assert code == 2 and "--overwrite needs --out" in err
+
+
+def test_a_failed_run_leaves_no_jobs_out_file(capsys, tmp_path):
+    path = tmp_path / "jobs.csv"
+    code, _, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload", "gavel:jobs=0",
+                       "--jobs-out", str(path))
+    assert code == 2 and "jobs must be" in err
+    assert not path.exists()
+    code, _, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload", "gavel:jobs=3",
+                       "--jobs-out", str(tmp_path / "no" / "jobs.csv"))
+    assert code == 2 and "no folder" in err
+
+
+def test_demo_and_evaluate_refuse_bad_outputs_and_seed_counts(capsys, tmp_path):
+    taken = tmp_path / "a-file"
+    taken.write_text("x")
+    code, _, err = run(capsys, "demo", "--out", str(taken))
+    assert code == 2 and "field '--out'" in err and "cannot create" in err
+    code, _, err = run(capsys, "evaluate", "--cluster", "tiny-8", "--workload",
+                       "gavel:rate=8,jobs=16", "--policies", "pure-lp", "--seeds", "2000000",
+                       "--out", str(tmp_path / "ev"))
+    assert code == 2 and "must be 1..1,000,000" in err
+    assert not (tmp_path / "ev").exists()
+
+
 @pytest.mark.parametrize("policy", ["heterosched-lp", "gavel"])
 def test_lp_method_reaches_every_lp_policy(capsys, monkeypatch, policy):
     import lp_baseline.parallel_parts as parts_mod

@@ -180,7 +180,8 @@ def test_cli_tiny_training_is_bounded_and_records_its_hyperparams(tmp_path, caps
     assert cfg["gae_lambda"] == 0.9 and cfg["n_epochs"] == 2     # the file over defaults
     assert cfg["n_steps"] == 64 and cfg["batch_size"] == 64      # cut to fit 64 steps
     assert cfg["scenario"]["cluster"] == "tiny-8"
-    summary = json.loads((run / "summary.json").read_text())
+    summary = json.loads((run / "summary.json").read_text(),
+                         parse_constant=lambda c: pytest.fail(f"summary.json holds {c}"))
     assert summary["rl_steps"] == 64 and summary["updates"] == 1
     assert "64 environment steps" in out
 
@@ -407,3 +408,47 @@ def test_a_seeded_training_workload_is_refused(tmp_path):
                  "gavel:rate=4,jobs=5,seed=3", "--timesteps", "64",
                  "--logdir", str(tmp_path / "run")]) == 2
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("fields,field,says", [
+    ({"seed": -1}, "--seed", "must be in 0..4294967295"),
+    ({"seed": 2**70}, "--seed", "must be in 0.."),
+    ({"gamma": "abc"}, "--gamma", "must be a number"),
+    ({"n_steps": "abc"}, "--n-steps", "must be a whole number"),
+    ({"n_steps": 2.5}, "--n-steps", "must be a whole number"),
+    ({"normalize_reward": "abc"}, "normalize_reward", "must be true or false"),
+    ({"target_kl": "x"}, "target_kl", "must be a number > 0 or null"),
+    ({"clip_range": None}, "clip_range", "must be a number or a string"),
+])
+def test_config_values_of_the_wrong_kind_name_their_field(fields, field, says):
+    """A value of the wrong kind (``--set gamma=abc``, a string in a hyper-parameter file)
+    is a ConfigError naming the field before anything is written, not a TypeError inside."""
+    with pytest.raises(ConfigError, match=says) as err:
+        TrainConfig(env=TINY, **fields)
+    assert err.value.field == field
+
+
+def test_every_flag_field_is_a_train_flag():
+    """``FLAG_FIELDS`` (which names a field's error by its flag) are ``hsched train``'s."""
+    from agents.train import FLAG_FIELDS, OWN_FLAG_FIELDS
+    from hsched_cli.main import build_parser
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    flags = {a.dest for a in train._actions}
+    assert set(FLAG_FIELDS) <= flags
+    assert set(OWN_FLAG_FIELDS) <= flags | {"episode_hours"}
+
+
+def test_a_whole_number_written_as_a_float_is_taken():
+    assert TrainConfig(env=TINY, timesteps=2e3).timesteps == 2000
+
+
+def test_set_of_a_make_config_argument(capsys, tmp_path):
+    code = main(["train", "--env", TINY, "--policy", "mlp", "--set", "policy=equivariant",
+                 "--timesteps", "8", "--logdir", str(tmp_path / "r")])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--set policy=... and --policy both given" in err
+    code = main(["train", "--env", TINY, "--set", "policy=foo", "--timesteps", "8",
+                 "--logdir", str(tmp_path / "r")])
+    _, err = capsys.readouterr()
+    assert code == 2 and "unknown policy 'foo'" in err
+    assert not (tmp_path / "r").exists()
