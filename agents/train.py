@@ -64,6 +64,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -514,7 +515,7 @@ _FIELD_KINDS = {
     "float": (lambda v: isinstance(v, (int, float, np.integer, np.floating))
               and not isinstance(v, (bool, np.bool_)), "a number"),
     "bool": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
-    "str": (lambda v: isinstance(v, str), "a string"),
+    "str": (lambda v: isinstance(v, (str, os.PathLike)), "a string"),   # paths too
     "dict": (lambda v: isinstance(v, dict), "a mapping"),
     "tuple": (lambda v: isinstance(v, (tuple, list)), "a list"),
     "None": (lambda v: v is None, "null"),

@@ -440,6 +440,7 @@ def test_every_flag_field_is_a_train_flag():
 
 def test_a_whole_number_written_as_a_float_is_taken():
     assert TrainConfig(env=TINY, timesteps=2e3).timesteps == 2000
+    assert TrainConfig(env=TINY, logdir=Path("runs") / "x").logdir == Path("runs") / "x"
 
 
 def test_set_of_a_make_config_argument(capsys, tmp_path):
