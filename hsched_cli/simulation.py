@@ -101,14 +101,24 @@ def _simulation_args(args):
         print(f"hsched: skipped {workload.skipped} invalid trace rows (--skip-invalid)",
               file=sys.stderr)
     measure = _measure(args.measure_jobs) if args.measure_jobs else None
-    config = SimConfig(round_s=args.round_s, restart_s=args.restart_s,
-                       planner=PlannerConfig(max_candidates=args.max_candidates),
-                       throughputs=args.throughputs, seed=args.seed,
-                       max_time_s=args.max_time_s, measure_jobs=measure,
-                       check_invariants=args.check_invariants,
-                       skip_steady_rounds=not getattr(args, "no_skip_rounds", False),
-                       progress=not args.no_progress and sys.stderr.isatty())
+    try:
+        config = SimConfig(round_s=args.round_s, restart_s=args.restart_s,
+                           planner=PlannerConfig(max_candidates=args.max_candidates),
+                           throughputs=args.throughputs, seed=args.seed,
+                           max_time_s=args.max_time_s, measure_jobs=measure,
+                           check_invariants=args.check_invariants,
+                           skip_steady_rounds=not getattr(args, "no_skip_rounds", False),
+                           progress=not args.no_progress and sys.stderr.isatty())
+    except ConfigError as exc:                  # named by the flag that set it
+        if exc.field not in _SIM_CONFIG_FLAGS:
+            raise
+        raise ConfigError(exc.reason, field=_SIM_CONFIG_FLAGS[exc.field]) from None
     return cluster, workload, config
+
+
+#: The flag of each ``SimConfig`` field the command line sets.
+_SIM_CONFIG_FLAGS = {"round_s": "--round-s", "restart_s": "--restart-s",
+                     "max_time_s": "--max-time-s", "measure_jobs": "--measure-jobs"}
 
 
 def _measure(text: str) -> tuple[int, int]:

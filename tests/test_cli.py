@@ -288,6 +288,9 @@ def test_simulate_errors(tmp_path):
     (["--floor", "1.5"], "--floor"),
     (["--objective", "fastest"], "fair-srpt"),
     (["--lp-method", "colgen", "--lp-backend", "pulp"], "colgen"),
+    (["--round-s", "0"], "field '--round-s'"),
+    (["--restart-s", "-1"], "field '--restart-s'"),
+    (["--measure-jobs", "5:2"], "field '--measure-jobs'"),
 ])
 def test_bad_simulation_flags_fail_before_simulating(capsys, extra, needle):
     code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
@@ -488,3 +491,4 @@ def test_policy_help_and_errors_list_every_policy(capsys):
     text = " ".join(capsys.readouterr().out.split())
     for name in ("gavel-resets", "topk-dominance", "pop-K-serial"):
         assert name in text                            # (not broken at its hyphen)
+
