@@ -30,6 +30,7 @@ import logging
 import math
 import time
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +38,7 @@ import numpy as np
 from hsched_env.catalog import ModelSpec
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.cluster import Cluster
-from hsched_env.errors import ConfigError, is_real_number
+from hsched_env.errors import ConfigError, is_real_number, show
 from hsched_env.metrics import compute_metrics
 from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, sia_sizes
@@ -52,6 +53,12 @@ DEFAULT_MAX_CANDIDATES = JOB_CANDIDATES          # the planner's candidates per 
 # Stop when no job has run for this many rounds although jobs are waiting and none will arrive:
 # the policy cannot or will not place them (reported unfinished, with a warning).
 STALL_ROUNDS = 1000
+
+
+def _is_index(value) -> bool:
+    """Whether ``value`` is a whole number as a policy may give a job id or a row: a Python
+    or NumPy integer, not a bool, a float or a string (which ``int()`` would coerce)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -116,10 +123,19 @@ class SimConfig:
             raise ConfigError(f"max_time_s must be a positive number of seconds (None: no "
                               f"limit), got {self.max_time_s!r}", field="max_time_s")
         if self.measure_jobs is not None:
-            a, b = self.measure_jobs
-            if not 0 <= a < b:
-                raise ConfigError(f"measure_jobs must be A:B with 0 <= A < B, got {a}:{b}",
-                                  field="measure_jobs")
+            m = self.measure_jobs
+            if not (isinstance(m, (tuple, list)) and len(m) == 2 and all(map(_is_index, m))
+                    and 0 <= m[0] < m[1]):
+                shown = f"{m[0]}:{m[1]}" if isinstance(m, (tuple, list)) and len(m) == 2 \
+                    else show(m)
+                raise ConfigError(f"measure_jobs must be A:B with 0 <= A < B, whole numbers "
+                                  f"(a pair (A, B)), got {shown}", field="measure_jobs")
+        if self.seed is not None and not (_is_index(self.seed) and self.seed >= 0):
+            raise ConfigError(f"seed must be a whole number >= 0 (or None), got "
+                              f"{show(self.seed)}", field="seed")
+        if not isinstance(self.planner, PlannerConfig):
+            raise ConfigError(f"planner must be a hsched_env.planner.PlannerConfig, got "
+                              f"{show(self.planner)}", field="planner")
 
 
 @dataclass
@@ -440,6 +456,7 @@ class Simulator:
             current_nodes=tuple([alloc[i] for i in act]))
         s.arrived_since, s.completed_since = [], []
         s.active = active
+        s.active_ids = frozenset(act)
         s.active_log.append(int(active.size))
         s.nodes.reset()
         s.new_alloc = {}
@@ -459,8 +476,18 @@ class Simulator:
     def place(self, j: int, r: int) -> bool:
         """Run job ``j`` with candidate row ``r`` this round, if it fits on the free nodes: on
         its current nodes when ``r`` is its current candidate and they are free (no restart),
-        else on nodes picked by ``NodeState.place``. Returns whether it was placed."""
+        else on nodes picked by ``NodeState.place``. Returns whether it was placed. A job
+        that is not active this round, or a row that is not one of its candidates' (or not a
+        whole number), is a ``ConfigError``."""
         s = self._s
+        if not s.in_round:
+            raise RuntimeError("place() needs an open round: call next_view() first")
+        if (not _is_index(j) or j not in s.active_ids or not _is_index(r)
+                or not 0 <= r < len(s.tables[j])):
+            what = (f"job {show(j)}, which is not active at t={s.t:.0f}"
+                    if not _is_index(j) or j not in s.active_ids else
+                    f"row {show(r)} of job {j}, which has {len(s.tables[j])} candidates")
+            raise ConfigError(f"place() was given {what}", field="place")
         return self._place_on(s.nodes, s.new_alloc, j, r)
 
     def _place_on(self, nodes: NodeState, new_alloc: dict, j: int, r: int) -> bool:
@@ -498,12 +525,18 @@ class Simulator:
         s = self._s
         n, t = len(self.jobs), s.t
         prefs: dict[int, list[int]] = {}
+        if not isinstance(decision, Mapping):
+            raise ConfigError(f"{who} returned {type(decision).__name__}, not a mapping "
+                              f"{{job id: row or rows}}", field="decision")
         for j, choice in decision.items():
+            if not _is_index(j):
+                raise ConfigError(f"{who} assigned job {show(j)}: a job id is a whole number",
+                                  field="decision")
             j = int(j)
             if j < 0 or j >= n or s.state[j] >= DONE or s.arrival[j] > t:
                 raise ConfigError(f"{who} assigned job {j}, which is not active at t={t:.0f}",
                                   field="decision")
-            rows = _choice_rows(choice)
+            rows = _choice_rows(choice, j, who)
             size = len(s.tables[j])
             for r in rows:
                 if not 0 <= r < size:
@@ -531,15 +564,20 @@ class Simulator:
         return self._run_view
 
     def snapshot(self) -> "RunSnapshot":
-        """A copy of the run's state to branch from (``restored``); candidate tables and the
+        """A copy of the run's state — and of the policy's, which decides the rounds to come
+        (its RNG, its memos) — to branch from (``restored``); candidate tables and the
         cluster are shared, not copied (they never change)."""
-        return RunSnapshot(copy.deepcopy(self._s, self._shared_memo()))
+        return RunSnapshot(copy.deepcopy(self._s, self._shared_memo()),
+                           copy.deepcopy(self.policy, self._shared_memo()))
 
     def restored(self, snapshot: "RunSnapshot") -> "Simulator":
-        """A simulator of the same scenario and policy continuing from ``snapshot`` (this one
-        is left as it is); a snapshot can be restored any number of times."""
+        """A simulator of the same scenario continuing from ``snapshot`` with its own copy of
+        the policy as it was then (this one is left as it is, policy included); a snapshot
+        can be restored any number of times, each branch the same run."""
         sim = copy.copy(self)
         sim._s = copy.deepcopy(snapshot.state, self._shared_memo())
+        if snapshot.policy is not None:
+            sim.policy = copy.deepcopy(snapshot.policy, self._shared_memo())
         sim._run_view = RunView(sim)
         return sim
 
@@ -769,11 +807,16 @@ class Simulator:
         return self.result()
 
 
-def _choice_rows(choice) -> list[int]:
-    """A decision's choice for one job (a row, or rows in preference order) as a list."""
-    if isinstance(choice, (list, tuple)):
-        return [int(c) for c in choice]
-    return [int(choice)] if np.ndim(choice) == 0 else [int(c) for c in choice]
+def _choice_rows(choice, job=None, who: str = "policy") -> list[int]:
+    """A decision's choice for one job (a row, or rows in preference order) as a list; a
+    ``ConfigError`` for anything but whole numbers (``0.7``, ``"0"``, ``True``, NaN)."""
+    if isinstance(choice, np.ndarray) and choice.dtype.kind in "iu" and choice.ndim <= 1:
+        return choice.reshape(-1).tolist()
+    items = list(choice) if isinstance(choice, (list, tuple, np.ndarray)) else [choice]
+    if not all(_is_index(c) for c in items):
+        raise ConfigError(f"{who} chose {show(choice)} for job {job}: a choice is a candidate "
+                          f"row or a list of rows, whole numbers", field="decision")
+    return [int(c) for c in items]
 
 
 def _all_first(decision: Assignment, placed: list[tuple[int, int]]) -> bool:
@@ -905,9 +948,11 @@ class RunView:
 
 @dataclass(frozen=True)
 class RunSnapshot:
-    """A copy of a run's state (``Simulator.snapshot()``), opaque to other modules."""
+    """A copy of a run's state and of its policy's (``Simulator.snapshot()``), opaque to
+    other modules."""
 
     state: object
+    policy: object = None
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -951,6 +996,7 @@ class _RunState:
     unchanged: bool = False                   # the last round changed no job's placement
     stalled: int = 0
     active: np.ndarray = None
+    active_ids: frozenset = frozenset()     # the open round's active job ids (``place``)
     new_alloc: dict = field(default_factory=dict)
     in_round: bool = False
     end_reason: str | None = None

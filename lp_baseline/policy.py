@@ -397,7 +397,7 @@ class LPPolicy:
                "lp_fallback_kinds": dict(sorted(self._fallback_kinds.items())),
                "lp_time_limits": self._time_limits, "lp_reused": self._lp_reused,
                "rounding_reused": self._round_memo.hits,
-               "delivered_over_planned": self._delivery.ratio()}
+               "delivered_over_planned": float(self._delivery.ratio())}
         if self.warm_start:
             out["lp_warm_starts"] = self._warm_starts
             out["lp_warm_retries"] = self._warm_retries

@@ -284,11 +284,12 @@ def evaluate_objective(p: AllocationProblem, x: np.ndarray, objective: str) -> f
     Over an empty set of jobs it is 0.0 for every objective.
     """
     if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+        raise ConfigError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}",
+                          field="objective")
     x = np.asarray(x, dtype=np.float64)
     if x.shape != (p.n_candidates,):
-        raise ValueError(f"x has shape {x.shape}, expected ({p.n_candidates},): one share per "
-                         f"candidate")
+        raise ConfigError(f"x has shape {x.shape}, expected ({p.n_candidates},): one share "
+                          f"per candidate", field="x")
     if objective in FLOOR_OBJECTIVES:
         return float(p.stage2_coefficients() @ x)
     thr_j = p.job_throughput(x)
@@ -356,8 +357,8 @@ def check_feasible(p: AllocationProblem, x: np.ndarray, tol: float = 1e-7) -> fl
 
 
 def require_field(p: AllocationProblem, name: str, objective: str) -> np.ndarray:
-    """``p.<name>``, which ``objective`` needs; ``ValueError`` if it is unset."""
+    """``p.<name>``, which ``objective`` needs; a ``ConfigError`` if it is unset."""
     value = getattr(p, name)
     if value is None:
-        raise ValueError(f"objective {objective!r} needs AllocationProblem.{name}")
+        raise _bad(name, f"objective {objective!r} needs AllocationProblem.{name}")
     return value

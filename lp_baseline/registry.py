@@ -19,7 +19,10 @@ baselines of ``lp_baseline.baselines``.
 
 from __future__ import annotations
 
-from hsched_env.errors import UnknownNameError
+import inspect
+import numbers
+
+from hsched_env.errors import ConfigError, UnknownNameError, show
 
 POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
                 "support-reuse",
@@ -81,11 +84,20 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
             ``agnostic-lp``.
     """
     from lp_baseline.baselines import BASELINES
+    if not isinstance(name, str):
+        raise ConfigError(f"a policy is named by a string, got {show(name)}", field="policy")
+    if isinstance(topk, bool) or not isinstance(topk, numbers.Integral) or topk < 1:
+        raise ConfigError(f"topk must be a whole number >= 1, got {show(topk)}", field="topk")
     if name in BASELINES:
         return BASELINES[name]()
     # the LP policies' modules (scipy, HiGHS) load only when an LP policy is asked for, so a
     # ``hsched simulate --policy fifo-fastest`` starts without them
     from lp_baseline.policy import DEFAULT_OBJECTIVE, GAVEL_MIN_RESET_S, LPPolicy
+    known = set(inspect.signature(LPPolicy.__init__).parameters) - {"self", "name"}
+    unknown = sorted(set(lp_options) - known)
+    if unknown:
+        raise ConfigError(f"unknown LP policy option(s) {', '.join(unknown)}; LPPolicy takes "
+                          f"{', '.join(sorted(known))}", field=unknown[0])
     if name == "sia":
         from lp_baseline.sia import SiaPolicy
         return SiaPolicy()

@@ -62,6 +62,8 @@ import time
 
 import numpy as np
 
+from hsched_env.errors import ConfigError
+
 # ``highspy`` is imported into this module on purpose: ``solve_allocation`` checks this module's
 # binding, so setting ``lp_baseline.solver.highspy = None`` simulates a missing solver (as
 # tests/test_faults.py and scripts/reliability.py do).
@@ -160,22 +162,28 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
 
     Returns:
         An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
-        ``status`` (and ``message``), not raised; invalid arguments raise ``ValueError``.
+        ``status`` (and ``message``), not raised; invalid arguments raise ``ConfigError`` (a ``ValueError``) naming the argument.
     """
     if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+        raise ConfigError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}",
+                          field="objective")
     if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+        raise ConfigError(f"unknown backend {backend!r}; expected one of {BACKENDS}",
+                          field="backend")
     if time_limit_s is not None and not time_limit_s > 0:
-        raise ValueError(f"time_limit_s must be > 0, got {time_limit_s!r}")
+        raise ConfigError(f"time_limit_s must be > 0, got {time_limit_s!r}",
+                          field="time_limit_s")
     if not (isinstance(floor, (int, float)) and 0.0 <= floor <= 1.0):
-        raise ValueError(f"floor must be in [0, 1], got {floor!r}")
+        raise ConfigError(f"floor must be in [0, 1], got {floor!r}", field="floor")
     if method not in METHODS:
-        raise ValueError(f"unknown LP method {method!r}; expected one of {METHODS}")
+        raise ConfigError(f"unknown LP method {method!r}; expected one of {METHODS}",
+                          field="method")
     if warm_basis is not None and basis_keys is None:
-        raise ValueError("warm_basis needs basis_keys (the labels to map it by)")
+        raise ConfigError("warm_basis needs basis_keys (the labels to map it by)",
+                          field="warm_basis")
     if method == "colgen" and backend != "highs":
-        raise ValueError(f"method='colgen' needs backend='highs', got {backend!r}")
+        raise ConfigError(f"method='colgen' needs backend='highs', got {backend!r}",
+                          field="method")
     if objective in ("min-makespan", "ftf"):
         require_field(p, "remaining", objective)
     if objective in ("sia-srpt", "sia-las"):
@@ -186,8 +194,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     options = {**METHOD_OPTIONS[method], **(highs_options or {})}
     reserved = {"threads", "random_seed", "time_limit", "output_flag"} & set(options)
     if reserved:
-        raise ValueError(f"highs_options may not set {sorted(reserved)}: the solver sets them "
-                         "(use time_limit_s for the time limit)")
+        raise ConfigError(f"highs_options may not set {sorted(reserved)}: the solver sets them "
+                          "(use time_limit_s for the time limit)", field="highs_options")
 
     t0 = time.perf_counter()
     fit = p.fits()

@@ -286,6 +286,9 @@ def load_cluster(path: PathLike) -> Cluster:
         ConfigError: Missing or unreadable file, unsupported extension, non-UTF-8 bytes,
             empty file, syntax error, or any invalid field (with file, field and line).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"load_cluster takes a cluster file's path, got "
+                          f"{type(path).__name__} (a mapping: cluster_from_dict)", field="path")
     p = Path(path)
     source = str(p)
     suffix = p.suffix.lower()

@@ -46,6 +46,7 @@ from __future__ import annotations
 # CSV_REQUIRED, CSV_OPTIONAL) are re-exported for that too.
 from hsched_env.catalog import MAX_BATCH
 from hsched_env.cluster import Cluster, get_cluster
+from hsched_env.throughput import check_throughput_source
 from hsched_env.workloads.generator import (GAVEL_TEMPLATES, LLM_MIX, LLM_MIX_CLASSIC_SHARE,
                                             MAX_GENERATED_JOBS, NON_DISTRIBUTED, _generate)
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model, model_for_gpu_time
@@ -91,6 +92,8 @@ def load_workload(spec: str, cluster: Cluster | str, *, skip_invalid: bool = Fal
     """
     kind, values = _parse_spec(spec)
     cluster = get_cluster(cluster)
+    # a bad source named here, not as a job that does not fit or as a trace row's fault
+    check_throughput_source(throughputs)
     params = _Params(spec, values)
     if kind == "gavel":
         return _generate(spec, params, cluster, throughputs)

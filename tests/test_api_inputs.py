@@ -1,0 +1,145 @@
+"""The Python API's refusals of bad input and its branching (a fresh-user audit of the library,
+session 37): each bad value is an ``HSchedError`` naming its field, never a raw
+``TypeError``/``IndexError`` from inside or a value silently coerced; a simulator branched
+from a snapshot continues as the unbranched run would, whatever the policy's own state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hsched_env.cluster import get_cluster
+from hsched_env.cluster.files import load_cluster
+from hsched_env.errors import ConfigError
+from hsched_env.simulator import SimConfig, Simulator
+from hsched_env.workloads import load_workload
+from lp_baseline.instances import random_problem
+from lp_baseline.registry import make_policy
+from lp_baseline.solver import solve_allocation
+
+CLUSTER = get_cluster("sia-64")
+WORKLOAD = load_workload("gavel:rate=6,jobs=20,seed=1,mix=llm", CLUSTER)
+
+
+def _drive(sim, rounds=None):
+    """Step ``sim`` by hand (next_view, the policy's decide, place, advance)."""
+    n = 0
+    while (rounds is None or n < rounds) and (view := sim.next_view()) is not None:
+        sim.place_decision(sim.policy.decide(view))
+        sim.advance()
+        n += 1
+    return sim
+
+
+@pytest.mark.parametrize("name", ["random", "support-reuse", "pop-2"])
+def test_branches_from_a_snapshot_are_the_unbranched_run(name):
+    """The snapshot holds the policy's state too (its RNG, its memos): two branches and the
+    original, continued after them, all finish as the run that was never branched (they
+    used to share one policy object, so each branch moved the others' random draws)."""
+    whole = Simulator(CLUSTER, WORKLOAD, make_policy(name), SimConfig(seed=1)).run()
+    sim = Simulator(CLUSTER, WORKLOAD, make_policy(name), SimConfig(seed=1))
+    sim.policy.reset(CLUSTER, 1)
+    sim.reset()
+    _drive(sim, 15)
+    snap = sim.snapshot()
+    runs = [_drive(sim.restored(snap)), _drive(sim.restored(snap)), _drive(sim)]
+    want = whole.metrics()["avg_jct_s"]
+    assert [r.result().metrics()["avg_jct_s"] for r in runs] == [want] * 3
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"seed": "1"}, "seed"), ({"seed": 1.5}, "seed"), ({"seed": -1}, "seed"),
+    ({"measure_jobs": ("0", "3")}, "measure_jobs"), ({"measure_jobs": 3}, "measure_jobs"),
+    ({"measure_jobs": (1, 2, 3)}, "measure_jobs"), ({"measure_jobs": (0.5, 3)}, "measure_jobs"),
+    ({"planner": None}, "planner"), ({"planner": {}}, "planner")])
+def test_sim_config_refuses_values_of_the_wrong_kind(kwargs, field):
+    with pytest.raises(ConfigError) as err:
+        SimConfig(**kwargs)
+    assert err.value.field == field
+
+
+class _Fixed:
+    """A policy whose every decision is ``decision(view)``."""
+
+    name = "fixed"
+
+    def __init__(self, decision):
+        self.decision = decision
+
+    def reset(self, cluster, seed):
+        pass
+
+    def decide(self, view):
+        return self.decision(view)
+
+
+@pytest.mark.parametrize("decision,says", [
+    (lambda v: {int(v.job_ids[0]): 0.7}, "chose 0.7"),
+    (lambda v: {int(v.job_ids[0]): "0"}, "chose '0'"),
+    (lambda v: {int(v.job_ids[0]): True}, "chose True"),
+    (lambda v: {int(v.job_ids[0]): [0, float("nan")]}, "whole numbers"),
+    (lambda v: {int(v.job_ids[0]): None}, "chose None"),
+    (lambda v: {0.5: 0}, "assigned job 0.5"),
+    (lambda v: [(int(v.job_ids[0]), 0)], "returned list, not a mapping"),
+    (lambda v: None, "returned NoneType"),
+])
+def test_a_decision_of_the_wrong_kind_is_refused_not_coerced(decision, says):
+    sim = Simulator(CLUSTER, WORKLOAD, _Fixed(decision), SimConfig())
+    with pytest.raises(ConfigError, match=says) as err:
+        sim.run()
+    assert err.value.field == "decision"
+
+
+def test_place_checks_the_job_and_the_row():
+    sim = Simulator(CLUSTER, WORKLOAD, make_policy("fifo"), SimConfig())
+    sim.reset()
+    with pytest.raises(RuntimeError, match="next_view"):
+        sim.place(0, 0)
+    view = sim.next_view()
+    j = int(view.job_ids[0])
+    size = len(view.candidates[0])
+    for bad_job, bad_row, says in ((77, 0, "job 77, which is not active"),
+                                   (j, size, f"row {size} of job {j}"),
+                                   (j, 0.5, "row 0.5"), (True, 0, "job True")):
+        with pytest.raises(ConfigError, match=says):
+            sim.place(bad_job, bad_row)
+    assert sim.place(j, 0) in (True, False)
+    with pytest.raises(ConfigError, match="chose 'x'"):
+        sim.try_place_decision({j: "x"})
+
+
+@pytest.mark.parametrize("name,kwargs,field", [
+    (None, {}, "policy"), ("topk", {"topk": 0}, "topk"), ("topk", {"topk": -1}, "topk"),
+    ("topk", {"topk": "3"}, "topk"), ("heterosched-lp", {"no_such_option": 1}, "no_such_option")])
+def test_make_policy_refuses_bad_arguments(name, kwargs, field):
+    with pytest.raises(ConfigError) as err:
+        make_policy(name, **kwargs)
+    assert err.value.field == field
+    assert make_policy("topk", topk=np.int64(3)).topk == 3
+
+
+def test_solver_argument_errors_are_config_errors():
+    p = random_problem(3, np.random.default_rng(0), n_types=2)
+    for kwargs, field in (({"objective": "nope"}, "objective"),
+                          ({"objective": "ftf"}, "remaining"),
+                          ({"objective": "max-min", "floor": 2.0}, "floor")):
+        objective = kwargs.pop("objective")
+        with pytest.raises(ConfigError) as err:
+            solve_allocation(p if field != "remaining" else _without(p, "remaining"),
+                             objective, **kwargs)
+        assert err.value.field == field
+
+
+def _without(p, name):
+    import dataclasses
+    return dataclasses.replace(p, **{name: None})
+
+
+def test_load_cluster_and_load_workload_name_the_bad_argument():
+    with pytest.raises(ConfigError, match="cluster_from_dict") as err:
+        load_cluster({"nodes": []})
+    assert err.value.field == "path"
+    for spec in ("gavel:jobs=3", "csv:path=/nonexistent.csv"):
+        with pytest.raises(ConfigError, match="unknown throughput source 'foo'") as err:
+            load_workload(spec, CLUSTER, throughputs="foo")
+        assert err.value.field == "throughputs"
