@@ -23,6 +23,7 @@ For one job (a ``ModelSpec``) on a ``Cluster`` the planner
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from hsched_env.catalog import ModelSpec, get_gpu, get_model
 from hsched_env.cluster import Cluster
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, show
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, GB, KIND_DP_SPLIT, KIND_HOMO,
                                   KIND_NAMES, KIND_PP_SPLIT, Calibration,
                                   best_microbatch_count, layer_time_per_sample, model_shape,
@@ -377,6 +378,9 @@ class PlannerConfig:
     calibration: Calibration = DEFAULT_CALIBRATION
 
     def __post_init__(self) -> None:
+        if not isinstance(self.calibration, Calibration):
+            raise ConfigError(f"calibration is a hsched_env.costmodel.Calibration, got "
+                              f"{show(self.calibration)}", field="calibration")
         for name in ("max_candidates", "max_gpus"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -398,7 +402,7 @@ def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = Pl
     Returns:
         The job's ``CandidateTable`` (empty if the job fits nowhere on this cluster).
     """
-    model = get_model(model) if isinstance(model, str) else model
+    model, cluster = _plan_inputs(model, cluster, config)
     rs, sk = _cluster_sets(cluster.pools)
     priced = _price(model, cluster, rs, sk, config, get_throughput_source(throughputs))
     best = priced.best_per_set()
@@ -430,7 +434,7 @@ def plan_set(model: ModelSpec | str, cluster: Cluster, gpus: dict[str, int], *,
     Raises:
         ConfigError: More than two types, a type the cluster lacks, or more GPUs than it has.
     """
-    model = get_model(model) if isinstance(model, str) else model
+    model, cluster = _plan_inputs(model, cluster, config)
     rs, sk = _sets_and_skeleton(cluster.pools, [_set_tuple(cluster, gpus)])
     priced = _price(model, cluster, rs, sk, config, get_throughput_source(throughputs))
     rows = priced.best_per_set() if best_only else np.flatnonzero(priced.feasible)
@@ -449,7 +453,7 @@ def plan_sets(model: ModelSpec | str, cluster: Cluster, sets: list[dict[str, int
     Raises:
         ConfigError: As ``plan_set``, for the first bad set.
     """
-    model = get_model(model) if isinstance(model, str) else model
+    model, cluster = _plan_inputs(model, cluster, config)
     if not sets:
         return []
     rs, sk = _sets_and_skeleton(cluster.pools, [_set_tuple(cluster, g) for g in sets])
@@ -460,9 +464,31 @@ def plan_sets(model: ModelSpec | str, cluster: Cluster, sets: list[dict[str, int
     return [every.take(np.flatnonzero(of_set == i)) for i in range(len(sets))]
 
 
+def _plan_inputs(model, cluster, config) -> tuple[ModelSpec, Cluster]:
+    """The planner's model and cluster (a catalog name, a preset name or file accepted), and
+    a ``ConfigError`` naming the argument that is of another kind."""
+    if isinstance(model, str):
+        model = get_model(model)
+    elif not isinstance(model, ModelSpec):
+        raise ConfigError(f"model is a catalog name or a ModelSpec, got {show(model)}",
+                          field="model")
+    if not isinstance(cluster, Cluster):
+        if not isinstance(cluster, (str, os.PathLike)):
+            raise ConfigError(f"cluster is a Cluster, a preset name or a cluster file, got "
+                              f"{show(cluster)}", field="cluster")
+        from hsched_env.cluster import get_cluster
+        cluster = get_cluster(cluster)
+    if not isinstance(config, PlannerConfig):
+        raise ConfigError(f"config is a PlannerConfig, got {show(config)}", field="config")
+    return model, cluster
+
+
 def _set_tuple(cluster: Cluster, gpus: dict[str, int]) -> tuple[int, int, int, int, int]:
     """``(pool A, pool B or -1, GPUs on A, GPUs on B, nodes)`` of an explicit resource set
     (the first pool of each named type), checked (``plan_set``'s errors)."""
+    if not isinstance(gpus, dict):
+        raise ConfigError(f"a resource set is a mapping {{GPU type: count}}, got {show(gpus)}",
+                          field="gpus")
     if not 1 <= len(gpus) <= 2:
         raise ConfigError(f"a resource set has one or two GPU types, got {len(gpus)}",
                           field="gpus")
@@ -471,6 +497,9 @@ def _set_tuple(cluster: Cluster, gpus: dict[str, int]) -> tuple[int, int, int, i
     if len({get_gpu(name).name for name in gpus}) != len(gpus):
         raise ConfigError(f"a GPU type is named twice in {gpus}", field="gpus")
     for name, n in gpus.items():
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise ConfigError(f"a GPU count is a whole number, got {show(n)}",
+                              field=f"gpus.{name}")
         t = get_gpu(name).name
         pool = next((i for i, p in enumerate(pools) if p.gpu_type == t), None)
         if pool is None or not 0 < n <= pools[pool].num_gpus:

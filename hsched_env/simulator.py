@@ -28,6 +28,7 @@ import copy
 import dataclasses
 import logging
 import math
+import os
 import time
 import types
 from collections.abc import Mapping
@@ -37,14 +38,14 @@ import numpy as np
 
 from hsched_env.catalog import ModelSpec
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
-from hsched_env.cluster import Cluster
+from hsched_env.cluster import Cluster, get_cluster
 from hsched_env.errors import ConfigError, is_real_number, show
 from hsched_env.metrics import compute_metrics
 from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, sia_sizes
 from hsched_env.policy import Assignment, Policy, SchedulerView
 from hsched_env.table_memo import TableMemo
-from hsched_env.workloads.types import MAX_SECONDS
+from hsched_env.workloads.types import MAX_SECONDS, Job
 
 log = logging.getLogger(__name__)
 
@@ -211,10 +212,28 @@ class Simulator:
     def __init__(self, cluster: Cluster, workload, policy: Policy,
                  config: SimConfig = SimConfig(), *,
                  candidate_cache: dict | None = None) -> None:
+        if not isinstance(cluster, Cluster):
+            if not isinstance(cluster, (str, os.PathLike)):
+                raise ConfigError(f"cluster is a Cluster, a preset name or a cluster file, "
+                                  f"got {show(cluster)}", field="cluster")
+            cluster = get_cluster(cluster)
         self.cluster = cluster
+        if isinstance(workload, (str, bytes)):
+            raise ConfigError(f"workload is a Workload or a sequence of jobs; load the spec "
+                              f"{show(workload)} with hsched_env.workloads.load_workload",
+                              field="workload")
         self.jobs = tuple(getattr(workload, "jobs", workload))
         if not self.jobs:
             raise ConfigError("the workload has no jobs", field="workload")
+        if not all(isinstance(j, Job) for j in self.jobs):
+            raise ConfigError("the workload's jobs are hsched_env.workloads.Job objects",
+                              field="workload")
+        if not all(callable(getattr(policy, m, None)) for m in ("reset", "decide")):
+            raise ConfigError(f"policy is an object with reset(cluster, seed) and "
+                              f"decide(view) (lp_baseline.registry.make_policy), got "
+                              f"{show(policy)}", field="policy")
+        if not isinstance(config, SimConfig):
+            raise ConfigError(f"config is a SimConfig, got {show(config)}", field="config")
         ids = [j.job_id for j in self.jobs]
         if ids != list(range(len(ids))):
             raise ConfigError("job ids must be 0..N-1 in order", field="workload")

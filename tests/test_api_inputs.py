@@ -143,3 +143,32 @@ def test_load_cluster_and_load_workload_name_the_bad_argument():
         with pytest.raises(ConfigError, match="unknown throughput source 'foo'") as err:
             load_workload(spec, CLUSTER, throughputs="foo")
         assert err.value.field == "throughputs"
+
+
+def test_the_entry_points_name_an_argument_of_another_kind():
+    """``Simulator(...)``, ``plan(...)``, ``plan_set(...)`` and ``PlannerConfig``: an
+    argument of another kind is a ConfigError naming it (they failed with AttributeErrors
+    deep inside); a cluster may be given by its preset name."""
+    from hsched_env.planner import PlannerConfig, plan, plan_set
+    tiny = get_cluster("tiny-8")
+    jobs = load_workload("gavel:rate=4,jobs=3,seed=1", tiny)
+    fifo = make_policy("fifo")
+    assert Simulator("tiny-8", jobs, fifo).run().metrics()["jobs_completed"] == 3
+    assert len(plan("resnet50", "tiny-8")) == len(plan("resnet50", tiny)) > 0
+    cases = [(lambda: Simulator(42, jobs, fifo), "cluster"),
+             (lambda: Simulator(tiny, "gavel:jobs=3", fifo), "workload"),
+             (lambda: Simulator(tiny, [1, 2], fifo), "workload"),
+             (lambda: Simulator(tiny, jobs, "greedy"), "policy"),
+             (lambda: Simulator(tiny, jobs, fifo, None), "config"),
+             (lambda: plan(None, tiny), "model"),
+             (lambda: plan("resnet50", 8), "cluster"),
+             (lambda: plan("resnet50", tiny, config={}), "config"),
+             (lambda: PlannerConfig(calibration=None), "calibration"),
+             (lambda: plan_set("resnet50", tiny, {"T4": 1.5}), "gpus.T4"),
+             (lambda: plan_set("resnet50", tiny, {"T4": True}), "gpus.T4"),
+             (lambda: plan_set("resnet50", tiny, {"T4": "2"}), "gpus.T4"),
+             (lambda: plan_set("resnet50", tiny, None), "gpus")]
+    for call, field in cases:
+        with pytest.raises(ConfigError) as err:
+            call()
+        assert err.value.field == field
