@@ -378,6 +378,10 @@ class PlannerConfig:
     calibration: Calibration = DEFAULT_CALIBRATION
 
     def __post_init__(self) -> None:
+        for name in ("mixed", "prune_dominated", "data_parallel_only", "prune_microbatches"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ConfigError(f"{name} must be True or False, got "
+                                  f"{show(getattr(self, name))}", field=name)
         if not isinstance(self.calibration, Calibration):
             raise ConfigError(f"calibration is a hsched_env.costmodel.Calibration, got "
                               f"{show(self.calibration)}", field="calibration")

@@ -134,6 +134,10 @@ class SimConfig:
         if self.seed is not None and not (_is_index(self.seed) and self.seed >= 0):
             raise ConfigError(f"seed must be a whole number >= 0 (or None), got "
                               f"{show(self.seed)}", field="seed")
+        for name in ("check_invariants", "progress", "skip_steady_rounds"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ConfigError(f"{name} must be True or False, got "
+                                  f"{show(getattr(self, name))}", field=name)
         if not isinstance(self.planner, PlannerConfig):
             raise ConfigError(f"planner must be a hsched_env.planner.PlannerConfig, got "
                               f"{show(self.planner)}", field="planner")

@@ -172,3 +172,18 @@ def test_the_entry_points_name_an_argument_of_another_kind():
         with pytest.raises(ConfigError) as err:
             call()
         assert err.value.field == field
+
+
+def test_switches_take_true_or_false_only():
+    """A switch given "no" (truthy) or -3 used to turn it on: now a ConfigError."""
+    from hsched_env.planner import PlannerConfig
+    for make, name in ((PlannerConfig, "mixed"), (PlannerConfig, "data_parallel_only"),
+                       (SimConfig, "check_invariants"), (SimConfig, "skip_steady_rounds")):
+        for bad in ("no", -3, None):
+            with pytest.raises(ConfigError) as err:
+                make(**{name: bad})
+            assert err.value.field == name
+    with pytest.raises(ConfigError) as err:
+        load_workload("gavel:jobs=3", CLUSTER, skip_invalid="no")
+    assert err.value.field == "skip_invalid"
+    assert SimConfig(check_invariants=np.bool_(True)).check_invariants
