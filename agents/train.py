@@ -75,7 +75,8 @@ import gymnasium as gym
 import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import (ConfigError, UnknownNameError, is_real_number, is_switch_value,
+                               is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
 from hsched_env.text import counted
 
@@ -510,11 +511,9 @@ def config_fields(entry: dict, source: str = "hyperparams") -> dict:
 
 #: What each annotated kind of a ``TrainConfig`` field accepts, and how an error says it.
 _FIELD_KINDS = {
-    "int": (lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
-            "a whole number"),
-    "float": (lambda v: isinstance(v, (int, float, np.integer, np.floating))
-              and not isinstance(v, (bool, np.bool_)), "a number"),
-    "bool": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
+    "int": (is_whole_number, "a whole number"),
+    "float": (is_real_number, "a number"),
+    "bool": (is_switch_value, "true or false"),
     "str": (lambda v: isinstance(v, (str, os.PathLike)), "a string"),   # paths too
     "dict": (lambda v: isinstance(v, dict), "a mapping"),
     "tuple": (lambda v: isinstance(v, (tuple, list)), "a list"),

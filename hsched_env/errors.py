@@ -6,6 +6,10 @@ cluster file, trace or argument without reading a traceback.
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 #: Longest user-supplied text echoed in an error message (longer text is cut in the middle).
 MAX_ECHO = 80
 
@@ -32,8 +36,25 @@ def is_real_number(value: object) -> bool:
     """Whether ``value`` is a real number: an int or float (NumPy's too), not a bool or a
     string — what a numeric argument must be before it is compared (``"300" >= 1.0`` is a
     ``TypeError``, not a clear error)."""
-    import numbers
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return isinstance(value, numbers.Real) and not is_switch_value(value)
+
+
+def is_whole_number(value: object) -> bool:
+    """Whether ``value`` is an integer (NumPy's too), not a bool, a float or a string — what
+    a count, an index or a seed must be (``int()`` would coerce ``0.7`` or ``"3"``)."""
+    return isinstance(value, numbers.Integral) and not is_switch_value(value)
+
+
+def is_switch_value(value: object) -> bool:
+    """Whether ``value`` is ``True`` or ``False`` (NumPy's too)."""
+    return isinstance(value, (bool, np.bool_))
+
+
+def check_switch(value: object, field: str) -> None:
+    """A ``ConfigError`` naming ``field`` unless ``value`` is ``True`` or ``False``: ``"no"``
+    or ``-3`` would otherwise count as on."""
+    if not is_switch_value(value):
+        raise ConfigError(f"{field} must be True or False, got {show(value)}", field=field)
 
 
 class HSchedError(Exception):

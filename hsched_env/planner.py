@@ -23,15 +23,14 @@ For one job (a ``ModelSpec``) on a ``Cluster`` the planner
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from hsched_env.catalog import ModelSpec, get_gpu, get_model
-from hsched_env.cluster import Cluster
-from hsched_env.errors import ConfigError, show
+from hsched_env.cluster import Cluster, get_cluster
+from hsched_env.errors import ConfigError, check_switch, is_whole_number, show
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, GB, KIND_DP_SPLIT, KIND_HOMO,
                                   KIND_NAMES, KIND_PP_SPLIT, Calibration,
                                   best_microbatch_count, layer_time_per_sample, model_shape,
@@ -379,9 +378,7 @@ class PlannerConfig:
 
     def __post_init__(self) -> None:
         for name in ("mixed", "prune_dominated", "data_parallel_only", "prune_microbatches"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ConfigError(f"{name} must be True or False, got "
-                                  f"{show(getattr(self, name))}", field=name)
+            check_switch(getattr(self, name), name)
         if not isinstance(self.calibration, Calibration):
             raise ConfigError(f"calibration is a hsched_env.costmodel.Calibration, got "
                               f"{show(self.calibration)}", field="calibration")
@@ -476,12 +473,7 @@ def _plan_inputs(model, cluster, config) -> tuple[ModelSpec, Cluster]:
     elif not isinstance(model, ModelSpec):
         raise ConfigError(f"model is a catalog name or a ModelSpec, got {show(model)}",
                           field="model")
-    if not isinstance(cluster, Cluster):
-        if not isinstance(cluster, (str, os.PathLike)):
-            raise ConfigError(f"cluster is a Cluster, a preset name or a cluster file, got "
-                              f"{show(cluster)}", field="cluster")
-        from hsched_env.cluster import get_cluster
-        cluster = get_cluster(cluster)
+    cluster = get_cluster(cluster)                  # a preset name or a file too
     if not isinstance(config, PlannerConfig):
         raise ConfigError(f"config is a PlannerConfig, got {show(config)}", field="config")
     return model, cluster
@@ -501,7 +493,7 @@ def _set_tuple(cluster: Cluster, gpus: dict[str, int]) -> tuple[int, int, int, i
     if len({get_gpu(name).name for name in gpus}) != len(gpus):
         raise ConfigError(f"a GPU type is named twice in {gpus}", field="gpus")
     for name, n in gpus.items():
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        if not is_whole_number(n):
             raise ConfigError(f"a GPU count is a whole number, got {show(n)}",
                               field=f"gpus.{name}")
         t = get_gpu(name).name

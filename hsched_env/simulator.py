@@ -28,7 +28,6 @@ import copy
 import dataclasses
 import logging
 import math
-import os
 import time
 import types
 from collections.abc import Mapping
@@ -39,7 +38,8 @@ import numpy as np
 from hsched_env.catalog import ModelSpec
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.cluster import Cluster, get_cluster
-from hsched_env.errors import ConfigError, is_real_number, show
+from hsched_env.errors import (ConfigError, check_switch, is_real_number, is_whole_number,
+                               show)
 from hsched_env.metrics import compute_metrics
 from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, sia_sizes
@@ -54,12 +54,6 @@ DEFAULT_MAX_CANDIDATES = JOB_CANDIDATES          # the planner's candidates per 
 # Stop when no job has run for this many rounds although jobs are waiting and none will arrive:
 # the policy cannot or will not place them (reported unfinished, with a warning).
 STALL_ROUNDS = 1000
-
-
-def _is_index(value) -> bool:
-    """Whether ``value`` is a whole number as a policy may give a job id or a row: a Python
-    or NumPy integer, not a bool, a float or a string (which ``int()`` would coerce)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -125,19 +119,17 @@ class SimConfig:
                               f"limit), got {self.max_time_s!r}", field="max_time_s")
         if self.measure_jobs is not None:
             m = self.measure_jobs
-            if not (isinstance(m, (tuple, list)) and len(m) == 2 and all(map(_is_index, m))
+            if not (isinstance(m, (tuple, list)) and len(m) == 2 and all(map(is_whole_number, m))
                     and 0 <= m[0] < m[1]):
                 shown = f"{m[0]}:{m[1]}" if isinstance(m, (tuple, list)) and len(m) == 2 \
                     else show(m)
                 raise ConfigError(f"measure_jobs must be A:B with 0 <= A < B, whole numbers "
                                   f"(a pair (A, B)), got {shown}", field="measure_jobs")
-        if self.seed is not None and not (_is_index(self.seed) and self.seed >= 0):
+        if self.seed is not None and not (is_whole_number(self.seed) and self.seed >= 0):
             raise ConfigError(f"seed must be a whole number >= 0 (or None), got "
                               f"{show(self.seed)}", field="seed")
         for name in ("check_invariants", "progress", "skip_steady_rounds"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ConfigError(f"{name} must be True or False, got "
-                                  f"{show(getattr(self, name))}", field=name)
+            check_switch(getattr(self, name), name)
         if not isinstance(self.planner, PlannerConfig):
             raise ConfigError(f"planner must be a hsched_env.planner.PlannerConfig, got "
                               f"{show(self.planner)}", field="planner")
@@ -216,12 +208,7 @@ class Simulator:
     def __init__(self, cluster: Cluster, workload, policy: Policy,
                  config: SimConfig = SimConfig(), *,
                  candidate_cache: dict | None = None) -> None:
-        if not isinstance(cluster, Cluster):
-            if not isinstance(cluster, (str, os.PathLike)):
-                raise ConfigError(f"cluster is a Cluster, a preset name or a cluster file, "
-                                  f"got {show(cluster)}", field="cluster")
-            cluster = get_cluster(cluster)
-        self.cluster = cluster
+        self.cluster = cluster = get_cluster(cluster)   # a preset name or a file too
         if isinstance(workload, (str, bytes)):
             raise ConfigError(f"workload is a Workload or a sequence of jobs; load the spec "
                               f"{show(workload)} with hsched_env.workloads.load_workload",
@@ -505,10 +492,10 @@ class Simulator:
         s = self._s
         if not s.in_round:
             raise RuntimeError("place() needs an open round: call next_view() first")
-        if (not _is_index(j) or j not in s.active_ids or not _is_index(r)
+        if (not is_whole_number(j) or j not in s.active_ids or not is_whole_number(r)
                 or not 0 <= r < len(s.tables[j])):
             what = (f"job {show(j)}, which is not active at t={s.t:.0f}"
-                    if not _is_index(j) or j not in s.active_ids else
+                    if not is_whole_number(j) or j not in s.active_ids else
                     f"row {show(r)} of job {j}, which has {len(s.tables[j])} candidates")
             raise ConfigError(f"place() was given {what}", field="place")
         return self._place_on(s.nodes, s.new_alloc, j, r)
@@ -552,7 +539,7 @@ class Simulator:
             raise ConfigError(f"{who} returned {type(decision).__name__}, not a mapping "
                               f"{{job id: row or rows}}", field="decision")
         for j, choice in decision.items():
-            if not _is_index(j):
+            if not is_whole_number(j):
                 raise ConfigError(f"{who} assigned job {show(j)}: a job id is a whole number",
                                   field="decision")
             j = int(j)
@@ -836,7 +823,7 @@ def _choice_rows(choice, job=None, who: str = "policy") -> list[int]:
     if isinstance(choice, np.ndarray) and choice.dtype.kind in "iu" and choice.ndim <= 1:
         return choice.reshape(-1).tolist()
     items = list(choice) if isinstance(choice, (list, tuple, np.ndarray)) else [choice]
-    if not all(_is_index(c) for c in items):
+    if not all(is_whole_number(c) for c in items):
         raise ConfigError(f"{who} chose {show(choice)} for job {job}: a choice is a candidate "
                           f"row or a list of rows, whole numbers", field="decision")
     return [int(c) for c in items]

@@ -20,9 +20,9 @@ baselines of ``lp_baseline.baselines``.
 from __future__ import annotations
 
 import inspect
-import numbers
+from functools import lru_cache
 
-from hsched_env.errors import ConfigError, UnknownNameError, show
+from hsched_env.errors import ConfigError, UnknownNameError, is_whole_number, show
 
 POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
                 "support-reuse",
@@ -62,6 +62,13 @@ def policy_options(name: str) -> frozenset[str]:
     return frozenset(own)
 
 
+@lru_cache(maxsize=1)
+def _lp_options() -> frozenset[str]:
+    """The keyword options ``LPPolicy`` takes (its signature, read once)."""
+    from lp_baseline.policy import LPPolicy
+    return frozenset(inspect.signature(LPPolicy.__init__).parameters) - {"self", "name"}
+
+
 def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
                 topk: int = 4, time_limit_s: float | None = None, memoize: bool = True,
                 **lp_options):
@@ -86,18 +93,17 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
     from lp_baseline.baselines import BASELINES
     if not isinstance(name, str):
         raise ConfigError(f"a policy is named by a string, got {show(name)}", field="policy")
-    if isinstance(topk, bool) or not isinstance(topk, numbers.Integral) or topk < 1:
+    if not is_whole_number(topk) or topk < 1:
         raise ConfigError(f"topk must be a whole number >= 1, got {show(topk)}", field="topk")
     if name in BASELINES:
         return BASELINES[name]()
     # the LP policies' modules (scipy, HiGHS) load only when an LP policy is asked for, so a
     # ``hsched simulate --policy fifo-fastest`` starts without them
     from lp_baseline.policy import DEFAULT_OBJECTIVE, GAVEL_MIN_RESET_S, LPPolicy
-    known = set(inspect.signature(LPPolicy.__init__).parameters) - {"self", "name"}
-    unknown = sorted(set(lp_options) - known)
+    unknown = sorted(set(lp_options) - _lp_options())
     if unknown:
         raise ConfigError(f"unknown LP policy option(s) {', '.join(unknown)}; LPPolicy takes "
-                          f"{', '.join(sorted(known))}", field=unknown[0])
+                          f"{', '.join(sorted(_lp_options()))}", field=unknown[0])
     if name == "sia":
         from lp_baseline.sia import SiaPolicy
         return SiaPolicy()

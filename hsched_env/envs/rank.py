@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
-from hsched_env.errors import ConfigError, is_real_number, shorten
+from hsched_env.errors import ConfigError, check_switch, is_real_number, shorten
 
 
 #: What a ``RankEnv``'s kept candidates restrict (its ``prune`` argument).
@@ -110,9 +110,8 @@ class RankEnv(HSchedEnvBase):
         if not (is_real_number(keep_cost) and keep_cost >= 0 and math.isfinite(keep_cost)):
             raise ConfigError(f"keep_cost must be a number >= 0, got {keep_cost!r}",
                               field="keep_cost")
-        for name, value in (("compare_full", compare_full), ("measure_time", measure_time)):
-            if not isinstance(value, (bool, np.bool_)):
-                raise ConfigError(f"{name} must be True or False, got {value!r}", field=name)
+        check_switch(compare_full, "compare_full")
+        check_switch(measure_time, "measure_time")
         self.keep_cost = float(keep_cost)
         if prune not in PRUNE_SCOPES:
             raise ConfigError(f"prune must be one of {', '.join(map(repr, PRUNE_SCOPES))}, "

@@ -46,7 +46,7 @@ from __future__ import annotations
 # CSV_REQUIRED, CSV_OPTIONAL) are re-exported for that too.
 from hsched_env.catalog import MAX_BATCH
 from hsched_env.cluster import Cluster, get_cluster
-from hsched_env.errors import ConfigError
+from hsched_env.errors import check_switch
 from hsched_env.throughput import check_throughput_source
 from hsched_env.workloads.generator import (GAVEL_TEMPLATES, LLM_MIX, LLM_MIX_CLASSIC_SHARE,
                                             MAX_GENERATED_JOBS, NON_DISTRIBUTED, _generate)
@@ -91,9 +91,7 @@ def load_workload(spec: str, cluster: Cluster | str, *, skip_invalid: bool = Fal
         ConfigError: Unknown kind or key, bad value, missing or empty file, no jobs.
         TraceError: An invalid row (file, line and field in the message).
     """
-    if not isinstance(skip_invalid, bool):
-        raise ConfigError(f"skip_invalid must be True or False, got {skip_invalid!r}",
-                          field="skip_invalid")
+    check_switch(skip_invalid, "skip_invalid")
     kind, values = _parse_spec(spec)
     cluster = get_cluster(cluster)
     # a bad source named here, not as a job that does not fit or as a trace row's fault
