@@ -42,6 +42,8 @@ def is_real_number(value: object) -> bool:
 def is_whole_number(value: object) -> bool:
     """Whether ``value`` is an integer (NumPy's too), not a bool, a float or a string — what
     a count, an index or a seed must be (``int()`` would coerce ``0.7`` or ``"3"``)."""
+    if type(value) is int:  # the common case, without the ABC check
+        return True
     return isinstance(value, numbers.Integral) and not is_switch_value(value)
 
 

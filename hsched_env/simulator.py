@@ -820,6 +820,11 @@ class Simulator:
 def _choice_rows(choice, job=None, who: str = "policy") -> list[int]:
     """A decision's choice for one job (a row, or rows in preference order) as a list; a
     ``ConfigError`` for anything but whole numbers (``0.7``, ``"0"``, ``True``, NaN)."""
+    kind = type(choice)
+    if kind is int:  # the common cases first: a plain row, or a list of them
+        return [choice]
+    if kind is list and all(type(c) is int for c in choice):
+        return choice[:]
     if isinstance(choice, np.ndarray) and choice.dtype.kind in "iu" and choice.ndim <= 1:
         return choice.reshape(-1).tolist()
     items = list(choice) if isinstance(choice, (list, tuple, np.ndarray)) else [choice]
