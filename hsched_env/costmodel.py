@@ -343,13 +343,15 @@ def strategy_cost(shape: ModelShape, calib: Calibration, hw: PoolArrays, *, kind
             ``per_replica_batch`` (Gavel's convention for its data-parallel jobs), else global.
         per_replica_batch: See ``batch``.
         zero_stages: The ZeRO stages to report memory for (columns of ``mem_a``/``mem_b``).
-            Stages 0-2 cost the same time and stage 2 needs the least memory of them, so
-            ``(2, 3)`` decides feasibility and time; the planner asks for all four only for the
-            rows it keeps.
+            Stages 0 and 1 cost the same time and stage 1 needs less memory, so ``(1, 2, 3)``
+            decides feasibility and time; the planner asks for all four only for the rows it
+            keeps.
 
     Returns:
-        dict of row arrays: ``step_time_s`` with ZeRO stage 0–2 (identical times),
-        ``zero3_extra_s`` (extra time of ZeRO-3: it moves 1.5× the data-parallel volume),
+        dict of row arrays: ``step_time_s`` with ZeRO stage 0 or 1 (identical times),
+        ``dp_sync_s`` (its gradient all-reduce, part of ``step_time_s``), ``zero2_extra_s``
+        and ``zero3_extra_s`` (the extra time of ZeRO-2 and ZeRO-3, whose sharded traffic
+        repeats on every micro-batch: ``zero_extra_times``),
         ``samples_per_iter``, ``mem_a``/``mem_b`` (bytes per GPU, shape (R, len(zero_stages))),
         ``split_capped`` (memory moved layers away from the speed-proportional split of a mixed
         pipeline), ``layers_a``/``layers_b`` (layers on the largest stage of each part) and
@@ -482,16 +484,40 @@ def _ring_time(shape: ModelShape, calib: Calibration, d, params_bw_a, params_bw_
     return t + np.where(d > 1, calib.collective_latency_s * 2.0 * (d - 1), 0.0)
 
 
-def _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_b, split_capped,
+def zero_extra_times(t_pipe, t_dp, m) -> tuple[np.ndarray, np.ndarray]:
+    """Extra time per iteration of ZeRO-2 and of ZeRO-3 over stages 0–1, whose gradients are
+    all-reduced once per iteration (``t_dp``, not overlapped with compute).
+
+    Gradient accumulation over ``m`` micro-batches repeats the sharded stages' traffic on
+    every micro-batch: ZeRO-2 reduce-scatters each micro-batch's gradients (half an
+    all-reduce), ZeRO-3 also gathers the parameters for its forward and backward passes (1.5
+    all-reduces in all). The last micro-batch's traffic is exposed like stage 0's all-reduce
+    (ZeRO-2: its reduce-scatter and the parameters' all-gather after the step, one
+    all-reduce's volume, as stage 0; ZeRO-3: 1.5×); each earlier micro-batch's traffic is
+    hidden behind its own compute, ``t_pipe / m``, up to that compute (perfect prefetch:
+    what cannot hide is added). With ``m = 1`` ZeRO-2 costs stage 0's time and ZeRO-3 1.5×
+    its all-reduce; with fast links the earlier micro-batches cost nothing more; with slow
+    ones the step is bound by ``m`` times the sharded traffic."""
+    hidden = t_pipe / np.maximum(m, 1)
+    earlier = np.maximum(m - 1, 0)
+    zero2 = earlier * np.maximum(0.5 * t_dp - hidden, 0.0)
+    zero3 = 0.5 * t_dp + earlier * np.maximum(1.5 * t_dp - hidden, 0.0)
+    return zero2, zero3
+
+
+def _result(shape, calib, d, m, t_pipe, t_dp, t_opt, samples, mem_a, mem_b, split_capped,
             layers_a, layers_b, batch_a, batch_b) -> dict:
     """``strategy_cost``'s result from a layout's pipeline, gradient-sync and optimizer times
     and its other row arrays."""
+    zero2, zero3 = zero_extra_times(t_pipe, t_dp, m)
     return {
         # Eager PyTorch launches kernels asynchronously: the host runs ahead of the GPU, so an
         # iteration takes about the longer of the GPU's work and the host's launching, combined
         # as a smooth maximum the way Pollux combines overlapped compute and communication.
         "step_time_s": _overlap(t_pipe + t_dp + t_opt, shape.host_time_s, calib.overlap_gamma),
-        "zero3_extra_s": 0.5 * np.where(d > 1, t_dp, 0.0),
+        "dp_sync_s": t_dp,
+        "zero2_extra_s": zero2,
+        "zero3_extra_s": zero3,
         "samples_per_iter": samples,
         "mem_a": mem_a,
         "mem_b": mem_b,
@@ -560,7 +586,7 @@ def _cost_homo(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, batch
     # tp·pp·d GPUs do. Optimizer: memory bound.
     t_dp = _ring_time(shape, calib, d, (params, _dp_link(hw, pa, tp * pp, tp * pp * d)))
     t_opt = calib.optimizer_bytes_per_param * params / hw.hbm_bw[pa]
-    return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_a.copy(),
+    return _result(shape, calib, d, m, t_pipe, t_dp, t_opt, samples, mem_a, mem_a.copy(),
                    np.zeros(d.shape, dtype=bool), lmax, lmax, rep_batch, rep_batch)
 
 
@@ -626,7 +652,7 @@ def _cost_dp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
     t_dp = _ring_time(shape, calib, d, (params, ring_ab))
     opt = calib.optimizer_bytes_per_param
     t_opt = np.maximum(opt * params / hw.hbm_bw[pa], opt * params / hw.hbm_bw[pb])
-    return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
+    return _result(shape, calib, d, m, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
                    np.zeros(d.shape, dtype=bool), lmax, lmax, ba, bb)
 
 
@@ -707,5 +733,5 @@ def _cost_pp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
                       (p_b, _dp_link(hw, pb, tp * ppb_f, tp * ppb_f * d)))
     opt = calib.optimizer_bytes_per_param
     t_opt = np.maximum(opt * p_a / hw.hbm_bw[pa], opt * p_b / hw.hbm_bw[pb])
-    return _result(shape, calib, d, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
+    return _result(shape, calib, d, m, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
                    lb != lb_speed, la, lb, rep_batch, rep_batch)

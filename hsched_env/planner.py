@@ -86,8 +86,19 @@ def _pow2_upto(n: int) -> list[int]:
     return out
 
 
-def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
+@lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
+    """The divisors of ``n`` ≥ 1, ascending (trial division up to √n: a pool of N nodes asks
+    for N set sizes, so a scan up to n made planning quadratic in the nodes)."""
+    small, large = [], []
+    k = 1
+    while k * k <= n:
+        if n % k == 0:
+            small.append(k)
+            if k * k != n:
+                large.append(n // k)
+        k += 1
+    return tuple(small + large[::-1])
 
 
 @lru_cache(maxsize=32)
@@ -538,8 +549,8 @@ class _Priced:
 
     def refine(self, rows: np.ndarray):
         """ZeRO stage and memory per GPU (part A, part B) of the kept ``rows``: the smallest
-        stage 0-2 that fits (they cost the same time), else 3; measured rows ran as plain
-        data parallelism, so ZeRO 0 with the estimate capped at the usable memory."""
+        stage that fits (the fastest: ``_price`` timed the row at it); measured rows ran as
+        plain data parallelism, so ZeRO 0 with the estimate capped at the usable memory."""
         mem_a, mem_b, cap_a, cap_b = self.memory(rows)
         fits = (mem_a <= cap_a[:, None]) & (mem_b <= cap_b[:, None])
         fits[:, 3] |= ~fits[:, :3].any(axis=1)
@@ -658,7 +669,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         r, c = np.nonzero(use)
         return sel[r], mb_opts[c]
 
-    def price(pos, m, rc, zero_stages=(2, 3)):
+    def price(pos, m, rc, zero_stages=(1, 2, 3)):
         rows = idx[pos]
         pa, pb = sk.part_a[rows], sk.part_b[rows]
         cost = strategy_cost(shape, calib, hw, kind=sk.kind[rows], pa=pa, pb=pb,
@@ -679,7 +690,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         """The window around m*, then larger m where memory demands it."""
         pos_m = cross(pos, m_low[pos], m_high[pos])
         phases = [price(*pos_m, np.full(pos_m[0].size, rc))] if pos_m[0].size else []
-        ok = fitting(phases, lambda ph: ph["fits"][:, 0] & ~ph["split_capped"])   # ZeRO-2 fits
+        ok = fitting(phases, lambda ph: ph["fits"][:, 1] & ~ph["split_capped"])   # ZeRO-2 fits
         more = pos[~ok[pos] & (m_high[pos] < m_cap[pos])]
         if more.size:
             pos_m = cross(more, np.maximum(np.nextafter(m_high[more], np.inf), m_low[more]),
@@ -697,7 +708,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     if not phases:
         phases = [price(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))]
     # Memory is recomputed for the rows kept (see memory below), so not carried along.
-    cost_keys = ("step_time_s", "zero3_extra_s", "samples_per_iter", "layers_a", "layers_b",
+    cost_keys = ("step_time_s", "zero2_extra_s", "zero3_extra_s", "samples_per_iter", "layers_a", "layers_b",
                  "batch_a", "batch_b")
     cat = {k: np.concatenate([ph[k] for ph in phases])
            for k in ("pos", "m", "rc", "pa", "pb", "fits") + cost_keys}
@@ -705,11 +716,13 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     cost = {k: cat[k] for k in cost_keys}
     set_id = sk.set_id[rows]
 
-    # ---- ZeRO: stages 0-2 cost the same time (the smallest that fits is settled for the rows
-    # kept, see _Priced.refine); stage 3, slower, only where ZeRO-2 does not fit
-    fits = cat["fits"]
+    # ---- ZeRO: a higher stage needs less memory and no less time (stages 0 and 1 cost the
+    # same; 2 and 3 repeat their traffic on every micro-batch, costmodel.zero_extra_times), so
+    # the smallest that fits is the fastest (settled for the rows kept, see _Priced.refine)
+    fits = cat["fits"]                  # columns: ZeRO-1, ZeRO-2, ZeRO-3
     feasible = _any_column(fits)
-    step = cost["step_time_s"] + np.where(fits[:, 0], 0.0, cost["zero3_extra_s"])
+    step = cost["step_time_s"] + np.where(fits[:, 0], 0.0, np.where(
+        fits[:, 1], cost["zero2_extra_s"], cost["zero3_extra_s"]))
     thr = cost["samples_per_iter"] / step
     measured = np.zeros(thr.shape, dtype=bool)
 

@@ -311,7 +311,7 @@ def predict_stated(row: Row, calib: Calibration = DEFAULT_CALIBRATION) -> tuple[
                          m=st.microbatches * one, rc=np.full(1, st.recompute),
                          batch=model.global_batch,
                          per_replica_batch=model.batch_per_replica, zero_stages=(st.zero,))
-    step = cost["step_time_s"][0] + (cost["zero3_extra_s"][0] if st.zero == 3 else 0.0)
+    step = cost["step_time_s"][0] + (cost[f"zero{st.zero}_extra_s"][0] if st.zero >= 2 else 0.0)
     samples_per_s = cost["samples_per_iter"][0] / step
     fits = bool(cost["mem_a"][0, 0] <= hw.mem_bytes[0])
     n = int(row["num_gpus"])
