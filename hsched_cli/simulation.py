@@ -264,13 +264,27 @@ def cmd_simulate(args) -> int:
     if args.jobs_out:
         _write_jobs(args.jobs_out, result)
     if args.json:
-        json.dump(_jsonable(metrics), sys.stdout, indent=1)
+        json.dump(_jsonable(_with_workload(metrics, workload)), sys.stdout, indent=1)
         print()
     else:
-        print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
-              f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
+        print(_workload_header(workload, args, cluster, config))
         print(_metrics_rows([metrics]))
     return 0
+
+
+def _workload_header(workload, args, cluster, config) -> str:
+    """The line above a results table, with the workload's notes under it (what a loader
+    assumed or changed: durations it derived, GPU counts it raised, rows it skipped)."""
+    lines = [f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
+             f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s"]
+    lines += [f"  note: {note}" for note in workload.notes]
+    return "\n".join(lines)
+
+
+def _with_workload(metrics: dict, workload) -> dict:
+    """``metrics`` with the workload's skipped-row count and notes (the JSON output)."""
+    return {**metrics, "workload_skipped": workload.skipped,
+            "workload_notes": list(workload.notes)}
 
 
 def _check_sweep_args(args) -> None:
@@ -359,7 +373,7 @@ def cmd_compare(args) -> int:
             results.append(result.metrics())
             done.append(_done_jct(result.jobs, config))
         _add_common_jct(results, done)
-    data = [_jsonable(m) for m in results]
+    data = [_jsonable(_with_workload(m, workload)) for m in results]
     if args.out is not None:
         path = Path(args.out) / "metrics.json"
         path.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -367,8 +381,7 @@ def cmd_compare(args) -> int:
         json.dump(data, sys.stdout, indent=1)
         print()
     else:
-        print(f"{len(workload.jobs)} jobs ({args.workload}) on {cluster.name}, "
-              f"{config.round_s:.0f} s rounds, restart {config.restart_s:.0f} s")
+        print(_workload_header(workload, args, cluster, config))
         print(_metrics_rows(results))
         ran = [m for m in results if "common_jobs" in m]
         if len(ran) > 1:

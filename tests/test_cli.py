@@ -492,3 +492,19 @@ def test_policy_help_and_errors_list_every_policy(capsys):
     for name in ("gavel-resets", "topk-dominance", "pop-K-serial"):
         assert name in text                            # (not broken at its hyphen)
 
+
+
+def test_simulate_shows_the_workloads_notes(capsys):
+    """What a loader assumed (Pollux's durations, stand-in models) is printed under the first
+    line and is in the JSON with the skipped-row count."""
+    args = ("simulate", "--cluster", "sia-64", "--workload", "pollux:workload=1,max_jobs=3",
+            "--max-time-s", "600", "--no-progress")
+    if not (Path(__file__).resolve().parents[2] / "shared" / "traces").is_dir():
+        pytest.skip("shared traces not present")
+    code, out, _ = run(capsys, *args)
+    assert code == 0
+    assert "  note: Pollux CSVs have no durations" in out.splitlines()[1]
+    code, out, _ = run(capsys, *args, "--json")
+    data = json.loads(out)
+    assert data["workload_skipped"] == 0
+    assert any("Pollux" in n for n in data["workload_notes"])

@@ -451,3 +451,17 @@ def test_cluster_from_dict_errors_name_source():
     assert "my-source" in str(ei.value) and "nodes[0].gpu_type" in str(ei.value)
     with pytest.raises(ConfigError, match="mapping"):
         cluster_from_dict([1, 2], source="s")  # type: ignore[arg-type]
+
+
+def test_yaml_exponent_read_as_text_gets_a_hint(tmp_path):
+    """YAML 1.1 reads 1.6e3 (no sign in the exponent) as a string."""
+    p = write(tmp_path, "e3.yaml", "name: e3\nnodes:\n  - {gpu_type: A100-80GB, gpus_per_node: 8, "
+                                    "count: 2, inter_node_bw_gbps: 1.6e3}\n")
+    with pytest.raises(ConfigError, match=r"write it as 1600"):
+        get_cluster(str(p))
+
+
+def test_load_cluster_of_a_preset_name_points_to_get_cluster():
+    from hsched_env.cluster import load_cluster
+    with pytest.raises(ConfigError, match="get_cluster"):
+        load_cluster("sia-64")

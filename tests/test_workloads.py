@@ -546,3 +546,49 @@ def test_generator_single_gpu_jobs():
     assert any("single-GPU" in n for n in w.notes)
     with pytest.raises(ConfigError, match="multi_gpu"):
         load_workload("gavel:jobs=2,multi_gpu=2", GAVEL108)
+
+
+# ------------------------------------------------------------------ found by a fresh-user audit
+def test_unbalanced_quote_is_an_error_not_rows_lost(tmp_path):
+    """csv reads a quoted field on to the next quote: a stray one swallowed every later row
+    (4 of 5 jobs lost, counted as 1 skipped row under skip_invalid)."""
+    text = ("job_id,submit_time_s,duration_s,num_gpus,model\na,0,10,1,resnet50\n"
+            '"b,1,10,1,resnet50\nc,2,10,1,resnet50\nd,3,10,1,resnet50\n')
+    path = _write(tmp_path, "quote.csv", text)
+    for skip in (False, True):
+        with pytest.raises(TraceError, match="unbalanced double quote") as exc:
+            load_workload(f"csv:path={path}", TINY, skip_invalid=skip)
+        _check_error(exc.value, path, 3, None)
+        assert "line 5" in str(exc.value)
+    # quoted fields on one line still load
+    path = _write(tmp_path, "ok.csv", 'job_id,submit_time_s,duration_s,num_gpus,model\n'
+                                      '"a,1",0,10,1,"resnet50"\n')
+    assert [j.name for j in load_workload(f"csv:path={path}", TINY).jobs] == ["a,1"]
+
+
+def test_unknown_columns_error_is_short_and_says_what_is_missing(tmp_path):
+    names = [f"col{i}" for i in range(27)]
+    path = _write(tmp_path, "wide.csv", ",".join(names) + "\n" + ",".join("1" * 27) + "\n")
+    with pytest.raises(TraceError) as exc:
+        load_workload(f"csv:path={path}", TINY)
+    msg = str(exc.value)
+    assert "'col4'" in msg and "'col5'" not in msg and "and 22 more" in msg
+    assert "missing job_id, submit_time_s, duration_s, num_gpus" in msg
+    assert len(msg) < 400
+
+
+def test_spec_hints_for_a_bare_file_and_a_bare_pollux():
+    with pytest.raises(ConfigError, match=r"csv:path=jobs\.csv"):
+        load_workload("jobs.csv", TINY)
+    with pytest.raises(ConfigError, match="workload=N"):
+        load_workload("pollux", TINY)
+
+
+def test_skipped_rows_are_listed_at_info(tmp_path, caplog):
+    rows = "".join(f"j{i},{i},10,{'x' if i % 2 else 1},resnet50\n" for i in range(30))
+    path = _write(tmp_path, "bad.csv", "job_id,submit_time_s,duration_s,num_gpus,model\n" + rows)
+    with caplog.at_level("INFO", logger="hsched_env.workloads"):
+        w = load_workload(f"csv:path={path}", TINY, skip_invalid=True)
+    assert len(w.jobs) == 15 and w.skipped == 15
+    listed = [r for r in caplog.records if r.getMessage().startswith("skipping invalid row")]
+    assert len(listed) == 15 and all("num_gpus" in r.getMessage() for r in listed)

@@ -293,8 +293,10 @@ def load_cluster(path: PathLike) -> Cluster:
     source = str(p)
     suffix = p.suffix.lower()
     if suffix not in _FILE_SUFFIXES:
+        hint = ("; a preset's name goes to get_cluster" if not p.suffix and not p.exists()
+                else "")
         raise ConfigError(f"unsupported cluster file extension {show(p.suffix)}; use one of "
-                          f"{', '.join(_FILE_SUFFIXES)}", source=source)
+                          f"{', '.join(_FILE_SUFFIXES)}{hint}", source=source)
     text = read_text_file(p, empty_hint="expected a mapping with a 'nodes' list")
     data, lines = _parse_text(text, source, is_json=suffix == ".json")
     if data is None:

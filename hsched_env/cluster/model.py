@@ -73,11 +73,30 @@ def _check_int(value: Any, what: str, *, lo: int, hi: int | None = None, **where
     return ivalue
 
 
+def _is_float_text(text: str) -> bool:
+    """Whether ``text`` is a finite number as Python reads it (``"1.6e3"``)."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _plain_number(text: str) -> str:
+    """``text``, a number, written without an exponent (``"1.6e3"`` → ``1600``)."""
+    value = float(text)
+    return f"{value:.0f}" if value.is_integer() else f"{value:f}".rstrip("0")
+
+
 def _check_bw(value: Any, what: str, **where) -> float:
     """Return ``value`` as a positive finite float (GB/s) or raise ConfigError."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        hint = _BW_HINT
+        if isinstance(value, str) and _is_float_text(value):
+            # YAML 1.1 reads 1.6e3 or 2e2 (no dot, or no exponent sign) as text
+            hint = (f"YAML reads {show(value)} as text: write it as {_plain_number(value)} "
+                    f"(or with a dot and a signed exponent, e.g. 1.6e+3)")
         raise ConfigError(f"{what} must be a number, got {show(value)} ({type(value).__name__}); "
-                          f"{_BW_HINT}", **where)
+                          f"{hint}", **where)
     try:
         fvalue = float(value)
     except OverflowError:  # an int beyond the float range

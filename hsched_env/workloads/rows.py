@@ -20,13 +20,18 @@ from typing import Any
 
 from hsched_env.catalog import MAX_BATCH, get_gpu, get_model
 from hsched_env.cluster import Cluster
-from hsched_env.errors import ConfigError, TraceError, UnknownNameError, show
+from hsched_env.errors import ConfigError, TraceError, UnknownNameError, show, shorten
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model
 from hsched_env.workloads.reference import _fit_reference, reference_gpu
 from hsched_env.workloads.types import MAX_SECONDS, Job, Workload, _variant
 
 # The package's logger name, as before it was split into modules ("hsched_env.workloads: ...").
 log = logging.getLogger("hsched_env.workloads")
+
+#: Skipped rows (``skip_invalid``) logged one by one, with their errors, at INFO.
+MAX_SKIPS_LOGGED = 20
+#: Unknown header columns named in the error (the rest are counted).
+MAX_COLUMNS_LISTED = 5
 
 
 # ---------------------------------------------------------------------------------- rows
@@ -71,7 +76,10 @@ class _Rows:
             if not self.skip_invalid:
                 raise
             self.skipped += 1
-            log.debug("skipping invalid row: %s", exc)
+            if self.skipped <= MAX_SKIPS_LOGGED:
+                log.info("skipping invalid row: %s", exc)
+            elif self.skipped == MAX_SKIPS_LOGGED + 1:
+                log.info("%s: more invalid rows skipped; not listed", self.source)
 
     # ---- field parsers (all raise TraceError naming the field)
     def _value(self, text: str, field: str) -> str:
@@ -144,8 +152,8 @@ class _Rows:
         the (given or derived) duration is above :data:`MAX_SECONDS`.
         """
         if arrival_s > MAX_SECONDS:
-            raise self.error(arrival_field, f"arrival {arrival_s:g} s is after the limit of "
-                             f"{MAX_SECONDS:g} s")
+            raise self.error(arrival_field, f"arrival {arrival_s:.12g} s is after the limit "
+                             f"of {MAX_SECONDS:.12g} s")
         self._check_capacity(gpus, gpu_type, gpus_field, "")
         try:
             spec = _variant(model, batch)
@@ -195,7 +203,8 @@ def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
                      f"on which their model trains with data parallelism on the reference GPUs")
     if rows.skipped:
         notes.append(f"skipped {rows.skipped} invalid rows")
-        log.warning("%s: skipped %d invalid rows", rows.source, rows.skipped)
+        log.warning("%s: skipped %d invalid rows (hsched -v, or logging at INFO, lists the "
+                    "first %d with their errors)", rows.source, rows.skipped, MAX_SKIPS_LOGGED)
     jobs = tuple(Job(job_id=i, name=p.name, model=p.model, batch=p.batch,
                      arrival_s=p.arrival_s, requested_gpus=p.gpus, duration_s=p.duration_s,
                      work_samples=p.work_samples, gpu_type=p.gpu_type)
@@ -218,6 +227,12 @@ def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
             raise TraceError(f"malformed CSV: {exc}", source=source, line=start) from None
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
+        if reader.line_num > start and any("\n" in f or "\r" in f for f in row):
+            # a quoted field ran over line ends: in a job trace, an unbalanced double quote
+            # (csv reads on to the next quote, possibly the end of the file)
+            raise TraceError(f"a quoted field runs from line {start} to line "
+                             f"{reader.line_num}: an unbalanced double quote? (job traces "
+                             f"have no multi-line fields)", source=source, line=start)
         yield start, row
 
 
@@ -236,8 +251,14 @@ def _header(rows: _Rows, records: Iterator[tuple[int, list[str]]], required: tup
         cols[name] = i
     unknown = [n for n in cols if n not in required + optional]
     if unknown:
-        raise rows.error(unknown[0], f"unknown column(s) {', '.join(map(repr, unknown))}; "
-                         f"allowed: {', '.join(required + optional)}", line)
+        listed = ", ".join(show(n, 30) for n in unknown[:MAX_COLUMNS_LISTED])
+        if len(unknown) > MAX_COLUMNS_LISTED:
+            listed += f" and {len(unknown) - MAX_COLUMNS_LISTED} more"
+        missing = [n for n in required if n not in cols]
+        hint = (f"; missing {', '.join(missing)}: is this a job trace of this kind?"
+                if missing else "")
+        raise rows.error(shorten(unknown[0], 30), f"unknown column(s) {listed}; allowed: "
+                         f"{', '.join(required + optional)}{hint}", line)
     for name in required:
         if name not in cols:
             raise rows.error(name, f"missing column {show(name)}; the header must contain "

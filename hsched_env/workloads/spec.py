@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from hsched_env.errors import ConfigError, show
+from hsched_env.errors import ConfigError, show, shorten
 
 __all__ = ["workload_kinds", "KINDS"]
 
@@ -58,8 +58,11 @@ def _parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     kind, rest = spec_kind(spec), spec.strip().partition(":")[2]
     where = {"source": f"workload spec {show(spec)}"}
     if kind not in KINDS:
-        raise ConfigError(f"unknown workload kind {show(kind)}; valid kinds: {', '.join(KINDS)}",
-                          field="kind", **where)
+        hint = ""
+        if ":" not in spec and spec.strip().lower().endswith(".csv"):
+            hint = f" (a CSV file: csv:path={spec.strip()})"
+        raise ConfigError(f"unknown workload kind {show(kind)}; valid kinds: "
+                          f"{', '.join(KINDS)}{shorten(hint)}", field="kind", **where)
     params: dict[str, str] = {}
     items = rest.split(",")
     if not items[-1].strip():

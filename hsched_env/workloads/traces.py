@@ -60,12 +60,14 @@ def traces_dir() -> Path:
                       + "; set HSCHED_TRACES or pass path=FILE", field="path")
 
 
-def _trace_file(params: _Params, default: str | None) -> Path:
-    """The explicit ``path=`` or ``default`` under :func:`traces_dir`."""
+def _trace_file(params: _Params, default: str | None, alternative: str = "") -> Path:
+    """The explicit ``path=`` or ``default`` under :func:`traces_dir`; ``alternative``: the
+    other way to name the file, for the error without either (``"workload=N"``)."""
     if params.has("path"):
         return user_path(params.values["path"], field="path")
     if default is None:
-        raise params.error("path", "missing required key 'path' (path=FILE)")
+        other = f" or {alternative}" if alternative else ""
+        raise params.error("path", f"missing required key 'path' (path=FILE{other})")
     return traces_dir() / default
 
 
@@ -156,7 +158,7 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
     if params.has("vc") and params.has("path"):
         raise params.error("vc", "give either path= or vc=, not both")
     default = f"gavel/msr_seed0/{params.values['vc']}.trace" if params.has("vc") else None
-    path = _trace_file(params, default)
+    path = _trace_file(params, default, "workload=N, one of Pollux's workloads 1-4")
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
     rows = _Rows(str(path), cluster, throughputs, skip_invalid)
@@ -206,7 +208,7 @@ def _load_pollux(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     default = None
     if params.has("workload"):
         default = f"pollux/workloads/workload-{params.integer('workload')}.csv"
-    path = _trace_file(params, default)
+    path = _trace_file(params, default, "workload=N, one of Pollux's workloads 1-4")
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
     rows = _Rows(str(path), cluster, throughputs, skip_invalid)
