@@ -8,19 +8,37 @@ import time
 
 from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
+from hsched_env.costmodel import model_shape
 from hsched_env.planner import PlannerConfig, plan
 from hsched_env.text import candidates_text, format_table
 from hsched_env.throughput import check_throughput_source
 
 
-def _no_fit_reason(model, cluster) -> str:
+def _no_fit_reason(model, cluster, config: PlannerConfig) -> str:
+    """Why ``plan`` found no candidate: the model states against the memory the largest
+    resource set the planner considers has for them (its usable fraction, less the fixed
+    part per GPU), or, where they would fit, that the rest holds no stage's activations."""
+    calib = config.calibration
+    fixed_gb = model_shape(model, calib).fixed_mem_bytes / 1e9
     need = model.params * model.bytes_per_param_states / 1e9
-    usable = [get_gpu(p.gpu_type).memory_gb * p.num_gpus * 0.9 for p in cluster.pools]
-    largest = max([u for u in usable] + [a + b for i, a in enumerate(usable)
-                                          for j, b in enumerate(usable) if i < j])
-    return (f"{model.name} fits on no resource set of {cluster.name}: its model states alone "
-            f"need {need:,.0f} GB, and the largest resource set (at most two node pools) "
-            f"offers {largest:,.0f} GB of usable GPU memory")
+    pools = cluster.pools
+    room = [max(get_gpu(p.gpu_type).memory_gb * calib.mem_usable_fraction - fixed_gb, 0.0)
+            * p.num_gpus for p in pools]
+    sets = list(room)
+    if config.mixed:            # two pools of different GPU types (the planner's mixed sets)
+        sets += [room[i] + room[j] for i in range(len(pools)) for j in range(i + 1, len(pools))
+                 if pools[i].gpu_type != pools[j].gpu_type]
+    largest = max(sets)
+    scope = ("one node pool" if not config.mixed else
+             "one node pool, or two of different GPU types")
+    room_text = (f"{largest:,.1f} GB the largest resource set ({scope}) has for them "
+                 f"({calib.mem_usable_fraction:.0%} of its memory, less {fixed_gb:g} GB per GPU)")
+    if need > largest:
+        return (f"{model.name} fits on no resource set of {cluster.name}: its model states "
+                f"alone need {need:,.1f} GB, more than the {room_text}")
+    return (f"{model.name} fits on no resource set of {cluster.name}: its model states need "
+            f"{need:,.1f} GB of the {room_text}, and what is left holds no strategy's "
+            f"activations (full recompute and the most micro-batches included)")
 
 
 def check_throughputs(name: str) -> None:
@@ -41,11 +59,12 @@ def cmd_candidates(args) -> int:
         json.dump(table.to_records(), sys.stdout, indent=1)
         print()
         return 0
-    print(f"{model.display} on {cluster.name} ({cluster.num_gpus} GPUs): {len(table)} candidates "
+    noun = "candidate" if len(table) == 1 else "candidates"
+    print(f"{model.display} on {cluster.name} ({cluster.num_gpus} GPUs): {len(table)} {noun} "
           f"in {elapsed * 1e3:.0f} ms, fastest first; one sample = {model.sample}, "
           f"batch {model.global_batch}{' per replica' if model.batch_per_replica else ''}")
     if len(table) == 0:
-        print(_no_fit_reason(model, cluster))
+        print(_no_fit_reason(model, cluster, config))
         return 0
     print(candidates_text(table))
     if table.measured.any():

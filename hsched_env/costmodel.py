@@ -20,19 +20,22 @@ A strategy row runs on one or two GPU types (``A`` and optionally ``B``) in one 
 
 Tensor parallelism always stays inside one node and one GPU type.
 
-Units: seconds, bytes, FLOP, and bandwidth in GB/s (gigabytes). Names follow the conventions in
-``DESIGN.md``.
+Units: seconds, bytes, FLOP, and bandwidth in GB/s (gigabytes).
 
 Calibration (see ``Calibration``) — which anchors fit which factor, and which are held out:
 
-* ``eta_llm`` (bf16/fp16 kernels on NVLink Ampere/Hopper) is fitted to anchor A2 (LLaMA-1 65B
-  on 2048 A100-80GB, 380 tokens/s/GPU) and is cross-checked against A3/A4 MFU (52–54%).
+* ``eta_llm`` (bf16/fp16 kernels on NVLink Ampere), with Hopper's and Volta's
+  (``eta_llm_by_arch``) and the elementwise traffic, is fitted (``scripts/calibrate.py``,
+  ``fit_half``) by least squares on the 8 fit rows of public measured throughput
+  (``scripts/measured.py``, ``FIT_ROWS``, each under the strategy it ran) and anchor A2
+  (LLaMA-1 65B on 2048 A100-80GB, 380 tokens/s/GPU), and cross-checked against A3/A4 MFU.
   The Llama-2 7B/13B/70B figures (anchor A1) are **held out**: ``tests/test_validation.py``
   checks them and they were not used to set any factor.
-* ``eta_fp32`` per GPU architecture is fitted (``scripts/calibrate_fp32.py``) to Gavel's
-  single-GPU throughputs (anchor A8) of **ResNet-18, CycleGAN, LM, A3C and Recommendation
-  only**. ResNet-50 and Transformer are **held out**; their V100/K80 and V100/P100 ratios are the
-  validation test.
+* ``eta_fp32`` per GPU architecture (Kepler, Pascal, Volta), with the launch cost, the memory
+  traffic factor and the overlap exponent, is fitted (``scripts/calibrate.py``) to Gavel's
+  single-GPU throughputs (anchor A8) of **ResNet-18, CycleGAN and LM only** (their batch
+  sweeps); A3C and Recommendation are left out (host-bound in Gavel's data). ResNet-50 and
+  Transformer are **held out**; their V100/K80 and V100/P100 ratios are the validation test.
 * ``eta_tf32`` (fp32 convolutions on TF32 tensor cores, Ampere and newer) is fitted
   (``scripts/calibrate.py``) to one measured row, ResNet-50 on one A100-80GB in NVIDIA's
   PyTorch table; every other TF32 / Ampere-fp32 CNN row is held out.
@@ -80,7 +83,7 @@ class Calibration:
         eta_half_by_arch: Efficiency of fp16/bf16 kernels on other architectures (PCIe parts,
             pre-Ampere tensor cores). Reference defaults (0.25–0.35, ``cost_model.md`` §5).
         eta_fp32_by_arch: Efficiency of fp32 kernels, fitted to Gavel's single-GPU throughputs of
-            the calibration jobs (ResNet-18, CycleGAN, LM, A3C, Recommendation).
+            the calibration jobs (ResNet-18, CycleGAN, LM).
         eta_tf32: Efficiency (fraction of the dense TF32 tensor-core peak) of an fp32 model's
             convolutions on GPUs with TF32 (``GpuType.tf32_tflops`` > 0: Ampere, Ada, Hopper).
             cuDNN may run fp32 convolutions in TF32 unless told otherwise (PyTorch's
@@ -124,7 +127,7 @@ class Calibration:
     eta_half_by_arch: dict = field(default_factory=lambda: {
         "hopper": 0.45, "ampere": 0.45, "ada": 0.35, "turing": 0.30, "volta": 0.35,
         "pascal": 0.30, "kepler": 0.30})
-    # kepler/pascal/volta fitted by scripts/calibrate.py on ResNet-18 and CycleGAN; the newer
+    # kepler/pascal/volta fitted by scripts/calibrate.py on ResNet-18, CycleGAN and LM; the newer
     # architectures reuse Volta's value (an assumption: no fp32 anchor for them).
     eta_fp32_by_arch: dict = field(default_factory=lambda: {
         "kepler": 0.207, "pascal": 0.8, "volta": 0.8, "turing": 0.8, "ampere": 0.8,

@@ -510,8 +510,13 @@ def _set_tuple(cluster: Cluster, gpus: dict[str, int]) -> tuple[int, int, int, i
         t = get_gpu(name).name
         pool = next((i for i, p in enumerate(pools) if p.gpu_type == t), None)
         if pool is None or not 0 < n <= pools[pool].num_gpus:
-            raise ConfigError(f"{n} GPUs of type {t} not available in cluster {cluster.name}",
-                              field=f"gpus.{name}")
+            more = ""
+            if pool is not None and n > 0 and sum(p.num_gpus for p in pools
+                                                  if p.gpu_type == t) >= n:
+                more = (f": resource sets take one node pool per GPU type, and its first "
+                        f"{t} pool, {pools[pool].name!r}, has {pools[pool].num_gpus}")
+            raise ConfigError(f"{n} GPUs of type {t} not available in cluster "
+                              f"{cluster.name}{more}", field=f"gpus.{name}")
         parts.append((pool, int(n)))
     if len(parts) == 2 and _mixed_order(pools, parts[0][0], parts[1][0])[0] != parts[0][0]:
         parts.reverse()                  # the order _cluster_sets uses, whatever the dict's

@@ -4,16 +4,20 @@ Usage: python scripts/calibrate.py
 
 What is fitted to what (and what is held out for validation, see tests/test_validation.py):
 
-* ``eta_fp32_by_arch`` (kepler, pascal, volta): least squares in log space on Gavel's measured
-  single-GPU throughputs (anchor A8) of the compute-bound calibration jobs ResNet-18 (bs 128)
-  and CycleGAN on K80, P100 and V100. LM, A3C and Recommendation are left out of the fit: in
-  Gavel's data they are bound by the host (A3C's environments, the LSTM's small kernels,
-  Recommendation runs slower on a V100 than on a K80), which no FLOP-based model captures.
-  ResNet-50 and Transformer are held out.
+* ``eta_fp32_by_arch`` (kepler, pascal, volta), the kernel launch cost, the memory-traffic
+  factor and the overlap exponent: least squares in log space on Gavel's measured single-GPU
+  throughputs (anchor A8) of ResNet-18 (batch 16–256), LM (batch 5–80) and CycleGAN on K80,
+  P100 and V100 (``FP32_CALIBRATION_JOBS``). A3C and Recommendation are left out of the fit: in
+  Gavel's data they are bound by the host (A3C's environments; Recommendation runs slower on a
+  V100 than on a K80), which no FLOP-based model captures. ResNet-50 and Transformer are held
+  out.
 * ``eta_tf32``: bisection so that ResNet-50 in TF32 on one A100-80GB (NVIDIA's PyTorch table,
   ``measured.TF32_FIT_ROWS``) is reproduced; every other TF32 / Ampere-fp32 CNN row is held out.
-* ``eta_llm``: bisection so that LLaMA-1 65B (s = 2048, 4M-token batches) on 2048 A100-80GB
-  reaches 380 tokens/s/GPU (anchor A2, LLaMA paper). Llama-2 7B/13B/70B (anchor A1) are held out.
+* ``eta_llm`` (NVLink Ampere), Hopper's and Volta's matmul efficiency and the elementwise
+  traffic (``fit_half``): least squares in log space on the fit rows of public measured
+  throughput (``measured.FIT_ROWS``, each under the strategy it ran) and anchor A2, LLaMA-1 65B
+  (s = 2048, 4M-token batches) on 2048 A100-80GB at 380 tokens/s/GPU (LLaMA paper). Llama-2
+  7B/13B/70B (anchor A1) are held out.
 
 The printed values are the defaults of ``hsched_env.costmodel.Calibration``; the test suite
 checks that the shipped defaults still reproduce these anchors.

@@ -59,7 +59,17 @@ def test_llama70b_on_sia64_is_an_honest_empty_answer(capsys):
                        "--json")
     assert code == 0 and json.loads(out) == []
     code, out, _ = run(capsys, "candidates", "--model", "llama2-70b", "--cluster", "sia-64")
-    assert code == 0 and "fits on no resource set" in out and "1,104 GB" in out
+    assert code == 0 and "fits on no resource set" in out and "1,104.0 GB" in out
+
+
+def test_no_fit_reason_counts_only_the_sets_the_planner_considers(capsys):
+    """tiny-8 (4 V100-16GB + 4 T4): with mixing off the largest set is one pool's 4 GPUs; the
+    states of Llama-2 7B would fit both pools but leave no room for activations."""
+    code, out, _ = run(capsys, "candidates", "--model", "llama2-13b", "--cluster", "tiny-8",
+                       "--no-mixed")
+    assert code == 0 and "more than the 53.6 GB the largest resource set (one node pool)" in out
+    code, out, _ = run(capsys, "candidates", "--model", "llama2-7b", "--cluster", "tiny-8")
+    assert "no strategy's activations" in out and "two of different GPU types" in out
 
 
 def test_readable_table(capsys):

@@ -598,3 +598,13 @@ def test_divisors_match_trial_division():
     from hsched_env.planner import _divisors
     for n in list(range(1, 400)) + [4096, 9973, 10080, 65536]:
         assert list(_divisors(n)) == [k for k in range(1, n + 1) if n % k == 0]
+
+
+def test_plan_set_names_the_pool_when_a_type_spans_two_pools():
+    from hsched_env.cluster import cluster_from_dict
+    c = cluster_from_dict({"name": "two-a100", "nodes": [
+        {"name": "p1", "gpu_type": "A100-80GB", "gpus_per_node": 8, "count": 2},
+        {"name": "p2", "gpu_type": "A100-80GB", "gpus_per_node": 8, "count": 2}]})
+    with pytest.raises(ConfigError, match="one node pool per GPU type.*'p1', has 16"):
+        plan_set("llama2-7b", c, {"A100-80GB": 32})
+    assert len(plan_set("llama2-7b", c, {"A100-80GB": 16})) == 1
