@@ -381,8 +381,11 @@ class Simulator:
         for i, tab in enumerate(s.tables):
             if len(tab) == 0:
                 s.state[i] = UNRUNNABLE
-                log.warning("job %d (%s) has no candidate on %s: it can never run and is "
-                            "reported unfinished", i, jobs[i].model, self.cluster.name)
+                only = (f" of type {jobs[i].gpu_type} (its constraint)"
+                        if jobs[i].gpu_type is not None else "")
+                log.warning("job %d (%r, %s) has no candidate%s on %s: it can never run and "
+                            "is reported unfinished", i, jobs[i].name, jobs[i].model, only,
+                            self.cluster.name)
         s.prev_remaining = s.remaining.copy()
         s.busy = np.zeros(len(types))
         s.t = math.floor(s.arrival.min() / self.config.round_s) * self.config.round_s
