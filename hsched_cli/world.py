@@ -6,31 +6,31 @@ import json
 import sys
 import time
 
+import numpy as np
+
 from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
 from hsched_env.costmodel import model_shape
-from hsched_env.planner import PlannerConfig, plan
+from hsched_env.planner import PlannerConfig, plan, resource_sets
 from hsched_env.text import candidates_text, format_table
 from hsched_env.throughput import check_throughput_source
 
 
 def _no_fit_reason(model, cluster, config: PlannerConfig) -> str:
-    """Why ``plan`` found no candidate: the model states against the memory the largest
-    resource set the planner considers has for them (its usable fraction, less the fixed
-    part per GPU), or, where they would fit, that the rest holds no stage's activations."""
+    """Why ``plan`` found no candidate: the model states against the memory the largest of
+    the planner's resource sets has for them (its usable fraction, less the fixed part per
+    GPU), or, where they would fit, that the rest holds no stage's activations."""
     calib = config.calibration
     fixed_gb = model_shape(model, calib).fixed_mem_bytes / 1e9
     need = model.params * model.bytes_per_param_states / 1e9
-    pools = cluster.pools
-    room = [max(get_gpu(p.gpu_type).memory_gb * calib.mem_usable_fraction - fixed_gb, 0.0)
-            * p.num_gpus for p in pools]
-    sets = list(room)
-    if config.mixed:            # two pools of different GPU types (the planner's mixed sets)
-        sets += [room[i] + room[j] for i in range(len(pools)) for j in range(i + 1, len(pools))
-                 if pools[i].gpu_type != pools[j].gpu_type]
-    largest = max(sets)
-    scope = ("one node pool" if not config.mixed else
-             "one node pool, or two of different GPU types")
+    room = np.array([max(get_gpu(p.gpu_type).memory_gb * calib.mem_usable_fraction - fixed_gb,
+                         0.0) for p in cluster.pools])
+    sets = resource_sets(cluster)
+    use = np.ones(sets.pool_a.size, dtype=bool) if config.mixed else sets.pool_b < 0
+    per_set = sets.n_a * room[sets.pool_a] + np.where(sets.pool_b >= 0,
+                                                       sets.n_b * room[sets.pool_b], 0.0)
+    largest = float(per_set[use].max())
+    scope = "one node pool" if not config.mixed else "one node pool, or two of different types"
     room_text = (f"{largest:,.1f} GB the largest resource set ({scope}) has for them "
                  f"({calib.mem_usable_fraction:.0%} of its memory, less {fixed_gb:g} GB per GPU)")
     if need > largest:

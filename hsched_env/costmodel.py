@@ -487,7 +487,7 @@ def _ring_time(shape: ModelShape, calib: Calibration, d, params_bw_a, params_bw_
     return t + np.where(d > 1, calib.collective_latency_s * 2.0 * (d - 1), 0.0)
 
 
-def zero_extra_times(t_pipe, t_dp, m) -> tuple[np.ndarray, np.ndarray]:
+def zero_extra_times(t_pipe, t_dp, m, pp=1) -> tuple[np.ndarray, np.ndarray]:
     """Extra time per iteration of ZeRO-2 and of ZeRO-3 over stages 0–1, whose gradients are
     all-reduced once per iteration (``t_dp``, not overlapped with compute).
 
@@ -497,22 +497,23 @@ def zero_extra_times(t_pipe, t_dp, m) -> tuple[np.ndarray, np.ndarray]:
     all-reduces in all). The last micro-batch's traffic is exposed like stage 0's all-reduce
     (ZeRO-2: its reduce-scatter and the parameters' all-gather after the step, one
     all-reduce's volume, as stage 0; ZeRO-3: 1.5×); each earlier micro-batch's traffic is
-    hidden behind its own compute, ``t_pipe / m``, up to that compute (perfect prefetch:
-    what cannot hide is added). With ``m = 1`` ZeRO-2 costs stage 0's time and ZeRO-3 1.5×
-    its all-reduce; with fast links the earlier micro-batches cost nothing more; with slow
-    ones the step is bound by ``m`` times the sharded traffic."""
-    hidden = t_pipe / np.maximum(m, 1)
+    hidden behind its own compute on a stage, ``t_pipe / (m + pp - 1)`` (a 1F1B pipeline of
+    ``pp`` stages takes about ``m + pp - 1`` stage slots), up to that compute (perfect
+    prefetch: what cannot hide is added). With ``m = 1`` ZeRO-2 costs stage 0's time and
+    ZeRO-3 1.5× its all-reduce; with fast links the earlier micro-batches cost nothing more;
+    with slow ones the step is bound by ``m`` times the sharded traffic."""
+    hidden = t_pipe / (np.maximum(m, 1) + np.maximum(pp, 1) - 1)
     earlier = np.maximum(m - 1, 0)
     zero2 = earlier * np.maximum(0.5 * t_dp - hidden, 0.0)
     zero3 = 0.5 * t_dp + earlier * np.maximum(1.5 * t_dp - hidden, 0.0)
     return zero2, zero3
 
 
-def _result(shape, calib, d, m, t_pipe, t_dp, t_opt, samples, mem_a, mem_b, split_capped,
+def _result(shape, calib, d, m, pp, t_pipe, t_dp, t_opt, samples, mem_a, mem_b, split_capped,
             layers_a, layers_b, batch_a, batch_b) -> dict:
     """``strategy_cost``'s result from a layout's pipeline, gradient-sync and optimizer times
     and its other row arrays."""
-    zero2, zero3 = zero_extra_times(t_pipe, t_dp, m)
+    zero2, zero3 = zero_extra_times(t_pipe, t_dp, m, pp)
     return {
         # Eager PyTorch launches kernels asynchronously: the host runs ahead of the GPU, so an
         # iteration takes about the longer of the GPU's work and the host's launching, combined
@@ -589,7 +590,7 @@ def _cost_homo(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, batch
     # tp·pp·d GPUs do. Optimizer: memory bound.
     t_dp = _ring_time(shape, calib, d, (params, _dp_link(hw, pa, tp * pp, tp * pp * d)))
     t_opt = calib.optimizer_bytes_per_param * params / hw.hbm_bw[pa]
-    return _result(shape, calib, d, m, t_pipe, t_dp, t_opt, samples, mem_a, mem_a.copy(),
+    return _result(shape, calib, d, m, pp, t_pipe, t_dp, t_opt, samples, mem_a, mem_a.copy(),
                    np.zeros(d.shape, dtype=bool), lmax, lmax, rep_batch, rep_batch)
 
 
@@ -655,7 +656,7 @@ def _cost_dp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
     t_dp = _ring_time(shape, calib, d, (params, ring_ab))
     opt = calib.optimizer_bytes_per_param
     t_opt = np.maximum(opt * params / hw.hbm_bw[pa], opt * params / hw.hbm_bw[pb])
-    return _result(shape, calib, d, m, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
+    return _result(shape, calib, d, m, pp, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
                    np.zeros(d.shape, dtype=bool), lmax, lmax, ba, bb)
 
 
@@ -691,8 +692,10 @@ def _cost_pp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
     la = a_layers(lb_speed)
     b_mb = rep_batch / m
 
-    # A stage that would not fit hands layers to the other type (judged at ZeRO-2, which costs
-    # no extra time). Room = memory left by a stage's fixed part. For B this is conservative:
+    # A stage that would not fit hands layers to the other type, judged at ZeRO-2 (whose
+    # per-micro-batch traffic may cost time: the split does not weigh a speed-proportional
+    # split at ZeRO-2 against moved layers at ZeRO-1). Room = memory left by a stage's fixed
+    # part. For B this is conservative:
     # the fixed part of its last stage (output table, logits) with the per-layer activations
     # of its first (the most micro-batches in flight).
     zf = _zero_factors(shape, d, zero_stages)
@@ -736,5 +739,5 @@ def _cost_pp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
                       (p_b, _dp_link(hw, pb, tp * ppb_f, tp * ppb_f * d)))
     opt = calib.optimizer_bytes_per_param
     t_opt = np.maximum(opt * p_a / hw.hbm_bw[pa], opt * p_b / hw.hbm_bw[pb])
-    return _result(shape, calib, d, m, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
+    return _result(shape, calib, d, m, pp, t_pipe, t_dp, t_opt, samples, mem_a, mem_b,
                    lb != lb_speed, la, lb, rep_batch, rep_batch)

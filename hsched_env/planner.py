@@ -10,8 +10,8 @@ For one job (a ``ModelSpec``) on a ``Cluster`` the planner
    the attention heads; pp at most the layer count), the two mixed layouts (speed-proportional
    data-parallel split, or one pipeline across both types, in both orders when the two types
    have the same memory), micro-batch counts (powers of two), recompute on/off, and ZeRO 0–3
-   (stages 0–2 cost the same time, so the smallest that fits is taken; stage 3 is tried when
-   none of them fits);
+   (a higher stage needs less memory and never less time, so the smallest that fits is
+   taken);
 3. prices them all at once with ``costmodel.strategy_cost`` (or a measured table, see
    ``throughput``: its entries replace the analytic figure, and a type's one-GPU measurement
    scales that type's analytic rows), drops what does not fit in memory, keeps the **fastest
@@ -646,10 +646,13 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     # ---- micro-batch counts: powers of two up to the replica batch, priced in phases.
     # A replica's time is convex in m with its optimum at m* (for pp = 1 it only grows with m)
     # and memory only falls as m grows. So: (1) price m in [max(m*/w, pp), w·m*] (w = 2; 3 for
-    # mixed layouts); (2) shapes
-    # that fit at no ZeRO stage 0-2 there, or whose mixed pipeline had to move layers for
-    # memory (less memory per micro-batch can restore the faster split), also get every
-    # larger m; (3) shapes that fit nowhere without recompute are priced again with it.
+    # mixed layouts). A row there is *free* when it fits at a ZeRO stage that costs no more
+    # than stage 1 (ZeRO-2/3's per-micro-batch traffic hides behind compute, or stage ≤ 1
+    # fits). (2) Shapes with no free row there, or whose mixed pipeline had to move layers
+    # for memory (less memory per micro-batch can restore the faster split), also get every
+    # larger m (less memory: a cheaper stage may fit); those whose rows fit but all pay
+    # sharded traffic also get every smaller m (less traffic). (3) Shapes that fit nowhere
+    # without recompute, or only paying sharded traffic, are priced again with it.
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
     m_cap = np.minimum(rep_batch, MAX_MICROBATCHES)
     u_a = layer_time_per_sample(shape, calib, hw, sk.part_a[idx], sk.tp[idx], False)
@@ -692,22 +695,33 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         return ok
 
     def search(pos, rc: bool) -> list[dict]:
-        """The window around m*, then larger m where memory demands it."""
+        """The window around m*, then larger m where memory demands it and smaller m where
+        sharded ZeRO traffic does."""
         pos_m = cross(pos, m_low[pos], m_high[pos])
         phases = [price(*pos_m, np.full(pos_m[0].size, rc))] if pos_m[0].size else []
-        ok = fitting(phases, lambda ph: ph["fits"][:, 1] & ~ph["split_capped"])   # ZeRO-2 fits
+        ok = fitting(phases, lambda ph: _free(ph) & ~ph["split_capped"])
         more = pos[~ok[pos] & (m_high[pos] < m_cap[pos])]
+        paying = fitting(phases, lambda ph: _any_column(ph["fits"]))
+        less = pos[paying[pos] & ~fitting(phases, _free)[pos] & (m_low[pos] > 1)]
         if more.size:
             pos_m = cross(more, np.maximum(np.nextafter(m_high[more], np.inf), m_low[more]),
                           m_cap[more].astype(float))
+            if pos_m[0].size:
+                phases.append(price(*pos_m, np.full(pos_m[0].size, rc)))
+        if less.size:
+            pos_m = cross(less, np.ones(less.size), np.nextafter(m_low[less], 0.0))
             if pos_m[0].size:
                 phases.append(price(*pos_m, np.full(pos_m[0].size, rc)))
         return phases
 
     phases = search(np.arange(idx.size), False)
     if model.is_transformer_shaped:
-        # Full recompute costs a third more compute: only for shapes that fit nowhere without.
-        need = np.flatnonzero(~fitting(phases, lambda ph: _any_column(ph["fits"])))
+        # Full recompute costs a third more compute: only for shapes that fit nowhere without,
+        # or only at a ZeRO stage whose per-micro-batch traffic does not hide, or only as a
+        # mixed pipeline that moved layers for memory (recompute's smaller activations may let
+        # a cheaper stage, or the faster split, fit)
+        need = (np.flatnonzero(~fitting(phases, lambda ph: _free(ph) & ~ph["split_capped"]))
+                if config.prune_microbatches else np.arange(idx.size))
         if need.size:
             phases += search(need, True)
     if not phases:
@@ -797,6 +811,14 @@ def _bootstrap_ratios(model: ModelSpec, pools, source: ThroughputSource, shape, 
         if value:
             ratio[i] = value / analytic[i]
     return ratio
+
+
+def _free(phase: dict) -> np.ndarray:
+    """Rows of a priced phase that fit at a ZeRO stage costing no more than stage 1: stage 1
+    fits, or a sharded stage that fits adds nothing (its per-micro-batch traffic hides)."""
+    fits = phase["fits"]                # columns: ZeRO-1, ZeRO-2, ZeRO-3
+    return fits[:, 0] | (fits[:, 1] & (phase["zero2_extra_s"] <= 0.0)) | (
+        ~fits[:, 1] & fits[:, 2] & (phase["zero3_extra_s"] <= 0.0))
 
 
 def _any_column(mask: np.ndarray) -> np.ndarray:

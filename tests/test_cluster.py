@@ -465,3 +465,11 @@ def test_load_cluster_of_a_preset_name_points_to_get_cluster():
     from hsched_env.cluster import load_cluster
     with pytest.raises(ConfigError, match="get_cluster"):
         load_cluster("sia-64")
+
+
+def test_quoted_plain_number_gets_no_yaml_exponent_hint(tmp_path):
+    p = write(tmp_path, "q.yaml", 'name: q\nnodes:\n  - {gpu_type: A100-80GB, gpus_per_node: 8, '
+                                  'count: 2, inter_node_bw_gbps: "100"}\n')
+    with pytest.raises(ConfigError) as exc:
+        get_cluster(str(p))
+    assert "must be a number" in str(exc.value) and "YAML reads" not in str(exc.value)

@@ -1142,7 +1142,7 @@ CSV_CASES = [
     ("duplicate ids", CSV_H + CSV_OK + "b,1,60,1,,,\n" + CSV_OK, TraceError,
      [":4", "field 'job_id'", "duplicate", "line 2"]),
     ("empty id", CSV_H + ",0,60,1,,,\n", TraceError, [":2", "field 'job_id'", "empty"]),
-    ("unterminated quote", CSV_H + 'a,0,60,1,"resnet50\n', TraceError, [":2", "columns"]),
+    ("unterminated quote", CSV_H + 'a,0,60,1,"resnet50\n', TraceError, [":2", "not closed"]),
     ("empty file", "", ConfigError, ["file is empty"]),
     ("blank lines only", "\n\n  \n", ConfigError, ["file is empty"]),
     ("header only", CSV_H, ConfigError, ["no jobs"]),

@@ -92,12 +92,20 @@ def test_max_candidates_keeps_the_fastest():
     assert capped.samples_per_s[0] == pytest.approx(full.samples_per_s[0])
 
 
-def test_microbatch_pruning_loses_nothing():
-    """The m* rule only skips micro-batch counts that cannot be the best of their set."""
-    for model in ("llama2-7b", "gpt2-xl", "vit-l"):
-        fast = plan(model, SIA, config=PlannerConfig(prune_dominated=False))
-        slow = plan(model, SIA, config=PlannerConfig(prune_dominated=False,
-                                                     prune_microbatches=False))
+@pytest.mark.parametrize("cluster, models", [
+    ("sia-64", ("llama2-7b", "gpt2-xl", "vit-l")),
+    # 10 Gb/s nodes: ZeRO-2/3's per-micro-batch traffic does not hide, so fewer micro-batches,
+    # or more with a cheaper stage, or recompute, can beat the window around m*
+    ("gavel-108", ("llama2-7b", "llama2-13b", "gpt2-xl"))])
+def test_microbatch_pruning_loses_nothing(cluster, models):
+    """The m* rule and the recompute rule only skip strategies that cannot be the best of
+    their set (``prune_microbatches=False`` prices every micro-batch count, with and without
+    recompute)."""
+    cluster = get_cluster(cluster)
+    for model in models:
+        fast = plan(model, cluster, config=PlannerConfig(prune_dominated=False))
+        slow = plan(model, cluster, config=PlannerConfig(prune_dominated=False,
+                                                         prune_microbatches=False))
         a = {tuple(g): t for g, t in zip(fast.gpus, fast.samples_per_s)}
         b = {tuple(g): t for g, t in zip(slow.gpus, slow.samples_per_s)}
         assert a.keys() == b.keys()
@@ -279,8 +287,8 @@ def test_equal_memory_pipeline_takes_the_faster_orientation():
     assert best.samples_per_s[0] == pytest.approx(max(table.samples_per_s))
     assert best.samples_per_s[0] == pytest.approx(max(best_of.values()))
     assert TINY.pools[best.pool_a[0]].gpu_type == "T4"
-    assert best_of["T4"] > 1.5 * best_of["V100-16GB"]       # 31.0 vs 12.6 samples/s
-    assert best.samples_per_s[0] > 1.2 * table.samples_per_s[~pp].max()   # vs 24.0 (mixed-dp)
+    assert best_of["T4"] > 1.2 * best_of["V100-16GB"]       # 31.2 vs 23.8 samples/s
+    assert best.samples_per_s[0] > 1.2 * table.samples_per_s[~pp].max()   # vs 25.7 (mixed-dp)
     # The cost model prices the chosen strategy as the table says, and the same strategy
     # with the V100s first is slower (or does not fit).
     step, fits = _explicit_step("gpt2-xl", TINY, best, swap=False)

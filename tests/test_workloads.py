@@ -592,3 +592,19 @@ def test_skipped_rows_are_listed_at_info(tmp_path, caplog):
     assert len(w.jobs) == 15 and w.skipped == 15
     listed = [r for r in caplog.records if r.getMessage().startswith("skipping invalid row")]
     assert len(listed) == 15 and all("num_gpus" in r.getMessage() for r in listed)
+
+
+def test_unbalanced_quote_on_the_last_line_is_caught(tmp_path):
+    path = _write(tmp_path, "last.csv", 'job_id,submit_time_s,duration_s,num_gpus,model\n'
+                                        'a,0,10,1,resnet50\n"b,1,10,1,resnet50\n')
+    with pytest.raises(TraceError, match="on line 3 is not closed"):
+        load_workload(f"csv:path={path}", TINY)
+
+
+def test_gavel_trace_hints_name_its_own_keys():
+    with pytest.raises(ConfigError, match="vc=NAME") as exc:
+        load_workload("gavel-trace", GAVEL108)
+    assert "Pollux" not in str(exc.value)
+    if (traces_dir() / "gavel" / "msr_seed0").is_dir():
+        with pytest.raises(ConfigError, match="valid: 0e4a51"):
+            load_workload("gavel-trace:vc=zzz", GAVEL108)

@@ -84,14 +84,14 @@ def _is_float_text(text: str) -> bool:
 def _plain_number(text: str) -> str:
     """``text``, a number, written without an exponent (``"1.6e3"`` → ``1600``)."""
     value = float(text)
-    return f"{value:.0f}" if value.is_integer() else f"{value:f}".rstrip("0")
+    return f"{value:.0f}" if value.is_integer() else repr(value)
 
 
 def _check_bw(value: Any, what: str, **where) -> float:
     """Return ``value`` as a positive finite float (GB/s) or raise ConfigError."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         hint = _BW_HINT
-        if isinstance(value, str) and _is_float_text(value):
+        if isinstance(value, str) and "e" in value.lower() and _is_float_text(value):
             # YAML 1.1 reads 1.6e3 or 2e2 (no dot, or no exponent sign) as text
             hint = (f"YAML reads {show(value)} as text: write it as {_plain_number(value)} "
                     f"(or with a dot and a signed exponent, e.g. 1.6e+3)")

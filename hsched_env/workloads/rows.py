@@ -227,12 +227,13 @@ def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
             raise TraceError(f"malformed CSV: {exc}", source=source, line=start) from None
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
-        if reader.line_num > start and any("\n" in f or "\r" in f for f in row):
+        if any("\n" in f or "\r" in f for f in row):
             # a quoted field ran over line ends: in a job trace, an unbalanced double quote
             # (csv reads on to the next quote, possibly the end of the file)
-            raise TraceError(f"a quoted field runs from line {start} to line "
-                             f"{reader.line_num}: an unbalanced double quote? (job traces "
-                             f"have no multi-line fields)", source=source, line=start)
+            span = (f"runs from line {start} to line {reader.line_num}"
+                    if reader.line_num > start else f"on line {start} is not closed")
+            raise TraceError(f"a quoted field {span}: an unbalanced double quote? (job "
+                             f"traces have no multi-line fields)", source=source, line=start)
         yield start, row
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from hsched_env.catalog import MAX_BATCH
 from hsched_env.cluster import Cluster
-from hsched_env.errors import ConfigError, TraceError, UnknownNameError, show
+from hsched_env.errors import ConfigError, TraceError, UnknownNameError, show, shorten
 from hsched_env.files import read_text_file, user_path
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model, model_for_gpu_time
 from hsched_env.workloads.rows import _assemble, _csv_rows, _header, _records, _Rows
@@ -158,7 +158,11 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
     if params.has("vc") and params.has("path"):
         raise params.error("vc", "give either path= or vc=, not both")
     default = f"gavel/msr_seed0/{params.values['vc']}.trace" if params.has("vc") else None
-    path = _trace_file(params, default, "workload=N, one of Pollux's workloads 1-4")
+    path = _trace_file(params, default, "vc=NAME, a trace of <traces>/gavel/msr_seed0")
+    if default is not None and not path.exists() and path.parent.is_dir():
+        valid = sorted(p.stem for p in path.parent.glob("*.trace"))
+        raise params.error("vc", f"no trace {show(params.values['vc'])} in {path.parent}; "
+                                 f"valid: {shorten(', '.join(valid), 300)}")
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
     rows = _Rows(str(path), cluster, throughputs, skip_invalid)
