@@ -651,8 +651,8 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     # fits). (2) Shapes with no free row there, or whose mixed pipeline had to move layers
     # for memory (less memory per micro-batch can restore the faster split), also get every
     # larger m (less memory: a cheaper stage may fit); those whose rows fit but all pay
-    # sharded traffic also get every smaller m (less traffic). (3) Shapes that fit nowhere
-    # without recompute, or only paying sharded traffic, are priced again with it.
+    # sharded traffic also get every smaller m (less traffic). (3) Shapes with no free row
+    # without recompute, or only a mixed pipeline that moved layers, are priced again with it.
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
     m_cap = np.minimum(rep_batch, MAX_MICROBATCHES)
     u_a = layer_time_per_sample(shape, calib, hw, sk.part_a[idx], sk.tp[idx], False)
@@ -727,8 +727,8 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     if not phases:
         phases = [price(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))]
     # Memory is recomputed for the rows kept (see memory below), so not carried along.
-    cost_keys = ("step_time_s", "zero2_extra_s", "zero3_extra_s", "samples_per_iter", "layers_a", "layers_b",
-                 "batch_a", "batch_b")
+    cost_keys = ("step_time_s", "zero2_extra_s", "zero3_extra_s", "samples_per_iter",
+                 "layers_a", "layers_b", "batch_a", "batch_b")
     cat = {k: np.concatenate([ph[k] for ph in phases])
            for k in ("pos", "m", "rc", "pa", "pb", "fits") + cost_keys}
     rows, m, rc, pa, pb = idx[cat["pos"]], cat["m"], cat["rc"], cat["pa"], cat["pb"]
