@@ -19,7 +19,8 @@ def _evicted_by_scanning(dry, before) -> set[int]:
 @pytest.mark.slow
 @pytest.mark.parametrize("cluster,workload", [
     ("sia-64", "gavel:rate=30,jobs=80,seed=3"),
-    ("modern-512", "gavel:rate=400,jobs=200,seed=2,mix=llm")])
+    # seed 3: since the ZeRO correction (2026-12-05) seed 2 evicts only twice in 40 rounds
+    ("modern-512", "gavel:rate=400,jobs=200,seed=3,mix=llm")])
 def test_index_evicts_exactly_what_scanning_evicts(monkeypatch, simulate, cluster, workload):
     calls = {"n": 0, "evicting": 0}
     indexed = rounding.PlacementDryRun._evict
