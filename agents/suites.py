@@ -142,8 +142,8 @@ LARGE = Suite(
     "large",
     (Scenario("large-2048", "large-2048", "gavel:rate=20000,jobs=1000", max_time_s=3 * 3600.0,
               note="a burst of 1,000 jobs (all arrive within ~3 min) on 2,048 GPUs of 5 types, "
-                   "first 3 simulated hours (36 rounds): 500-1,000 active jobs, ~20 candidates "
-                   "each, ~15,000 LP variables per round"),),
+                   "first 3 simulated hours (36 rounds): 500-1,000 active jobs, ~68 candidates "
+                   "each, ~35,000 LP variables per round on average"),),
     seeds=1,
     description="large-2048, 1,000-job burst, 3 h window, 1 held-out seed")
 def _burst(jobs: int, active: int, mean_active: int) -> Scenario:
