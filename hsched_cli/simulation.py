@@ -97,9 +97,7 @@ def _simulation_args(args):
     cluster = get_cluster(args.cluster)
     workload = load_workload(args.workload, cluster, skip_invalid=args.skip_invalid,
                              throughputs=args.throughputs)
-    if workload.skipped:
-        print(f"hsched: skipped {workload.skipped} invalid trace rows (--skip-invalid)",
-              file=sys.stderr)
+    # skipped rows: the loader's warning says how many; the notes (table, JSON) say so too
     measure = _measure(args.measure_jobs) if args.measure_jobs else None
     try:
         config = SimConfig(round_s=args.round_s, restart_s=args.restart_s,

@@ -469,7 +469,6 @@ class Simulator:
             current_nodes=tuple([alloc[i] for i in act]))
         s.arrived_since, s.completed_since = [], []
         s.active = active
-        s.active_ids = frozenset(act)
         s.active_log.append(int(active.size))
         s.nodes.reset()
         s.new_alloc = {}
@@ -495,13 +494,18 @@ class Simulator:
         s = self._s
         if not s.in_round:
             raise RuntimeError("place() needs an open round: call next_view() first")
-        if (not is_whole_number(j) or j not in s.active_ids or not is_whole_number(r)
-                or not 0 <= r < len(s.tables[j])):
-            what = (f"job {show(j)}, which is not active at t={s.t:.0f}"
-                    if not is_whole_number(j) or j not in s.active_ids else
+        active = is_whole_number(j) and self._active_now(j)
+        if not active or not is_whole_number(r) or not 0 <= r < len(s.tables[j]):
+            what = (f"job {show(j)}, which is not active at t={s.t:.0f}" if not active else
                     f"row {show(r)} of job {j}, which has {len(s.tables[j])} candidates")
             raise ConfigError(f"place() was given {what}", field="place")
         return self._place_on(s.nodes, s.new_alloc, j, r)
+
+    def _active_now(self, j: int) -> bool:
+        """Whether job ``j`` (an int) is one of the open round's active jobs: arrived, neither
+        finished nor unrunnable (``next_view``'s rule)."""
+        s = self._s
+        return 0 <= j < len(self.jobs) and s.state[j] <= RUNNING and s.arrival[j] <= s.t
 
     def _place_on(self, nodes: NodeState, new_alloc: dict, j: int, r: int) -> bool:
         """``place`` on the given node state and round placements (the run's, or copies)."""
@@ -536,7 +540,7 @@ class Simulator:
     def _place_decision_on(self, nodes: NodeState, new_alloc: dict, decision: Assignment,
                            who: str) -> list[tuple[int, int]]:
         s = self._s
-        n, t = len(self.jobs), s.t
+        t = s.t
         prefs: dict[int, list[int]] = {}
         if not isinstance(decision, Mapping):
             raise ConfigError(f"{who} returned {type(decision).__name__}, not a mapping "
@@ -546,7 +550,7 @@ class Simulator:
                 raise ConfigError(f"{who} assigned job {show(j)}: a job id is a whole number",
                                   field="decision")
             j = int(j)
-            if j < 0 or j >= n or s.state[j] >= DONE or s.arrival[j] > t:
+            if not self._active_now(j):
                 raise ConfigError(f"{who} assigned job {j}, which is not active at t={t:.0f}",
                                   field="decision")
             rows = _choice_rows(choice, j, who)
@@ -1014,7 +1018,6 @@ class _RunState:
     unchanged: bool = False                   # the last round changed no job's placement
     stalled: int = 0
     active: np.ndarray = None
-    active_ids: frozenset = frozenset()     # the open round's active job ids (``place``)
     new_alloc: dict = field(default_factory=dict)
     in_round: bool = False
     end_reason: str | None = None
