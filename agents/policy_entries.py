@@ -45,7 +45,7 @@ DEFAULT_POLICIES = ("pure-lp", "topk", "pop-4", "gavel", "fifo")
 #: ``sb3:ALGO:PATH.zip`` algorithms (without ALGO the zip's policy class decides).
 SB3_ALGOS = ("ppo", "maskable-ppo", "a2c", "dqn")
 #: Prefixes of ``--policies`` items that are not Python modules.
-_PREFIXES = ("ranker", "sb3")
+_PREFIXES = ("ranker", "ranker-seed", "sb3")
 #: ``module.path:attribute.path``
 _ENTRY_POINT = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 #: Environment arguments an agent's ``env_kwargs`` may not set: the suite's scenario and
@@ -89,7 +89,8 @@ def policy_names() -> list[str]:
     """The policy names ``--policies`` accepts, as shown to users (help, unknown-name errors):
     general forms such as ``ranker:PATH`` and ``pop-K (K >= 2)``, not a list to validate
     against (``make_policy`` and ``parse_policies`` validate)."""
-    return ["pure-lp", "ranker", "ranker:PATH", "ranker@R", "ranker:PATH@R", "module:callable",
+    return ["pure-lp", "ranker", "ranker:PATH", "ranker@R", "ranker:PATH@R", "ranker-seed",
+            "ranker-seed:PATH", "module:callable",
             "sb3:PATH.zip",
             *POLICY_NAMES_SPELLED]
 
@@ -115,11 +116,11 @@ def _ranker_class(required: bool = True):
 
 
 def load_ranker(path: str | Path, target_recall: float | None = None,
-                max_kept_fraction: float | None = None):
+                max_kept_fraction: float | None = None, mode: str = "prune"):
     """``Ranker.load(path)`` (``agents.ranker``), with a one-line error for a missing file
     and a pointer to ``sb3:`` for an SB3 model zip; ``target_recall``: the file's operating
     point for that recall (``Ranker``); ``max_kept_fraction``: its unsure gate, instead of
-    the file's (1: off)."""
+    the file's (1: off); ``mode``: ``"prune"`` or ``"seed"`` (``Ranker``)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
@@ -128,6 +129,8 @@ def load_ranker(path: str | Path, target_recall: float | None = None,
     if not p.exists():
         raise ConfigError(f"no ranker file {str(p)!r}", field=FIELD)
     gate = {} if max_kept_fraction is None else {"max_kept_fraction": max_kept_fraction}
+    if mode != "prune":
+        gate.update(mode=mode, name=f"ranker-seed:{p.name}")
     if target_recall is None:
         return _ranker_class().load(str(p), **gate)
     try:
@@ -479,7 +482,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     """Policy entries from names (a comma-separated string or a list), agent objects and/or
     ``PolicyEntry`` objects (kept as they are).
 
-    Names: ``pure-lp``, any ``make_policy`` name, ``ranker`` / ``ranker:PATH``,
+    Names: ``pure-lp``, any ``make_policy`` name, ``ranker`` / ``ranker:PATH`` (its keep bits
+    prune the LP), ``ranker-seed`` / ``ranker-seed:PATH`` (the same file in seed mode: its
+    best-scored candidates start the whole LP's column generation, ``agents.ranker.Ranker``),
     ``module:callable`` (an agent entry point, ``load_entry_point``) and ``sb3:PATH.zip`` /
     ``sb3:ALGO:PATH.zip`` (``load_sb3``; needs ``trust_sb3_zip=True``). Raises
     ``UnknownNameError`` (listing the valid names) for an unknown name and ``ConfigError`` for
@@ -508,15 +513,18 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                                   f"(keep(obs, env) or act(obs, env))", field="policies")
             entry = agent_entry(item)
         elif _names_ranker_file(item):
-            spec, recall = _split_recall(item)
+            seed = item == "ranker-seed" or item.startswith("ranker-seed:")
+            spec, recall = (item, None) if seed else _split_recall(item)
             if spec.startswith("ranker@"):     # "ranker@" + something not a number
                 raise ConfigError(f"{item!r}: the operating point after '@' must be a target "
                                   f"recall such as ranker@0.95", field=FIELD)
             path = spec.split(":", 1)[1].strip() if ":" in spec else str(DEFAULT_RANKER_PATH)
             if not path:
-                raise ConfigError("ranker: needs a path (ranker:PATH)", field=FIELD)
-            r = load_ranker(path, target_recall=recall, max_kept_fraction=max_kept_fraction)
-            point = getattr(r, "target_recall", None)
+                raise ConfigError(f"{spec.split(':')[0]}: needs a path "
+                                  f"({spec.split(':')[0]}:PATH)", field=FIELD)
+            r = load_ranker(path, target_recall=recall, max_kept_fraction=max_kept_fraction,
+                            mode="seed" if seed else "prune")
+            point = None if seed else getattr(r, "target_recall", None)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
                                 ranker=r, path=path,
                                 source=f"ranker file {path}" + (
@@ -552,8 +560,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
 
 def _names_ranker_file(item: str) -> bool:
     """Whether a ``--policies`` name is a ranker file: ``ranker``, ``ranker:PATH``,
-    ``ranker@R``, ``ranker:PATH@R``."""
-    return item == "ranker" or item.startswith(("ranker:", "ranker@"))
+    ``ranker@R``, ``ranker:PATH@R``, ``ranker-seed``, ``ranker-seed:PATH``."""
+    return item in ("ranker", "ranker-seed") or item.startswith(("ranker:", "ranker@",
+                                                                 "ranker-seed:"))
 
 
 def _gates_text(ranker) -> str:
@@ -561,6 +570,10 @@ def _gates_text(ranker) -> str:
     gates = []
     if getattr(ranker, "gate_candidates", 0):
         gates.append(f"fewer than {ranker.gate_candidates:,} candidates")
+    if getattr(ranker, "mode", "prune") == "seed":
+        return (f", seed mode: its best-scored {ranker.seed_fraction:.4g} of each round (and "
+                f"each job's best) start the whole LP's column generation"
+                + (f"; rounds with {gates[0]} get the LP's own start" if gates else ""))
     if getattr(ranker, "max_kept_fraction", 1.0) < 1.0:
         gates.append(f"more than {ranker.max_kept_fraction * 100:.4g}% of a round kept "
                      f"(unsure)")

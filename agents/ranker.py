@@ -65,6 +65,15 @@ DEFAULT_MAX_KEPT_FRACTION = 0.25
 #: further unsure round in a row doubles it, up to ``MAX_UNSURE_BACKOFF``.
 DEFAULT_UNSURE_BACKOFF = 4
 MAX_UNSURE_BACKOFF = 64
+#: What a ranker's keep bits do (``Ranker(mode=...)``): ``"prune"`` — restrict the LP solve
+#: to them (the file's ``prune`` scope, ``hsched/Rank-v0``); ``"seed"`` — start the whole
+#: LP's column generation from them (``prune="seed"``): the pure LP's optimum, certified.
+RANKER_MODES = ("prune", "seed")
+#: ``seed_fraction`` of seed mode: the share of a round's candidates, best-scored first, that
+#: starts the LP's column generation (with each job's best-scored one). Chosen on training
+#: seeds of the ``large-family`` bursts (BENCHMARKS.md, "The ranker as column generation's
+#: start"); any value gives the same optimum, only the time changes.
+DEFAULT_SEED_FRACTION = 0.05
 FORMAT = "heterosched-ranker/1"
 
 
@@ -546,6 +555,14 @@ class Ranker:
     (``scripts/calibrate_gate.py``), else 0 (always rank); ``GATE_NEVER``: never rank.
     ``gated_rounds`` counts them.
 
+    **Seed mode** (``mode="seed"``, or any ``RankEnv`` with ``prune="seed"``): the keep bits
+    do not prune; they are the first columns of the whole LP's column generation, so every
+    round gets the pure LP's optimal value (certified by pricing) and a good ranking only
+    makes it faster. A ranked round keeps its ``seed_fraction`` best-scored candidates (and
+    each job's best); a round below the candidate gate keeps none (the LP's own start, no
+    inference). No unsure gate: a poor ranking cannot change the schedule's objective, and
+    costs at most a larger first restricted LP.
+
     **Unsure gate.** A round in which the ranker would keep more than
     ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
     ranker is not sure which candidates the LP needs there, so pruning risks the schedule and
@@ -566,7 +583,8 @@ class Ranker:
                  torch_threads: int | None = 1, gate_candidates: int | None = None,
                  target_recall: float | None = None,
                  max_kept_fraction: float | None = None,
-                 unsure_backoff: int = DEFAULT_UNSURE_BACKOFF) -> None:
+                 unsure_backoff: int = DEFAULT_UNSURE_BACKOFF, mode: str = "prune",
+                 seed_fraction: float = DEFAULT_SEED_FRACTION) -> None:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
         # only adds spin-waiting (measured 0.5 ms with 1 thread, 29 ms with 2 on a busy
         # 2-core machine). ``torch_threads=None`` leaves PyTorch's setting alone.
@@ -611,6 +629,15 @@ class Ranker:
             raise ConfigError(f"must be a whole number >= 0, got {unsure_backoff!r}",
                               field="unsure_backoff")
         self.unsure_backoff = int(unsure_backoff)
+        if mode not in RANKER_MODES:
+            raise ConfigError(f"must be one of {', '.join(map(repr, RANKER_MODES))}, got "
+                              f"{mode!r}", field="mode")
+        self.mode = mode
+        if isinstance(seed_fraction, bool) or not isinstance(seed_fraction, (int, float)) \
+                or not 0.0 <= seed_fraction <= 1.0:
+            raise ConfigError(f"must be a number in [0, 1], got {seed_fraction!r}",
+                              field="seed_fraction")
+        self.seed_fraction = float(seed_fraction)
         self.gated_rounds = 0
         #: rounds scored, found unsure (more than ``max_kept_fraction`` kept), solved whole
         self.unsure_rounds = 0
@@ -634,7 +661,10 @@ class Ranker:
     @property
     def env_kwargs(self) -> dict:
         """The ``RankEnv`` arguments this ranker was trained for (``prune``, recorded in the
-        file's ``meta``; a file without it ran with the environment's default)."""
+        file's ``meta``; a file without it ran with the environment's default); in seed mode
+        ``prune="seed"``."""
+        if self.mode == "seed":
+            return {"prune": "seed"}
         return {"prune": self.meta["prune"]} if "prune" in self.meta else {}
 
     @classmethod
@@ -757,6 +787,28 @@ class Ranker:
             state[0] = state[1]
         return True
 
+    def _seed(self, obs: dict, env, valid: np.ndarray, total: int) -> np.ndarray:
+        """Seed mode's keep bits: the ``seed_fraction`` best-scored valid candidates and each
+        job's best; none below the candidate gate (the LP's own start, no inference)."""
+        if self.gate_candidates and total < self.gate_candidates:
+            self.gated_rounds += 1
+            return np.zeros(valid.size, dtype=np.int8)
+        return self._seed_bits(self.scores(obs, env), valid, env)
+
+    def _seed_bits(self, s: np.ndarray, valid: np.ndarray, env) -> np.ndarray:
+        """(K,) int8: the ``seed_fraction`` best of the valid candidates by the scores ``s``,
+        and each job's best."""
+        keep = np.zeros(s.size, dtype=bool)
+        n = int(np.ceil(self.seed_fraction * valid.sum()))
+        if 0 < n < s.size:
+            keep[np.argpartition(-s, n - 1)[:n]] = True      # the n best (any order)
+        elif n:
+            keep[:] = True
+        keep &= valid
+        if self.min_per_job > 0 and np.isfinite(s).all():
+            keep[best_per_job(s, env.unwrapped.slot_jobs())] = True
+        return keep.astype(np.int8)
+
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
         """(K,) int8 keep bits for a ``RankEnv`` observation."""
         unwrapped = getattr(env, "unwrapped", env)
@@ -767,6 +819,8 @@ class Ranker:
         valid = np.asarray(obs["valid"]) > 0.5
         slots = getattr(unwrapped, "slots", None)
         total = int(slots.total) if slots is not None else int(valid.sum())   # the round's
+        if budget is None and getattr(unwrapped, "prune", None) == "seed":
+            return self._seed(obs, env, valid, total)
         if budget is None and self.gate_candidates and total < self.gate_candidates:
             self.gated_rounds += 1
             return valid.astype(np.int8)             # a small round: the LP solves it whole
@@ -795,6 +849,10 @@ class Ranker:
             keep[top] = True
         if budget is None and self._unsure(keep, valid, unwrapped):
             self.unsure_rounds += 1
+            if self.seed_fraction > 0 and getattr(unwrapped, "takes_lp_start", False):
+                # the scores are paid for: its best-scored candidates start the whole LP's
+                # column generation (the same optimum, usually in fewer restricted solves)
+                unwrapped.set_lp_start(self._seed_bits(s, valid, env))
             return valid.astype(np.int8)             # unsure which the LP needs: whole
         return keep.astype(np.int8)
 

@@ -137,6 +137,8 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
         row["gated_fraction"] = _nanmean(m.get("gated_fraction") for m in ms)
         row["backoff_fraction"] = _nanmean(m.get("backoff_fraction") for m in ms)
         row["unsure_fraction"] = _nanmean(m.get("unsure_fraction") for m in ms)
+        if any(m.get("seed_recall") is not None for m in ms):
+            row["seed_recall"] = _nanmean(m.get("seed_recall") for m in ms)
     else:
         row["ranker_time_mean_s"] = None
     if kind == "scheduler":
@@ -410,7 +412,13 @@ def format_report(report: Report) -> str:
                 notes.append(f"{r['policy']}: decision = LP "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker "
                              f"{r['ranker_time_mean_s'] * 1e3:.1f} ms per round "
-                             f"(mean); kept {r['kept_frac_mean']:.1%} of the candidates"
+                             f"(mean); "
+                             + (f"seeded the LP's column generation with "
+                                f"{r['kept_frac_mean']:.1%} of the candidates (seed mode: the "
+                                f"LP solves every round whole), holding "
+                                f"{_fmt(r.get('seed_recall'), 1, 3)} of its support in the "
+                                f"rounds it ranked" if "seed_recall" in r else
+                                f"kept {r['kept_frac_mean']:.1%} of the candidates")
                              + (f" ({r['kept_frac_ranked_mean']:.1%} in the rounds it pruned)"
                                 if (r.get("gated_fraction") or r.get("unsure_fraction"))
                                 and r.get("kept_frac_ranked_mean")

@@ -433,6 +433,8 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     backoff_before = getattr(ranker, "backoff_rounds", 0)
     obs, info = env.reset(seed=seed)
     lp_s, rank_s, lp_vars, recall, kept_frac, ranked = [], [], [], [], [], []
+    seeding = getattr(env, "prune", None) == "seed"     # keep bits start the whole LP
+    seed_recall = []                # seed mode: the share of the LP's support its seed held
     pruned = []              # ranked and not found unsure (Ranker's unsure gate): kept bits used
     obs_s = [float(info["observation_time_s"])]     # measure_time=True (make_scenario_env)
     overflow = total_max = 0
@@ -452,7 +454,16 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                 f"{entry.label!r} returned keep bits of shape {keep.shape}, expected "
                 f"({env.K},): this RankEnv has K={env.K} slots ({_k_origin(entry)})",
                 field="--policies")
-        value = kept_support_recall(support_lp, sl, keep)
+        if seeding:
+            # the LP solves every round whole: it considers the whole support; how much of it
+            # the seed held (ranked rounds) is the seed's own figure
+            value = kept_support_recall(support_lp, sl, np.ones(env.K, dtype=bool))
+            if ranked[-1]:
+                held = kept_support_recall(support_lp, sl, keep)
+                if held is not None:
+                    seed_recall.append(held)
+        else:
+            value = kept_support_recall(support_lp, sl, keep)
         if value is not None:
             recall.append(value)
         obs, _, terminated, truncated, info = env.step(keep.astype(np.int8))
@@ -485,6 +496,10 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     # rounds it scored but solved whole: it would have kept more than its max_kept_fraction
     metrics["unsure_fraction"] = ((getattr(ranker, "unsure_rounds", 0) - unsure_before)
                                   / max(len(rank_s), 1))
+    if seeding:
+        # seed mode (prune="seed"): the mean share of the LP's support the seed held, over
+        # the rounds it ranked (None: it ranked none)
+        metrics["seed_recall"] = float(np.mean(seed_recall)) if seed_recall else None
     end_reason = getattr(env, "end_reason", None) or sim.end_reason
     metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s, end_reason)
     return Run(scenario=scenario.name, label=entry.label, kind="ranker", seed=seed,

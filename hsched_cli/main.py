@@ -155,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--policies", default=None, help=(
         "comma-separated: pure-lp, topk, pop-4, gavel, fifo (any 'simulate' policy); "
         "ranker (agents/data/ranker.pt) or ranker:PATH.pt, with @R for the file's "
-        "operating point of target recall R (ranker@0.99); module:callable (your agent: "
+        "operating point of target recall R (ranker@0.99); ranker-seed or ranker-seed:PATH.pt "
+        "(seed mode: its best-scored candidates start the whole LP's column generation, so "
+        "the schedule is the pure LP's optimum); module:callable (your agent: "
         "keep(obs, env) for rank mode or act(obs, env) for select mode, optional name, slots, "
         "env_kwargs; the module is imported from the current directory or the Python path); "
         "sb3:PATH.zip or sb3:ALGO:PATH.zip (ALGO ppo, maskable-ppo, a2c, dqn; needs "

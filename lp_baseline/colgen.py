@@ -8,7 +8,8 @@ simplex over every column spends most of its time on columns that never enter.
 ``ColumnGenerationDriver`` solves the same ``LPSpec`` (the same rows, columns, bounds and
 costs as ``HighsDriver``) as a *restricted* LP that starts with each job's best column by the
 current objective (with max-min rows also by its weighted throughput and by the fill), plus
-the auxiliary column ``t`` / ``z'``, and repeats:
+the auxiliary column ``t`` / ``z'`` (and any ``start`` columns the caller gives: a guess of the
+optimal support, such as a learned ranker's best-scored candidates), and repeats:
 
 1. solve the restricted LP (HiGHS dual simplex, warm-started from the previous basis);
 2. price every column outside it with the restricted optimum's row duals ``y``: reduced cost
@@ -19,7 +20,9 @@ the auxiliary column ``t`` / ``z'``, and repeats:
 At the stop, the restricted optimum with every other column at 0 satisfies the whole LP's
 optimality conditions (primal feasible: the same rows; dual feasible: no column prices in), so
 it is an optimum of the whole LP — the same objective value as the full solve, certified, not
-a heuristic. Where the LP has several optima it may be another vertex than the full dual
+a heuristic. So ``start`` columns change how fast the answer is reached, never its objective
+value: a good guess of the support saves restricted solves, a poor one costs a larger first
+restricted LP. Where the LP has several optima it may be another vertex than the full dual
 simplex's (as with ``lp_method="ipm"``); docs/lp.md says how often that changes a schedule.
 
 A restricted LP that is infeasible (the ftf bisection's feasibility LPs can be feasible only
@@ -53,11 +56,14 @@ class ColumnGenerationDriver(HighsModel):
     restricted LP; ``run``
     returns the values of **all** columns (0 outside the restricted LP).
 
+    ``start``: x-column indices (of ``spec``) the first restricted LP holds besides the
+    driver's own start (each job's best columns); ``None``: only those.
+
     Attributes after runs: ``columns`` (how many are in the restricted LP), ``rounds``
     (restricted solves so far), ``complete`` (every column was added: the restricted LP was
     infeasible, or HiGHS gave no duals to price with)."""
 
-    def __init__(self, spec: LPSpec, options: dict) -> None:
+    def __init__(self, spec: LPSpec, options: dict, start: np.ndarray | None = None) -> None:
         if spec.col_job is None:
             raise ValueError("column generation needs the job of each column (LPSpec.col_job)")
         self.spec = spec
@@ -87,16 +93,21 @@ class ColumnGenerationDriver(HighsModel):
         # each job's best column by its coefficient there (its weighted throughput) and by the
         # fill (stage 2), so a bottleneck job is not left with one poor column
         x_cols = np.arange(n)
-        start = [np.arange(n, self.ncol), np.flatnonzero(self.col_lo[:n] != 0)]
+        first = [np.arange(n, self.ncol), np.flatnonzero(self.col_lo[:n] != 0)]
         if np.any(self.cost[:n] != 0):
-            start.append(self._best_per_job(self.cost, x_cols))
+            first.append(self._best_per_job(self.cost, x_cols))
         if spec.obj_rows.size or not np.any(self.cost[:n] != 0):
-            start.append(self._best_per_job(spec.fill, x_cols))
+            first.append(self._best_per_job(spec.fill, x_cols))
         if spec.obj_rows.size:
             in_obj = self.a[spec.obj_rows, :n].tocsc()
             coef = np.asarray(in_obj.sum(axis=0)).ravel()       # one objective row per column
-            start.append(self._best_per_job(coef, x_cols))
-        self._add(np.unique(np.concatenate(start)))
+            first.append(self._best_per_job(coef, x_cols))
+        if start is not None:
+            start = np.asarray(start, dtype=np.int64)
+            if start.size and (start.min() < 0 or start.max() >= n):
+                raise ValueError(f"start columns must be x columns 0..{n - 1}")
+            first.append(start)
+        self._add(np.unique(np.concatenate(first)))
 
     # ------------------------------------------------------------------ restricted LP
     def _best_per_job(self, score: np.ndarray, cols: np.ndarray) -> np.ndarray:

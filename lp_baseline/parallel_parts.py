@@ -53,7 +53,8 @@ DEFAULT_EXECUTOR = "thread"
 @dataclass(frozen=True)
 class PartSolve:
     """One part's solve, as sent to a worker: ``solve_allocation(problem, objective, backend=,
-    time_limit_s=, floor=, highs_options=, method=, basis_keys=, warm_basis=)``, with the time left until ``deadline`` (a ``time.perf_counter``
+    time_limit_s=, floor=, highs_options=, method=, basis_keys=, warm_basis=,
+    start=)``, with the time left until ``deadline`` (a ``time.perf_counter``
     instant of the calling process) when the solve starts, as a sequential POP always did.
     Worker processes on this machine get it as ``deadline_monotonic`` (``time.monotonic``, the
     same clock in every process), so a part that waits for a free worker still ends by the
@@ -71,6 +72,7 @@ class PartSolve:
     method: str = "simplex"
     basis_keys: Any = None
     warm_basis: Any = None
+    start: Any = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,8 @@ def _solve_one(task: PartSolve) -> PartOutcome:
         res = solve_allocation(task.problem, task.objective, backend=task.backend,
                                time_limit_s=budget, floor=task.floor,
                                highs_options=task.highs_options, method=task.method,
-                               basis_keys=task.basis_keys, warm_basis=task.warm_basis)
+                               basis_keys=task.basis_keys, warm_basis=task.warm_basis,
+                               start=task.start)
     except Exception as exc:             # noqa: BLE001 - the policy falls back for this part
         return PartOutcome(None, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
     return PartOutcome(res, "", time.perf_counter() - t0)

@@ -130,7 +130,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                      highs_options: dict | None = None,
                      floor: float = DEFAULT_FLOOR, method: str = "simplex",
                      basis_keys: BasisKeys | None = None,
-                     warm_basis: LabeledBasis | None = None) -> LPResult:
+                     warm_basis: LabeledBasis | None = None,
+                     start: np.ndarray | None = None) -> LPResult:
     """Solve the allocation LP for one round.
 
     Args:
@@ -159,6 +160,12 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
             mapped onto this LP by label (``warm_start``; needs ``basis_keys``). The same
             optimum, possibly another optimal vertex. Column generation, IPM and ``pulp``
             ignore it.
+        start: a guess of the optimal support (a bool mask over ``p``'s candidates, or their
+            indices), e.g. a learned ranker's best-scored candidates: column generation's
+            first restricted LP holds them besides its own start (``colgen``). The same
+            optimal value whatever the guess (column generation certifies its stop), possibly
+            another optimal vertex; a good guess saves restricted solves. The other methods
+            ignore it.
 
     Returns:
         An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
@@ -184,6 +191,8 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     if method == "colgen" and backend != "highs":
         raise ConfigError(f"method='colgen' needs backend='highs', got {backend!r}",
                           field="method")
+    if start is not None:
+        start = _candidate_indices(start, p.n_candidates)
     if objective in ("min-makespan", "ftf"):
         require_field(p, "remaining", objective)
     if objective in ("sia-srpt", "sia-las"):
@@ -249,9 +258,12 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         if method == "auto":
             method = ("colgen" if backend == "highs" and n_vars >= COLGEN_MIN_COLUMNS
                       else "simplex")
-        driver_class = (ColumnGenerationDriver if method == "colgen" else
-                        HighsDriver if backend == "highs" else PulpDriver)
-        driver = driver_class(spec, options)
+        if method == "colgen":
+            driver = ColumnGenerationDriver(
+                spec, options, start=None if start is None else
+                np.flatnonzero(np.isin(spec.cand, start, assume_unique=True)))
+        else:
+            driver = (HighsDriver if backend == "highs" else PulpDriver)(spec, options)
     except ValueError:   # a bad highs_options entry is the caller's error
         raise
     except ImportError as exc:   # PuLP (pulp backend) not installed
@@ -311,6 +323,24 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
                     pricing_rounds=getattr(driver, "rounds", 0),
                     basis=_labeled_basis(labels, driver), warm_started=warm_started,
                     warm_retried=getattr(driver, "warm_retried", False))
+
+
+def _candidate_indices(start, n: int) -> np.ndarray:
+    """``start`` (a bool mask of length ``n`` or candidate indices) as sorted unique indices;
+    ``ConfigError`` naming ``start`` otherwise."""
+    a = np.asarray(start)
+    if a.dtype == bool:
+        if a.shape != (n,):
+            raise ConfigError(f"a bool start mask needs one entry per candidate ({n}), got "
+                              f"shape {a.shape}", field="start")
+        return np.flatnonzero(a)
+    if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer)):
+        raise ConfigError(f"start must be a bool mask or candidate indices, got "
+                          f"{a.dtype} of shape {a.shape}", field="start")
+    if a.size and (a.min() < 0 or a.max() >= n):
+        raise ConfigError(f"start indices must be candidates 0..{n - 1}, got "
+                          f"{int(a.min())}..{int(a.max())}", field="start")
+    return np.unique(a.astype(np.int64))
 
 
 def _labeled_basis(labels, driver) -> LabeledBasis | None:

@@ -13,8 +13,9 @@ from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
 from hsched_env.errors import ConfigError, check_switch, is_real_number, shorten
 
 
-#: What a ``RankEnv``'s kept candidates restrict (its ``prune`` argument).
-PRUNE_SCOPES = ("all", "lp")
+#: What a ``RankEnv``'s kept candidates restrict (its ``prune`` argument): ``"seed"``
+#: restricts nothing, the kept candidates start the LP's column generation.
+PRUNE_SCOPES = ("all", "lp", "seed")
 
 
 class RankEnv(HSchedEnvBase):
@@ -85,13 +86,14 @@ class RankEnv(HSchedEnvBase):
     | Argument | Default | Meaning |
     |---|---|---|
     | ``keep_cost`` | 0.05 | λ, the reward's price of keeping every candidate |
-    | ``prune`` | ``"all"`` | what the kept set restricts: ``"all"`` — the LP solve, its rounding and the simulator's fallbacks (a job with no kept candidate waits); ``"lp"`` — the LP solve only: the rounding's repair and each assignment's fallbacks (smaller candidates on the same type) still see every candidate, so keeping the LP's support alone reproduces the pure LP's schedule |
+    | ``prune`` | ``"all"`` | what the kept set restricts: ``"all"`` — the LP solve, its rounding and the simulator's fallbacks (a job with no kept candidate waits); ``"lp"`` — the LP solve only: the rounding's repair and each assignment's fallbacks (smaller candidates on the same type) still see every candidate, so keeping the LP's support alone reproduces the pure LP's schedule; ``"seed"`` — nothing: the LP solves the whole round and the kept candidates are its column generation's first columns (``LPPolicy.decide``'s ``lp_start``), so the schedule is the pure LP's optimum (its objective value, certified by pricing; possibly another optimal vertex) whatever is kept, and a kept set close to the LP's support makes it faster (on large rounds: column generation is ``lp_method="auto"``'s from 2,000 LP columns up) |
     | ``compare_full`` | ``False`` | also solve the full LP each round and report its objective |
     | ``measure_time`` | ``False`` | ``True`` adds the wall-clock ``decision_time_s`` (the LP's time) and ``observation_time_s`` (building the returned observation: its round's candidate slots and features, what a ranker needs before it can score them) to ``info``, the latter also to ``reset``'s (opt-in: they differ between two runs of the same episode, which Gymnasium's step-determinism check rejects) |
 
     ``reference_action()`` keeps exactly the LP's support: the candidates the full LP gives a
-    share plus those its rounded assignment lists this round (with ``prune="lp"``, the
-    shares alone: the rounding's repair and fallbacks need no keep bit there).
+    share plus those its rounded assignment lists this round (with ``prune="lp"`` or
+    ``"seed"``, the shares alone: the rounding's repair and fallbacks need no keep bit
+    there).
 
     ## Version History
 
@@ -117,6 +119,7 @@ class RankEnv(HSchedEnvBase):
             raise ConfigError(f"prune must be one of {', '.join(map(repr, PRUNE_SCOPES))}, "
                               f"got {prune!r}", field="prune")
         self.prune = prune
+        self._lp_start_next = None           # set_lp_start's hint for the next step
         self.compare_full = bool(compare_full)
         self.measure_time = bool(measure_time)
         super().__init__(cluster, workload, slots=slot_count(slots, max_candidates, 1024),
@@ -132,6 +135,13 @@ class RankEnv(HSchedEnvBase):
                 q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values()):
             raise ConfigError(f"prune='lp' needs an LP policy whose decide takes lp_rows= "
                               f"(rows only its solve is restricted to); "
+                              f"{self._lp_source()} does not", field="prune")
+        #: whether the LP's decide takes lp_start= (``prune="seed"``, ``set_lp_start``)
+        self.takes_lp_start = "lp_start" in params or any(
+            q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values())
+        if self.prune == "seed" and not self.takes_lp_start:
+            raise ConfigError(f"prune='seed' needs an LP policy whose decide takes lp_start= "
+                              f"(rows its column generation starts from); "
                               f"{self._lp_source()} does not", field="prune")
 
     def _lp_source(self) -> str:
@@ -163,6 +173,24 @@ class RankEnv(HSchedEnvBase):
         an empty slot is masked."""
         v = self._valid()
         return np.stack([np.ones(self.K, dtype=bool), v], axis=1).reshape(-1)
+
+    def set_lp_start(self, bits) -> None:
+        """A hint for the next ``step`` only: the slots (K bits) whose candidates start the
+        LP's column generation (``LPPolicy.decide``'s ``lp_start``), e.g. a ranker's
+        best-scored candidates when it keeps more than that. It restricts nothing and
+        changes no optimal value: the LP's answer is as fast to reach as the hint is close
+        to its support (column generation only; the other methods ignore it). Under
+        ``prune="seed"`` the action itself is the start, and the hint is added to it."""
+        self._check_running()
+        if not self.takes_lp_start:
+            raise ConfigError(f"set_lp_start needs an LP policy whose decide takes lp_start= "
+                              f"(rows its column generation starts from); "
+                              f"{self._lp_source()} does not", field="lp_policy")
+        b = np.asarray(bits)
+        if b.shape != (self.K,) or not np.all((b == 0) | (b == 1)):
+            raise ConfigError(f"set_lp_start takes {self.K} bits of 0 or 1 (one per slot), "
+                              f"got {b.dtype} of shape {b.shape}", field="bits")
+        self._lp_start_next = b.astype(bool)[:self._slots.k.size]
 
     def _allowed(self, keep: np.ndarray) -> list[np.ndarray]:
         sl = self._slots
@@ -199,13 +227,20 @@ class RankEnv(HSchedEnvBase):
         ignored = int(a[M:].sum())
         view = sl.view
         lp = self.lp
-        # every candidate kept (and none cut by the slots): the whole LP, with nothing to
-        # intersect — the same allocation as ``allowed`` = every row, without its cost
-        rows = None if keep.all() and sl.total == M else self._allowed(keep)
-        if self.prune == "lp":
-            decision, dt = timed(lp.decide, view, lp_rows=rows)
+        hint, self._lp_start_next = self._lp_start_next, None     # set_lp_start's
+        if self.prune == "seed":
+            # nothing restricted: the kept rows are the first columns of the whole LP
+            start = keep if hint is None else keep | hint
+            decision, dt = timed(lp.decide, view, lp_start=self._allowed(start))
         else:
-            decision, dt = timed(lp.decide, view, allowed=rows)
+            # every candidate kept (and none cut by the slots): the whole LP, with nothing to
+            # intersect — the same allocation as ``allowed`` = every row, without its cost
+            rows = None if keep.all() and sl.total == M else self._allowed(keep)
+            start = {} if hint is None else {"lp_start": self._allowed(hint)}
+            if self.prune == "lp":
+                decision, dt = timed(lp.decide, view, lp_rows=rows, **start)
+            else:
+                decision, dt = timed(lp.decide, view, allowed=rows, **start)
         stats = lp.last_stats
         self._sim.record_decision(dt, getattr(stats, "lp_vars", 0) or 0)
         extra = {}
@@ -231,6 +266,7 @@ class RankEnv(HSchedEnvBase):
         return obs, float(reward), terminated, truncated, info
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self._lp_start_next = None
         obs, info = super().reset(seed=seed, options=options)
         if self.measure_time:
             info["observation_time_s"] = float(self.observation_s)
