@@ -141,13 +141,18 @@ def _run_task(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, c
 
 
 def _ranker_gates(entry: PolicyEntry) -> dict | None:
-    """A ``Ranker`` entry's gates, ``{"gate_candidates", "max_kept_fraction"}``; ``None`` for
-    any other entry."""
+    """A ``Ranker`` entry's gates, ``{"gate_candidates", "max_kept_fraction",
+    "seed_fraction"}`` (a seed-mode ranker: ``max_kept_fraction`` None, it has no unsure
+    gate); ``None`` for any other entry."""
     ranker = entry.ranker
     if ranker is None or not hasattr(ranker, "max_kept_fraction"):
         return None
-    return {"gate_candidates": getattr(ranker, "gate_candidates", None),
-            "max_kept_fraction": float(ranker.max_kept_fraction)}
+    seed = getattr(ranker, "mode", "prune") == "seed"
+    gates = {"gate_candidates": getattr(ranker, "gate_candidates", None),
+             "max_kept_fraction": None if seed else float(ranker.max_kept_fraction)}
+    if hasattr(ranker, "seed_fraction"):
+        gates["seed_fraction"] = float(ranker.seed_fraction)
+    return gates
 
 
 def _entry_config(entry: PolicyEntry) -> dict:

@@ -513,8 +513,12 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                                   f"(keep(obs, env) or act(obs, env))", field="policies")
             entry = agent_entry(item)
         elif _names_ranker_file(item):
-            seed = item == "ranker-seed" or item.startswith("ranker-seed:")
-            spec, recall = (item, None) if seed else _split_recall(item)
+            seed = item == "ranker-seed" or item.startswith(("ranker-seed:", "ranker-seed@"))
+            spec, recall = _split_recall(item)
+            if seed and (recall is not None or spec.startswith("ranker-seed@")):
+                raise ConfigError(f"{item!r}: ranker-seed takes no @R operating point (seed "
+                                  f"mode keeps its best-scored share of each round, not a "
+                                  f"recall threshold)", field=FIELD)
             if spec.startswith("ranker@"):     # "ranker@" + something not a number
                 raise ConfigError(f"{item!r}: the operating point after '@' must be a target "
                                   f"recall such as ranker@0.95", field=FIELD)
@@ -562,7 +566,7 @@ def _names_ranker_file(item: str) -> bool:
     """Whether a ``--policies`` name is a ranker file: ``ranker``, ``ranker:PATH``,
     ``ranker@R``, ``ranker:PATH@R``, ``ranker-seed``, ``ranker-seed:PATH``."""
     return item in ("ranker", "ranker-seed") or item.startswith(("ranker:", "ranker@",
-                                                                 "ranker-seed:"))
+                                                                 "ranker-seed:", "ranker-seed@"))
 
 
 def _gates_text(ranker) -> str:
@@ -571,7 +575,7 @@ def _gates_text(ranker) -> str:
     if getattr(ranker, "gate_candidates", 0):
         gates.append(f"fewer than {ranker.gate_candidates:,} candidates")
     if getattr(ranker, "mode", "prune") == "seed":
-        return (f", seed mode: its best-scored {ranker.seed_fraction:.4g} of each round (and "
+        return (f", seed mode: its best-scored {ranker.seed_fraction * 100:.4g}% of each round (and "
                 f"each job's best) start the whole LP's column generation"
                 + (f"; rounds with {gates[0]} get the LP's own start" if gates else ""))
     if getattr(ranker, "max_kept_fraction", 1.0) < 1.0:

@@ -559,7 +559,8 @@ class Ranker:
     do not prune; they are the first columns of the whole LP's column generation, so every
     round gets the pure LP's optimal value (certified by pricing) and a good ranking only
     makes it faster. A ranked round keeps its ``seed_fraction`` best-scored candidates (and
-    each job's best); a round below the candidate gate keeps none (the LP's own start, no
+    each job's best, with ``min_per_job`` ≥ 1, the default); a round below the candidate
+    gate keeps none (the LP's own start, no
     inference). No unsure gate: a poor ranking cannot change the schedule's objective, and
     costs at most a larger first restricted LP.
 
@@ -797,7 +798,7 @@ class Ranker:
 
     def _seed_bits(self, s: np.ndarray, valid: np.ndarray, env) -> np.ndarray:
         """(K,) int8: the ``seed_fraction`` best of the valid candidates by the scores ``s``,
-        and each job's best."""
+        and each job's best (with ``min_per_job`` ≥ 1)."""
         keep = np.zeros(s.size, dtype=bool)
         n = int(np.ceil(self.seed_fraction * valid.sum()))
         if 0 < n < s.size:
@@ -819,7 +820,13 @@ class Ranker:
         valid = np.asarray(obs["valid"]) > 0.5
         slots = getattr(unwrapped, "slots", None)
         total = int(slots.total) if slots is not None else int(valid.sum())   # the round's
-        if budget is None and getattr(unwrapped, "prune", None) == "seed":
+        seeding = getattr(unwrapped, "prune", None) == "seed"
+        if self.mode == "seed" and not seeding:
+            raise ConfigError(f"a seed-mode ranker needs hsched/Rank-v0 with prune='seed' "
+                              f"(its env_kwargs), got prune="
+                              f"{getattr(unwrapped, 'prune', None)!r}: there its keep bits "
+                              f"would prune the LP", field="mode")
+        if budget is None and seeding:
             return self._seed(obs, env, valid, total)
         if budget is None and self.gate_candidates and total < self.gate_candidates:
             self.gated_rounds += 1

@@ -499,6 +499,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     if seeding:
         # seed mode (prune="seed"): the mean share of the LP's support the seed held, over
         # the rounds it ranked (None: it ranked none)
+        metrics["seed_mode"] = True
         metrics["seed_recall"] = float(np.mean(seed_recall)) if seed_recall else None
     end_reason = getattr(env, "end_reason", None) or sim.end_reason
     metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s, end_reason)

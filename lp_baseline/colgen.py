@@ -21,7 +21,8 @@ At the stop, the restricted optimum with every other column at 0 satisfies the w
 optimality conditions (primal feasible: the same rows; dual feasible: no column prices in), so
 it is an optimum of the whole LP — the same objective value as the full solve, certified, not
 a heuristic. So ``start`` columns change how fast the answer is reached, never its objective
-value: a good guess of the support saves restricted solves, a poor one costs a larger first
+value (without a time limit: a run cut short returns whatever restricted optimum it reached):
+a good guess of the support saves restricted solves, a poor one costs a larger first
 restricted LP. Where the LP has several optima it may be another vertex than the full dual
 simplex's (as with ``lp_method="ipm"``); docs/lp.md says how often that changes a schedule.
 

@@ -496,17 +496,16 @@ class LPPolicy:
             lp_rows: Optional, per active job, rows only the LP solve is restricted to (a
                 pruning such as ``support-reuse``); the rounding's fallbacks and the fill pass
                 still use every allowed candidate. ``None``: the LP uses ``allowed``.
-            lp_start: Optional, per active job, rows to start the LP's column generation
-                from (a guess of its support, e.g. a ranker's best-scored candidates): the
-                same optimal value whatever the guess, found in fewer restricted solves
-                when the guess is good (``solve_allocation``'s ``start``; column
-                generation only, which ``lp_method="auto"`` uses on large LPs). It restricts
-                nothing.
+            lp_start: Optional, per active job, rows (indices into its candidate table, or
+                a bool mask over it) to start the LP's column generation from (a guess of
+                its support, e.g. a ranker's best-scored candidates): without a time limit
+                the same optimal value whatever the guess, found in fewer restricted solves
+                when the guess is good (``solve_allocation``'s ``start``; column generation
+                only, which ``lp_method="auto"`` uses on large LPs). It restricts nothing.
         """
         t0 = time.perf_counter()
-        if lp_start is not None and len(lp_start) != view.num_active:
-            raise ConfigError(f"lp_start needs one row list per active job "
-                              f"({view.num_active}), got {len(lp_start)}", field="lp_start")
+        if lp_start is not None:
+            lp_start = _start_rows(view, lp_start)
         try:
             self._memo = _DecisionMemo(view, allowed)
             return self._decide(view, allowed, lp_rows, t0, lp_start)
@@ -949,6 +948,34 @@ class _StaticLP:
 
     def __reduce__(self):
         return _no_static_lp, ()   # ... and so does an unpickled one
+
+
+def _start_rows(view: SchedulerView, lp_start) -> list[np.ndarray]:
+    """``decide``'s ``lp_start`` checked: per active job, its rows as int64 indices into the
+    job's candidate table; ``ConfigError(field="lp_start")`` naming the job otherwise."""
+    if len(lp_start) != view.num_active:
+        raise ConfigError(f"lp_start needs one row list per active job ({view.num_active}), "
+                          f"got {len(lp_start)}", field="lp_start")
+    out = []
+    for k, (given, table) in enumerate(zip(lp_start, view.candidates)):
+        n = len(table)
+        try:
+            a = np.asarray(given)
+        except Exception:                          # noqa: BLE001 - any object: refused
+            a = np.asarray(None)
+        if a.dtype == bool and a.shape == (n,):
+            out.append(np.flatnonzero(a))
+            continue
+        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+            raise ConfigError(f"job {int(view.job_ids[k])} (active job {k}): rows must be "
+                              f"indices into its {n} candidates or a bool mask of that "
+                              f"length, got {a.dtype} of shape {a.shape}", field="lp_start")
+        if a.size and (a.min() < 0 or a.max() >= n):
+            raise ConfigError(f"job {int(view.job_ids[k])} (active job {k}): rows must be "
+                              f"0..{n - 1}, got {int(a.min())}..{int(a.max())}",
+                              field="lp_start")
+        out.append(a.astype(np.int64, copy=False))
+    return out
 
 
 def _start_mask(members: np.ndarray, rows: list, lp_start) -> np.ndarray:

@@ -162,10 +162,13 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
             ignore it.
         start: a guess of the optimal support (a bool mask over ``p``'s candidates, or their
             indices), e.g. a learned ranker's best-scored candidates: column generation's
-            first restricted LP holds them besides its own start (``colgen``). The same
-            optimal value whatever the guess (column generation certifies its stop), possibly
-            another optimal vertex; a good guess saves restricted solves. The other methods
-            ignore it.
+            first restricted LP holds them besides its own start (``colgen``). Without a
+            time limit, the same optimal value whatever the guess (column generation
+            certifies its stop), possibly another optimal vertex; a good guess saves
+            restricted solves. Under ``time_limit_s`` a solve cut short returns the restricted
+            optimum it reached, which depends on the start. The other methods ignore it. A
+            non-bool array of 0s and 1s as long as the candidates is refused (a mask given
+            as numbers: pass it as bool).
 
     Returns:
         An ``LPResult``. Infeasible, failed or impossible solves (no solver) are reported in
@@ -340,6 +343,10 @@ def _candidate_indices(start, n: int) -> np.ndarray:
     if a.size and (a.min() < 0 or a.max() >= n):
         raise ConfigError(f"start indices must be candidates 0..{n - 1}, got "
                           f"{int(a.min())}..{int(a.max())}", field="start")
+    if n > 2 and a.size == n and np.all((a == 0) | (a == 1)):
+        raise ConfigError(f"start is {n} numbers of 0 and 1: a mask given as "
+                          f"{a.dtype}? Pass a bool mask (start.astype(bool)) or candidate "
+                          f"indices", field="start")
     return np.unique(a.astype(np.int64))
 
 

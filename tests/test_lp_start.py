@@ -220,3 +220,114 @@ def test_ranker_seed_is_a_policy_name():
     assert "seed mode" in entry.source
     plain = parse_policies(["ranker"])[0]
     assert plain.ranker.mode == "prune" and plain.env_kwargs == {"prune": "lp"}
+
+
+def test_the_start_reaches_each_solve_aligned_with_its_candidates(monkeypatch):
+    """decide(lp_start=the LP's own support) hands the solve exactly those candidates (each
+    job's rows at its offset in the LP), and it needs no more restricted solves; under POP
+    every part gets its members' share of the start."""
+    import lp_baseline.parallel_parts as parts
+    seen = []
+    solve = parts.solve_allocation
+
+    def spy(problem, *a, **kw):
+        res = solve(problem, *a, **kw)
+        seen.append((problem, kw.get("start"), res))
+        return res
+
+    monkeypatch.setattr(parts, "solve_allocation", spy)
+    for name in ("heterosched-lp", "pop-4"):
+        extra = {"pop_workers": 1} if name == "pop-4" else {}
+        env = rank_env("sia-64", "gavel:rate=20,jobs=60", prune="lp", measure_time=False,
+                       lp=make_policy(name, lp_method="colgen", **extra))
+        env.reset(seed=2)
+        for _ in range(3):
+            env.step(np.ones(env.K, dtype=np.int8))
+        view, lp = env.slots.view, env.lp
+        seen.clear()
+        alloc, _ = lp.shares(view)
+        plain = [r for _, _, r in seen]
+        support = [np.asarray(alloc[int(j)][0])[np.asarray(alloc[int(j)][1]) > 1e-9]
+                   if int(j) in alloc else np.zeros(0, dtype=np.int64) for j in view.job_ids]
+        assert sum(s.size for s in support) > 0
+        seen.clear()
+        lp._allocate(view, type(lp.last_stats)(), None, memo_update=False, lp_start=support)
+        assert seen and all(start is not None for _, start, _ in seen)
+        # a bool mask over each solve's candidates, as many as the support's
+        assert all(start.dtype == bool and start.size == p.n_candidates for p, start, _ in seen)
+        assert sum(int(start.sum()) for _, start, _ in seen) == sum(s.size for s in support)
+        if name == "heterosched-lp":                    # one LP: every job's rows in order
+            (problem, start, res), = seen
+            sizes = [len(t) for t in view.candidates]
+            offsets = np.cumsum(sizes) - sizes
+            expect = np.concatenate([offsets[k] + support[k] for k in range(len(sizes))])
+            assert np.array_equal(np.flatnonzero(start), np.sort(expect))
+            assert np.array_equal(np.flatnonzero(plain[0].x > 1e-9), np.sort(expect))
+            assert res.pricing_rounds <= plain[0].pricing_rounds
+            assert res.objective == pytest.approx(plain[0].objective, rel=1e-7)
+
+
+def test_bad_lp_start_rows_are_refused_by_job():
+    env = _colgen_env("lp")
+    env.reset(seed=0)
+    view = env.slots.view
+    n0 = len(view.candidates[0])
+    ok = [np.zeros(0, dtype=np.int64)] * view.num_active
+    for bad, says in (([None] + ok[1:], "rows must be indices"),
+                      ([np.array([0.5])] + ok[1:], "rows must be indices"),
+                      ([np.array([n0])] + ok[1:], f"rows must be 0..{n0 - 1}"),
+                      ([np.array([-1])] + ok[1:], f"rows must be 0..{n0 - 1}")):
+        with pytest.raises(ConfigError, match=says) as err:
+            env.lp.decide(view, lp_start=bad)
+        assert err.value.field == "lp_start" and "job " in str(err.value)
+    # a bool mask per job is its rows
+    masks = [np.zeros(len(t), dtype=bool) for t in view.candidates]
+    env.lp.decide(view, lp_start=masks)
+    p = _problem(0)
+    with pytest.raises(ConfigError, match="mask given as"):
+        solve_allocation(p, "max-min", method="colgen",
+                         start=np.ones(p.n_candidates, dtype=np.int8))
+
+
+def test_a_pending_hint_is_part_of_the_snapshot():
+    env = _colgen_env("lp")
+    obs, _ = env.reset(seed=0)
+    snap = env.get_state()
+    for _ in range(4):
+        obs, *_ = env.step(np.ones(env.K, dtype=np.int8))
+    env.set_lp_start((obs["valid"] > 0.5).astype(np.int8))
+    env.set_state(snap)                                     # the hint was not given there
+    assert env._lp_start_next is None
+    env.step((env.get_state()["_slots"] is not None) * np.ones(env.K, dtype=np.int8))
+    hinted = env.get_state()
+    env.set_lp_start(np.zeros(env.K, dtype=np.int8))
+    with_hint = env.get_state()
+    env.set_state(hinted)
+    assert env._lp_start_next is None
+    env.set_state(with_hint)
+    assert env._lp_start_next is not None
+
+
+def test_a_seed_mode_ranker_refuses_a_pruning_env_and_an_operating_point():
+    env = rank_env("sia-64", "gavel:rate=20,jobs=40", prune="lp", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(ConfigError, match="needs hsched/Rank-v0 with prune='seed'"):
+        Ranker(RankerNet(hidden=8), gate_candidates=0, mode="seed").keep(obs, env)
+    for name in ("ranker-seed@0.99", "ranker-seed:agents/data/ranker.pt@0.99"):
+        with pytest.raises(ConfigError, match="takes no @R operating point"):
+            parse_policies([name])
+
+
+def test_the_report_says_seed_mode_not_pruning(tmp_path):
+    from agents.evaluate import custom_suite, evaluate, format_report
+    from agents.policy_entries import agent_entry
+    r = Ranker(RankerNet(hidden=8), gate_candidates=0, mode="seed", name="ranker-seed:tiny")
+    rep = evaluate(custom_suite("sia-64", "gavel:rate=20,jobs=20"),
+                   ["pure-lp", agent_entry(r)], progress=False)
+    text = format_report(rep)
+    line = [t for t in text.splitlines() if t.startswith("ranker-seed:tiny: decision")][0]
+    assert "seed mode, the LP solves every round whole" in line
+    assert "pruned" not in line and "kept" not in line
+    row = [x for x in rep.rows if x["policy"] == "ranker-seed:tiny"][0]
+    assert row["seed_mode"] and 0 < row["seed_recall"] <= 1
+    assert row["avg_jct_common_ratio"] == pytest.approx(1.0, abs=1e-9)

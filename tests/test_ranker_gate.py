@@ -11,7 +11,8 @@ import pytest
 import torch as th
 
 from agents.imitation import Demos, batches
-from agents.ranker import Ranker, RankerNet, load_ranker_net, save_ranker
+from agents.ranker import (DEFAULT_SEED_FRACTION, Ranker, RankerNet, load_ranker_net,
+                           save_ranker)
 from agents.regimes import MIXED, REGIMES, recall_threshold
 from agents.suites import SUITES
 from agents.train import TrainConfig
@@ -750,4 +751,5 @@ def test_evaluate_cli_runs_a_ranker_with_the_unsure_gate_off(tmp_path):
         row, = [r for r in metrics["rows"] if r["policy"].startswith("ranker")]
         assert (row["unsure_fraction"] > 0) == unsure, row["unsure_fraction"]
         gates, = metrics["settings"]["ranker_gates"].values()
-        assert gates == {"gate_candidates": 0, "max_kept_fraction": float(value)}
+        assert gates == {"gate_candidates": 0, "max_kept_fraction": float(value),
+                         "seed_fraction": DEFAULT_SEED_FRACTION}

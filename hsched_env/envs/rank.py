@@ -86,7 +86,7 @@ class RankEnv(HSchedEnvBase):
     | Argument | Default | Meaning |
     |---|---|---|
     | ``keep_cost`` | 0.05 | λ, the reward's price of keeping every candidate |
-    | ``prune`` | ``"all"`` | what the kept set restricts: ``"all"`` — the LP solve, its rounding and the simulator's fallbacks (a job with no kept candidate waits); ``"lp"`` — the LP solve only: the rounding's repair and each assignment's fallbacks (smaller candidates on the same type) still see every candidate, so keeping the LP's support alone reproduces the pure LP's schedule; ``"seed"`` — nothing: the LP solves the whole round and the kept candidates are its column generation's first columns (``LPPolicy.decide``'s ``lp_start``), so the schedule is the pure LP's optimum (its objective value, certified by pricing; possibly another optimal vertex) whatever is kept, and a kept set close to the LP's support makes it faster (on large rounds: column generation is ``lp_method="auto"``'s from 2,000 LP columns up) |
+    | ``prune`` | ``"all"`` | what the kept set restricts: ``"all"`` — the LP solve, its rounding and the simulator's fallbacks (a job with no kept candidate waits); ``"lp"`` — the LP solve only: the rounding's repair and each assignment's fallbacks (smaller candidates on the same type) still see every candidate, so keeping the LP's support alone reproduces the pure LP's schedule; ``"seed"`` — nothing: the LP solves the whole round and the kept candidates are its column generation's first columns (``LPPolicy.decide``'s ``lp_start``), so without a time limit the schedule is the pure LP's optimum (its objective value, certified by pricing; possibly another optimal vertex) whatever is kept, and a kept set close to the LP's support makes it faster (on large rounds only: column generation is ``lp_method="auto"``'s from 2,000 LP columns up; smaller LPs ignore the start). ``keep_cost`` still prices the kept share, and nothing else in the reward depends on it, so this scope is for imitation-trained rankers, not for reward-driven RL |
     | ``compare_full`` | ``False`` | also solve the full LP each round and report its objective |
     | ``measure_time`` | ``False`` | ``True`` adds the wall-clock ``decision_time_s`` (the LP's time) and ``observation_time_s`` (building the returned observation: its round's candidate slots and features, what a ranker needs before it can score them) to ``info``, the latter also to ``reset``'s (opt-in: they differ between two runs of the same episode, which Gymnasium's step-determinism check rejects) |
 
@@ -155,6 +155,10 @@ class RankEnv(HSchedEnvBase):
                 "prune": self.prune,
                 "compare_full": self.compare_full, "measure_time": self.measure_time}
 
+    def _extra_state(self) -> dict:
+        # a pending set_lp_start hint belongs to the round it was given for
+        return {"_lp_start_next": self._lp_start_next}
+
     def _valid(self) -> np.ndarray:
         v = np.zeros(self.K, dtype=bool)
         if self._slots is not None:
@@ -179,7 +183,8 @@ class RankEnv(HSchedEnvBase):
         LP's column generation (``LPPolicy.decide``'s ``lp_start``), e.g. a ranker's
         best-scored candidates when it keeps more than that. It restricts nothing and
         changes no optimal value: the LP's answer is as fast to reach as the hint is close
-        to its support (column generation only; the other methods ignore it). Under
+        to its support (column generation only; the other methods ignore it; under a time
+        limit a solve cut short may end elsewhere). Under
         ``prune="seed"`` the action itself is the start, and the hint is added to it."""
         self._check_running()
         if not self.takes_lp_start:
