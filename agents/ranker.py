@@ -69,10 +69,11 @@ MAX_UNSURE_BACKOFF = 64
 #: to them (the file's ``prune`` scope, ``hsched/Rank-v0``); ``"seed"`` — start the whole
 #: LP's column generation from them (``prune="seed"``): the pure LP's optimum, certified.
 RANKER_MODES = ("prune", "seed")
-#: ``seed_fraction`` of seed mode: the share of a round's candidates, best-scored first, that
-#: starts the LP's column generation (with each job's best-scored one). Chosen on training
-#: seeds of the ``large-family`` bursts (BENCHMARKS.md, "The ranker as column generation's
-#: start"); any value gives the same optimum, only the time changes.
+#: ``seed_fraction``: the share of a round's candidates, best-scored first, that starts the
+#: LP's column generation (with each job's best-scored one) in seed mode and in prune mode's
+#: unsure rounds. Chosen on training seeds 11 and 12 of the ``large-family`` bursts
+#: (BENCHMARKS.md, "Session 39: the ranker as column generation's start"); without a time
+#: limit any value gives the same optimum, only the time changes.
 DEFAULT_SEED_FRACTION = 0.05
 FORMAT = "heterosched-ranker/1"
 

@@ -166,12 +166,18 @@ def test_lp_start_needs_one_row_list_per_active_job():
     assert err.value.field == "lp_start"
 
 
-def test_a_seed_mode_ranker_keeps_its_best_share_and_each_jobs_best():
-    env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune="seed", measure_time=False)
+def _third_round(prune: str):
+    """A ``sia-64`` Rank-v0 episode under ``prune`` after two rounds keeping everything: the
+    environment, its observation and the valid slots."""
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune=prune, measure_time=False)
     obs, _ = env.reset(seed=0)
     for _ in range(2):
-        obs, *_ = env.step(np.zeros(env.K, dtype=np.int8))
-    valid = obs["valid"] > 0.5
+        obs, *_ = env.step(np.ones(env.K, dtype=np.int8))
+    return env, obs, obs["valid"] > 0.5
+
+
+def test_a_seed_mode_ranker_keeps_its_best_share_and_each_jobs_best():
+    env, obs, valid = _third_round("seed")
     n = int(valid.sum())
     r = Ranker(RankerNet(hidden=8), gate_candidates=0, mode="seed")
     keep = r.keep(obs, env).astype(bool)
@@ -194,11 +200,7 @@ def test_a_seed_mode_ranker_keeps_its_best_share_and_each_jobs_best():
 
 
 def test_an_unsure_round_hands_its_best_scored_candidates_to_the_whole_lp():
-    env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune="lp", measure_time=False)
-    obs, _ = env.reset(seed=0)
-    for _ in range(2):
-        obs, *_ = env.step(np.ones(env.K, dtype=np.int8))
-    valid = obs["valid"] > 0.5
+    env, obs, valid = _third_round("lp")
     unsure = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6,
                     max_kept_fraction=0.25)
     keep = unsure.keep(obs, env)
