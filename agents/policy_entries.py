@@ -499,10 +499,12 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     if max_kept_fraction is not None:
         from agents.ranker import check_max_kept_fraction
         max_kept_fraction = check_max_kept_fraction(max_kept_fraction, "--max-kept-fraction")
-        if not any(isinstance(i, str) and _names_ranker_file(i) for i in items):
+        if not any(isinstance(i, str) and _names_ranker_file(i)
+                   and not i.startswith("ranker-seed") for i in items):
             raise ConfigError("sets the unsure gate of the ranker files named (ranker, "
                               "ranker:PATH), and the policies name none (agent objects keep "
-                              "their own gates)", field="--max-kept-fraction")
+                              "their own gates; ranker-seed has no unsure gate)",
+                              field="--max-kept-fraction")
     out, seen = [], set()
     for item in items:
         if isinstance(item, PolicyEntry):

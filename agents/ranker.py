@@ -677,7 +677,8 @@ class Ranker:
                               f"commit logit after the slots), not a rank-mode ranker; "
                               f"evaluate that agent from its model.zip with "
                               f"sb3:PATH/model.zip --trust-sb3-zip", field="ranker")
-        kwargs.setdefault("name", f"ranker:{Path(path).name}")
+        kwargs.setdefault("name", ("ranker-seed:" if kwargs.get("mode") == "seed"
+                                   else "ranker:") + Path(path).name)
         return cls(net, meta=meta, **kwargs)
 
     def _layout(self, env) -> SlotLayout:

@@ -295,6 +295,9 @@ def per_seed_rows(report: Report) -> list[dict]:
             row["kept_frac_ranked_mean"] = r.kept_frac_ranked_mean
             for key in ("gated_fraction", "backoff_fraction", "unsure_fraction"):
                 row[key] = m.get(key)
+            if m.get("seed_mode"):
+                row["seed_mode"] = True
+                row["seed_recall"] = m.get("seed_recall")
         if r.kind == "scheduler":
             row["agent_time_mean_s"] = (float(r.ranker_s.mean()) if r.ranker_s is not None
                                         and r.ranker_s.size else 0.0)
@@ -417,8 +420,11 @@ def format_report(report: Report) -> str:
                              + (f"seed mode, the LP solves every round whole: "
                                 f"{r['kept_frac_mean']:.1%} of the candidates were its start "
                                 f"(used by column generation, on LPs of 2,000 columns or "
-                                f"more), holding {_fmt(r.get('seed_recall'), 1, 3)} of its "
-                                f"support in the rounds it ranked"
+                                f"more), "
+                                + (f"holding {_fmt(r['seed_recall'], 1, 3)} of its support in "
+                                   f"the rounds it ranked" if _is_number(r.get("seed_recall"))
+                                   and not math.isnan(r["seed_recall"])
+                                   else "ranking no round")
                                 if r.get("seed_mode") else
                                 f"kept {r['kept_frac_mean']:.1%} of the candidates"
                                 + (f" ({r['kept_frac_ranked_mean']:.1%} in the rounds it "
@@ -482,8 +488,8 @@ def format_report(report: Report) -> str:
     lines.append("JCT ×LP: avg JCT over the jobs every policy of a seed finished, ratio to "
                  "pure-lp's over the same jobs (avg JCT h: over each policy's own finished "
                  "jobs); time ×LP: ratio to pure-lp; recall@k: share of the full LP's support "
-                 "the policy kept (n/a: POP, Gavel, non-LP); decide ms over all rounds of all "
-                 "seeds")
+                 "the policy kept (n/a: POP, Gavel, non-LP; 1 in seed mode, whose LP considers "
+                 "every candidate); decide ms over all rounds of all seeds")
     return "\n".join(lines)
 
 

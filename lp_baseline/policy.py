@@ -974,6 +974,10 @@ def _start_rows(view: SchedulerView, lp_start) -> list[np.ndarray]:
             raise ConfigError(f"job {int(view.job_ids[k])} (active job {k}): rows must be "
                               f"0..{n - 1}, got {int(a.min())}..{int(a.max())}",
                               field="lp_start")
+        if n > 2 and a.size == n and np.all((a == 0) | (a == 1)):
+            raise ConfigError(f"job {int(view.job_ids[k])} (active job {k}): {n} numbers of "
+                              f"0 and 1, a mask given as {a.dtype}? Pass a bool mask or row "
+                              f"indices", field="lp_start")
         out.append(a.astype(np.int64, copy=False))
     return out
 

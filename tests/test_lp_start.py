@@ -339,3 +339,29 @@ def test_the_report_says_seed_mode_not_pruning(tmp_path):
     row = [x for x in rep.rows if x["policy"] == "ranker-seed:tiny"][0]
     assert row["seed_mode"] and 0 <= row["seed_recall"] <= 1
     assert row["avg_jct_common_ratio"] == pytest.approx(1.0, abs=1e-9)
+    from agents.report import per_seed_rows
+    seed_row, = [x for x in per_seed_rows(rep) if x["policy"] == "ranker-seed:tiny"]
+    assert seed_row["seed_mode"] and seed_row["seed_recall"] == row["seed_recall"]
+
+
+def test_seed_mode_names_itself_and_has_no_unsure_gate_to_set():
+    from agents.ranker import shipped_ranker_path
+    r = Ranker.load(shipped_ranker_path(), mode="seed")
+    assert r.name.startswith("ranker-seed:") and r.env_kwargs == {"prune": "seed"}
+    with pytest.raises(ConfigError, match="ranker-seed has no unsure gate"):
+        parse_policies(["pure-lp", "ranker-seed"], max_kept_fraction=0.5)
+    entries = parse_policies(["ranker", "ranker-seed"], max_kept_fraction=0.5)
+    assert entries[0].ranker.max_kept_fraction == 0.5
+
+
+def test_a_per_job_mask_given_as_numbers_is_refused():
+    env = _colgen_env("lp")
+    env.reset(seed=0)
+    view = env.slots.view
+    k = max(range(view.num_active), key=lambda i: len(view.candidates[i]))
+    n = len(view.candidates[k])
+    assert n > 2
+    start = [np.zeros(0, dtype=np.int64)] * view.num_active
+    start[k] = np.ones(n, dtype=np.int64)
+    with pytest.raises(ConfigError, match="a mask given as int64"):
+        env.lp.decide(view, lp_start=start)
