@@ -820,6 +820,10 @@ class LPPolicy:
         if not reused:
             stats.solve_s += res.solve_s
             stats.build_s += res.build_s
+            # how column generation went (0 for the other methods): what a start saves
+            extra = stats.extra
+            extra["restricted_solves"] = (extra.get("restricted_solves", 0)
+                                          + int(getattr(res, "pricing_rounds", 0) or 0))
         if res.status == "time_limit":
             self._time_limits += 1
         if res.status not in ("optimal", "time_limit"):

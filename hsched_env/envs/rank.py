@@ -55,7 +55,9 @@ class RankEnv(HSchedEnvBase):
     ``-(job-time accrued in the round) / reward_scale - keep_cost × kept / total``:
     the job-time term as in select mode (an episode's sum is −Σ JCT ÷ scale), plus a
     deterministic proxy for decision cost (kept ÷ all candidates of the round), so episodes
-    stay reproducible. The measured cost is in ``info``: ``lp_vars``, ``kept``, ``total``,
+    stay reproducible. The measured cost is in ``info``: ``lp_vars``, ``lp_restricted_solves``
+    (the LP's column-generation solves this round, 0 when it ran the dual simplex or reused
+    an answer: what a start saves), ``kept``, ``total``,
     and with ``measure_time=True`` ``decision_time_s`` (wall-clock LP time of the round: off
     by default, so that a step's ``info`` is deterministic, as Gymnasium's checker requires;
     the last step's ``info["metrics"]`` still holds wall-clock ``decision_time_*`` and
@@ -265,7 +267,9 @@ class RankEnv(HSchedEnvBase):
         if self.measure_time:
             info["decision_time_s"] = float(dt)
             info["observation_time_s"] = float(self.observation_s)
-        info.update(lp_vars=int(getattr(stats, "lp_vars", 0) or 0), kept=kept,
+        info.update(lp_vars=int(getattr(stats, "lp_vars", 0) or 0),
+                    lp_restricted_solves=int(getattr(stats, "extra", {}).get(
+                        "restricted_solves", 0)), kept=kept,
                     total=int(sl.total), overflow=int(sl.total - M), ignored_keeps=ignored,
                     **extra)
         return obs, float(reward), terminated, truncated, info
