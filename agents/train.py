@@ -1110,8 +1110,12 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     if not rl:
         # imitation is the method: the ranker is the cloned network at its operating point
         from agents.ranker import save_ranker
-        save_ranker(imitation_net, out / "ranker.pt", stage="imitation",
-                    **_ranker_meta(config, summary["imitation"]))
+        meta = _ranker_meta(config, summary["imitation"])
+        save_ranker(imitation_net, out / "ranker.pt", stage="imitation", **meta)
+        warning = unsure_file_warning(meta)
+        if warning:
+            summary["warnings"] = [warning]
+            echo(f"warning: {warning}")
         tb.record("hparams", HParam(_hparams(config), {"imitation/valid_recall": 0.0,
                                                        "imitation/loss": 0.0}),
                   exclude=("stdout", "log", "json", "csv"))
@@ -1402,6 +1406,25 @@ def _fit_ranker(config: TrainConfig, train_demos, valid_demos, progress: Progres
             net, valid_demos, RECALL_LADDER + (config.target_recall,), config.threshold_bands,
             logits=logits)
     return net, record
+
+
+def unsure_file_warning(meta: dict) -> str | None:
+    """A warning when a ranker file keeps, on its held-out training rounds at its operating
+    point, more than its unsure gate allows (``meta["valid_kept_fraction"]`` above the
+    ``max_kept_fraction`` the file will run with): evaluated, it would solve most large rounds
+    whole after paying their inference. Session 38's seed 0 kept 35.4% against the 0.25 gate
+    and was unsure on every ``large-family`` round (BENCHMARKS.md); ``None`` otherwise."""
+    from agents.ranker import DEFAULT_MAX_KEPT_FRACTION
+    kept = meta.get("valid_kept_fraction")
+    gate = meta.get("max_kept_fraction",
+                    DEFAULT_MAX_KEPT_FRACTION if meta.get("gate_candidates") else 1.0)
+    if kept is None or not kept > gate:
+        return None
+    return (f"at its operating point this file keeps {kept:.1%} of its held-out training "
+            f"rounds' candidates, more than its unsure gate's {gate:.0%}: evaluated, it would "
+            f"solve most large rounds whole after paying their inference (slower than the pure "
+            f"LP). Training is sensitive to --seed (BENCHMARKS.md, session 38: 1 of 3 seeds "
+            f"kept 35%); try another seed")
 
 
 def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True) -> dict:

@@ -753,3 +753,20 @@ def test_evaluate_cli_runs_a_ranker_with_the_unsure_gate_off(tmp_path):
         gates, = metrics["settings"]["ranker_gates"].values()
         assert gates == {"gate_candidates": 0, "max_kept_fraction": float(value),
                          "seed_fraction": DEFAULT_SEED_FRACTION}
+
+
+def test_training_warns_about_a_file_its_unsure_gate_would_solve_whole():
+    """Session 38's seed 0 kept 35.4% at its operating point against the 0.25 unsure gate:
+    such a file is reported at training time; the shipped file is not."""
+    from agents.train import unsure_file_warning
+    assert "keeps 35.4%" in unsure_file_warning({"valid_kept_fraction": 0.354,
+                                                  "gate_candidates": 10105})
+    assert unsure_file_warning({"valid_kept_fraction": 0.164, "gate_candidates": 10105}) is None
+    # a file's own gate, and no unsure gate without a candidate gate
+    assert unsure_file_warning({"valid_kept_fraction": 0.3, "gate_candidates": 10,
+                                "max_kept_fraction": 0.5}) is None
+    assert unsure_file_warning({"valid_kept_fraction": 0.6}) is None
+    assert unsure_file_warning({}) is None
+    from agents.ranker import shipped_ranker_path
+    _, meta = load_ranker_net(shipped_ranker_path())
+    assert unsure_file_warning(meta) is None
