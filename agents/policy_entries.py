@@ -577,8 +577,9 @@ def _gates_text(ranker) -> str:
     if getattr(ranker, "gate_candidates", 0):
         gates.append(f"fewer than {ranker.gate_candidates:,} candidates")
     if getattr(ranker, "mode", "prune") == "seed":
-        return (f", seed mode: its best-scored {ranker.seed_fraction * 100:.4g}% of each round (and "
-                f"each job's best) start the whole LP's column generation"
+        share = ranker.seed_fraction * 100
+        return (f", seed mode: its best-scored {share:.4g}% of each round (and each job's "
+                f"best) start the whole LP's column generation"
                 + (f"; rounds with {gates[0]} get the LP's own start" if gates else ""))
     if getattr(ranker, "max_kept_fraction", 1.0) < 1.0:
         gates.append(f"more than {ranker.max_kept_fraction * 100:.4g}% of a round kept "

@@ -561,9 +561,9 @@ class Ranker:
     round gets the pure LP's optimal value (certified by pricing) and a good ranking only
     makes it faster. A ranked round keeps its ``seed_fraction`` best-scored candidates (and
     each job's best, with ``min_per_job`` ≥ 1, the default); a round below the candidate
-    gate keeps none (the LP's own start, no
-    inference). No unsure gate: a poor ranking cannot change the schedule's objective, and
-    costs at most a larger first restricted LP.
+    gate keeps none (the LP's own start, no inference). No unsure gate: without a time limit
+    a poor ranking cannot change the schedule's objective, and costs at most a larger first
+    restricted LP.
 
     **Unsure gate.** A round in which the ranker would keep more than
     ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
