@@ -583,12 +583,18 @@ class LPPolicy:
         stats.resolved = True
         self._solves += 1
 
-    def shares(self, view: SchedulerView, allowed=None) -> tuple[dict, PolicyStats]:
+    def shares(self, view: SchedulerView, allowed=None,
+               lp_start=None) -> tuple[dict, PolicyStats]:
         """Solve the LP for ``view`` without touching the rounding state: ``({job id: (rows,
         X)}, stats)`` — X is the share of time the job should run with each of those
-        candidate rows; ``stats.extra["objective"]`` is the LP's primary objective."""
+        candidate rows; ``stats.extra["objective"]`` is the LP's primary objective.
+        ``lp_start``: as ``decide``'s (per active job, rows column generation starts from;
+        ``stats.extra["restricted_solves"]`` counts its solves)."""
         stats = PolicyStats()
-        return self._allocate(view, stats, allowed, memo_update=False), stats
+        if lp_start is not None:
+            lp_start = _start_rows(view, lp_start)
+        return self._allocate(view, stats, allowed, memo_update=False,
+                              lp_start=lp_start), stats
 
     def evaluate(self, view: SchedulerView, allocation: dict) -> float:
         """The LP's primary objective of ``allocation`` (``{job id: (rows, X)}``, e.g.

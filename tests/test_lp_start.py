@@ -384,3 +384,34 @@ def test_info_counts_the_restricted_solves_a_good_start_saves():
         *_, info = env.step(bits)
         solves[name] = info["lp_restricted_solves"]
     assert 0 < solves["support"] < solves["none"]
+
+
+def _bench_script():
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "bench_ranker_start",
+        Path(__file__).resolve().parents[1] / "scripts" / "bench_ranker_start.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_start_benchmark_runs_on_training_seeds_only(tmp_path, capsys):
+    import json
+    bench = _bench_script()
+    with pytest.raises(SystemExit, match="not training seeds"):
+        bench.main(["fractions", "--seeds", "1000000"])
+    out = tmp_path / "f.json"
+    assert bench.main(["fractions", "--seeds", "11", "--sizes", "500", "--max-time-s", "1200",
+                       "--fractions", "0.05", "--per-job", "2", "--json", str(out)]) == 0
+    table = json.loads(out.read_text())["table"]["large-2048-500"]
+    assert table["none"]["ratio"] == 1.0
+    assert set(table) == {"none", "top 0.05", "best 2 per job"}
+    # the ranker's start needs fewer restricted solves than column generation's own
+    assert (table["top 0.05"]["restricted_solves_median"]
+            < table["none"]["restricted_solves_median"])
+    assert bench.main(["compare", "--suite", "smoke", "--seeds", "1",
+                       "--timing-repeats", "1"]) == 0
+    assert "identical: True" in capsys.readouterr().out
