@@ -184,13 +184,16 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
              progress: bool | None = None, trust_sb3_zip: bool = False, *,
              backend="serial", runs_dir: str | Path | None = None, resume: bool = False,
              overwrite: bool = False, retries: int = DEFAULT_RETRIES,
-             timing_repeats: int = 1, max_kept_fraction: float | None = None) -> Report:
+             timing_repeats: int = 1, max_kept_fraction: float | None = None,
+             seed_fraction: float | None = None) -> Report:
     """Run ``policies`` (names, agent objects and/or ``PolicyEntry`` objects; default
     ``default_policies()``) on every scenario of ``suite`` for each held-out seed (``seeds``:
     a count, or explicit held-out seeds; default the suite's count). ``progress``: a tqdm bar
     on stderr (``None``: only on a terminal). ``trust_sb3_zip``: allow ``sb3:PATH.zip`` items
     (loading a zip runs its pickled code). ``max_kept_fraction``: the unsure gate of every
     ranker file ``policies`` names (``parse_policies``; 1: off), instead of each file's own.
+    ``seed_fraction``: the column-generation start of every ranker file named (seed mode's,
+    and prune mode's unsure rounds'; ``agents.ranker.Ranker``), instead of the default.
 
     ``backend="serial"`` without ``runs_dir`` (the default): every run here, in order; an
     error in a run stops the evaluation. Otherwise a sweep (``agents.sweep``): each
@@ -228,7 +231,8 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
                           f"{HELDOUT_SEEDS.stop - 1}), not training seeds; got {bad}",
                           field="seeds")
     entries = parse_policies(default_policies() if policies is None else policies,
-                             trust_sb3_zip=trust_sb3_zip, max_kept_fraction=max_kept_fraction)
+                             trust_sb3_zip=trust_sb3_zip, max_kept_fraction=max_kept_fraction,
+                             seed_fraction=seed_fraction)
     for sc in suite.scenarios:              # SB3 models trained on other shapes: fail now
         cluster = get_cluster(sc.cluster)
         for e in entries:

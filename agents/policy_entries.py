@@ -116,11 +116,13 @@ def _ranker_class(required: bool = True):
 
 
 def load_ranker(path: str | Path, target_recall: float | None = None,
-                max_kept_fraction: float | None = None, mode: str = "prune"):
+                max_kept_fraction: float | None = None, mode: str = "prune",
+                seed_fraction: float | None = None):
     """``Ranker.load(path)`` (``agents.ranker``), with a one-line error for a missing file
     and a pointer to ``sb3:`` for an SB3 model zip; ``target_recall``: the file's operating
     point for that recall (``Ranker``); ``max_kept_fraction``: its unsure gate, instead of
-    the file's (1: off); ``mode``: ``"prune"`` or ``"seed"`` (``Ranker``)."""
+    the file's (1: off); ``mode``: ``"prune"`` or ``"seed"``; ``seed_fraction``: the share
+    of a round, best-scored first, that starts the LP's column generation (``Ranker``)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
@@ -131,6 +133,8 @@ def load_ranker(path: str | Path, target_recall: float | None = None,
     gate = {} if max_kept_fraction is None else {"max_kept_fraction": max_kept_fraction}
     if mode != "prune":
         gate.update(mode=mode, name=f"ranker-seed:{p.name}")
+    if seed_fraction is not None:
+        gate["seed_fraction"] = seed_fraction
     if target_recall is None:
         return _ranker_class().load(str(p), **gate)
     try:
@@ -478,7 +482,8 @@ def sb3_entry(item: str, trust: bool) -> PolicyEntry:
 
 # ---------------------------------------------------------------------------- the list
 def parse_policies(items, trust_sb3_zip: bool = False,
-                   max_kept_fraction: float | None = None) -> list[PolicyEntry]:
+                   max_kept_fraction: float | None = None,
+                   seed_fraction: float | None = None) -> list[PolicyEntry]:
     """Policy entries from names (a comma-separated string or a list), agent objects and/or
     ``PolicyEntry`` objects (kept as they are).
 
@@ -491,6 +496,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     an entry that cannot be loaded, before anything runs; files are loaded here.
     ``max_kept_fraction``: every ranker file named here runs with this unsure gate instead
     of its own (``agents.ranker.Ranker``; 1: off); an error if no ranker file is named.
+    ``seed_fraction``: every ranker file named here starts the LP's column generation from
+    this share of a round (seed mode's start, and prune mode's unsure rounds'; 0: prune
+    mode's unsure rounds from the LP's own start); an error if no ranker file is named.
     """
     if isinstance(items, str):
         items = [p.strip() for p in items.split(",") if p.strip()]
@@ -505,6 +513,15 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                               "ranker:PATH), and the policies name none (agent objects keep "
                               "their own gates; ranker-seed has no unsure gate)",
                               field="--max-kept-fraction")
+    if seed_fraction is not None:
+        if isinstance(seed_fraction, bool) or not isinstance(seed_fraction, (int, float)) \
+                or not 0.0 <= seed_fraction <= 1.0:
+            raise ConfigError(f"must be a number in [0, 1], got {seed_fraction!r}",
+                              field="--seed-fraction")
+        if not any(isinstance(i, str) and _names_ranker_file(i) for i in items):
+            raise ConfigError("sets the start of the ranker files named (ranker, ranker:PATH, "
+                              "ranker-seed, ranker-seed:PATH), and the policies name none",
+                              field="--seed-fraction")
     out, seen = [], set()
     for item in items:
         if isinstance(item, PolicyEntry):
@@ -529,7 +546,7 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                 raise ConfigError(f"{spec.split(':')[0]}: needs a path "
                                   f"({spec.split(':')[0]}:PATH)", field=FIELD)
             r = load_ranker(path, target_recall=recall, max_kept_fraction=max_kept_fraction,
-                            mode="seed" if seed else "prune")
+                            mode="seed" if seed else "prune", seed_fraction=seed_fraction)
             point = None if seed else getattr(r, "target_recall", None)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
                                 ranker=r, path=path,

@@ -99,7 +99,8 @@ def cmd_evaluate(args) -> int:
         suite = ev.get_suite(args.suite or "smoke")
     entries = ev.parse_policies(args.policies or ev.default_policies(),   # unknown: exit 2
                                 trust_sb3_zip=args.trust_sb3_zip,         # before any folder
-                                max_kept_fraction=args.max_kept_fraction)
+                                max_kept_fraction=args.max_kept_fraction,
+                                seed_fraction=args.seed_fraction)
     # never over results (a resumed sweep rewrites its own metrics.json). What this run
     # creates (folders, its claim on a default one) goes again if it fails before writing.
     out, created, claim = claim_output_dir(args.out, suite.name,

@@ -184,6 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "F of the candidates is solved whole by the LP, and so are the next "
                          "few it would rank (a back-off); F in (0, 1], 1 turns the gate off; "
                          "recorded in metrics.json (settings.ranker_gates)")
+    ev.add_argument("--seed-fraction", type=float, default=None, metavar="F",
+                    help="the start of every ranker file listed: its best-scored F of a round "
+                         "(and each job's best) start the LP's column generation, in "
+                         "ranker-seed's rounds and in ranker's unsure rounds (default 0.05; 0: "
+                         "ranker's unsure rounds from the LP's own start); F in [0, 1]; "
+                         "recorded in metrics.json (settings.ranker_gates)")
     ev.add_argument("--timing-repeats", type=_positive_int, default=1, metavar="N",
                     help="make every (scenario, policy, seed) run N times (serially the "
                          "policies interleaved) and take each round's decision time from the "

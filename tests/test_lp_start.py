@@ -415,3 +415,27 @@ def test_the_start_benchmark_runs_on_training_seeds_only(tmp_path, capsys):
     assert bench.main(["compare", "--suite", "smoke", "--seeds", "1",
                        "--timing-repeats", "1"]) == 0
     assert "identical: True" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_evaluate_sets_every_listed_ranker_files_start(tmp_path):
+    import json
+
+    from hsched_cli.main import main
+    for bad, says in ((["--policies", "pure-lp,fifo", "--seed-fraction", "0.1"],
+                       "policies name none"),
+                      (["--policies", "pure-lp,ranker", "--seed-fraction", "1.5"],
+                       r"number in \[0, 1\]")):
+        with pytest.raises(ConfigError, match=says):
+            parse_policies(bad[1], seed_fraction=float(bad[3]))
+    entries = parse_policies("ranker,ranker-seed", seed_fraction=0.0)
+    assert [e.ranker.seed_fraction for e in entries] == [0.0, 0.0]
+    out = tmp_path / "o"
+    assert main(["evaluate", "--suite", "smoke", "--policies", "pure-lp,ranker,ranker-seed",
+                 "--seed-fraction", "0.02", "--seeds", "1", "--out", str(out),
+                 "--no-progress"]) == 0
+    gates = json.loads((out / "metrics.json").read_text())["settings"]["ranker_gates"]
+    assert sorted(g["seed_fraction"] for g in gates.values()) == [0.02, 0.02]
+    assert main(["evaluate", "--suite", "smoke", "--policies", "pure-lp,fifo",
+                 "--seed-fraction", "0.1", "--seeds", "1", "--out", str(tmp_path / "p"),
+                 "--no-progress"]) == 2
