@@ -373,6 +373,17 @@ def best_per_job(scores: np.ndarray, jobs: np.ndarray) -> np.ndarray:
     return sel[first]
 
 
+def rank_within_job(scores: np.ndarray, jobs: np.ndarray) -> np.ndarray:
+    """Each entry's rank among its job's entries by score: 0 for the job's best, 1 for the
+    next, ... (ties: the first first)."""
+    order = np.lexsort((-scores, jobs))              # by job, best score first
+    jo = jobs[order]
+    first = np.r_[0, np.flatnonzero(np.diff(jo)) + 1]
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
+    return rank
+
+
 #: The observation's pieces, in the order ``SlotLayout`` flattens them.
 LAYOUT_KEYS = ("candidates", "valid", "cluster", "global")
 
@@ -850,12 +861,7 @@ class Ranker:
             keep[best_per_job(s, env.unwrapped.slot_jobs())] = True
         elif self.min_per_job > 0:
             jobs = env.unwrapped.slot_jobs()
-            order = np.lexsort((-s, jobs))           # by job, best score first
-            jo = jobs[order]
-            first = np.r_[0, np.flatnonzero(np.diff(jo)) + 1]
-            rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
-            top = order[(rank < self.min_per_job) & (jo >= 0)]
-            keep[top] = True
+            keep[(rank_within_job(s, jobs) < self.min_per_job) & (jobs >= 0)] = True
         if budget is None and self._unsure(keep, valid, unwrapped):
             self.unsure_rounds += 1
             if self.seed_fraction > 0 and getattr(unwrapped, "takes_lp_start", False):

@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 
 from agents.evaluate import SUITES, evaluate, format_report  # noqa: E402
 from agents.policy_entries import parse_policies  # noqa: E402
-from agents.ranker import best_per_job, shipped_ranker_path  # noqa: E402
+from agents.ranker import best_per_job, rank_within_job, shipped_ranker_path  # noqa: E402
 from agents.report import report_json  # noqa: E402
 from agents.runners import make_scenario_env, rank_slots_bound  # noqa: E402
 from agents.suites import is_training_seed  # noqa: E402
@@ -61,11 +61,7 @@ def _starts(scores: np.ndarray, jobs: np.ndarray, fractions, per_job) -> dict:
         mask[order[:int(f * m)]] = True
         mask[best] = True
         out[f"top {f:g}"] = mask
-    by_job = np.lexsort((-scores, jobs))
-    jo = jobs[by_job]
-    first = np.r_[0, np.flatnonzero(np.diff(jo)) + 1]
-    rank = np.empty(m, dtype=np.int64)
-    rank[by_job] = np.arange(m) - np.repeat(first, np.diff(np.r_[first, m]))
+    rank = rank_within_job(scores, jobs)
     for k in per_job:
         out[f"best {k} per job"] = rank < k
     return out

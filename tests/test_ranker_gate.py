@@ -770,3 +770,20 @@ def test_training_warns_about_a_file_its_unsure_gate_would_solve_whole():
     from agents.ranker import shipped_ranker_path
     _, meta = load_ranker_net(shipped_ranker_path())
     assert unsure_file_warning(meta) is None
+
+
+def test_rank_within_job_orders_each_jobs_entries_by_score():
+    from agents.ranker import rank_within_job
+    jobs = np.array([2, 0, 2, 0, 2, -1])
+    scores = np.array([0.1, 0.5, 0.9, 0.5, 0.3, 1.0])
+    # job 2: 0.9 > 0.3 > 0.1; job 0 ties: the first first
+    assert rank_within_job(scores, jobs).tolist() == [2, 0, 0, 1, 1, 0]
+    env = rank_env("sia-64", "gavel:rate=20,jobs=40", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    two = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999999, min_per_job=2,
+                 max_kept_fraction=1.0)
+    keep = two.keep(obs, env).astype(bool)
+    jobs = env.unwrapped.slot_jobs()
+    counts = np.bincount(jobs[keep & (jobs >= 0)])
+    assert counts[counts > 0].min() >= min(2, np.bincount(jobs[jobs >= 0]).min())
