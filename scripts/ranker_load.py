@@ -1,0 +1,156 @@
+"""Where the ranker is in its element, on training data: each ranked round's kept share, load
+and recall — the figures the shipped file's unsure gate (``max_kept_fraction`` 0.35) was chosen
+from, and an overload gate was not (BENCHMARKS.md, "Session 40: the unsure gate chosen for the
+shipped file").
+
+The script runs a ranker file (default the shipped one) **without** its unsure gate (its
+candidate gate stays) through the evaluation harness's rank-mode path, on **training** seeds
+only (a gate chosen on the evaluation's seeds would fit the evaluation): the ``large-family``
+bursts (``--bursts``, the regime the ranker is trained for and evaluated on) and 72-hour
+Philly windows (``--windows``, an overloaded regime it is not trained for; the default
+windows avoid 2017-10-02 to 10-12, which the held-out evaluation uses). For every round it
+ranks it also solves the whole LP, and prints per scenario the kept share and the load (the
+GPUs the active jobs request ÷ the cluster's GPUs; least, median, largest), the recall of the
+LP's support (mean, least) and the LP's support per active job (about 1 in a burst, where
+every job runs; far less on an overloaded window, where the LP picks which jobs run)::
+
+    .venv/bin/python scripts/ranker_load.py                       # the session-40 figures
+    .venv/bin/python scripts/ranker_load.py --bursts 500 --seeds 11,12 --windows ""
+
+``--json FILE`` writes every ranked round (scenario, seed, round, load, kept share, recall).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from agents.policy_entries import parse_policies  # noqa: E402
+from agents.ranker import shipped_ranker_path  # noqa: E402
+from agents.runners import make_scenario_env, rank_slots_bound  # noqa: E402
+from agents.suites import SUITES, custom_suite, is_training_seed  # noqa: E402
+from hsched_env.cluster import get_cluster  # noqa: E402
+from hsched_env.envs.rank import RankEnv  # noqa: E402
+from hsched_env.workloads import load_workload  # noqa: E402
+
+#: Overloaded Philly windows outside the held-out evaluation's (2017-10-02 to 10-12): those of
+#: ``agents.regimes.MIXED_WIDE`` that overload their cluster.
+TRAINING_WINDOWS = ("sia-64@2017-10-16T06:00", "sia-64@2017-10-23T06:00",
+                    "gavel-108@2017-10-16T06:00")
+#: Simulated time of a window's run (48 h, as the held-out Philly evaluation).
+WINDOW_S = 172_800
+
+
+def round_load(view) -> float:
+    """The GPUs a round's active jobs request (each as submitted), summed, ÷ the cluster's
+    GPUs: above 1 not every job can run at its requested size."""
+    return float(view.requested_gpus.sum()) / float(view.capacity.sum())
+
+
+def support_keys(shares: dict) -> set[tuple[int, int]]:
+    """(job id, row) of every candidate with a positive LP share (``LPPolicy.shares``)."""
+    return {(int(j), int(r)) for j, (rows, x) in shares.items()
+            for r, v in zip(np.asarray(rows).tolist(), np.asarray(x).tolist()) if v > 1e-9}
+
+
+def run_scenario(entry, suite, scenario, seed: int) -> list[dict]:
+    """Every round the ranker (``entry.ranker``, without its unsure gate) ranks
+    on ``scenario`` with ``seed``: its load, kept share, recall and the LP's support."""
+    ranker = entry.ranker
+    cluster = get_cluster(scenario.cluster)
+    workload = load_workload(scenario.workload_for(seed), cluster)
+    env = make_scenario_env(RankEnv, entry, suite, scenario,
+                            rank_slots_bound(suite, scenario, cluster, workload))
+    obs, _ = env.reset(seed=seed)
+    rows, done, index = [], env.simulator.finished, 0
+    while not done:
+        gated = ranker.gated_rounds
+        keep = ranker.keep(obs, env)
+        if ranker.gated_rounds == gated:                     # ranked
+            u = env.unwrapped
+            sl = u.slots
+            m = sl.k.size
+            kept = keep[:m] > 0
+            support = support_keys(u.lp.shares(sl.view)[0])
+            chosen = set(zip(sl.job[kept].tolist(), sl.row[kept].tolist()))
+            rows.append({"scenario": scenario.name, "seed": seed, "round": index,
+                         "active_jobs": int(sl.view.num_active), "candidates": int(m),
+                         "load": round_load(sl.view), "kept": float(kept.mean()),
+                         "recall": len(support & chosen) / len(support) if support else None,
+                         "support_per_job": len(support) / max(sl.view.num_active, 1)})
+        obs, _, terminated, truncated, _ = env.step(keep)
+        done = terminated or truncated
+        index += 1
+    env.close()
+    return rows
+
+
+def summary(rows: list[dict]) -> str:
+    load = np.array([r["load"] for r in rows])
+    kept = np.array([r["kept"] for r in rows])
+    recall = np.array([r["recall"] for r in rows if r["recall"] is not None])
+    per_job = np.array([r["support_per_job"] for r in rows])
+    return (f"{len(rows):4d} ranked rounds | load {load.min():.2f} / {np.median(load):.2f} / "
+            f"{load.max():.2f} | kept {kept.min():.3f} / {np.median(kept):.3f} / "
+            f"{kept.max():.3f} | recall {recall.mean():.3f} (least {recall.min():.3f}) | "
+            f"LP support per active job {np.median(per_job):.2f}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bursts", default="500,1000,2000",
+                    help="large-family bursts to run, by active-job scale (default all; "
+                         "'' none)")
+    ap.add_argument("--seeds", default="11,12,13,14,15,16,17,18",
+                    help="training seeds of the bursts (default 11..18)")
+    ap.add_argument("--windows", default=",".join(TRAINING_WINDOWS),
+                    help="CLUSTER@START Philly windows (72 h, run for 48 h; '' none)")
+    ap.add_argument("--ranker", type=Path, default=shipped_ranker_path(),
+                    help="ranker file (default the shipped one)")
+    ap.add_argument("--json", type=Path, default=None, metavar="FILE")
+    args = ap.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    bad = [s for s in seeds if not is_training_seed(s)]
+    if bad:
+        ap.error(f"--seeds: {bad} are not training seeds (0..9999): the gates are chosen on "
+                 f"training seeds, not on the evaluation's")
+    entry = parse_policies([f"ranker:{args.ranker}"])[0]
+    entry.ranker.max_kept_fraction = 1.0               # no unsure gate: what it would keep
+    family = SUITES["large-family"]
+    sizes = [s for s in args.bursts.split(",") if s.strip()]
+    runs = [(family, sc, seeds) for sc in family.scenarios
+            if sc.name.rsplit("-", 1)[-1] in sizes]
+    for spec in (w for w in args.windows.split(",") if w.strip()):
+        if "@" not in spec:
+            ap.error(f"--windows: {spec!r} is not CLUSTER@START")
+        cluster, start = spec.split("@", 1)
+        suite = custom_suite(cluster, f"philly:start={start},hours=72", max_time_s=WINDOW_S)
+        runs.append((suite, suite.scenarios[0], [0]))         # a trace: the same jobs
+    rows = []
+    for suite, scenario, run_seeds in runs:
+        name = scenario.name if suite is family else f"{scenario.cluster} {scenario.workload}"
+        mine = []
+        for seed in run_seeds:
+            t0 = time.perf_counter()
+            mine += run_scenario(entry, suite, scenario, seed)
+            print(f"  {name}, seed {seed}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        for r in mine:
+            r["scenario"] = name
+        rows += mine
+        print(f"{name}: " + (summary(mine) if mine else "no ranked round"), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
