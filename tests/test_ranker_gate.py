@@ -14,7 +14,7 @@ from agents.imitation import Demos, batches
 from agents.ranker import (DEFAULT_SEED_FRACTION, Ranker, RankerNet, load_ranker_net,
                            save_ranker)
 from agents.regimes import MIXED, REGIMES, recall_threshold
-from agents.suites import SUITES
+from agents.suites import SUITES, custom_suite
 from agents.train import TrainConfig
 from hsched_env.errors import ConfigError, UnknownNameError
 from lp_baseline.environments import rank_env
@@ -694,7 +694,7 @@ def test_ranker_kept_script_writes_rounds_and_a_plot(tmp_path, capsys):
 def test_a_ranker_entrys_source_names_its_gates():
     from agents.policy_entries import parse_policies
     (entry,) = parse_policies(["ranker"])
-    assert ("solves whole the rounds with fewer than 10,105 candidates or more than 25% of a "
+    assert ("solves whole the rounds with fewer than 10,105 candidates or more than 35% of a "
             "round kept (unsure)") in entry.source
 
 
@@ -753,6 +753,43 @@ def test_evaluate_cli_runs_a_ranker_with_the_unsure_gate_off(tmp_path):
         gates, = metrics["settings"]["ranker_gates"].values()
         assert gates == {"gate_candidates": 0, "max_kept_fraction": float(value),
                          "seed_fraction": DEFAULT_SEED_FRACTION}
+
+
+def test_the_shipped_file_sets_its_own_unsure_gate():
+    """Session 40: the shipped file records max_kept_fraction 0.35 (its training command's
+    --max-kept-fraction), above the 26–28% it keeps of a 550-job burst's first round on
+    training seeds; files without one keep the 0.25 default."""
+    from agents.ranker import DEFAULT_MAX_KEPT_FRACTION, shipped_ranker_path
+    _, meta = load_ranker_net(shipped_ranker_path())
+    assert meta["max_kept_fraction"] == 0.35 and meta["gate_candidates"] == 10105
+    assert Ranker.load(shipped_ranker_path()).max_kept_fraction == 0.35
+    assert DEFAULT_MAX_KEPT_FRACTION == 0.25
+
+
+def test_ranker_load_script_measures_training_rounds_only():
+    """scripts/ranker_load.py: each ranked round's load, kept share and recall, without the
+    unsure gate; held-out seeds are refused."""
+    import importlib.util
+    from pathlib import Path
+
+    from agents.policy_entries import parse_policies
+    from agents.ranker import shipped_ranker_path
+    spec = importlib.util.spec_from_file_location(
+        "ranker_load", Path(__file__).resolve().parents[1] / "scripts" / "ranker_load.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(SystemExit):
+        mod.main(["--seeds", "1000000", "--windows", ""])
+    entry, = parse_policies([f"ranker:{shipped_ranker_path()}"])
+    entry.ranker.gate_candidates, entry.ranker.max_kept_fraction = 0, 1.0
+    suite = custom_suite("sia-64", "gavel:rate=40,jobs=30", max_time_s=3600)
+    rows = mod.run_scenario(entry, suite, suite.scenarios[0], 5)
+    assert rows and all(0 < r["kept"] <= 1 for r in rows)
+    view_loads = [r["load"] for r in rows]
+    assert all(x > 0 for x in view_loads) and max(view_loads) < 10
+    assert all(r["recall"] is None or 0 <= r["recall"] <= 1 for r in rows)
+    assert sum(r["recall"] is not None for r in rows) > 0
+    assert "ranked rounds | load" in mod.summary(rows)
 
 
 def test_training_warns_about_a_file_its_unsure_gate_would_solve_whole():
