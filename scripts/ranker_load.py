@@ -7,12 +7,14 @@ The script runs a ranker file (default the shipped one) **without** its unsure g
 candidate gate stays) through the evaluation harness's rank-mode path, on **training** seeds
 only (a gate chosen on the evaluation's seeds would fit the evaluation): the ``large-family``
 bursts (``--bursts``, the regime the ranker is trained for and evaluated on) and 72-hour
-Philly windows (``--windows``, an overloaded regime it is not trained for; the default
-windows avoid 2017-10-02 to 10-12, which the held-out evaluation uses). For every round it
-ranks it also solves the whole LP, and prints per scenario the kept share and the load (the
-GPUs the active jobs request ÷ the cluster's GPUs; least, median, largest), the recall of the
-LP's support (mean, least) and the LP's support per active job (about 1 in a burst, where
-every job runs; far less on an overloaded window, where the LP picks which jobs run)::
+Philly windows (``--windows``, an overloaded regime the shipped file was not trained on; the
+default windows avoid 2017-10-02 to 10-12, the dates of the held-out Philly evaluation in
+BENCHMARKS.md, though session 34 measured them too). For every round it ranks it also solves
+the whole LP, and prints per scenario the kept share and the load (the GPUs the active jobs
+request ÷ the cluster's GPUs; least, median, largest), the recall of the LP's support (mean,
+least; the evaluation's recall, ``agents.runners.kept_support_recall``) and the median LP
+support per active job (about 1 in a burst, where every job runs; far less on an overloaded
+window, where the LP picks which jobs run)::
 
     .venv/bin/python scripts/ranker_load.py                       # the session-40 figures
     .venv/bin/python scripts/ranker_load.py --bursts 500 --seeds 11,12 --windows ""
@@ -34,16 +36,21 @@ import numpy as np  # noqa: E402
 
 from agents.policy_entries import parse_policies  # noqa: E402
 from agents.ranker import shipped_ranker_path  # noqa: E402
-from agents.runners import make_scenario_env, rank_slots_bound  # noqa: E402
+from agents.runners import (make_scenario_env, rank_slots_bound, support_pairs,  # noqa: E402
+                            support_recall)
 from agents.suites import SUITES, custom_suite, is_training_seed  # noqa: E402
 from hsched_env.cluster import get_cluster  # noqa: E402
 from hsched_env.envs.rank import RankEnv  # noqa: E402
+from hsched_env.errors import ConfigError  # noqa: E402
 from hsched_env.workloads import load_workload  # noqa: E402
 
-#: Overloaded Philly windows outside the held-out evaluation's (2017-10-02 to 10-12): those of
-#: ``agents.regimes.MIXED_WIDE`` that overload their cluster.
-TRAINING_WINDOWS = ("sia-64@2017-10-16T06:00", "sia-64@2017-10-23T06:00",
-                    "gavel-108@2017-10-16T06:00")
+#: Overloaded Philly windows outside the held-out Philly evaluation's dates (2017-10-02 to
+#: 10-12): two of ``agents.regimes.MIXED_WIDE``'s ``sia-64`` windows and the same 10-16 window
+#: on ``gavel-108``. The shipped file was trained on none of them (``mixed``).
+WINDOWS = ("sia-64@2017-10-16T06:00", "sia-64@2017-10-23T06:00",
+           "gavel-108@2017-10-16T06:00")
+#: The held-out Philly evaluation's dates (BENCHMARKS.md), which ``WINDOWS`` avoids.
+HELDOUT_WINDOW_DATES = ("2017-10-02", "2017-10-12")
 #: Simulated time of a window's run (48 h, as the held-out Philly evaluation).
 WINDOW_S = 172_800
 
@@ -54,10 +61,12 @@ def round_load(view) -> float:
     return float(view.requested_gpus.sum()) / float(view.capacity.sum())
 
 
-def support_keys(shares: dict) -> set[tuple[int, int]]:
-    """(job id, row) of every candidate with a positive LP share (``LPPolicy.shares``)."""
-    return {(int(j), int(r)) for j, (rows, x) in shares.items()
-            for r, v in zip(np.asarray(rows).tolist(), np.asarray(x).tolist()) if v > 1e-9}
+def ungated(path: Path):
+    """The ranker file's policy entry without its unsure gate (``max_kept_fraction`` 1: what
+    it would keep); its candidate gate stays."""
+    entry = parse_policies([f"ranker:{path}"])[0]
+    entry.ranker.max_kept_fraction = 1.0
+    return entry
 
 
 def run_scenario(entry, suite, scenario, seed: int) -> list[dict]:
@@ -78,12 +87,12 @@ def run_scenario(entry, suite, scenario, seed: int) -> list[dict]:
             sl = u.slots
             m = sl.k.size
             kept = keep[:m] > 0
-            support = support_keys(u.lp.shares(sl.view)[0])
-            chosen = set(zip(sl.job[kept].tolist(), sl.row[kept].tolist()))
+            support = support_pairs(u.lp, sl.view)
+            chosen = {(int(j), int(r)) for j, r in zip(sl.job[kept], sl.row[kept])}
             rows.append({"scenario": scenario.name, "seed": seed, "round": index,
                          "active_jobs": int(sl.view.num_active), "candidates": int(m),
                          "load": round_load(sl.view), "kept": float(kept.mean()),
-                         "recall": len(support & chosen) / len(support) if support else None,
+                         "recall": support_recall(support, chosen),
                          "support_per_job": len(support) / max(sl.view.num_active, 1)})
         obs, _, terminated, truncated, _ = env.step(keep)
         done = terminated or truncated
@@ -97,10 +106,12 @@ def summary(rows: list[dict]) -> str:
     kept = np.array([r["kept"] for r in rows])
     recall = np.array([r["recall"] for r in rows if r["recall"] is not None])
     per_job = np.array([r["support_per_job"] for r in rows])
+    recalled = (f"recall {recall.mean():.3f} (least {recall.min():.3f})" if recall.size
+                else "recall n/a (no LP support)")
     return (f"{len(rows):4d} ranked rounds | load {load.min():.2f} / {np.median(load):.2f} / "
             f"{load.max():.2f} | kept {kept.min():.3f} / {np.median(kept):.3f} / "
-            f"{kept.max():.3f} | recall {recall.mean():.3f} (least {recall.min():.3f}) | "
-            f"LP support per active job {np.median(per_job):.2f}")
+            f"{kept.max():.3f} | {recalled} | median LP support per active job "
+            f"{np.median(per_job):.2f}")
 
 
 def main(argv=None) -> int:
@@ -111,29 +122,41 @@ def main(argv=None) -> int:
                          "'' none)")
     ap.add_argument("--seeds", default="11,12,13,14,15,16,17,18",
                     help="training seeds of the bursts (default 11..18)")
-    ap.add_argument("--windows", default=",".join(TRAINING_WINDOWS),
+    ap.add_argument("--windows", default=",".join(WINDOWS),
                     help="CLUSTER@START Philly windows (72 h, run for 48 h; '' none)")
     ap.add_argument("--ranker", type=Path, default=shipped_ranker_path(),
                     help="ranker file (default the shipped one)")
     ap.add_argument("--json", type=Path, default=None, metavar="FILE")
     args = ap.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--seeds: {args.seeds!r} is not a comma-separated list of whole numbers")
     bad = [s for s in seeds if not is_training_seed(s)]
     if bad:
         ap.error(f"--seeds: {bad} are not training seeds (0..9999): the gates are chosen on "
                  f"training seeds, not on the evaluation's")
-    entry = parse_policies([f"ranker:{args.ranker}"])[0]
-    entry.ranker.max_kept_fraction = 1.0               # no unsure gate: what it would keep
+    entry = ungated(args.ranker)
     family = SUITES["large-family"]
-    sizes = [s for s in args.bursts.split(",") if s.strip()]
-    runs = [(family, sc, seeds) for sc in family.scenarios
-            if sc.name.rsplit("-", 1)[-1] in sizes]
+    by_size = {sc.name.rsplit("-", 1)[-1]: sc for sc in family.scenarios}
+    sizes = [s.strip() for s in args.bursts.split(",") if s.strip()]
+    unknown = [s for s in sizes if s not in by_size]
+    if unknown:
+        ap.error(f"--bursts: {', '.join(unknown)} not among large-family's "
+                 f"{', '.join(by_size)} (by active-job scale)")
+    runs = [(family, by_size[s], seeds) for s in sizes]
     for spec in (w for w in args.windows.split(",") if w.strip()):
         if "@" not in spec:
             ap.error(f"--windows: {spec!r} is not CLUSTER@START")
         cluster, start = spec.split("@", 1)
         suite = custom_suite(cluster, f"philly:start={start},hours=72", max_time_s=WINDOW_S)
         runs.append((suite, suite.scenarios[0], [0]))         # a trace: the same jobs
+    try:
+        from hsched_env.workloads.traces import traces_dir
+        if len(runs) > len(sizes):
+            traces_dir()                        # the windows need the traces: say so now
+    except ConfigError as exc:
+        ap.error(f"--windows: {exc}")
     rows = []
     for suite, scenario, run_seeds in runs:
         name = scenario.name if suite is family else f"{scenario.cluster} {scenario.workload}"

@@ -759,29 +759,45 @@ def test_the_shipped_file_sets_its_own_unsure_gate():
     """Session 40: the shipped file records max_kept_fraction 0.35 (its training command's
     --max-kept-fraction), above the 26–28% it keeps of a 550-job burst's first round on
     training seeds; files without one keep the 0.25 default."""
+    import hashlib
+
     from agents.ranker import DEFAULT_MAX_KEPT_FRACTION, shipped_ranker_path
-    _, meta = load_ranker_net(shipped_ranker_path())
+    net, meta = load_ranker_net(shipped_ranker_path())
     assert meta["max_kept_fraction"] == 0.35 and meta["gate_candidates"] == 10105
     assert Ranker.load(shipped_ranker_path()).max_kept_fraction == 0.35
     assert DEFAULT_MAX_KEPT_FRACTION == 0.25
+    # the weights are still session 38's (its file: sha256 a26a2cf4…fb26)
+    digest = hashlib.sha256()
+    for name, tensor in net.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().numpy().tobytes())
+    assert digest.hexdigest().startswith("1e6c2492b9f63e2b")
 
 
-def test_ranker_load_script_measures_training_rounds_only():
+def test_ranker_load_script_measures_training_rounds_only(capsys):
     """scripts/ranker_load.py: each ranked round's load, kept share and recall, without the
     unsure gate; held-out seeds are refused."""
     import importlib.util
     from pathlib import Path
 
-    from agents.policy_entries import parse_policies
     from agents.ranker import shipped_ranker_path
     spec = importlib.util.spec_from_file_location(
         "ranker_load", Path(__file__).resolve().parents[1] / "scripts" / "ranker_load.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    with pytest.raises(SystemExit):
-        mod.main(["--seeds", "1000000", "--windows", ""])
-    entry, = parse_policies([f"ranker:{shipped_ranker_path()}"])
-    entry.ranker.gate_candidates, entry.ranker.max_kept_fraction = 0, 1.0
+    for argv, message in ((["--seeds", "1000000", "--windows", ""], "not training seeds"),
+                          (["--bursts", "550"], "not among large-family's"),
+                          (["--seeds", "x"], "whole numbers")):
+        with pytest.raises(SystemExit):
+            mod.main(argv)
+        assert message in capsys.readouterr().err
+    # the windows avoid the held-out Philly evaluation's dates
+    lo, hi = mod.HELDOUT_WINDOW_DATES
+    assert all(not lo <= w.split("@")[1][:10] <= hi for w in mod.WINDOWS)
+    # no unsure gate, the candidate gate kept
+    entry = mod.ungated(shipped_ranker_path())
+    assert entry.ranker.max_kept_fraction == 1.0 and entry.ranker.gate_candidates == 10105
+    entry.ranker.gate_candidates = 0                 # small rounds, to rank some here
     suite = custom_suite("sia-64", "gavel:rate=40,jobs=30", max_time_s=3600)
     rows = mod.run_scenario(entry, suite, suite.scenarios[0], 5)
     assert rows and all(0 < r["kept"] <= 1 for r in rows)
