@@ -514,10 +514,8 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                               "their own gates; ranker-seed has no unsure gate)",
                               field="--max-kept-fraction")
     if seed_fraction is not None:
-        if isinstance(seed_fraction, bool) or not isinstance(seed_fraction, (int, float)) \
-                or not 0.0 <= seed_fraction <= 1.0:
-            raise ConfigError(f"must be a number in [0, 1], got {seed_fraction!r}",
-                              field="--seed-fraction")
+        from agents.ranker import check_seed_fraction
+        seed_fraction = check_seed_fraction(seed_fraction, "--seed-fraction")
         if not any(isinstance(i, str) and _names_ranker_file(i) for i in items):
             raise ConfigError("sets the start of the ranker files named (ranker, ranker:PATH, "
                               "ranker-seed, ranker-seed:PATH), and the policies name none",

@@ -635,8 +635,7 @@ class Ranker:
         self.threshold, self.min_per_job = float(threshold), int(min_per_job)
         self.gate_candidates = int(gate_candidates)
         if max_kept_fraction is None:
-            max_kept_fraction = self.meta.get(
-                "max_kept_fraction", DEFAULT_MAX_KEPT_FRACTION if self.gate_candidates else 1.0)
+            max_kept_fraction = file_max_kept_fraction(self.meta, self.gate_candidates)
         self.max_kept_fraction = check_max_kept_fraction(max_kept_fraction,
                                                          "max_kept_fraction")
         if isinstance(unsure_backoff, bool) or not isinstance(unsure_backoff,
@@ -649,11 +648,7 @@ class Ranker:
             raise ConfigError(f"must be one of {', '.join(map(repr, RANKER_MODES))}, got "
                               f"{mode!r}", field="mode")
         self.mode = mode
-        if isinstance(seed_fraction, bool) or not isinstance(seed_fraction, (int, float)) \
-                or not 0.0 <= seed_fraction <= 1.0:
-            raise ConfigError(f"must be a number in [0, 1], got {seed_fraction!r}",
-                              field="seed_fraction")
-        self.seed_fraction = float(seed_fraction)
+        self.seed_fraction = check_seed_fraction(seed_fraction, "seed_fraction")
         self.gated_rounds = 0
         #: rounds scored, found unsure (more than ``max_kept_fraction`` kept), solved whole
         self.unsure_rounds = 0
@@ -882,6 +877,23 @@ def check_max_kept_fraction(value, field: str) -> float:
             or not 0.0 < value <= 1.0):                   # also refuses NaN
         raise ConfigError(f"must be a number in (0, 1] (1: no unsure gate), got {value!r}",
                           field=field)
+    return float(value)
+
+
+def file_max_kept_fraction(meta: dict, gate_candidates: int) -> float:
+    """The unsure gate a ranker file runs with unless one is given: its
+    ``meta["max_kept_fraction"]``, else ``DEFAULT_MAX_KEPT_FRACTION`` with a candidate gate
+    (``gate_candidates`` > 0) and 1 (none) without."""
+    return meta.get("max_kept_fraction",
+                    DEFAULT_MAX_KEPT_FRACTION if gate_candidates else 1.0)
+
+
+def check_seed_fraction(value, field: str) -> float:
+    """``value`` as a ``seed_fraction`` (a number in [0, 1]), or a ``ConfigError`` naming
+    ``field``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0.0 <= value <= 1.0:
+        raise ConfigError(f"must be a number in [0, 1], got {value!r}", field=field)
     return float(value)
 
 

@@ -418,6 +418,18 @@ def make_scenario_env(cls, entry: PolicyEntry, suite: Suite, scenario: Scenario,
                           f"{entry.env_kwargs!r}: {exc}", field="--policies") from None
 
 
+def scenario_rank_env(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int):
+    """``RankEnv`` for ``entry`` on ``scenario``'s workload of ``seed``, K as ``hsched
+    evaluate`` sets it (``rank_slots_bound``); not reset. For scripts that drive one
+    scenario themselves."""
+    from hsched_env.cluster import get_cluster
+    from hsched_env.workloads import load_workload
+    cluster = get_cluster(scenario.cluster)
+    workload = load_workload(scenario.workload_for(seed), cluster)
+    return make_scenario_env(RankEnv, entry, suite, scenario,
+                             rank_slots_bound(suite, scenario, cluster, workload))
+
+
 def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, slots: int,
                support_lp) -> Run:
     """A rank-mode agent driving ``RankEnv`` (keep bits, then the HeteroSched LP over the kept

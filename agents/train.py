@@ -1414,10 +1414,9 @@ def unsure_file_warning(meta: dict) -> str | None:
     ``max_kept_fraction`` the file will run with): evaluated, it would solve most large rounds
     whole after paying their inference. Session 38's seed 0 kept 35.4% against the 0.25 gate
     and was unsure on every ``large-family`` round (BENCHMARKS.md); ``None`` otherwise."""
-    from agents.ranker import DEFAULT_MAX_KEPT_FRACTION
+    from agents.ranker import file_max_kept_fraction
     kept = meta.get("valid_kept_fraction")
-    gate = meta.get("max_kept_fraction",
-                    DEFAULT_MAX_KEPT_FRACTION if meta.get("gate_candidates") else 1.0)
+    gate = file_max_kept_fraction(meta, meta.get("gate_candidates", 0))
     if kept is None or not kept > gate:
         return None
     return (f"at its operating point this file keeps {kept:.1%} of its held-out training "

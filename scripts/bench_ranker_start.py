@@ -42,11 +42,8 @@ from agents.evaluate import SUITES, evaluate, format_report  # noqa: E402
 from agents.policy_entries import parse_policies  # noqa: E402
 from agents.ranker import best_per_job, rank_within_job, shipped_ranker_path  # noqa: E402
 from agents.report import report_json  # noqa: E402
-from agents.runners import make_scenario_env, rank_slots_bound  # noqa: E402
+from agents.runners import scenario_rank_env  # noqa: E402
 from agents.suites import is_training_seed  # noqa: E402
-from hsched_env.cluster import get_cluster  # noqa: E402
-from hsched_env.envs.rank import RankEnv  # noqa: E402
-from hsched_env.workloads import load_workload  # noqa: E402
 
 
 def _starts(scores: np.ndarray, jobs: np.ndarray, fractions, per_job) -> dict:
@@ -116,10 +113,7 @@ def fractions_main(args) -> int:
             sc = dataclasses.replace(sc, max_time_s=args.max_time_s)
         for seed in seeds:
             t0 = time.perf_counter()
-            cluster = get_cluster(sc.cluster)
-            workload = load_workload(sc.workload_for(seed), cluster)
-            slots = rank_slots_bound(suite, sc, cluster, workload)
-            env = make_scenario_env(RankEnv, probe.entry, suite, sc, slots)
+            env = scenario_rank_env(probe.entry, suite, sc, seed)
             obs, _ = env.reset(seed=seed)
             done = env.simulator.finished
             while not done:

@@ -36,13 +36,9 @@ import numpy as np  # noqa: E402
 
 from agents.policy_entries import parse_policies  # noqa: E402
 from agents.ranker import shipped_ranker_path  # noqa: E402
-from agents.runners import (make_scenario_env, rank_slots_bound, support_pairs,  # noqa: E402
-                            support_recall)
+from agents.runners import scenario_rank_env, support_pairs, support_recall  # noqa: E402
 from agents.suites import SUITES, custom_suite, is_training_seed  # noqa: E402
-from hsched_env.cluster import get_cluster  # noqa: E402
-from hsched_env.envs.rank import RankEnv  # noqa: E402
 from hsched_env.errors import ConfigError  # noqa: E402
-from hsched_env.workloads import load_workload  # noqa: E402
 
 #: Overloaded Philly windows outside the held-out Philly evaluation's dates (2017-10-02 to
 #: 10-12): two of ``agents.regimes.MIXED_WIDE``'s ``sia-64`` windows and the same 10-16 window
@@ -73,10 +69,7 @@ def run_scenario(entry, suite, scenario, seed: int) -> list[dict]:
     """Every round the ranker (``entry.ranker``, without its unsure gate) ranks
     on ``scenario`` with ``seed``: its load, kept share, recall and the LP's support."""
     ranker = entry.ranker
-    cluster = get_cluster(scenario.cluster)
-    workload = load_workload(scenario.workload_for(seed), cluster)
-    env = make_scenario_env(RankEnv, entry, suite, scenario,
-                            rank_slots_bound(suite, scenario, cluster, workload))
+    env = scenario_rank_env(entry, suite, scenario, seed)
     obs, _ = env.reset(seed=seed)
     rows, done, index = [], env.simulator.finished, 0
     while not done:
