@@ -89,7 +89,7 @@ def _schedule(c, out: Path, spec: str, policies: tuple[str, ...]) -> Iterator[st
     pruning heuristics, the shipped ranker (when present), Gavel and FIFO."""
     names = [p for p in policies if p != "ranker" or shipped_ranker_path().is_file()]
     suite = Suite("demo", (Scenario(c.name, c.name, spec, note="the demo scenario"),),
-                  seeds=1, description=f"{c.name}: {spec}, 1 held-out seed")
+                  seeds=1, description=f"{c.name}: {spec}")
     yield f"\nScheduling on {c.name} ({spec}, a held-out seed): 300 s rounds, 60 s restarts"
     report = evaluate(suite, names, progress=None)
     yield format_report(report)
@@ -103,7 +103,7 @@ def _ranker_at_scale(out: Path) -> Iterator[str]:
     cluster, spec, max_time_s = RANKER_SCENARIO
     suite = Suite("demo-ranker", (Scenario(cluster, cluster, spec, max_time_s=max_time_s,
                                            note="a burst, its first 1.5 simulated hours"),),
-                  seeds=1, description=f"{cluster}: {spec}, first 1.5 h, 1 held-out seed")
+                  seeds=1, description=f"{cluster}: {spec}, first 1.5 h")
     yield (f"\nThe learned ranker where it pays: {cluster}, {spec}, the first 1.5 simulated "
            f"hours (a held-out seed). Its gates solve a round whole below the file's "
            f"gate_candidates, or where it would keep more than its max_kept_fraction (it is "

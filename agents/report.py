@@ -370,8 +370,10 @@ _NORMAL_POLICY_ENDS = _NORMAL_ENDS + ("stalled",)
 def format_report(report: Report) -> str:
     """The printed tables: one per scenario, seed-averaged rows."""
     s = report.suite
-    lines = [(f"suite {s.name}: {s.description}; held-out seeds "
-              f"{', '.join(map(str, report.seeds))}; {s.round_s:.0f} s rounds, restart "
+    n_seeds = len(report.seeds)
+    lines = [(f"suite {s.name}: {s.description}; {n_seeds} held-out "
+              f"seed{'' if n_seeds == 1 else 's'} ({', '.join(map(str, report.seeds))}); "
+              f"{s.round_s:.0f} s rounds, restart "
               f"{s.restart_s:.0f} s, {s.job_candidates} planner candidates per job "
               "(plus the requested and Sia's configurations)")]
     if report.timing_repeats > 1:

@@ -111,7 +111,8 @@ class Suite:
             the simulator then appends the requested-GPU data-parallel ones).
         round_s, restart_s: Round length and restart cost.
         topk: k of the ``topk`` policy.
-        description: One line for the report.
+        description: One line for the report (the seeds are not in it: the report names
+            the seeds it ran).
     """
 
     name: str
@@ -129,7 +130,7 @@ SMOKE = Suite(
     (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=30",
               note="30 Gavel-style jobs on Sia's 64-GPU cluster; a check that runs in seconds"),),
     seeds=1,
-    description="sia-64, 30 jobs, 1 held-out seed (under a minute)")
+    description="sia-64, 30 jobs (under a minute a seed)")
 STANDARD = Suite(
     "standard",
     (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=100",
@@ -137,7 +138,7 @@ STANDARD = Suite(
      Scenario("modern-512", "modern-512", "gavel:rate=30,jobs=200",
               note="200 jobs at 30/h on 512 GPUs: up to ~110 active jobs")),
     seeds=3,
-    description="sia-64 (100 jobs) and modern-512 (200 jobs), 3 held-out seeds")
+    description="sia-64 (100 jobs) and modern-512 (200 jobs)")
 LARGE = Suite(
     "large",
     (Scenario("large-2048", "large-2048", "gavel:rate=20000,jobs=1000", max_time_s=3 * 3600.0,
@@ -145,7 +146,7 @@ LARGE = Suite(
                    "first 3 simulated hours (36 rounds): 500-1,000 active jobs, ~68 candidates "
                    "each, ~35,000 LP variables per round on average"),),
     seeds=1,
-    description="large-2048, 1,000-job burst, 3 h window, 1 held-out seed")
+    description="large-2048, 1,000-job burst, 3 h window")
 def _burst(jobs: int, active: int, mean_active: int) -> Scenario:
     return Scenario(f"large-2048-{active}", "large-2048", f"gavel:rate=20000,jobs={jobs}",
                     max_time_s=5400.0,
@@ -161,7 +162,7 @@ LARGE_FAMILY = Suite(
     (_burst(550, 500, 310), _burst(1100, 1000, 750), _burst(2200, 2000, 1650)),
     seeds=3,
     description="large-2048 bursts of 550, 1,100 and 2,200 jobs (1.5 h windows; on average "
-                "~310, ~750 and ~1,650 active jobs over the rounds), 3 held-out seeds")
+                "~310, ~750 and ~1,650 active jobs over the rounds)")
 SUITES = {s.name: s for s in (SMOKE, STANDARD, LARGE, LARGE_FAMILY)}
 
 

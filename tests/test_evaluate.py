@@ -761,3 +761,16 @@ def test_unsure_rounds_are_solved_whole_and_reported():
     assert seeds and all(r["unsure_fraction"] > 0 for r in seeds)
     assert sum(r["unsure_fraction"] for r in seeds) / len(seeds) == pytest.approx(
         unsure["unsure_fraction"])
+
+
+def test_report_header_counts_the_seeds_it_ran():
+    """The header and the JSON say how many held-out seeds ran (``--seeds`` overrides the
+    suite's default), not the suite's default count."""
+    suite = SMOKE
+    rep = evaluate(suite, ["fifo"], seeds=2, progress=False)
+    header = format_report(rep).splitlines()[0]
+    assert "2 held-out seeds (1000000, 1000001)" in header
+    assert "1 held-out seed" not in header
+    assert "held-out seed" not in report_json(rep)["description"]
+    one = evaluate(suite, ["fifo"], seeds=1, progress=False)
+    assert "1 held-out seed (1000000);" in format_report(one).splitlines()[0]
