@@ -31,8 +31,14 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     get_throughput_source(args.throughputs)
     if args.floor is not None and not 0.0 <= args.floor <= 1.0:
         raise ConfigError(f"must be a fraction in [0, 1], got {args.floor}", field="--floor")
+    flag_of = {option: flag for flag, option, _ in _POLICY_FLAGS}
     for name in policies:
-        make_policy(name, objective=args.objective, **_lp_options(args))
+        try:
+            make_policy(name, objective=args.objective, **_lp_options(args, name))
+        except ConfigError as exc:                # named by the flag that set it
+            if exc.field not in flag_of:
+                raise
+            raise ConfigError(f"{name}: {exc.reason}", field=flag_of[exc.field]) from None
     _check_options_read(args, policies)
     if args.lp_time_limit_s is not None and not (args.lp_time_limit_s > 0
                                                  and math.isfinite(args.lp_time_limit_s)):
@@ -128,10 +134,12 @@ def _measure(text: str) -> tuple[int, int]:
     return a, b
 
 
-def _lp_options(args) -> dict:
-    """LP knobs given on the command line: ``--floor`` (the co-optimizer's policies),
-    ``--lp-method`` and ``--lp-warm-start`` (every LP policy)."""
-    options = {} if args.floor is None else {"floor": args.floor}
+def _lp_options(args, name: str) -> dict:
+    """LP knobs given on the command line for policy ``name``: ``--floor`` (the policies
+    that read it, ``policy_options``), ``--lp-method`` and ``--lp-warm-start`` (every LP
+    policy)."""
+    reads_floor = args.floor is not None and "floor" in policy_options(name)
+    options = {"floor": args.floor} if reads_floor else {}
     method = getattr(args, "lp_method", "auto")
     if method != "auto":
         options["lp_method"] = method
@@ -151,7 +159,7 @@ def _lp_backend(args) -> str:
 
 def _run_policy(name, cluster, workload, config, args):
     policy = make_policy(name, objective=args.objective, backend=_lp_backend(args),
-                         topk=args.topk, **_lp_options(args),
+                         topk=args.topk, **_lp_options(args, name),
                          time_limit_s=args.lp_time_limit_s)
     return Simulator(cluster, workload, policy, config).run()
 

@@ -278,6 +278,10 @@ class LPPolicy:
                  warm_start: bool = False) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
+        if floor is not None and objective not in FLOOR_OBJECTIVES:
+            raise ConfigError(f"the fairness floor applies to the two-stage objectives "
+                              f"({', '.join(FLOOR_OBJECTIVES)}); objective {objective!r} has "
+                              f"none, so floor={floor!r} would be ignored", field="floor")
         defaults = objective_defaults(objective)
         rounding = defaults["rounding"] if rounding is None else rounding
         size_cap = defaults["size_cap"] if size_cap is None else size_cap

@@ -43,20 +43,36 @@ FIXED_OBJECTIVE = ("gavel", "gavel-resets", "agnostic-lp", "heterosched-lp-v0",
 SOLVER_OPTIONS = frozenset({"backend", "time_limit_s", "lp_method", "warm_start"})
 
 
+#: The objective of each ``FIXED_OBJECTIVE`` policy.
+_FIXED_OBJECTIVES = {"gavel": "max-min", "gavel-resets": "max-min", "agnostic-lp": "max-min",
+                     "heterosched-lp-v0": "max-min", "heterosched-lp-las": "sia-las",
+                     "heterosched-lp-v1": "fair-srpt"}
+
+
+def fixed_objective(name: str) -> str | None:
+    """The LP objective of a ``FIXED_OBJECTIVE`` policy; ``None`` for the others."""
+    return _FIXED_OBJECTIVES.get(name)
+
+
 def policy_options(name: str) -> frozenset[str]:
     """The ``make_policy`` options policy ``name`` reads (``objective``, ``floor``, ``topk``
     and ``SOLVER_OPTIONS``); it ignores the others. The non-LP baselines, ``sia`` and
-    ``heterosched-ilp`` read none; Gavel's policies only the solver's; the co-optimizer's also
-    ``floor`` and — unless ``FIXED_OBJECTIVE`` — ``objective``; ``topk`` and
-    ``topk-dominance`` also ``topk``."""
+    ``heterosched-ilp`` read none; Gavel's policies only the solver's; the co-optimizer's
+    also ``objective`` (unless ``FIXED_OBJECTIVE``) and ``floor``, except a fixed objective
+    without a floor (``heterosched-lp-v0``: max-min). Under an ``objective`` without a floor
+    (not one of ``FLOOR_OBJECTIVES``) ``LPPolicy`` refuses a given floor, with the reason;
+    ``topk`` and ``topk-dominance`` also ``topk``."""
     from lp_baseline.baselines import BASELINES
     if name in BASELINES or name in ("sia", "heterosched-ilp"):
         return frozenset()
     if name in ("gavel", "gavel-resets", "agnostic-lp"):
         return SOLVER_OPTIONS
-    own = set(SOLVER_OPTIONS) | {"floor"}
+    own = set(SOLVER_OPTIONS)
     if name not in FIXED_OBJECTIVE:
         own.add("objective")
+    from lp_baseline.problem import FLOOR_OBJECTIVES
+    if name not in FIXED_OBJECTIVE or fixed_objective(name) in FLOOR_OBJECTIVES:
+        own.add("floor")
     if name in ("topk", "topk-dominance"):
         own.add("topk")
     return frozenset(own)

@@ -530,3 +530,37 @@ def test_simulate_shows_the_workloads_notes(capsys):
     data = json.loads(out)
     assert data["workload_skipped"] == 0
     assert any("Pollux" in n for n in data["workload_notes"])
+
+
+def test_floor_is_refused_where_no_objective_has_one(capsys):
+    """--floor with an objective that has no floor (max-min, ...) or a policy whose fixed
+    objective has none (heterosched-lp-v0) is an error naming --floor, not silently ignored;
+    beside a policy that reads it, it reaches that policy only."""
+    wl = ["--cluster", "sia-64", "--workload", "gavel:rate=30,jobs=8,seed=3", "--no-progress"]
+    code, _, err = run(capsys, "simulate", *wl, "--policy", "heterosched-lp",
+                       "--objective", "max-min", "--floor", "0.9")
+    assert code == 2 and "'--floor'" in err and "'max-min' has none" in err
+    code, _, err = run(capsys, "simulate", *wl, "--policy", "heterosched-lp-v0",
+                       "--floor", "0.9")
+    assert code == 2 and "--floor is read by none of the policies given" in err
+    code, out, _ = run(capsys, "compare", *wl, "--policies", "heterosched-lp,heterosched-lp-v0",
+                       "--floor", "0.9", "--json")
+    assert code == 0 and [r["policy"] for r in json.loads(out)] == ["heterosched-lp",
+                                                                    "heterosched-lp-v0"]
+
+
+def test_lp_policy_refuses_a_floor_its_objective_ignores():
+    from hsched_env.errors import ConfigError
+    from lp_baseline.policy import LPPolicy
+    from lp_baseline.registry import make_policy, policy_options
+    for objective in ("max-min", "max-throughput", "min-makespan", "ftf"):
+        with pytest.raises(ConfigError, match="has none") as err:
+            LPPolicy(objective=objective, floor=0.5)
+        assert err.value.field == "floor"
+        LPPolicy(objective=objective)                       # the default floor: fine
+    assert LPPolicy(objective="fair-srpt", floor=0.9).floor == 0.9
+    with pytest.raises(ConfigError, match="has none"):
+        make_policy("heterosched-lp-v0", floor=0.5)
+    assert "floor" not in policy_options("heterosched-lp-v0")
+    assert "floor" in policy_options("heterosched-lp-v1")
+    assert "floor" in policy_options("heterosched-lp")
