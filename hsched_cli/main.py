@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
-from hsched_env.errors import HSchedError, show
+from hsched_env.errors import HSchedError, decimal_float, decimal_int, show
 from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
 from hsched_cli.simulation import TOPK_DEFAULT, cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default), sia-las (non-clairvoyant), fair-srpt, fair-las "
                              "(the previous default and its non-clairvoyant variant), max-min, "
                              "max-throughput, min-makespan, ftf")
-        sp.add_argument("--floor", type=float, default=None,
+        sp.add_argument("--floor", type=_number, default=None,
                         help="fairness floor of the two-stage objectives: every job keeps "
                              "this fraction of the max-min optimum (0..1; default 0 for "
                              "sia-srpt / sia-las, 0.5 for fair-srpt / fair-las); the "
@@ -75,9 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--throughputs", default="analytic",
                         help="'analytic' (default), 'gavel' (Gavel's measured table where it "
                              "has an entry) or a table file in Gavel's format")
-        sp.add_argument("--round-s", type=float, default=ROUND_S,
+        sp.add_argument("--round-s", type=_number, default=ROUND_S,
                         help=f"round length ({ROUND_S:g})")
-        sp.add_argument("--restart-s", type=float, default=RESTART_S,
+        sp.add_argument("--restart-s", type=_number, default=RESTART_S,
                         help=f"restart cost ({RESTART_S:g})")
         sp.add_argument("--max-candidates", type=_positive_int, default=JOB_CANDIDATES,
                         metavar="N", help=f"planner candidates kept per job "
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "see --num-cpus, --address, --out, --resume); highs / pulp: "
                                  "the old spelling of --lp-backend")
             _add_ray_flags(sp, "policy run", out=True)
-        sp.add_argument("--lp-time-limit-s", type=float, default=None,
+        sp.add_argument("--lp-time-limit-s", type=_number, default=None,
                         help="seconds of LP work per decision (normalizers, model building "
                              "and the solves of all POP parts; the rounding after it is not "
                              "included); a decision cut short uses the best feasible answer "
@@ -113,8 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "decision's basis (faster; where an LP has several optimal "
                              "vertices the schedule may differ from the default cold solve; "
                              "no effect on column generation, IPM or pulp; docs/lp.md)")
-        sp.add_argument("--seed", type=int, default=0, help="policy seed (0)")
-        sp.add_argument("--max-time-s", type=float, default=None,
+        sp.add_argument("--seed", type=_integer, default=0, help="policy seed (0)")
+        sp.add_argument("--max-time-s", type=_number, default=None,
                         help="stop the simulation at the first round starting at or after "
                              "this time (simulated seconds; a round that started before it "
                              "runs to its end)")
@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the custom scenario's workload: gavel:... without seed= (each held-out seed draws "
         "new jobs), or a trace (philly:, pollux:, csv:, gavel-trace:; the same jobs every "
         "seed); needs --cluster"))
-    ev.add_argument("--max-time-s", type=float, default=None,
+    ev.add_argument("--max-time-s", type=_number, default=None,
                     help="stop the custom scenario's runs at this simulated time")
     ev.add_argument("--policies", default=None, help=(
         "comma-separated: pure-lp, topk, pop-4, gavel, fifo (any 'simulate' policy); "
@@ -177,14 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "with --backend ray, delete its run files")
     ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ev.add_argument("--max-kept-fraction", type=float, default=None, metavar="F",
+    ev.add_argument("--max-kept-fraction", type=_number, default=None, metavar="F",
                     help="the unsure gate of every ranker file listed, instead of the file's "
                          "own (default: the file's; 0.25 for a file with a candidate gate "
                          "that sets none): a round in which the ranker would keep more than "
                          "F of the candidates is solved whole by the LP, and so are the next "
                          "few it would rank (a back-off); F in (0, 1], 1 turns the gate off; "
                          "recorded in metrics.json (settings.ranker_gates)")
-    ev.add_argument("--seed-fraction", type=float, default=None, metavar="F",
+    ev.add_argument("--seed-fraction", type=_number, default=None, metavar="F",
                     help="the start of every ranker file listed: its best-scored F of a round "
                          "(and each job's best) start the LP's column generation, in "
                          "ranker-seed's rounds and in ranker's unsure rounds (default 0.05; 0: "
@@ -234,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "n_timesteps, else 1008); the imitation warm start is separate "
                          "(--imitation-seeds)")
     tr.add_argument("--n-envs", type=_positive_int, default=None)
-    tr.add_argument("--seed", type=int, default=None, help="(default 0)")
+    tr.add_argument("--seed", type=_integer, default=None, help="(default 0)")
     tr.add_argument("--logdir", default=None, help="run directory (default: a new "
                     "runs/ID-ALGO-POLICY-sSEED-DATE-TIME); an existing non-empty one needs "
                     "--overwrite")
@@ -248,17 +248,17 @@ def build_parser() -> argparse.ArgumentParser:
                     default=None, metavar="K",
                     help="K, the environment's candidate slots (default: the id's; "
                          "--max-candidates: old name)")
-    tr.add_argument("--imitation-seeds", type=int, default=None,
+    tr.add_argument("--imitation-seeds", type=_integer, default=None,
                     help="LP-reference episodes for the warm start of an equivariant Rank "
                          "policy (default 8; 0: none); not counted in --timesteps")
-    tr.add_argument("--keep-cost", type=float, default=None, help="λ of the rank reward")
+    tr.add_argument("--keep-cost", type=_number, default=None, help="λ of the rank reward")
     tr.add_argument("--regimes", default=None,
                     help="imitation over a mix of scenarios (agents/regimes.py: mixed, the "
                          "shipped ranker's; mixed-wide, with tiny-8 and Philly windows)")
-    tr.add_argument("--target-recall", type=float, default=None,
+    tr.add_argument("--target-recall", type=_number, default=None,
                     help="choose the ranker's keep threshold for this recall of the LP's "
                          "support on held-out rounds (e.g. 0.95)")
-    tr.add_argument("--operating-recall", type=float, default=None, metavar="R",
+    tr.add_argument("--operating-recall", type=_number, default=None, metavar="R",
                     help="with --target-recall: the operating point the saved ranker uses by "
                          "default, one of those imitation also chooses (agents/regimes.py "
                          "RECALL_LADDER: 0.9 ... 0.995, or the target); DAgger still runs at "
@@ -280,32 +280,32 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--job-context", action="store_true", default=None,
                     help="--algo imitation: the ranker scores each candidate against its "
                          "job's other candidates (a per-job pooled embedding)")
-    tr.add_argument("--dagger", type=int, default=None, metavar="N",
+    tr.add_argument("--dagger", type=_integer, default=None, metavar="N",
                     help="imitation: N DAgger iterations after the first fit — episodes "
                          "of the same seeds again, driven by the fitted ranker (ungated) and "
                          "labelled by the LP every round, then a new fit on all rounds "
                          "(default 0)")
-    tr.add_argument("--gate-candidates", type=int, default=None, metavar="N",
+    tr.add_argument("--gate-candidates", type=_integer, default=None, metavar="N",
                     help="rounds with fewer candidates are not ranked: the LP solves them "
                          "whole (recorded in the ranker file)")
-    tr.add_argument("--max-kept-fraction", type=float, default=None, metavar="F",
+    tr.add_argument("--max-kept-fraction", type=_number, default=None, metavar="F",
                     help="a round in which the ranker would keep more than F of the "
                          "candidates is solved whole, and the next few it would rank too "
                          "(recorded in the ranker file; default: 0.25 for a file with a "
                          "candidate gate, --gate-candidates, else 1: never)")
-    tr.add_argument("--episode-hours", type=float, default=None,
+    tr.add_argument("--episode-hours", type=_number, default=None,
                     help="truncate training episodes at this simulated time (default: the "
                          "id's limit, if any; --regimes demonstrations: 3; 0: run every "
                          "episode to its end)")
     tr.add_argument("--train-seeds", type=_positive_int, default=None,
                     help="training episodes cycle over seeds 0..N-1 (default 8; < 10,000)")
-    tr.add_argument("--learning-rate", type=float, default=None)
-    tr.add_argument("--gamma", type=float, default=None, help="discount factor")
+    tr.add_argument("--learning-rate", type=_number, default=None)
+    tr.add_argument("--gamma", type=_number, default=None, help="discount factor")
     tr.add_argument("--n-steps", type=_positive_int, default=None,
                     help="rollout steps per environment")
     tr.add_argument("--batch-size", type=_positive_int, default=None)
     tr.add_argument("--n-epochs", type=_positive_int, default=None)
-    tr.add_argument("--ent-coef", type=float, default=None)
+    tr.add_argument("--ent-coef", type=_number, default=None)
     tr.add_argument("--hidden", type=_positive_int, default=None,
                     help="width of the equivariant network (default 64)")
     tr.add_argument("--no-references", action="store_true",
@@ -339,10 +339,26 @@ def _add_ray_flags(sp, run: str, out: bool) -> None:
                          f"again) and run only the missing or failed ones")
 
 
+def _number(text: str) -> float:
+    """A flag's number: plain decimal text (``decimal_float``; not ``"3_00"``)."""
+    try:
+        return decimal_float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {show(text)}") from None
+
+
+def _integer(text: str) -> int:
+    """A flag's integer: plain decimal text (``decimal_int``; not ``"1_0"``)."""
+    try:
+        return decimal_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {show(text)}") from None
+
+
 def _positive_int(text: str) -> int:
     error = argparse.ArgumentTypeError(f"expected a positive integer, got {show(text)}")
     try:
-        value = int(text)
+        value = decimal_int(text)
     except ValueError:
         raise error from None
     if value <= 0:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from hsched_env.cluster import get_cluster
-from hsched_env.errors import ConfigError, show
+from hsched_env.errors import ConfigError, decimal_int, show
 from hsched_env.metrics import finished_by_all
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
@@ -127,7 +127,7 @@ _SIM_CONFIG_FLAGS = {"round_s": "--round-s", "restart_s": "--restart-s",
 
 def _measure(text: str) -> tuple[int, int]:
     try:
-        a, b = (int(v) for v in text.split(":"))
+        a, b = (decimal_int(v) for v in text.split(":"))
     except ValueError:
         raise ConfigError(f"expected A:B (job ids A..B-1), got {show(text)}",
                           field="--measure-jobs") from None

@@ -11,6 +11,7 @@ import numpy as np
 from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
 from hsched_env.costmodel import model_shape
+from hsched_env.errors import ConfigError
 from hsched_env.planner import PlannerConfig, plan, resource_sets
 from hsched_env.text import candidates_text, format_table
 from hsched_env.throughput import check_throughput_source
@@ -43,7 +44,11 @@ def _no_fit_reason(model, cluster, config: PlannerConfig) -> str:
 
 def check_throughputs(name: str) -> None:
     """``--throughputs`` must be 'analytic', 'gavel' or an existing file
-    (``throughput.check_throughput_source``; the file is read later)."""
+    (``throughput.check_throughput_source``; the file is read later). An empty value is
+    refused here (the library reads ``""`` as the default, analytic)."""
+    if name is not None and not str(name).strip():
+        raise ConfigError("an empty value: give analytic, gavel or a throughput table file",
+                          field="--throughputs")
     check_throughput_source(name, field="--throughputs")
 
 

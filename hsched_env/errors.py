@@ -7,6 +7,7 @@ cluster file, trace or argument without reading a traceback.
 from __future__ import annotations
 
 import numbers
+import re
 
 import numpy as np
 
@@ -30,6 +31,33 @@ def show(value: object, limit: int = MAX_ECHO) -> str:
     except ValueError:  # int with more digits than sys.get_int_max_str_digits()
         text = f"<{type(value).__name__} too large to print>"
     return shorten(text, limit)
+
+
+#: A number written in plain decimal text: ASCII digits with an optional sign, decimal point
+#: and exponent, or inf / nan (left for the caller's finiteness check to name).
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                           r"|inf|infinity|nan)", re.IGNORECASE)
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+def decimal_float(text: str) -> float:
+    """``float(text)`` for plain decimal text only (surrounding blanks allowed); ``ValueError``
+    for the other forms Python's ``float()`` reads — digit-group underscores (``"1_0"``),
+    other scripts' digits (``"٤"``) — which a config, trace or flag should not pass as a
+    number."""
+    stripped = str(text).strip()
+    if not _DECIMAL_TEXT.fullmatch(stripped):
+        raise ValueError(f"not a plain decimal number: {shorten(repr(text))}")
+    return float(stripped)
+
+
+def decimal_int(text: str) -> int:
+    """``int(text)`` for plain decimal integer text only (ASCII digits, an optional sign,
+    surrounding blanks allowed); ``ValueError`` for ``"1_0"``, ``"٤"`` and the like."""
+    stripped = str(text).strip()
+    if not _INTEGER_TEXT.fullmatch(stripped):
+        raise ValueError(f"not a plain decimal integer: {shorten(repr(text))}")
+    return int(stripped)
 
 
 def is_real_number(value: object) -> bool:

@@ -20,7 +20,8 @@ from typing import Any
 
 from hsched_env.catalog import MAX_BATCH, get_gpu, get_model
 from hsched_env.cluster import Cluster
-from hsched_env.errors import ConfigError, TraceError, UnknownNameError, show, shorten
+from hsched_env.errors import (ConfigError, TraceError, UnknownNameError, decimal_float, show,
+                               shorten)
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model
 from hsched_env.workloads.reference import _fit_reference, reference_gpu
 from hsched_env.workloads.types import MAX_SECONDS, Job, Workload, _variant
@@ -91,7 +92,7 @@ class _Rows:
     def _finite(self, text: str, field: str) -> tuple[str, float]:
         text = self._value(text, field)
         try:
-            value = float(text)
+            value = decimal_float(text)
         except ValueError:
             raise self.error(field, f"not a number: {show(text)}") from None
         if not math.isfinite(value):

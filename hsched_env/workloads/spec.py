@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from hsched_env.errors import ConfigError, show, shorten
+from hsched_env.errors import ConfigError, decimal_float, decimal_int, show, shorten
 
 __all__ = ["workload_kinds", "KINDS"]
 
@@ -104,7 +104,7 @@ class _Params:
             return default
         text = self.values[key]
         try:
-            value = float(text)
+            value = decimal_float(text)
         except ValueError:
             raise self.error(key, f"{key} must be a number, got {show(text)}") from None
         if not math.isfinite(value) or (positive and value <= 0) or value < 0:
@@ -120,7 +120,7 @@ class _Params:
             return default
         text = self.values[key]
         try:
-            value = int(text)
+            value = decimal_int(text)
         except ValueError:
             raise self.error(key, f"{key} must be an integer, got {show(text)}") from None
         if value < lo:

@@ -1,0 +1,73 @@
+"""Numbers in flags, workload specs and traces are plain decimal text: Python's other literal
+forms (digit-group underscores, other scripts' digits), which ``int()`` and ``float()``
+accept, are refused with an error naming the field instead of read silently."""
+
+from __future__ import annotations
+
+import pytest
+
+from hsched_cli.main import main
+from hsched_env.errors import ConfigError, TraceError, decimal_float, decimal_int
+from hsched_env.cluster import get_cluster
+from hsched_env.workloads import load_workload
+
+
+@pytest.mark.parametrize("text, value", [("3", 3.0), (" -2.5 ", -2.5), ("1e3", 1000.0),
+                                         ("1.6E+3", 1600.0), (".5", 0.5), ("7.", 7.0)])
+def test_plain_decimal_numbers_are_read(text, value):
+    assert decimal_float(text) == value
+
+
+@pytest.mark.parametrize("text", ["1_0", "٤", "", "0x10", "1e", "--1", "1.2.3", "½"])
+def test_other_number_forms_are_refused(text):
+    with pytest.raises(ValueError):
+        decimal_float(text)
+
+
+def test_integers():
+    assert decimal_int(" 42 ") == 42 and decimal_int("-3") == -3
+    for text in ("1_0", "٤٢", "4.0", "1e3", ""):
+        with pytest.raises(ValueError):
+            decimal_int(text)
+
+
+def test_inf_and_nan_are_left_to_the_finiteness_checks():
+    assert decimal_float("inf") == float("inf")
+    with pytest.raises(ConfigError, match="finite"):
+        load_workload("gavel:rate=inf,jobs=3", get_cluster("sia-64"))
+
+
+@pytest.mark.parametrize("spec, field", [("gavel:jobs=1_0", "jobs"), ("gavel:rate=٤,jobs=5", "rate")])
+def test_workload_spec_numbers(spec, field):
+    with pytest.raises(ConfigError) as err:
+        load_workload(spec, get_cluster("sia-64"))
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize("cell, field", [("1_0", "num_gpus"), ("٦٠", "duration_s")])
+def test_csv_trace_numbers(tmp_path, cell, field):
+    row = {"num_gpus": "1", "duration_s": "600"}
+    row[field] = cell
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_time_s,model,num_gpus,duration_s\n"
+                    f"0,0,resnet50,{row['num_gpus']},{row['duration_s']}\n", encoding="utf-8")
+    with pytest.raises(TraceError) as err:
+        load_workload(f"csv:path={path}", get_cluster("sia-64"))
+    assert err.value.field == field and "not a number" in str(err.value)
+
+
+@pytest.mark.parametrize("flag, value", [("--round-s", "3_00"), ("--seed", "٤"),
+                                         ("--max-candidates", "1_6")])
+def test_flag_numbers(capsys, flag, value):
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--cluster", "sia-64", "--workload", "gavel:jobs=3", "--policy",
+              "fifo", flag, value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: expected" in err and repr(value) in err
+
+
+def test_empty_throughputs_flag_is_refused(capsys):
+    assert main(["simulate", "--cluster", "sia-64", "--workload", "gavel:jobs=3", "--policy",
+                 "fifo", "--throughputs", ""]) == 2
+    assert "'--throughputs': an empty value" in capsys.readouterr().err
