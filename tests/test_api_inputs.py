@@ -187,3 +187,17 @@ def test_switches_take_true_or_false_only():
         load_workload("gavel:jobs=3", CLUSTER, skip_invalid="no")
     assert err.value.field == "skip_invalid"
     assert SimConfig(check_invariants=np.bool_(True)).check_invariants
+
+
+@pytest.mark.parametrize("env_id", ["hsched/Schedule-v0", "hsched/Rank-v0"])
+def test_slots_beyond_the_maximum_are_a_config_error(env_id):
+    """A K far above any round's candidates is refused before anything is allocated (it
+    ended in a memory error, or the out-of-memory killer)."""
+    import gymnasium as gym
+
+    import hsched_env  # noqa: F401  (registers the ids)
+    from hsched_env.envs.base import MAX_SLOTS
+    for key in ("slots", "max_candidates"):
+        with pytest.raises(ConfigError, match="at most 4,194,304") as err:
+            gym.make(env_id, **{key: MAX_SLOTS + 1})
+        assert err.value.field == key

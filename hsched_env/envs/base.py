@@ -924,9 +924,17 @@ def _unknown_arguments(cls, names: list[str]) -> str:
             f"{', '.join(_arguments(cls))}")
 
 
+#: The most candidate slots (K) an environment takes: 2**22, far above any round's
+#: candidates (a 20,000-job round of ~70 candidates a job has 1.4 million), and the
+#: observation's (K, F) float32 matrix is already ~0.4 GB there; a larger K is a mistake that
+#: would otherwise end in a memory error or the system's out-of-memory killer.
+MAX_SLOTS = 2 ** 22
+
+
 def slot_count(slots, max_candidates, default: int) -> int:
     """K, the candidate slots, from ``slots`` or its old name ``max_candidates`` (kept as an
-    alias; ``default`` when neither is given), checked to be a positive integer."""
+    alias; ``default`` when neither is given), checked to be a positive integer of at most
+    ``MAX_SLOTS``."""
     if slots is not None and max_candidates is not None:
         raise ConfigError("give slots or its old name max_candidates, not both",
                           field="slots")
@@ -936,6 +944,9 @@ def slot_count(slots, max_candidates, default: int) -> int:
             and value >= 1):
         raise ConfigError(f"{name} (K slots) must be a positive integer, got {value!r}",
                           field=name)
+    if value > MAX_SLOTS:
+        raise ConfigError(f"{name} (K slots) must be at most {MAX_SLOTS:,} (the observation "
+                          f"holds K rows of features), got {int(value):,}", field=name)
     return int(value)
 
 
