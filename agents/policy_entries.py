@@ -36,7 +36,7 @@ from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.base import HSchedEnvBase
 from hsched_env.envs.features import CLUSTER_FEATURES
 from hsched_env.errors import ConfigError, UnknownNameError
-from lp_baseline.registry import POLICY_NAMES_SPELLED, make_policy
+from lp_baseline.registry import POLICY_NAMES_SPELLED, make_policy, split_policy_list
 
 #: The shipped ranker (``ranker`` without a path).
 DEFAULT_RANKER_PATH = Path(__file__).resolve().parent / "data" / "ranker.pt"
@@ -501,7 +501,7 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     mode's unsure rounds from the LP's own start); an error if no ranker file is named.
     """
     if isinstance(items, str):
-        items = [p.strip() for p in items.split(",") if p.strip()]
+        items = split_policy_list(items, FIELD)
     if not items:
         raise ConfigError("no policy named", field=FIELD)
     if max_kept_fraction is not None:

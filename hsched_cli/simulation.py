@@ -22,7 +22,8 @@ from hsched_env.workloads import load_workload
 from hsched_cli.learning import interrupted_note, sweep_note
 from hsched_cli.outdirs import make_output_dir, removed_if_failed_empty
 from hsched_cli.world import check_throughputs
-from lp_baseline.registry import POLICY_NAMES, make_policy, policy_options
+from lp_baseline.registry import (POLICY_NAMES, make_policy, policy_options,
+                                   split_policy_list)
 
 
 def _check_simulation_args(args, policies: list[str]) -> None:
@@ -353,9 +354,12 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
 def cmd_compare(args) -> int:
     """``hsched compare``: every policy of ``--policies`` on one workload. Exit status 1 when
     a run of ``--backend ray`` failed (after its retry)."""
-    names = [p.strip() for p in args.policies.split(",") if p.strip()]
-    if not names:
-        raise ConfigError("no policy named", field="--policies")
+    names = split_policy_list(args.policies)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"names {', '.join(twice)} twice: each policy runs once (the same "
+                          f"policy on the same workload and seed makes the same schedule)",
+                          field="--policies")
     _check_sweep_args(args)
     _check_simulation_args(args, names)
     cluster, workload, config = _simulation_args(args)

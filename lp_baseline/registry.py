@@ -54,6 +54,20 @@ def fixed_objective(name: str) -> str | None:
     return _FIXED_OBJECTIVES.get(name)
 
 
+def split_policy_list(text: str, field: str = "--policies") -> list[str]:
+    """The names of a comma-separated policy list (``"fifo, gavel"``), blanks stripped; an
+    empty list or an empty entry (``"fifo,"``, ``",fifo"``, ``"fifo,,gavel"``) is an error
+    naming ``field``, not skipped."""
+    names = [part.strip() for part in str(text).split(",")]
+    if not any(names):
+        raise ConfigError("no policy named", field=field)
+    if not all(names):
+        where = names.index("") + 1
+        raise ConfigError(f"entry {where} of {show(text)} is empty (a stray comma?)",
+                          field=field)
+    return names
+
+
 def policy_options(name: str) -> frozenset[str]:
     """The ``make_policy`` options policy ``name`` reads (``objective``, ``floor``, ``topk``
     and ``SOLVER_OPTIONS``); it ignores the others. The non-LP baselines, ``sia`` and

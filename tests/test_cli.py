@@ -564,3 +564,21 @@ def test_lp_policy_refuses_a_floor_its_objective_ignores():
     assert "floor" not in policy_options("heterosched-lp-v0")
     assert "floor" in policy_options("heterosched-lp-v1")
     assert "floor" in policy_options("heterosched-lp")
+
+
+@pytest.mark.parametrize("command", ["compare", "evaluate"])
+@pytest.mark.parametrize("policies, says", [(",fifo", "entry 1 of ',fifo' is empty"),
+                                            ("fifo,", "entry 2 of 'fifo,' is empty"),
+                                            ("fifo,,gavel", "entry 2 of 'fifo,,gavel' is empty"),
+                                            (" , ", "no policy named")])
+def test_policy_lists_with_empty_entries_are_refused(capsys, command, policies, says):
+    code, _, err = run(capsys, command, "--cluster", "sia-64", "--workload", "gavel:jobs=5",
+                       "--policies", policies)
+    assert code == 2 and "'--policies'" in err and says in err
+
+
+def test_compare_refuses_a_policy_listed_twice(capsys):
+    """The same on either backend (Ray's sweep refused it, the serial path ran it twice)."""
+    code, _, err = run(capsys, "compare", "--cluster", "sia-64", "--workload", "gavel:jobs=5",
+                       "--policies", "fifo,gavel,fifo")
+    assert code == 2 and "names fifo twice" in err
