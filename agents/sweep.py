@@ -390,6 +390,7 @@ class RayBackend:
             kw = {"include_dashboard": False, "log_to_driver": False,
                   "logging_level": logging.WARNING}
             if self.address is not None:
+                _check_reachable(self.address)
                 kw["address"] = self.address
             else:
                 kw["num_cpus"] = self.num_cpus or os.cpu_count() or 1
@@ -465,6 +466,32 @@ class RayBackend:
 
     def pending(self) -> int:
         return len(self._pending)
+
+
+#: Seconds ``RayBackend`` waits for a TCP connection to ``--address`` before it gives up
+#: (Ray itself retries an unreachable head for minutes, printing only its own warnings).
+CONNECT_TIMEOUT_S = 5.0
+
+
+def _check_reachable(address: str) -> None:
+    """That something accepts TCP connections at ``address`` (``host:port`` or
+    ``ray://host:port``; ``"auto"`` and other forms are left to Ray), within
+    ``CONNECT_TIMEOUT_S``, else a ``ConfigError`` on ``--address``."""
+    import socket
+    text = str(address).strip()
+    rest = text[len("ray://"):] if text.startswith("ray://") else text
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not port.isascii():
+        return
+    host = host.strip("[]")                               # [::1]:6379
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"no Ray cluster answers at {text!r} (a TCP connection to "
+                          f"{host}:{port} failed within {CONNECT_TIMEOUT_S:g} s: "
+                          f"{exc.strerror or exc}); is its head running (ray start --head)?",
+                          field="--address") from None
 
 
 def make_backend(backend="serial", num_cpus: int | None = None, address: str | None = None):

@@ -314,3 +314,23 @@ def test_killed_ray_sweep_resumes_from_its_run_files(ray_local, tmp_path, capsys
     after = _snapshot(runs)
     assert len(after) == 24 and all(after[name] == before[name] for name in before)
     assert (out / "metrics.json").exists()
+
+
+def test_an_unreachable_address_is_refused_at_once():
+    """--address with nothing listening fails in seconds naming --address (Ray itself retries
+    for minutes); a listening address and Ray's own forms ("auto") pass the check."""
+    import socket
+
+    from agents.sweep import _check_reachable
+    from hsched_env.errors import ConfigError
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        _check_reachable(f"127.0.0.1:{port}")
+        _check_reachable(f"ray://127.0.0.1:{port}")
+    _check_reachable("auto")
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):   # closed now
+        with pytest.raises(ConfigError, match="no Ray cluster answers") as err:
+            _check_reachable(address)
+        assert err.value.field == "--address"
