@@ -73,11 +73,12 @@ _FD1_LOCK = threading.RLock()
 
 
 @contextlib.contextmanager
-def _highs_output_to_log():
+def highs_output_to_log():
     """Capture what HiGHS writes to file descriptor 1 for a moment and log it
-    (``highs_log``). HiGHS prints a banner straight to the process's stdout, not through
-    Python, once per process: on stdout it would corrupt JSON output, and on stderr every
-    process and worker would print it. Here it is kept, in the log."""
+    (``highs_log``, shown by ``hsched -v``). HiGHS prints a banner straight to the process's
+    stdout, not through Python, once per process, and scipy's build a debugging line from
+    its MIP solver whatever its options say: on stdout they would corrupt JSON output, and on
+    stderr every process and worker would print them. Here they are kept, in the log."""
     with tempfile.TemporaryFile() as sink:
         with _fd1_pointed_at(sink.fileno()):
             yield
@@ -85,13 +86,6 @@ def _highs_output_to_log():
         for line in sink.read().decode("utf-8", "replace").splitlines():
             if line.strip():
                 highs_log.info("%s", line.rstrip())
-
-
-def native_stdout_to_stderr():
-    """Within the block, what native code writes to file descriptor 1 goes to descriptor 2
-    (scipy's HiGHS build prints a debugging line from its MIP solver whatever its options
-    say), so nothing written inside it reaches standard output."""
-    return _fd1_pointed_at(2)
 
 
 @contextlib.contextmanager
@@ -143,12 +137,12 @@ _banner_printed = False     # whether this process has created a Highs object (i
 
 def _new_highs():
     """A ``highspy.Highs``. HiGHS prints its banner on fd 1 when the process's first one is
-    created: that one is made with fd 1 captured (``_highs_output_to_log``); the later ones
+    created: that one is made with fd 1 captured (``highs_output_to_log``); the later ones
     skip the capture (a file-descriptor round trip, ~0.3 ms per solve)."""
     global _banner_printed
     if _banner_printed:
         return highspy.Highs()
-    with _highs_output_to_log():
+    with highs_output_to_log():
         h = highspy.Highs()
         _banner_printed = True
     return h
@@ -391,7 +385,7 @@ class PulpDriver:
         solver = self.pulp.HiGHS(msg=False, mip=False, threads=1,
                                  timeLimit=None if budget_s is None else max(budget_s, 1e-3),
                                  random_seed=HIGHS_SEED, **self.options)
-        with _highs_output_to_log():        # PuLP's own Highs object prints the banner too
+        with highs_output_to_log():        # PuLP's own Highs object prints the banner too
             self.prob.solve(solver)
         h = self.prob.solverModel
         return _collect(h, 0.0)

@@ -111,12 +111,13 @@ def milp(*args, **kwargs):
     0.2–0.3 s to import, and the LP policies load this module for its goodput and cost
     terms alone. Its HiGHS build can print a debugging line to the process's standard output
     (``HighsMipSolverData::transformNewIntegerFeasibleSolution ...``) whatever its options
-    say, which would corrupt ``hsched simulate --json``: the solve runs with file descriptor
-    1 pointed at standard error (``backends.native_stdout_to_stderr``)."""
+    say, which would corrupt ``hsched simulate --json`` and, on standard error, read as a
+    fault: what the solve writes to file descriptor 1 goes to HiGHS' log
+    (``backends.highs_output_to_log``; ``hsched -v`` shows it)."""
     from scipy.optimize import milp as scipy_milp
 
-    from lp_baseline.backends import native_stdout_to_stderr
-    with native_stdout_to_stderr():
+    from lp_baseline.backends import highs_output_to_log
+    with highs_output_to_log():
         return scipy_milp(*args, **kwargs)
 
 

@@ -581,11 +581,11 @@ def test_highs_banner_capture_leaves_stdout_in_place_under_threads():
     import os
     import threading
     import time
-    from lp_baseline.backends import _highs_output_to_log
+    from lp_baseline.backends import highs_output_to_log
     before = os.fstat(1)
 
     def build():
-        with _highs_output_to_log():
+        with highs_output_to_log():
             time.sleep(0.01)               # another thread tries to redirect meanwhile
 
     threads = [threading.Thread(target=build) for _ in range(8)]
