@@ -83,7 +83,6 @@ from agents.sweep import (DEFAULT_RETRIES, RUNS_DIR, RayBackend, RunStore, Seria
                           Task, file_fingerprint, fingerprint, make_backend, run_sweep)
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError
-from hsched_env.workloads import load_workload
 from lp_baseline.registry import make_policy
 
 __all__ = [
@@ -254,7 +253,7 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
         for sc in suite.scenarios:
             cluster = get_cluster(sc.cluster)
             for seed in seeds:
-                workload = load_workload(sc.workload_for(seed), cluster)
+                workload = sc.load(seed, cluster)
                 slots = None
                 repeats: list[list[Run]] = [[] for _ in entries]
                 for rep in range(timing_repeats):        # the policies interleaved
@@ -286,7 +285,7 @@ def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, 
         cluster = get_cluster(sc.cluster)
         for seed in seeds:
             spec = sc.workload_for(seed)
-            workload = load_workload(spec, cluster)
+            workload = sc.load(seed, cluster)
             inputs = {"suite": suite.name, "settings": settings, "cluster": sc.cluster,
                       "cluster_sha256": fingerprint(cluster), "workload": spec,
                       "jobs_sha256": fingerprint(workload.jobs), "max_time_s": sc.max_time_s}

@@ -423,9 +423,8 @@ def scenario_rank_env(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed
     evaluate`` sets it (``rank_slots_bound``); not reset. For scripts that drive one
     scenario themselves."""
     from hsched_env.cluster import get_cluster
-    from hsched_env.workloads import load_workload
     cluster = get_cluster(scenario.cluster)
-    workload = load_workload(scenario.workload_for(seed), cluster)
+    workload = scenario.load(seed, cluster)
     return make_scenario_env(RankEnv, entry, suite, scenario,
                              rank_slots_bound(suite, scenario, cluster, workload))
 

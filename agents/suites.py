@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, UnknownNameError
-from hsched_env.workloads import spec_has_key, spec_kind, with_spec_item
+from hsched_env.workloads import Workload, load_workload, spec_has_key, spec_kind, with_spec_item
 
 #: Seeds the trainers may use (episode seeds of training and validation during training).
 TRAIN_SEEDS = range(0, 10_000)
@@ -83,6 +83,12 @@ class Scenario:
         if self.fixed_workload:
             return self.workload
         return with_spec_item(self.workload, f"seed={int(seed)}")
+
+    def load(self, seed: int, cluster) -> Workload:
+        """The jobs of evaluation seed ``seed`` (those of ``workload_for(seed)``); an error in
+        the spec quotes it as the user wrote it, with the seed beside it."""
+        return load_workload(self.workload, cluster,
+                             seed=None if self.fixed_workload else int(seed))
 
 
 def _workload_kind(spec: str) -> str:

@@ -15,6 +15,11 @@ def make_output_dir(path: Path, flag: str = "--out") -> list[Path]:
     """Create ``path`` (and its parents); returns the folders this call created, deepest
     first. An unwritable path is a ``ConfigError`` naming ``flag``."""
     path = Path(path)
+    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        what = "it" if blocker == path else repr(str(blocker))
+        raise ConfigError(f"cannot create the folder {str(path)!r}: {what} is a file, not a "
+                          f"folder", field=flag)
     new = missing_parents(path)
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -582,3 +582,16 @@ def test_compare_refuses_a_policy_listed_twice(capsys):
     code, _, err = run(capsys, "compare", "--cluster", "sia-64", "--workload", "gavel:jobs=5",
                        "--policies", "fifo,gavel,fifo")
     assert code == 2 and "names fifo twice" in err
+
+
+def test_a_folder_given_as_cluster_file_and_a_file_given_as_out_folder(capsys, tmp_path):
+    folder = tmp_path / "cluster.yaml"
+    folder.mkdir()
+    code, _, err = run(capsys, "clusters", str(folder))
+    assert code == 2 and "(a folder, not a file)" in err and "no such file" not in err
+    afile = tmp_path / "out.txt"
+    afile.write_text("x")
+    code, _, err = run(capsys, "evaluate", "--cluster", "sia-64", "--workload", "gavel:jobs=3",
+                       "--policies", "fifo", "--out", str(afile / "sub"))
+    assert code == 2 and f"{str(afile)!r} is a file, not a folder" in err
+    assert afile.read_text() == "x"

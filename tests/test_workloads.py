@@ -608,3 +608,16 @@ def test_gavel_trace_hints_name_its_own_keys():
     if (traces_dir() / "gavel" / "msr_seed0").is_dir():
         with pytest.raises(ConfigError, match="valid: 0e4a51"):
             load_workload("gavel-trace:vc=zzz", GAVEL108)
+
+
+def test_load_workload_seed_draws_an_unseeded_spec_and_errors_quote_it_as_given():
+    cluster = get_cluster("sia-64")
+    drawn = load_workload("gavel:jobs=5,rate=4", cluster, seed=7)
+    assert drawn.jobs == load_workload("gavel:jobs=5,rate=4,seed=7", cluster).jobs
+    own = load_workload("gavel:jobs=5,rate=4,seed=3", cluster, seed=7)      # its own wins
+    assert own.jobs == load_workload("gavel:jobs=5,rate=4,seed=3", cluster).jobs
+    assert own.jobs != drawn.jobs
+    with pytest.raises(ConfigError) as err:
+        load_workload("gavel:jobs=-4", cluster, seed=7)
+    assert "workload spec 'gavel:jobs=-4' (seed 7)" in str(err.value)
+    assert "seed=7" not in str(err.value) and err.value.field == "jobs"

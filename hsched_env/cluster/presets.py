@@ -11,7 +11,7 @@ from typing import Any, Union
 from hsched_env.cluster.files import _FILE_SUFFIXES, PathLike, cluster_from_dict, load_cluster
 from hsched_env.cluster.model import Cluster
 from hsched_env.errors import ConfigError, UnknownNameError
-from hsched_env.files import is_file, json_object_no_duplicates, user_path
+from hsched_env.files import is_file, json_object_no_duplicates, user_path, why_not_a_file
 
 __all__ = ["cluster_presets", "get_cluster"]
 
@@ -79,5 +79,5 @@ def get_cluster(name_or_path: Union[PathLike, Cluster]) -> Cluster:
     if is_file(p):
         return load_cluster(p)
     looks_like_path = p.suffix.lower() in _FILE_SUFFIXES or os.sep in text or "/" in text
-    where = {"source": f"{text} (no such file)"} if looks_like_path else {}
+    where = {"source": f"{text} ({why_not_a_file(p)})"} if looks_like_path else {}
     raise UnknownNameError("cluster", text, cluster_presets(), **where)

@@ -259,7 +259,9 @@ class HSchedEnvBase(gym.Env):
         spec = self._workload_spec(seed)
         w = self._workloads.get(spec)
         if w is None:
-            w = load_workload(spec, self.cluster, throughputs=self.sim_config.throughputs)
+            # the spec as given, and the seed (errors quote what the user wrote)
+            w = load_workload(self.workload_spec, self.cluster,
+                              throughputs=self.sim_config.throughputs, seed=seed)
             if len(self._workloads) > 64:
                 self._workloads.clear()
             self._workloads[spec] = w

@@ -46,7 +46,7 @@ from __future__ import annotations
 # CSV_REQUIRED, CSV_OPTIONAL) are re-exported for that too.
 from hsched_env.catalog import MAX_BATCH
 from hsched_env.cluster import Cluster, get_cluster
-from hsched_env.errors import check_switch
+from hsched_env.errors import ConfigError, TraceError, check_switch, show
 from hsched_env.throughput import check_throughput_source
 from hsched_env.workloads.generator import (GAVEL_TEMPLATES, LLM_MIX, LLM_MIX_CLASSIC_SHARE,
                                             MAX_GENERATED_JOBS, NON_DISTRIBUTED, _generate)
@@ -72,7 +72,7 @@ __all__ = [
 
 # ---------------------------------------------------------------------------------- entry
 def load_workload(spec: str, cluster: Cluster | str, *, skip_invalid: bool = False,
-                  throughputs: str | None = None) -> Workload:
+                  throughputs: str | None = None, seed: int | None = None) -> Workload:
     """Generate or load a workload.
 
     Args:
@@ -83,6 +83,10 @@ def load_workload(spec: str, cluster: Cluster | str, *, skip_invalid: bool = Fal
             of raising. File-level problems (missing file, bad header) still raise.
         throughputs: Throughput source of the reference throughputs (``None``/``"analytic"``,
             ``"gavel"``, or a table path), as for the planner.
+        seed: The seed of a generated (``gavel:``) spec that gives no ``seed=`` (an episode's
+            or an evaluation's seed; the spec's own ``seed=`` wins, and traces take none).
+            The workload is that of the spec with ``seed=`` appended, and an error in the spec
+            quotes the spec as given, with the seed beside it.
 
     Returns:
         The :class:`Workload`, jobs numbered in arrival order.
@@ -91,6 +95,14 @@ def load_workload(spec: str, cluster: Cluster | str, *, skip_invalid: bool = Fal
         ConfigError: Unknown kind or key, bad value, missing or empty file, no jobs.
         TraceError: An invalid row (file, line and field in the message).
     """
+    if (seed is not None and isinstance(spec, str) and spec_kind(spec) == "gavel"
+            and not spec_has_key(spec, "seed")):
+        seeded = with_spec_item(spec, f"seed={int(seed)}")
+        try:
+            return load_workload(seeded, cluster, skip_invalid=skip_invalid,
+                                 throughputs=throughputs)
+        except ConfigError as exc:
+            raise _quoting_the_spec_as_given(exc, seeded, spec, seed) from None
     check_switch(skip_invalid, "skip_invalid")
     kind, values = _parse_spec(spec)
     cluster = get_cluster(cluster)
@@ -102,3 +114,14 @@ def load_workload(spec: str, cluster: Cluster | str, *, skip_invalid: bool = Fal
     loader = {"philly": _load_philly, "gavel-trace": _load_gavel_trace,
               "pollux": _load_pollux, "csv": _load_csv}[kind]
     return loader(spec, params, cluster, throughputs, skip_invalid)
+
+
+def _quoting_the_spec_as_given(exc: ConfigError, seeded: str, spec: str,
+                               seed: int) -> ConfigError:
+    """``exc``, raised on ``seeded`` (``spec`` with ``seed=`` appended), with its source
+    naming ``spec`` as the user wrote it and the seed drawn for it; other errors as they
+    are."""
+    if type(exc) not in (ConfigError, TraceError) or exc.source != f"workload spec {show(seeded)}":
+        return exc
+    return type(exc)(exc.reason, source=f"workload spec {show(spec)} (seed {int(seed)})",
+                     field=exc.field, line=exc.line)
