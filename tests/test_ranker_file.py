@@ -230,6 +230,8 @@ def test_evaluate_prints_one_line_and_exits_2(tmp_path, good, capsys):
     expected = {
         f"ranker:{tmp_path / 'bad.pt'}": f"ranker file {tmp_path / 'bad.pt'}, field 'hidden': "
                                          f"must be a positive whole number",
+        f"ranker:{tmp_path / 'bad.pt'}@0.99": f"ranker file {tmp_path / 'bad.pt'}, field "
+                                              f"'hidden': must be a positive whole number",
         f"ranker:{garbage}": f"{garbage} is not a HeteroSched ranker file",
     }
     for spec, words in expected.items():
@@ -239,3 +241,8 @@ def test_evaluate_prints_one_line_and_exits_2(tmp_path, good, capsys):
         assert err.startswith("hsched evaluate: error: ") and words in err, err
         assert err.count("\n") == 1 and "Traceback" not in err
         assert not (tmp_path / "out").exists()
+    # an operating point the file lacks still names the file, by --policies
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", threshold=0.2)
+    with pytest.raises(ConfigError, match="no operating point") as err:
+        parse_policies([f"ranker:{path}@0.9"])
+    assert err.value.field == "--policies" and err.value.source == f"ranker file {path}"
