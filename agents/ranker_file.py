@@ -53,7 +53,8 @@ def read_ranker_file(path: str | Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"no ranker file at {path}", field="ranker")
     try:
-        with warnings.catch_warnings():          # torch's own advice, for a file refused below
+        with warnings.catch_warnings():          # torch's remarks on an odd pickle: the
+            # file is refused, or checked field by field, below
             warnings.simplefilter("ignore")
             blob = th.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:                     # noqa: BLE001 (any unreadable file)
@@ -116,12 +117,13 @@ def check_weights(state_dict: dict, expected: dict[str, tuple], path: str | Path
              if tuple(state_dict[k].shape) != tuple(shape)]
     if not wrong:
         return
-    if [k for k, *_ in wrong] == [inputs_weight] and wrong[0][1][:1] == wrong[0][2][:1]:
-        got, want = wrong[0][1], wrong[0][2]
+    _, got, want = wrong[0]
+    if ([k for k, *_ in wrong] == [inputs_weight] and len(got) == len(want) == 2
+            and got[0] == want[0]):                # (width, inputs): only the inputs differ
         raise ConfigError(f"{path} was trained on other observation features than this "
                           f"version's ({want[-1]} inputs per candidate, the file's "
                           f"{got[-1]}): retrain it", field="ranker")
-    key, got, want = wrong[0]
+    key = wrong[0][0]
     raise ConfigError(f"{key!r} has shape {got}, but the {network} the file describes (its "
                       f"'hidden', 'commit' and 'job_context') needs {want}"
                       + (f" ({len(wrong) - 1} more weights do not fit)" if len(wrong) > 1
