@@ -141,6 +141,8 @@ def load_ranker(path: str | Path, target_recall: float | None = None,
         return _ranker_class().load(str(p), target_recall=target_recall,
                                     name=f"ranker:{p.name}@{target_recall:g}", **gate)
     except ConfigError as exc:
+        if exc.source is not None or exc.field == "ranker":   # the file's own: names it
+            raise
         raise ConfigError(exc.reason, source=f"ranker file {p}", field=FIELD) from None
 
 

@@ -26,7 +26,8 @@ over types), so a ranker trained on one cluster and K runs on any other (``Ranke
   context; MaskablePPO).
 * ``Ranker`` — inference: ``Ranker.load(path).keep(obs, env)`` → keep bits; ``save_ranker``
   writes the network's weights and configuration (``torch.save`` of tensors and plain values,
-  read back with ``weights_only=True``: no code is unpickled).
+  read back with ``weights_only=True``: no code is unpickled), ``load_ranker_net`` reads it,
+  every field checked first (``agents.ranker_file``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from agents.ranker_file import FORMAT, check_weights, read_ranker_file
 from hsched_env.errors import ConfigError
 from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_COLUMN, CLUSTER_FEATURES,
                                       GLOBAL_FEATURES, JOB_FEATURES, CandidateColumns)
@@ -78,7 +80,6 @@ RANKER_MODES = ("prune", "seed")
 #: (BENCHMARKS.md, "Session 39: the ranker as column generation's start"); without a time
 #: limit any value gives the same optimum, only the time changes.
 DEFAULT_SEED_FRACTION = 0.05
-FORMAT = "heterosched-ranker/1"
 
 
 #: Inputs the ranker derives per candidate from the state of the candidate's own GPU types
@@ -517,28 +518,22 @@ def save_ranker(net: RankerNet, path: str | Path, **meta) -> Path:
 
 
 def load_ranker_net(path: str | Path) -> tuple[RankerNet, dict]:
-    """Read ``save_ranker``'s file (``weights_only``: tensors and plain values only)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"no ranker file at {path}", field="ranker")
+    """Read ``save_ranker``'s file (``weights_only``: tensors and plain values only): the
+    network and the file's ``meta``. Every field is checked first (``agents.ranker_file``):
+    a ``ConfigError`` naming the file and the field when one is missing or invalid."""
+    blob = read_ranker_file(path)
+    config = {"hidden": int(blob["hidden"]), "commit": bool(blob["commit"]),
+              "job_context": bool(blob.get("job_context", False))}
     try:
-        blob = th.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:                   # noqa: BLE001 (any unreadable file)
-        raise ConfigError(f"{path} is not a HeteroSched ranker file ({exc})",
-                          field="ranker") from None
-    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
-        raise ConfigError(f"{path} is not a HeteroSched ranker file (format "
-                          f"{blob.get('format') if isinstance(blob, dict) else None!r})",
-                          field="ranker")
-    net = RankerNet(hidden=int(blob["hidden"]), commit=bool(blob["commit"]),
-                    job_context=bool(blob.get("job_context", False)))
-    try:
-        net.load_state_dict(blob["state_dict"])
-    except RuntimeError as exc:             # weights of another feature set (older file)
-        raise ConfigError(f"{path} was trained on other observation features than this "
-                          f"version's ({RankerNet.n_in} inputs "
-                          f"per candidate): retrain it ({str(exc).splitlines()[0]})",
-                          field="ranker") from None
+        with th.device("meta"):                # the shapes alone: no memory for a bad width
+            expected = {k: tuple(v.shape) for k, v in RankerNet(**config).state_dict().items()}
+    except RuntimeError:                       # sizes beyond what a tensor can hold
+        raise ConfigError(f"{config['hidden']:,} is too wide for a network",
+                          source=f"ranker file {path}", field="hidden") from None
+    network = "RankerNet(" + ", ".join(f"{k}={v}" for k, v in config.items()) + ")"
+    check_weights(blob["state_dict"], expected, path, network, inputs_weight="phi.0.weight")
+    net = RankerNet(**config)
+    net.load_state_dict(blob["state_dict"])
     net.eval()
     return net, dict(blob.get("meta", {}))
 

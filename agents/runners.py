@@ -7,8 +7,9 @@ the LP over the kept candidates), ``run_scheduler`` (a select-mode agent driving
 ``round_step_cap``, ``recall_defined``, ``SUPPORT_TINY``, ``run_to_json`` / ``run_from_json``
 (a ``Run`` as a JSON-ready dict and back, exactly: the run files of a sweep, ``agents.sweep``),
 ``deterministic_part`` (a run without its wall-clock measurements), ``merge_timing_repeats``
-(repeats of one run as one, their decision times merged round by round) and ``settled_heap``
-(what each run's timing starts from). Part of the evaluation harness, ``agents.evaluate``."""
+(repeats of one run as one, their decision times merged round by round), ``settled_heap``
+(what each run's timing starts from) and ``note_agent_error`` (an exception from an agent's
+own code, noted with the run it came from). Part of the evaluation harness, ``agents.evaluate``."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from agents.policy_entries import PolicyEntry, observation_mismatch
 from agents.suites import Scenario, Suite
 from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.features import observation_space
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, HSchedError
 from hsched_env.metrics import decision_time_metrics
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import JobRecord, SimConfig, Simulator
@@ -455,7 +456,11 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
         gated = getattr(ranker, "gated_rounds", 0)
         unsure = getattr(ranker, "unsure_rounds", 0)
         t0 = time.perf_counter()
-        keep = ranker.keep(obs, env)
+        try:
+            keep = ranker.keep(obs, env)
+        except Exception as exc:
+            note_agent_error(exc, entry, "keep()", scenario, seed, f"round {len(rank_s) + 1}")
+            raise
         rank_s.append(time.perf_counter() - t0)
         ranked.append(getattr(ranker, "gated_rounds", 0) == gated)
         pruned.append(ranked[-1] and getattr(ranker, "unsure_rounds", 0) == unsure)
@@ -529,6 +534,20 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                round_candidates_max=total_max, observation_s=obs_arr)
 
 
+def note_agent_error(exc: Exception, entry: PolicyEntry, call: str, scenario: Scenario,
+                     seed: int, where: str) -> None:
+    """Add to ``exc``, raised inside an agent's ``call`` (``keep()`` or ``act()``), a note
+    naming the policy, the scenario, the seed and ``where`` in the episode (its round), so
+    that the traceback of the agent's own code, kept as it is, says which run it came from.
+    HeteroSched's own errors (``HSchedError``) get none: they keep their one-line form."""
+    if isinstance(exc, HSchedError):
+        return
+    origin = entry.path or entry.source          # its file, or its module:callable
+    origin = f" ({origin})" if origin and origin != entry.label else ""
+    exc.add_note(f"raised in {call} of policy {entry.label!r}{origin} on scenario "
+                 f"{scenario.name!r}, seed {seed}, {where}")
+
+
 def _k_origin(entry: PolicyEntry) -> str:
     if entry.slots is not None:
         return "the agent's own slots"
@@ -584,7 +603,12 @@ def run_scheduler(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: in
     done = env.simulator.finished
     while not done:
         t0 = time.perf_counter()
-        action = agent.act(obs, env)
+        try:
+            action = agent.act(obs, env)
+        except Exception as exc:
+            note_agent_error(exc, entry, "act()", scenario, seed,
+                             f"round {len(agent_s) + 1}, step {steps + 1} of the round")
+            raise
         in_round += time.perf_counter() - t0
         obs, _, terminated, truncated, info = env.step(_select_action(action, entry, env.K))
         steps += 1

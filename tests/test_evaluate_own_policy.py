@@ -9,6 +9,9 @@ on the path)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +129,31 @@ class BadEnvKwargs:
 class WrongKindEnvKwargs(KeepAll):
     """A rank agent whose env_kwargs value is of the wrong kind (a string, as from YAML)."""
     env_kwargs = {"keep_cost": "0.1"}
+
+
+class CrashOnRound3(KeepAll):
+    """A rank agent with a bug: its third keep() divides by zero."""
+
+    name = "crash-on-3"
+
+    def keep(self, obs, env):
+        if self.calls == 2:
+            return 1 / 0
+        return super().keep(obs, env)
+
+
+class CrashAct:
+    """A select agent with a bug in act()."""
+
+    def act(self, obs, env):
+        raise KeyError("no such slot")
+
+
+class RaisesConfigError(KeepAll):
+    """A rank agent whose keep() raises one of HeteroSched's own errors."""
+
+    def keep(self, obs, env):
+        raise ConfigError("my agent's setting is wrong", field="my_setting")
 
 
 # ---------------------------------------------------------------------------- smoke
@@ -434,3 +462,50 @@ def test_a_simulator_policy_listed_twice_runs_twice():
     assert [e.policy_name for e in again] == ["fifo", "fifo", "heterosched-lp", "heterosched-lp"]
     report = evaluate(custom_suite(*TINY), entries_to_items(entries[:2]), progress=False)
     assert report.policies == ["fifo", "fifo#2"]
+
+
+def test_an_error_in_an_agents_code_names_its_run_and_keeps_its_traceback():
+    """An exception inside a user's keep() or act(): the same exception, its traceback ending
+    in the agent's code, with a note naming the policy, scenario, seed and round."""
+    with pytest.raises(ZeroDivisionError) as err:
+        evaluate(custom_suite(*TINY), ["pure-lp", f"{ME}:CrashOnRound3"], progress=False)
+    assert err.value.__notes__ == [
+        f"raised in keep() of policy 'crash-on-3' ({ME}:CrashOnRound3) on scenario "
+        f"'tiny-8', seed 1000000, round 3"]
+    assert traceback.extract_tb(err.value.__traceback__)[-1].name == "keep"
+    with pytest.raises(KeyError, match="no such slot") as err:
+        evaluate(custom_suite(*TINY), [f"{ME}:CrashAct"], progress=False)
+    assert err.value.__notes__ == [
+        f"raised in act() of policy '{ME}:CrashAct' on scenario 'tiny-8', seed 1000000, "
+        f"round 1, step 1 of the round"]
+    assert traceback.extract_tb(err.value.__traceback__)[-1].name == "act"
+
+
+def test_heteroscheds_own_error_from_an_agent_stays_one_line(capsys, tmp_path):
+    with pytest.raises(ConfigError) as err:
+        evaluate(custom_suite(*TINY), [f"{ME}:RaisesConfigError"], progress=False)
+    assert not hasattr(err.value, "__notes__")
+    assert main(["evaluate", "--cluster", TINY[0], "--workload", TINY[1], "--policies",
+                 f"{ME}:RaisesConfigError", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == ("hsched evaluate: error: field 'my_setting': my agent's "
+                                       "setting is wrong\n")
+
+
+@slow
+def test_the_cli_prints_the_agents_traceback_with_its_run(tmp_path):
+    """``hsched evaluate`` on an agent whose keep() fails: exit 1, the agent's traceback and,
+    under the error, the note naming the policy, scenario, seed and round."""
+    here = Path(__file__).resolve().parent
+    env = {"PYTHONPATH": f"{here.parent}:{here}", "OMP_NUM_THREADS": "1",
+           "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "hsched_cli", "evaluate", "--cluster", TINY[0],
+                           "--workload", TINY[1], "--policies", f"pure-lp,{ME}:CrashOnRound3",
+                           "--out", str(tmp_path / "o"), "--no-progress"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.rstrip().splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert "in keep" in lines[-5] and lines[-2] == "ZeroDivisionError: division by zero"
+    assert lines[-1] == (f"raised in keep() of policy 'crash-on-3' ({ME}:CrashOnRound3) "
+                         f"on scenario 'tiny-8', seed 1000000, round 3")
+    assert not (tmp_path / "o").exists()
