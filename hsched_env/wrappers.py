@@ -46,6 +46,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from hsched_env.errors import check_switch
+
 #: The observation key of the mask (RLlib's and TorchRL's default).
 MASK_KEY = "action_mask"
 #: The key of the flattened observation in :class:`FlatActionMaskObservation` (RLlib's).
@@ -199,6 +201,8 @@ def wrap_masked(env: gym.Env, *, flat: bool = False, multidiscrete: bool = True,
     mask, RLlib), after :class:`MultiBinaryAsMultiDiscrete` when ``multidiscrete`` and the
     action space is ``MultiBinary`` (``hsched/Rank-*``). ``mask_dtype`` overrides the mask's
     dtype."""
+    check_switch(flat, "flat")
+    check_switch(multidiscrete, "multidiscrete")
     if multidiscrete and isinstance(env.action_space, spaces.MultiBinary):
         env = MultiBinaryAsMultiDiscrete(env)
     if flat:
@@ -227,13 +231,15 @@ def make_masked(env_id=None, *, flat: bool = False, multidiscrete: bool = True,
             raise ValueError("make_masked(config): the config needs an 'env_id' entry, e.g. "
                              "{'env_id': 'hsched/Schedule-v0', 'flat': True, ...}")
         env_id = config.pop("env_id")
-        flat = bool(config.pop("flat", flat))
-        multidiscrete = bool(config.pop("multidiscrete", multidiscrete))
+        flat = config.pop("flat", flat)
+        multidiscrete = config.pop("multidiscrete", multidiscrete)
         mask_dtype = config.pop("mask_dtype", mask_dtype)
         kwargs = {**config, **kwargs}
     if not isinstance(env_id, str):
         raise TypeError(f"make_masked needs a registered environment id (str) or a config "
                         f"with 'env_id', got {env_id!r}")
+    check_switch(flat, "flat")
+    check_switch(multidiscrete, "multidiscrete")
     return wrap_masked(gym.make(env_id, **kwargs), flat=flat, multidiscrete=multidiscrete,
                        mask_dtype=mask_dtype)
 

@@ -201,3 +201,37 @@ def test_slots_beyond_the_maximum_are_a_config_error(env_id):
         with pytest.raises(ConfigError, match="at most 4,194,304") as err:
             gym.make(env_id, **{key: MAX_SLOTS + 1})
         assert err.value.field == key
+
+
+def test_replay_refuses_what_is_not_an_episode_record():
+    from hsched_env.envs import replay
+    with pytest.raises(ConfigError, match="lacks 'class', 'kwargs', 'seed', 'actions'"):
+        replay({})
+    with pytest.raises(ConfigError, match="episode_record"):
+        replay([1, 2])
+    with pytest.raises(ConfigError, match="unknown environment class"):
+        replay({"class": "Nope", "kwargs": {}, "seed": 0, "actions": []})
+
+
+@pytest.mark.parametrize("key", ["flat", "multidiscrete"])
+def test_make_masked_switches_must_be_true_or_false(key):
+    from hsched_env.wrappers import make_masked
+    for how in ({key: "yes"}, {"env_id": {"env_id": "hsched/Schedule-Tiny-v0", key: 1}}):
+        with pytest.raises(ConfigError, match=f"{key} must be True or False") as err:
+            make_masked(**({"env_id": "hsched/Schedule-Tiny-v0", **how} if "env_id" not in how
+                           else how))
+        assert err.value.field == key
+
+
+def test_a_pool_name_given_empty_is_refused(tmp_path):
+    from hsched_env.cluster import load_cluster
+    for name in ('""', '"   "'):
+        path = tmp_path / "c.yaml"
+        path.write_text("name: c\nnodes:\n  - gpu_type: V100\n    count: 2\n"
+                        f"    gpus_per_node: 4\n    name: {name}\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match="non-empty string") as err:
+            load_cluster(path)
+        assert err.value.field.endswith(".name")
+    path.write_text("name: c\nnodes:\n  - gpu_type: V100\n    count: 2\n    gpus_per_node: 4\n",
+                    encoding="utf-8")
+    assert load_cluster(path).pools[0].name          # absent: the default name

@@ -156,10 +156,12 @@ def cluster_from_dict(d: Mapping[str, Any], source: str = "<dict>", *,
         if nd.get("intra_node_bw_gbps") is not None:
             intra = _check_bw(nd["intra_node_bw_gbps"], "intra_node_bw_gbps",
                               **where(f"{base}.intra_node_bw_gbps"))
-        pool_name = nd.get("name") or ""
-        if not isinstance(pool_name, str):
-            raise ConfigError(f"name must be a string, got {show(pool_name)}",
-                              **where(f"{base}.name"))
+        pool_name = nd.get("name")
+        if pool_name is None:                     # absent or null: the default name
+            pool_name = ""
+        elif not isinstance(pool_name, str) or not pool_name.strip():
+            raise ConfigError(f"name must be a non-empty string (leave it out for the default "
+                              f"name), got {show(pool_name)}", **where(f"{base}.name"))
         pool_name = pool_name.strip()
         if pool_name:
             if pool_name in used_names:

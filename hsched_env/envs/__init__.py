@@ -8,6 +8,7 @@ from __future__ import annotations
 from hsched_env.envs.base import ENV_IDS_BY_CLASS
 from hsched_env.envs.rank import RankEnv
 from hsched_env.envs.schedule import ScheduleEnv
+from hsched_env.errors import ConfigError, UnknownNameError
 from hsched_env.registration import VARIANT_IDS
 
 #: The two environments at their defaults (every registered id: ``VARIANT_IDS``).
@@ -20,6 +21,16 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
     environment is made by its registered id (``gymnasium.make``: the default LP factory);
     ``overrides`` are extra constructor arguments (e.g. ``lp=`` the policy that was used)."""
     import gymnasium as gym
+    if not isinstance(record, dict):
+        raise ConfigError(f"an episode record is the dict episode_record() returns, got "
+                          f"{type(record).__name__}", field="record")
+    missing = [k for k in ("class", "kwargs", "seed", "actions") if k not in record]
+    if missing:
+        raise ConfigError(f"not an episode_record(): it lacks {', '.join(map(repr, missing))}",
+                          field=f"record[{missing[0]!r}]")
+    if record["class"] not in ENV_IDS_BY_CLASS:
+        raise UnknownNameError("environment class", str(record["class"]),
+                               list(ENV_IDS_BY_CLASS), field="record['class']")
     env_id = record.get("env_id") or ENV_IDS_BY_CLASS[record["class"]]
     kwargs = dict(record["kwargs"])
     if record["class"] == "ScheduleEnv":
