@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import gc
 import json
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ import numpy as np
 from agents.policy_entries import PolicyEntry, observation_mismatch
 from agents.suites import Scenario, Suite
 from hsched_env.envs import RankEnv, ScheduleEnv
+from hsched_env.envs.base import MAX_SLOTS
 from hsched_env.envs.features import observation_space
 from hsched_env.errors import ConfigError, HSchedError
 from hsched_env.metrics import decision_time_metrics
@@ -365,9 +367,11 @@ def run_simulator_policy(entry: PolicyEntry, suite: Suite, scenario: Scenario, s
 
 def rank_slots_bound(suite: Suite, scenario: Scenario, cluster, workload) -> int:
     """K for ``RankEnv``: the candidates of every job of the workload together, an upper bound
-    on any round's candidates, so no round overflows the slots."""
+    on any round's candidates, so no round overflows the slots — at most the environments'
+    ``MAX_SLOTS`` (a workload of tens of thousands of jobs; a round beyond it would show as
+    slot overflow in the report)."""
     sim = Simulator(cluster, workload, _NoDecisions(), _sim_config(suite, scenario, 0))
-    return max(1, sum(len(sim.candidates_of(j)) for j in sim.jobs))
+    return min(MAX_SLOTS, max(1, sum(len(sim.candidates_of(j)) for j in sim.jobs)))
 
 
 class _NoDecisions:
@@ -539,13 +543,19 @@ def note_agent_error(exc: Exception, entry: PolicyEntry, call: str, scenario: Sc
     """Add to ``exc``, raised inside an agent's ``call`` (``keep()`` or ``act()``), a note
     naming the policy, the scenario, the seed and ``where`` in the episode (its round), so
     that the traceback of the agent's own code, kept as it is, says which run it came from.
-    HeteroSched's own errors (``HSchedError``) get none: they keep their one-line form."""
+    HeteroSched's own errors (``HSchedError``) get none: they keep their one-line form.
+    (Python 3.10 has no ``add_note``: there the note is logged, at ERROR, before the
+    traceback.)"""
     if isinstance(exc, HSchedError):
         return
     origin = entry.path or entry.source          # its file, or its module:callable
     origin = f" ({origin})" if origin and origin != entry.label else ""
-    exc.add_note(f"raised in {call} of policy {entry.label!r}{origin} on scenario "
-                 f"{scenario.name!r}, seed {seed}, {where}")
+    note = (f"raised in {call} of policy {entry.label!r}{origin} on scenario "
+            f"{scenario.name!r}, seed {seed}, {where}")
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    else:                                        # Python 3.10
+        logging.getLogger(__name__).error("%s: %s", type(exc).__name__, note)
 
 
 def _k_origin(entry: PolicyEntry) -> str:

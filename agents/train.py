@@ -75,8 +75,8 @@ import gymnasium as gym
 import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
-from hsched_env.errors import (ConfigError, UnknownNameError, is_real_number, is_switch_value,
-                               is_whole_number)
+from hsched_env.errors import (ConfigError, UnknownNameError, decimal_float, is_real_number,
+                               is_switch_value, is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
 from hsched_env.text import counted
 
@@ -285,8 +285,12 @@ class TrainConfig:
                                   f"points for ({', '.join(f'{r:g}' for r in offered)}), "
                                   f"got {self.operating_recall}", field="--operating-recall")
         if isinstance(self.threshold_bands, str):
-            self.threshold_bands = [e for e in self.threshold_bands.replace(" ", "").split(",")
-                                    if e]
+            text = self.threshold_bands.replace(" ", "")
+            self.threshold_bands = text.split(",") if text else []
+            if "" in self.threshold_bands:
+                raise ConfigError(f"an empty entry in {self.threshold_bands!r} (a stray "
+                                  f"comma?); expected whole candidate counts like 1000,10000",
+                                  field="--threshold-bands")
         elif not isinstance(self.threshold_bands, (list, tuple)):
             self.threshold_bands = [self.threshold_bands]       # one edge (or None)
         self.threshold_bands = tuple(e for e in self.threshold_bands if e is not None)
@@ -563,7 +567,7 @@ def _check_field_types(config: "TrainConfig") -> None:
 def _number(text: str, integer: bool):
     """A number written as text (YAML 1.1 reads ``1e-5`` as a string), else the text."""
     try:
-        value = float(text)
+        value = decimal_float(text)
     except ValueError:
         return text
     return int(value) if integer and value.is_integer() else value
@@ -628,7 +632,7 @@ def _schedule(value, name: str):
     if isinstance(value, str):
         if value.startswith("lin_"):
             try:
-                start = float(value[4:])
+                start = decimal_float(value[4:])
             except ValueError:
                 start = math.nan
             if math.isfinite(start) and start > 0:

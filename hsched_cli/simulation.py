@@ -357,8 +357,9 @@ def cmd_compare(args) -> int:
     names = split_policy_list(args.policies)
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ConfigError(f"names {', '.join(twice)} twice: each policy runs once (the same "
-                          f"policy on the same workload and seed makes the same schedule)",
+        raise ConfigError(f"names {', '.join(twice)} more than once: each policy runs once "
+                          f"(the same policy on the same workload and seed makes the same "
+                          f"schedule)",
                           field="--policies")
     _check_sweep_args(args)
     _check_simulation_args(args, names)

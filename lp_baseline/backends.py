@@ -76,8 +76,8 @@ _FD1_LOCK = threading.RLock()
 def highs_output_to_log():
     """Capture what HiGHS writes to file descriptor 1 for a moment and log it
     (``highs_log``, shown by ``hsched -v``). HiGHS prints a banner straight to the process's
-    stdout, not through Python, once per process, and scipy's build a debugging line from
-    its MIP solver whatever its options say: on stdout they would corrupt JSON output, and on
+    stdout, not through Python, once per process, and scipy's build prints a debugging line
+    from its MIP solver whatever its options say: on stdout they would corrupt JSON output, and on
     stderr every process and worker would print them. Here they are kept, in the log."""
     with tempfile.TemporaryFile() as sink:
         with _fd1_pointed_at(sink.fileno()):

@@ -253,6 +253,8 @@ class LPPolicy:
         floor: Fairness floor of the two-stage objectives (``fair-*``, ``sia-*``): every job
             keeps at least this fraction of the max-min optimum; 0 skips the max-min solve.
             ``None``: the objective's default (0 for ``sia-*``, ``DEFAULT_FLOOR`` otherwise).
+            Given under an objective without a floor (``max-min``, ``max-throughput``,
+            ``min-makespan``, ``ftf``), a ``ConfigError``: it would be ignored.
         las_tau_s: ``fair-las``: the first attained-service class boundary, in seconds of the
             job's requested configuration (classes ``[0, τ)``, ``[τ, 3τ)``, ``[3τ, 7τ)``, ...).
         restart_aware: In the second stage of ``fair-srpt`` / ``fair-las``, discount a running

@@ -20,6 +20,7 @@ baselines of ``lp_baseline.baselines``.
 from __future__ import annotations
 
 import inspect
+import re
 from functools import lru_cache
 
 from hsched_env.errors import ConfigError, UnknownNameError, is_whole_number, show
@@ -190,10 +191,8 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         # pop-K: the K parts side by side, up to one per CPU (lp_baseline.parallel_parts);
         # pop-K-serial: one after the other
         digits, serial = (name[4:-7], True) if name.endswith("-serial") else (name[4:], False)
-        try:
-            k = int(digits)
-        except ValueError:
-            k = 0
+        # K written plainly: ASCII digits without a leading zero (pop-04 is not pop-4's twin)
+        k = int(digits) if re.fullmatch(r"[1-9][0-9]*", digits) else 0
         if k >= 2:
             workers = dict(pop_workers=1 if serial else None)
             return LPPolicy(name, pop=k, **dict(workers, **common))

@@ -547,6 +547,14 @@ def test_floor_is_refused_where_no_objective_has_one(capsys):
                        "--floor", "0.9", "--json")
     assert code == 0 and [r["policy"] for r in json.loads(out)] == ["heterosched-lp",
                                                                     "heterosched-lp-v0"]
+    # what each policy gets: the floor reaches heterosched-lp, not heterosched-lp-v0
+    import argparse
+
+    from hsched_cli.simulation import _lp_options
+    from lp_baseline.registry import make_policy
+    args = argparse.Namespace(floor=0.9, lp_method="auto", lp_warm_start=False)
+    assert make_policy("heterosched-lp", **_lp_options(args, "heterosched-lp")).floor == 0.9
+    assert _lp_options(args, "heterosched-lp-v0") == {}
 
 
 def test_lp_policy_refuses_a_floor_its_objective_ignores():
@@ -581,7 +589,7 @@ def test_compare_refuses_a_policy_listed_twice(capsys):
     """The same on either backend (Ray's sweep refused it, the serial path ran it twice)."""
     code, _, err = run(capsys, "compare", "--cluster", "sia-64", "--workload", "gavel:jobs=5",
                        "--policies", "fifo,gavel,fifo")
-    assert code == 2 and "names fifo twice" in err
+    assert code == 2 and "names fifo more than once" in err
 
 
 def test_a_folder_given_as_cluster_file_and_a_file_given_as_out_folder(capsys, tmp_path):

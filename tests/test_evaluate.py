@@ -774,3 +774,17 @@ def test_report_header_counts_the_seeds_it_ran():
     assert "held-out seed" not in report_json(rep)["description"]
     one = evaluate(suite, ["fifo"], seeds=1, progress=False)
     assert "1 held-out seed (1000000);" in format_report(one).splitlines()[0]
+
+
+def test_rank_slots_bound_stays_within_the_environments_maximum(monkeypatch):
+    """K is every job's candidates together, but at most what an environment takes (a
+    workload of tens of thousands of jobs would otherwise be refused)."""
+    from agents import runners
+    from hsched_env.cluster import get_cluster
+    scenario = SMOKE.scenarios[0]
+    cluster = get_cluster(scenario.cluster)
+    workload = scenario.load(heldout_seeds(1)[0], cluster)
+    full = runners.rank_slots_bound(SMOKE, scenario, cluster, workload)
+    assert full > 30                       # 30 jobs, several candidates each
+    monkeypatch.setattr(runners, "MAX_SLOTS", 25)
+    assert runners.rank_slots_bound(SMOKE, scenario, cluster, workload) == 25

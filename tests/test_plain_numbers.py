@@ -71,3 +71,39 @@ def test_empty_throughputs_flag_is_refused(capsys):
     assert main(["simulate", "--cluster", "sia-64", "--workload", "gavel:jobs=3", "--policy",
                  "fifo", "--throughputs", ""]) == 2
     assert "'--throughputs': an empty value" in capsys.readouterr().err
+
+
+def test_pop_k_is_written_plainly():
+    from hsched_env.errors import UnknownNameError
+    from lp_baseline.registry import make_policy
+    assert make_policy("pop-4").pop == 4 and make_policy("pop-12-serial").pop == 12
+    for name in ("pop-1_0", "pop-٤", "pop-+4", "pop- 4", "pop-04", "pop-1"):
+        with pytest.raises(UnknownNameError):
+            make_policy(name)
+
+
+def test_training_numbers_and_bands():
+    from agents.train import TrainConfig, _number, _schedule
+    assert _number("1e-5", False) == 1e-5 and _number("1_0", True) == "1_0"
+    assert _schedule("lin_3e-4", "learning_rate")(0.5) == pytest.approx(1.5e-4)
+    with pytest.raises(ConfigError):
+        _schedule("lin_1_0", "learning_rate")
+    assert TrainConfig(algo="imitation", target_recall=0.95,
+                       threshold_bands="1000, 10000").threshold_bands == (1000, 10000)
+    with pytest.raises(ConfigError, match="an empty entry") as err:
+        TrainConfig(algo="imitation", target_recall=0.95, threshold_bands="1000,,10000,")
+    assert err.value.field == "--threshold-bands"
+
+
+def test_load_workload_seed_must_be_a_whole_number():
+    for seed in ("1_0", 2.7, True, -1, "abc"):
+        with pytest.raises(ConfigError) as err:
+            load_workload("gavel:jobs=3", get_cluster("sia-64"), seed=seed)
+        assert err.value.field == "seed"
+
+
+def test_gavel_job_types_take_ascii_batch_sizes():
+    from hsched_env.workloads import gavel_job_type_to_model
+    assert gavel_job_type_to_model("ResNet-50 (batch size 64)")[1] == 64
+    with pytest.raises(ConfigError):
+        gavel_job_type_to_model("ResNet-50 (batch size ٦٤)")

@@ -46,7 +46,7 @@ from __future__ import annotations
 # CSV_REQUIRED, CSV_OPTIONAL) are re-exported for that too.
 from hsched_env.catalog import MAX_BATCH
 from hsched_env.cluster import Cluster, get_cluster
-from hsched_env.errors import ConfigError, TraceError, check_switch, show
+from hsched_env.errors import ConfigError, TraceError, check_switch, is_whole_number, show
 from hsched_env.throughput import check_throughput_source
 from hsched_env.workloads.generator import (GAVEL_TEMPLATES, LLM_MIX, LLM_MIX_CLASSIC_SHARE,
                                             MAX_GENERATED_JOBS, NON_DISTRIBUTED, _generate)
@@ -95,6 +95,9 @@ def load_workload(spec: str, cluster: Cluster | str, *, skip_invalid: bool = Fal
         ConfigError: Unknown kind or key, bad value, missing or empty file, no jobs.
         TraceError: An invalid row (file, line and field in the message).
     """
+    if seed is not None and not (is_whole_number(seed) and seed >= 0):
+        raise ConfigError(f"seed must be a whole number >= 0 (or None), got {show(seed)}",
+                          field="seed")
     if (seed is not None and isinstance(spec, str) and spec_kind(spec) == "gavel"
             and not spec_has_key(spec, "seed")):
         seeded = with_spec_item(spec, f"seed={int(seed)}")

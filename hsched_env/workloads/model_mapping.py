@@ -57,7 +57,7 @@ def _gavel_type_index() -> tuple[dict[str, str], dict[str, str]]:
     return batched, exact
 
 
-_GAVEL_TYPE_RE = re.compile(r"^(.+?) \(batch size (\d{1,18})\)$")
+_GAVEL_TYPE_RE = re.compile(r"^(.+?) \(batch size ([0-9]{1,18})\)$")
 
 
 def gavel_job_type_to_model(job_type: str) -> tuple[str, int | None]:

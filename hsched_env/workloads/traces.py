@@ -77,8 +77,9 @@ def _read_text(path: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------- philly
-_START_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?$")
-_TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}$")
+_START_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+                       r"(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?$")
+_TS_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}$")
 
 
 def _datetime(text: str, pattern: re.Pattern) -> datetime | None:
