@@ -75,6 +75,7 @@ import gymnasium as gym
 import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
+from hsched_env.envs.base import MAX_SLOTS
 from hsched_env.errors import (ConfigError, UnknownNameError, decimal_float, is_real_number,
                                is_switch_value, is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
@@ -215,6 +216,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _check_field_types(self)
+        if self.slots is not None and self.slots > MAX_SLOTS:
+            raise ConfigError(f"must be at most {MAX_SLOTS:,} (the environments' most "
+                              f"candidate slots), got {self.slots:,}", field="--slots")
         if self.env not in ENVS:
             raise UnknownNameError("environment", self.env, list(ENVS))
         if self.algo is None:

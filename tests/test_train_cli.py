@@ -453,3 +453,12 @@ def test_set_of_a_make_config_argument(capsys, tmp_path):
     _, err = capsys.readouterr()
     assert code == 2 and "unknown policy 'foo'" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_train_refuses_more_slots_than_an_environment_takes():
+    from agents.train import TrainConfig
+    from hsched_env.envs.base import MAX_SLOTS
+    with pytest.raises(ConfigError, match="at most 4,194,304") as err:
+        TrainConfig(env="hsched/Rank-Tiny-v0", slots=MAX_SLOTS + 1)
+    assert err.value.field == "--slots"
+    assert TrainConfig(env="hsched/Rank-Tiny-v0", slots=MAX_SLOTS).slots == MAX_SLOTS
