@@ -249,6 +249,21 @@ class TrainConfig:
             from agents.regimes import REGIMES
             if self.regimes not in REGIMES:
                 raise UnknownNameError("regime mix", self.regimes, list(REGIMES))
+        imitates = self.mode == "rank" and self.policy == "equivariant"
+        for flag, given in (("--regimes", self.regimes is not None),
+                            ("--target-recall", self.target_recall is not None)):
+            if given and not imitates:
+                raise ConfigError(f"is an argument of the equivariant ranker's imitation "
+                                  f"(hsched/Rank-* with --policy equivariant); {self.env} with "
+                                  f"--policy {self.policy} has none", field=flag)
+        if self.keep_cost is not None and self.mode != "rank":
+            raise ConfigError(f"is the price of kept candidates in hsched/Rank-*'s reward; "
+                              f"{self.env} trains a select-mode agent", field="--keep-cost")
+        if imitates and self.regimes is None and self.imitation_seeds == 1:
+            raise ConfigError("needs at least 2 (the last seeds are held out for the recall "
+                              "and the operating point; with 1 they would be the training "
+                              "rounds themselves), or 0 for no warm start",
+                              field="--imitation-seeds")
         if self.job_context and self.algo != "imitation":
             raise ConfigError("--job-context needs --algo imitation (SB3's policies see the "
                               "flat observation, without the candidates' jobs)",
@@ -364,6 +379,7 @@ class TrainConfig:
         if not isinstance(self.policy_kwargs, dict):
             raise ConfigError(f"must be a mapping, got {self.policy_kwargs!r}",
                               field="policy_kwargs")
+        _check_policy_kwargs(self.policy_kwargs, self.policy)
         self._check_set_values()
         if self.max_kept_fraction is not None:
             from agents.ranker import check_max_kept_fraction
@@ -512,9 +528,50 @@ def config_fields(entry: dict, source: str = "hyperparams") -> dict:
                                   "name)", source=source, field="policy_kwargs")
             value = dict(value)
             if "hidden" in value:
-                out["hidden"] = int(value.pop("hidden"))
+                hidden = value.pop("hidden")
+                if not (is_whole_number(hidden) and hidden >= 1):
+                    raise ConfigError(f"must be a whole number >= 1 (the equivariant "
+                                      f"network's width), got {hidden!r}", source=source,
+                                      field="policy_kwargs.hidden")
+                out["hidden"] = int(hidden)
         out[name] = value
     return out
+
+
+#: The ``policy_kwargs`` each policy reads (the equivariant network's width is ``hidden``,
+#: taken out of ``policy_kwargs`` into its own field; SB3's ``MultiInputPolicy``: these).
+POLICY_KWARGS = {"equivariant": (), "mlp": ("net_arch", "activation_fn", "ortho_init",
+                                             "share_features_extractor")}
+
+
+def _check_policy_kwargs(kwargs: dict, policy: str) -> None:
+    """A ``ConfigError`` naming ``policy_kwargs.<key>`` for a key ``policy`` does not read
+    (SB3 would fail on it after the run folder was written, or ignore it) or a value of the
+    wrong kind: ``net_arch`` a list of layer widths (or ``{pi: [...], vf: [...]}``),
+    ``activation_fn`` one of ``ACTIVATIONS`` by name, the switches True or False."""
+    allowed = POLICY_KWARGS.get(policy, ())
+    for key, value in kwargs.items():
+        field_name = f"policy_kwargs.{key}"
+        if key not in allowed:
+            reads = (f"reads {', '.join(allowed)}" if allowed else
+                     "reads none (its width is 'hidden', --hidden)")
+            raise ConfigError(f"the {policy} policy does not take {key!r}; it {reads}",
+                              field=field_name)
+        if key == "net_arch":
+            layers = value.values() if isinstance(value, dict) else [value]
+            if isinstance(value, dict) and not set(value) <= {"pi", "vf"}:
+                raise ConfigError(f"takes the keys pi and vf, got {sorted(value)}",
+                                  field=field_name)
+            if not all(isinstance(w, list) and all(is_whole_number(n) and n >= 1 for n in w)
+                       for w in layers):
+                raise ConfigError(f"must be a list of layer widths (whole numbers >= 1), or "
+                                  f"{{pi: [...], vf: [...]}}, got {value!r}", field=field_name)
+        elif key == "activation_fn":
+            if value not in ACTIVATIONS:
+                raise UnknownNameError("activation_fn", str(value), list(ACTIVATIONS),
+                                       field=field_name)
+        elif not is_switch_value(value):
+            raise ConfigError(f"must be true or false, got {value!r}", field=field_name)
 
 
 #: What each annotated kind of a ``TrainConfig`` field accepts, and how an error says it.

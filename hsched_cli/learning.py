@@ -138,6 +138,36 @@ def cmd_evaluate(args) -> int:
     return 1 if report.failures else 0
 
 
+def _flag_setting(key: str, value, fields: dict) -> str | None:
+    """The flag of ``hsched train`` that already sets ``--set key=value``'s field (``None``
+    when no flag does): a flag given (not its default: ``None``, or ``False`` for a switch),
+    ``--episode-hours`` for ``imitation_hours`` too, and ``--hidden`` for a
+    ``policy_kwargs`` holding ``hidden``."""
+    def given(name: str) -> bool:
+        return fields.get(name) not in (None, False)
+    if key == "policy_kwargs" and isinstance(value, dict) and "hidden" in value:
+        return "--hidden" if given("hidden") else None
+    if key == "imitation_hours" and given("episode_hours"):
+        return "--episode-hours"
+    if key in fields and given(key) and not (key == "references" and fields[key] is False):
+        return "--" + key.replace("_", "-")
+    return None
+
+
+def _check_flags_read(args, config) -> None:
+    """Flags given that this run would not read (their fields have defaults, so the
+    configuration alone cannot tell): ``--imitation-seeds`` outside the equivariant ranker's
+    imitation, ``--hidden`` with ``--policy mlp``."""
+    imitates = config.mode == "rank" and config.policy == "equivariant"
+    if args.imitation_seeds is not None and not imitates:
+        raise ConfigError(f"is an argument of the equivariant ranker's imitation "
+                          f"(hsched/Rank-* with --policy equivariant); {config.env} with "
+                          f"--policy {config.policy} has none", field="--imitation-seeds")
+    if args.hidden is not None and config.policy != "equivariant":
+        raise ConfigError("is the equivariant network's width; --policy mlp sizes its layers "
+                          "with --set policy_kwargs={net_arch: [64, 64]}", field="--hidden")
+
+
 def cmd_train(args) -> int:
     """``hsched train``: the values of the run come from ``TrainConfig``'s defaults, then the
     env id's entry of the hyper-parameter file (``--hyperparams``, default the shipped
@@ -159,14 +189,22 @@ def cmd_train(args) -> int:
         key, value = parse_assignment(item)
         if key == "env":
             raise ConfigError("the environment is --env, not --set env=...", field="--set")
+        if key == "logdir":
+            raise ConfigError("the run directory is --logdir, not --set logdir=...",
+                              field="--set")
         if key in chosen:                       # make_config's own arguments
             if chosen[key] is not None:
                 raise ConfigError(f"--set {key}=... and --{key} both given: give one",
                                   field="--set")
             chosen[key] = value
             continue
+        flag = _flag_setting(key, value, fields)
+        if flag:
+            raise ConfigError(f"--set {key}=... and {flag} both given: give one (a flag would "
+                              f"otherwise be overridden without a word)", field="--set")
         fields[key] = value
     config = make_config(args.env, **chosen, **fields)
+    _check_flags_read(args, config)
     def echo(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 

@@ -52,8 +52,11 @@ hsched/Rank-Tiny-v0:
     assert cfg.policy_kwargs == {"net_arch": [16, 16], "activation_fn": "tanh"}
     assert cfg.hyperparams.endswith(f"hp.yml [{TINY}]")
     # command line > file > TrainConfig defaults
+    # (the file's MLP layers do not fit the equivariant policy: replaced on the command line)
+    with pytest.raises(ConfigError, match="does not take 'net_arch'"):
+        make_config(TINY, algo="maskable-ppo", policy="equivariant", hyperparams=f)
     cfg = make_config(TINY, algo="maskable-ppo", policy="equivariant", hyperparams=f,
-                      gamma=0.99, timesteps=None, n_timesteps=77)
+                      gamma=0.99, timesteps=None, n_timesteps=77, policy_kwargs={})
     assert (cfg.gamma, cfg.timesteps, cfg.policy, cfg.n_epochs) == (0.99, 77, "equivariant", 3)
     assert cfg.batch_size == TrainConfig.batch_size           # not in the file: the default
 
@@ -462,3 +465,41 @@ def test_train_refuses_more_slots_than_an_environment_takes():
         TrainConfig(env="hsched/Rank-Tiny-v0", slots=MAX_SLOTS + 1)
     assert err.value.field == "--slots"
     assert TrainConfig(env="hsched/Rank-Tiny-v0", slots=MAX_SLOTS).slots == MAX_SLOTS
+
+
+@pytest.mark.parametrize("argv, field, says", [
+    (["--gamma", "0.9", "--set", "gamma=0.5"], "--set", "and --gamma both given"),
+    (["--seed", "5", "--set", "seed=3"], "--set", "and --seed both given"),
+    (["--timesteps", "8", "--set", "timesteps=5"], "--set", "and --timesteps both given"),
+    (["--hidden", "16", "--set", "policy_kwargs={hidden: 32}"], "--set", "and --hidden both given"),
+    (["--episode-hours", "2", "--set", "imitation_hours=3"], "--set",
+     "and --episode-hours both given"),
+    (["--set", "logdir=elsewhere"], "--set", "the run directory is --logdir"),
+    (["--regimes", "mixed"], "--regimes", "equivariant ranker's imitation"),
+    (["--target-recall", "0.9"], "--target-recall", "equivariant ranker's imitation"),
+    (["--imitation-seeds", "4"], "--imitation-seeds", "equivariant ranker's imitation"),
+    (["--keep-cost", "0.3"], "--keep-cost", "hsched/Rank-*'s reward"),
+    (["--set", "policy_kwargs={foo: 1}"], "policy_kwargs.foo", "does not take 'foo'"),
+    (["--set", "policy_kwargs={hidden: 1.7}"], "policy_kwargs.hidden", "whole number >= 1"),
+    (["--policy", "mlp", "--hidden", "8"], "--hidden", "equivariant network's width"),
+    (["--policy", "mlp", "--set", "policy_kwargs={net_arch: [0]}"], "policy_kwargs.net_arch",
+     "layer widths"),
+])
+def test_train_refuses_what_it_would_not_read_before_writing_anything(capsys, tmp_path, argv,
+                                                                       field, says):
+    """A flag that --set would silently override, an option the run would not read, or
+    policy_kwargs the policy cannot take: one line naming it, and no run folder."""
+    run = tmp_path / "run"
+    assert main(["train", "--env", TINY, "--logdir", str(run), *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"field '{field}'" in err and says in err
+    assert not run.exists()
+
+
+def test_imitation_with_one_seed_is_refused(capsys, tmp_path):
+    """One demonstration seed would be its own held-out seed: recall and operating point
+    measured on the training rounds."""
+    assert main(["train", "--env", "hsched/Rank-Tiny-v0", "--algo", "imitation",
+                 "--imitation-seeds", "1", "--target-recall", "0.99",
+                 "--logdir", str(tmp_path / "run")]) == 2
+    assert "'--imitation-seeds': needs at least 2" in capsys.readouterr().err
