@@ -538,6 +538,10 @@ def config_fields(entry: dict, source: str = "hyperparams") -> dict:
     return out
 
 
+#: The episodes the progress line and the final summary average over (the last ones).
+LAST_EPISODES = 10
+
+
 #: The ``policy_kwargs`` each policy reads (the equivariant network's width is ``hidden``,
 #: taken out of ``policy_kwargs`` into its own field; SB3's ``MultiInputPolicy``: these).
 POLICY_KWARGS = {"equivariant": (), "mlp": ("net_arch", "activation_fn", "ortho_init",
@@ -1024,7 +1028,7 @@ def _episode_callback(config: TrainConfig, progress: Progress | None = None):
             eta = (total - n) / fps if fps > 0 else float("nan")
             text = (f"{config.algo} {n:,}/{total:,} steps ({n / total:.0%}), {fps:.0f} fps, "
                     f"{counted(len(self.episodes), 'episode')}")
-            last = self.episodes[-10:]
+            last = self.episodes[-LAST_EPISODES:]
             if last:
                 text += f", mean return of the last {len(last)} {_mean(last, 'return'):.2f}"
                 lp, rnd = _mean(last, "lp_return"), _mean(last, "random_return")

@@ -173,8 +173,8 @@ def cmd_train(args) -> int:
     env id's entry of the hyper-parameter file (``--hyperparams``, default the shipped
     ``agents/hyperparams/<algo>[_mlp].yml``), then these flags."""
     from agents.report import tensorboard_command
-    from agents.train import (FLAG_FIELDS, make_config, parse_assignment, prepare_run_dir,
-                              train)
+    from agents.train import (FLAG_FIELDS, LAST_EPISODES, make_config, parse_assignment,
+                              prepare_run_dir, train)
     fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
               "logdir": args.logdir}
     for name in FLAG_FIELDS:
@@ -256,7 +256,7 @@ def cmd_train(args) -> int:
                       + f", kept {point['kept_fraction']:.1%} of the held-out candidates")
     eps = summary.get("episodes", [])
     if eps:
-        last = eps[-min(len(eps), 5):]
+        last = eps[-LAST_EPISODES:]
         line = (f"last {counted(len(last), 'episode')}: return "
                 f"{np.mean([e['return'] for e in last]):.2f}"
                 f", avg JCT {np.nanmean([e['avg_jct_h'] for e in last]):.2f} h")
