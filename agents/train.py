@@ -76,6 +76,7 @@ import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
 from hsched_env.envs.base import MAX_SLOTS
+from hsched_env.files import yaml_key_lines
 from hsched_env.errors import (ConfigError, UnknownNameError, decimal_float, is_real_number,
                                is_switch_value, is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
@@ -483,17 +484,26 @@ def read_hyperparams(path: str | Path) -> dict[str, dict]:
     import yaml
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+        lines = yaml_key_lines(text)                # a key given twice: refused
     except OSError as exc:
         raise ConfigError(f"cannot read {str(path)!r}: {exc.strerror or exc}",
                           field="--hyperparams") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML ({exc})", source=str(path)) from None
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, source=str(path), field=exc.field,
+                          line=exc.line) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError("a hyper-parameter file maps env ids to settings", source=str(path))
     for key, value in data.items():
+        if key not in ENVS:
+            # a misspelt id would leave the intended one on the defaults without a word
+            raise UnknownNameError("environment id", str(key), list(ENVS), source=str(path),
+                                   field=str(key), line=lines.get(f"{key}:key"))
         if not isinstance(value, dict):
             raise ConfigError("an entry is a mapping of hyper-parameters",
                               source=str(path), field=str(key))
@@ -508,11 +518,16 @@ def config_fields(entry: dict, source: str = "hyperparams") -> dict:
              if f.name not in NOT_HYPERPARAMS}
     names = set(types)
     out: dict = {}
+    keys_of: dict[str, str] = {}
     for key, value in entry.items():
         name = HYPERPARAM_ALIASES.get(key, key)
         if name not in names:
             raise UnknownNameError("hyper-parameter", key,
                                    sorted(names | set(HYPERPARAM_ALIASES)), source=source)
+        if name in keys_of:
+            raise ConfigError(f"{keys_of[name]!r} and {key!r} set the same value: give one",
+                              source=source, field=str(key))
+        keys_of[name] = str(key)
         if isinstance(value, str) and ("float" in types[name] or "int" in types[name]):
             value = _number(value, "int" in types[name] and "float" not in types[name])
         if name == "policy":

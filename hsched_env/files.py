@@ -10,7 +10,7 @@ from typing import Any
 from hsched_env.errors import ConfigError, show, shorten
 
 __all__ = ["is_file", "json_object_no_duplicates", "missing_parents", "read_text_file",
-           "shorten", "user_path", "why_not_a_file"]
+           "shorten", "user_path", "why_not_a_file", "yaml_key_lines"]
 
 
 def user_path(text: str, *, field: str | None = None) -> Path:
@@ -109,3 +109,49 @@ def json_object_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ConfigError(f"duplicate key {show(key)} in a JSON object", field=key)
         d[key] = value
     return d
+
+
+def yaml_key_lines(text: str) -> dict[str, int]:
+    """Map field paths to 1-based line numbers using PyYAML's composer (safe loader), for
+    errors that name a YAML file's line (cluster files, hyper-parameter files).
+
+    Keys ``"<path>:key"`` hold the line of a mapping key itself (for unknown-key errors);
+    ``"<path>"`` holds the line of its value. Also rejects duplicate keys, which
+    ``yaml.safe_load`` would silently resolve to the last one.
+    """
+    import yaml
+
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    out: dict[str, int] = {}
+    if root is None:
+        return out
+    out[""] = root.start_mark.line + 1
+
+    visited: set[int] = set()
+
+    def walk(node: Any, path: str) -> None:
+        # An alias reuses its anchor's node: walk it once, so that recursive aliases and
+        # "billion laughs" documents cost one pass over the text (aliased paths get no line).
+        if id(node) in visited:
+            return
+        visited.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for knode, vnode in node.value:
+                key = str(knode.value)
+                sub = f"{path}.{key}" if path else key
+                if key in seen:
+                    raise ConfigError(f"duplicate key {show(key)} (first on line {seen[key]})",
+                                      field=sub, line=knode.start_mark.line + 1)
+                seen[key] = knode.start_mark.line + 1
+                out[f"{sub}:key"] = knode.start_mark.line + 1
+                out[sub] = vnode.start_mark.line + 1
+                walk(vnode, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                sub = f"{path}[{i}]"
+                out[sub] = item.start_mark.line + 1
+                walk(item, sub)
+
+    walk(root, "")
+    return out

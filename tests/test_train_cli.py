@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -503,3 +504,25 @@ def test_imitation_with_one_seed_is_refused(capsys, tmp_path):
                  "--imitation-seeds", "1", "--target-recall", "0.99",
                  "--logdir", str(tmp_path / "run")]) == 2
     assert "'--imitation-seeds': needs at least 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, says", [
+    ("hsched/Schedul-Tiny-v0:\n  gamma: 0.9\n", "unknown environment id 'hsched/Schedul-Tiny-v0'"),
+    (f"{TINY}:\n  gamma: 0.9\n{TINY}:\n  gamma: 0.5\n", "duplicate key"),
+    (f"{TINY}:\n  gamma: 0.9\n  gamma: 0.5\n", "duplicate key 'gamma'"),
+    (f"{TINY}:\n  timesteps: 10\n  n_timesteps: 20\n", "'timesteps' and 'n_timesteps' set the same"),
+])
+def test_hyperparameter_files_refuse_what_would_be_silently_dropped(tmp_path, text, says):
+    """A misspelt id (the intended one would run on the defaults), a key given twice (YAML
+    keeps the last), two names of one value."""
+    f = write_yaml(tmp_path / "hp.yml", text)
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        make_config(TINY, algo="maskable-ppo", hyperparams=f)
+
+
+def test_the_shipped_hyperparameter_files_pass_the_checks():
+    from agents.train import read_hyperparams
+    files = sorted((Path(__file__).resolve().parents[1] / "agents" / "hyperparams").glob("*.yml"))
+    assert len(files) >= 4
+    for f in files:
+        assert read_hyperparams(f)

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Union
 from hsched_env.cluster.model import (DEFAULT_INTER_NODE_BW_GBPS, MAX_GPUS_PER_NODE, MAX_NODES,
                                       Cluster, NodePool, _check_bw, _check_int, _get_gpu)
 from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
-from hsched_env.files import json_object_no_duplicates, read_text_file
+from hsched_env.files import json_object_no_duplicates, read_text_file, yaml_key_lines
 
 __all__ = ["cluster_from_dict", "load_cluster"]
 
@@ -183,51 +183,6 @@ def cluster_from_dict(d: Mapping[str, Any], source: str = "<dict>", *,
     return Cluster(name=name.strip(), pools=tuple(pools), description=description.strip())
 
 
-def _yaml_lines(text: str) -> dict[str, int]:
-    """Map field paths to 1-based line numbers using PyYAML's composer (safe loader).
-
-    Keys ``"<path>:key"`` hold the line of a mapping key itself (for unknown-key errors);
-    ``"<path>"`` holds the line of its value. Also rejects duplicate keys, which
-    ``yaml.safe_load`` would silently resolve to the last one.
-    """
-    import yaml
-
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
-    out: dict[str, int] = {}
-    if root is None:
-        return out
-    out[""] = root.start_mark.line + 1
-
-    visited: set[int] = set()
-
-    def walk(node: Any, path: str) -> None:
-        # An alias reuses its anchor's node: walk it once, so that recursive aliases and
-        # "billion laughs" documents cost one pass over the text (aliased paths get no line).
-        if id(node) in visited:
-            return
-        visited.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[str, int] = {}
-            for knode, vnode in node.value:
-                key = str(knode.value)
-                sub = f"{path}.{key}" if path else key
-                if key in seen:
-                    raise ConfigError(f"duplicate key {show(key)} (first on line {seen[key]})",
-                                      field=sub, line=knode.start_mark.line + 1)
-                seen[key] = knode.start_mark.line + 1
-                out[f"{sub}:key"] = knode.start_mark.line + 1
-                out[sub] = vnode.start_mark.line + 1
-                walk(vnode, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                sub = f"{path}[{i}]"
-                out[sub] = item.start_mark.line + 1
-                walk(item, sub)
-
-    walk(root, "")
-    return out
-
-
 def _value_error_text(exc: ValueError) -> str:
     """Readable text of a ValueError raised while building values from YAML/JSON."""
     text = str(exc)
@@ -254,7 +209,7 @@ def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, i
 
     try:
         data = yaml.safe_load(text)
-        lines = _yaml_lines(text)
+        lines = yaml_key_lines(text)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         msg = str(e.problem or e)
