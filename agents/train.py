@@ -660,9 +660,17 @@ def parse_assignment(text: str) -> tuple[str, object]:
     if not sep or not key.strip():
         raise ConfigError(f"expected KEY=VALUE, got {text!r}", field="--set")
     try:
-        return key.strip(), yaml.safe_load(value)
+        parsed = yaml.safe_load(value)
     except yaml.YAMLError:
         raise ConfigError(f"cannot read the value of {text!r}", field="--set") from None
+    if isinstance(parsed, (int, float)) and not isinstance(parsed, bool):
+        try:
+            decimal_float(value)
+        except ValueError:
+            # YAML 1.1 also reads 0x10, 0o17, 1_000 and 1:30 (sexagesimal) as numbers
+            raise ConfigError(f"{value.strip()!r} in {text!r} is not a plain decimal number",
+                              field="--set") from None
+    return key.strip(), parsed
 
 
 def resolve_hyperparams(env: str, algo: str | None, policy: str | None,
@@ -749,9 +757,12 @@ def prepare_run_dir(config: TrainConfig, overwrite: bool = False) -> Path:
         raise ConfigError(f"{str(out)!r} exists and is not a directory", field="--logdir")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise ConfigError(f"{str(out)!r} already holds a run; pass --overwrite to replace "
-                              f"it, or choose a new --logdir (without --logdir every run gets "
-                              f"a new directory)", field="--logdir")
+            holds = ("a run" if any((out / name).exists() for name in RUN_ARTIFACTS)
+                     else "files of yours")
+            raise ConfigError(f"{str(out)!r} already holds {holds}; pass --overwrite to "
+                              f"replace a run there (only a run's own files are deleted), or "
+                              f"choose a new --logdir (without --logdir every run gets a new "
+                              f"directory)", field="--logdir")
         for name in RUN_ARTIFACTS:
             p = out / name
             if p.is_dir():

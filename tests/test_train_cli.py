@@ -526,3 +526,24 @@ def test_the_shipped_hyperparameter_files_pass_the_checks():
     assert len(files) >= 4
     for f in files:
         assert read_hyperparams(f)
+
+
+def test_set_values_read_as_numbers_must_be_plain_decimals():
+    from agents.train import parse_assignment
+    assert parse_assignment("n_steps=64") == ("n_steps", 64)
+    assert parse_assignment("gamma=.99") == ("gamma", 0.99)
+    assert parse_assignment("normalize=false") == ("normalize", False)
+    for text in ("learning_rate=0x10", "n_steps=1_0", "n_steps=1:30", "n_steps=0o17"):
+        with pytest.raises(ConfigError, match="not a plain decimal number"):
+            parse_assignment(text)
+
+
+def test_a_logdir_with_only_the_users_files_is_not_called_a_run(tmp_path):
+    from agents.train import TrainConfig, prepare_run_dir
+    (tmp_path / "notes.txt").write_text("mine")
+    config = TrainConfig(env=TINY, logdir=str(tmp_path))
+    with pytest.raises(ConfigError, match="already holds files of yours"):
+        prepare_run_dir(config)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="already holds a run"):
+        prepare_run_dir(config)
