@@ -665,11 +665,14 @@ def parse_assignment(text: str) -> tuple[str, object]:
         raise ConfigError(f"cannot read the value of {text!r}", field="--set") from None
     if isinstance(parsed, (int, float)) and not isinstance(parsed, bool):
         try:
-            decimal_float(value)
+            plain = decimal_float(value)
         except ValueError:
-            # YAML 1.1 also reads 0x10, 0o17, 1_000 and 1:30 (sexagesimal) as numbers
-            raise ConfigError(f"{value.strip()!r} in {text!r} is not a plain decimal number",
-                              field="--set") from None
+            plain = None
+        # YAML 1.1 also reads 0x10, 0b11, 017 (octal: 15), 1_000 and 1:30 (sexagesimal) as
+        # numbers, other than they read
+        if plain is None or not (plain == parsed or (math.isnan(plain) and parsed != parsed)):
+            raise ConfigError(f"{value.strip()!r} in {text!r} is not a plain decimal number "
+                              f"(YAML reads it as {parsed!r})", field="--set")
     return key.strip(), parsed
 
 

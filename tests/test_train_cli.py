@@ -533,7 +533,9 @@ def test_set_values_read_as_numbers_must_be_plain_decimals():
     assert parse_assignment("n_steps=64") == ("n_steps", 64)
     assert parse_assignment("gamma=.99") == ("gamma", 0.99)
     assert parse_assignment("normalize=false") == ("normalize", False)
-    for text in ("learning_rate=0x10", "n_steps=1_0", "n_steps=1:30", "n_steps=0o17"):
+    assert parse_assignment("gamma=1.0e+0") == ("gamma", 1.0)
+    for text in ("learning_rate=0x10", "n_steps=1_0", "n_steps=1:30", "n_steps=017",
+                 "n_steps=0b11"):
         with pytest.raises(ConfigError, match="not a plain decimal number"):
             parse_assignment(text)
 
