@@ -511,6 +511,8 @@ def test_imitation_with_one_seed_is_refused(capsys, tmp_path):
     (f"{TINY}:\n  gamma: 0.9\n{TINY}:\n  gamma: 0.5\n", "duplicate key"),
     (f"{TINY}:\n  gamma: 0.9\n  gamma: 0.5\n", "duplicate key 'gamma'"),
     (f"{TINY}:\n  timesteps: 10\n  n_timesteps: 20\n", "'timesteps' and 'n_timesteps' set the same"),
+    (f"{TINY}:\n  n_steps: 0x40\n", "'0x40' is not a plain decimal number (YAML reads it as 64)"),
+    (f"{TINY}:\n  n_epochs: 010\n", "'010' is not a plain decimal number (YAML reads it as 8)"),
 ])
 def test_hyperparameter_files_refuse_what_would_be_silently_dropped(tmp_path, text, says):
     """A misspelt id (the intended one would run on the defaults), a key given twice (YAML
