@@ -76,7 +76,7 @@ import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
 from hsched_env.envs.base import MAX_SLOTS
-from hsched_env.files import yaml_key_lines
+from hsched_env.files import yaml_key_lines, yaml_number_as_written
 from hsched_env.errors import (ConfigError, UnknownNameError, decimal_float, is_real_number,
                                is_switch_value, is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
@@ -486,8 +486,7 @@ def read_hyperparams(path: str | Path) -> dict[str, dict]:
     try:
         text = path.read_text(encoding="utf-8")
         data = yaml.safe_load(text)
-        lines = yaml_key_lines(text)                # a key given twice: refused
-        _check_yaml_numbers(text, str(path))
+        lines = yaml_key_lines(text)      # a key given twice, a number not as written: refused
     except OSError as exc:
         raise ConfigError(f"cannot read {str(path)!r}: {exc.strerror or exc}",
                           field="--hyperparams") from None
@@ -654,40 +653,6 @@ def _number(text: str, integer: bool):
     return int(value) if integer and value.is_integer() else value
 
 
-def _reads_as_written(text: str, number: float) -> bool:
-    """Whether YAML's ``number`` is what ``text`` says in plain decimal: YAML 1.1 also reads
-    0x10, 0b11, 017 (octal: 15), 1_000 and 1:30 (sexagesimal: 90) as numbers."""
-    try:
-        plain = decimal_float(text)
-    except ValueError:
-        return False
-    return plain == number or (math.isnan(plain) and number != number)
-
-
-def _check_yaml_numbers(text: str, source: str) -> None:
-    """A ``ConfigError`` (line and value) for a number in the YAML ``text`` that is not
-    written in plain decimal (``_reads_as_written``)."""
-    import yaml
-    number_tags = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
-    todo = [yaml.compose(text, Loader=yaml.SafeLoader)]
-    seen: set[int] = set()
-    while todo:
-        node = todo.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, yaml.ScalarNode):
-            if node.tag in number_tags and not _reads_as_written(
-                    node.value, yaml.safe_load(node.value)):
-                raise ConfigError(f"{node.value!r} is not a plain decimal number (YAML reads "
-                                  f"it as {yaml.safe_load(node.value)!r})", source=source,
-                                  line=node.start_mark.line + 1)
-        elif isinstance(node, yaml.MappingNode):
-            todo.extend(v for pair in node.value for v in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            todo.extend(node.value)
-
-
 def parse_assignment(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` (the value read as YAML: numbers, true/false, null, lists)."""
     import yaml
@@ -699,7 +664,7 @@ def parse_assignment(text: str) -> tuple[str, object]:
     except yaml.YAMLError:
         raise ConfigError(f"cannot read the value of {text!r}", field="--set") from None
     if isinstance(parsed, (int, float)) and not isinstance(parsed, bool) \
-            and not _reads_as_written(value, parsed):
+            and not yaml_number_as_written(value, parsed):
         raise ConfigError(f"{value.strip()!r} in {text!r} is not a plain decimal number "
                           f"(YAML reads it as {parsed!r})", field="--set")
     return key.strip(), parsed

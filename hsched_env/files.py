@@ -1,16 +1,17 @@
 """Users' files and folders: reading text files (clusters, catalogs, traces) with errors that
-name the file, and the folders a path still needs."""
+name the file, YAML's key lines and numbers checked, and the folders a path still needs."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
 
-from hsched_env.errors import ConfigError, show, shorten
+from hsched_env.errors import ConfigError, decimal_float, show, shorten
 
 __all__ = ["is_file", "json_object_no_duplicates", "missing_parents", "read_text_file",
-           "shorten", "user_path", "why_not_a_file", "yaml_key_lines"]
+           "shorten", "user_path", "why_not_a_file", "yaml_key_lines", "yaml_number_as_written"]
 
 
 def user_path(text: str, *, field: str | None = None) -> Path:
@@ -111,13 +112,18 @@ def json_object_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
+#: The tags of YAML's numbers (``yaml_key_lines`` checks how they are written).
+_YAML_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
 def yaml_key_lines(text: str) -> dict[str, int]:
     """Map field paths to 1-based line numbers using PyYAML's composer (safe loader), for
     errors that name a YAML file's line (cluster files, hyper-parameter files).
 
     Keys ``"<path>:key"`` hold the line of a mapping key itself (for unknown-key errors);
     ``"<path>"`` holds the line of its value. Also rejects duplicate keys, which
-    ``yaml.safe_load`` would silently resolve to the last one.
+    ``yaml.safe_load`` would silently resolve to the last one, and numbers YAML 1.1 reads
+    other than their plain-decimal text says (``yaml_number_as_written``: 010 is octal 8).
     """
     import yaml
 
@@ -152,6 +158,24 @@ def yaml_key_lines(text: str) -> dict[str, int]:
                 sub = f"{path}[{i}]"
                 out[sub] = item.start_mark.line + 1
                 walk(item, sub)
+        elif isinstance(node, yaml.ScalarNode) and node.tag in _YAML_NUMBER_TAGS:
+            number = yaml.safe_load(node.value)
+            if not yaml_number_as_written(node.value, number):
+                raise ConfigError(f"{node.value!r} is not a plain decimal number (YAML reads "
+                                  f"it as {number!r})", field=path or None,
+                                  line=node.start_mark.line + 1)
 
     walk(root, "")
     return out
+
+
+def yaml_number_as_written(text: str, number: float) -> bool:
+    """Whether YAML's ``number`` is what ``text`` says in plain decimal: YAML 1.1 also reads
+    0x10, 0b11, 017 (octal: 15), 1_000 and 1:30 (sexagesimal: 90) as numbers."""
+    if text.strip().lower() in (".nan", ".inf", "+.inf", "-.inf"):
+        return True               # YAML's own spellings (the fields' checks refuse them)
+    try:
+        plain = decimal_float(text)
+    except ValueError:
+        return False
+    return plain == number or (math.isnan(plain) and number != number)

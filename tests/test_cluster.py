@@ -473,3 +473,17 @@ def test_quoted_plain_number_gets_no_yaml_exponent_hint(tmp_path):
     with pytest.raises(ConfigError) as exc:
         get_cluster(str(p))
     assert "must be a number" in str(exc.value) and "YAML reads" not in str(exc.value)
+
+
+def test_cluster_yaml_numbers_are_plain_decimals(tmp_path):
+    """YAML 1.1 reads 010 as octal 8 and 1_0 as 10: refused with the line, not read so."""
+    from hsched_env.cluster import load_cluster
+    from hsched_env.errors import ConfigError
+    for value, reads in (("010", "8"), ("1_0", "10"), ("0x8", "8")):
+        path = tmp_path / "c.yaml"
+        path.write_text(f"name: c\nnodes:\n  - gpu_type: V100\n    count: {value}\n"
+                        f"    gpus_per_node: 4\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match=f"'{value}' is not a plain decimal number "
+                                              f"\\(YAML reads it as {reads}\\)") as err:
+            load_cluster(path)
+        assert err.value.line == 4
