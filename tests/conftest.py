@@ -95,3 +95,22 @@ def simulate():
 def valid_decision():
     """``valid_decision(view, decision)`` asserts the decision is a valid assignment."""
     return assert_valid_decision
+
+
+def _imitation_record() -> dict:
+    """What imitation records for ``agents.train._ranker_meta``: the target's operating point
+    (recall 0.95), two size bands and the ladder of points at recalls 0.95 and 0.99."""
+    ladder = [{"target_recall": r, "threshold": t, "recall": r + 0.001, "kept_fraction": k,
+               "size_thresholds": [[0, t], [1000, t / 2]]}
+              for r, t, k in ((0.95, 0.04, 0.1), (0.99, 0.01, 0.15))]
+    return {"operating_point": {"threshold": 0.04, "target_recall": 0.95, "recall": 0.951,
+                                "kept_fraction": 0.1},
+            "size_bands": [{"min_candidates": 0, "threshold": 0.04},
+                           {"min_candidates": 1000, "threshold": 0.02}],
+            "operating_points": ladder}
+
+
+@pytest.fixture
+def imitation_record():
+    """A fresh ``_imitation_record()`` (tests may change it)."""
+    return _imitation_record()

@@ -21,17 +21,9 @@ th.set_num_threads(1)
 TINY = ["--cluster", "tiny-8", "--workload", "gavel:rate=8,jobs=16,duration_scale=0.05"]
 
 
-def _training_meta() -> dict:
-    """The meta ``hsched train --algo imitation`` writes: every checked key but ``timesteps``
-    (PPO's) set as training sets it."""
-    ladder = [{"target_recall": r, "threshold": t, "recall": r, "kept_fraction": 0.1,
-               "size_thresholds": [[0, t], [1000, t / 2]]}
-              for r, t in ((0.95, 0.04), (0.99, 0.01))]
-    record = {"operating_point": {"threshold": 0.04, "target_recall": 0.95, "recall": 0.951,
-                                  "kept_fraction": 0.1},
-              "size_bands": [{"min_candidates": 0, "threshold": 0.04},
-                             {"min_candidates": 1000, "threshold": 0.02}],
-              "operating_points": ladder}
+def _training_meta(record: dict) -> dict:
+    """The meta ``hsched train --algo imitation`` writes from imitation's ``record``: every
+    checked key but ``timesteps`` (PPO's) set as training sets it."""
     config = TrainConfig(algo="imitation", regimes="mixed", target_recall=0.95,
                          threshold_bands=(1000,), operating_recall=0.99, gate_candidates=500,
                          max_kept_fraction=0.35, dagger=1, fair_share_inputs=True,
@@ -40,10 +32,10 @@ def _training_meta() -> dict:
 
 
 @pytest.fixture
-def good(tmp_path):
+def good(tmp_path, imitation_record):
     """A blob as ``save_ranker`` writes it with training's meta."""
     path = save_ranker(RankerNet(hidden=8, job_context=True), tmp_path / "good.pt",
-                       **_training_meta())
+                       **_training_meta(imitation_record))
     return th.load(path, weights_only=True)
 
 

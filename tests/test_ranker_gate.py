@@ -388,7 +388,7 @@ def test_training_options_are_validated():
             TrainConfig(algo="imitation", imitation_sort_pool=bad)
 
 
-def test_operating_recall_picks_the_files_main_point_and_not_daggers():
+def test_operating_recall_picks_the_files_main_point_and_not_daggers(imitation_record):
     from agents.train import _ranker_meta
     with pytest.raises(ConfigError, match="needs --algo imitation and --target-recall"):
         TrainConfig(algo="imitation", operating_recall=0.99)
@@ -402,14 +402,7 @@ def test_operating_recall_picks_the_files_main_point_and_not_daggers():
         TrainConfig(algo="imitation", target_recall=0.95, operating_recall=0.96)
     assert TrainConfig(algo="imitation", target_recall=0.93,
                        operating_recall=0.93).operating_recall == 0.93      # the target itself
-    ladder = [{"target_recall": r, "threshold": t, "recall": r + 0.001, "kept_fraction": k,
-               "size_thresholds": [[0, t], [1000, t / 2]]}
-              for r, t, k in ((0.95, 0.04, 0.1), (0.99, 0.01, 0.15))]
-    record = {"operating_point": {"threshold": 0.04, "target_recall": 0.95, "recall": 0.951,
-                                  "kept_fraction": 0.1},
-              "size_bands": [{"min_candidates": 0, "threshold": 0.04},
-                             {"min_candidates": 1000, "threshold": 0.02}],
-              "operating_points": ladder}
+    record = imitation_record
     config = TrainConfig(algo="imitation", regimes="mixed", target_recall=0.95,
                          threshold_bands=(1000,), operating_recall=0.99)
     saved = _ranker_meta(config, record)
