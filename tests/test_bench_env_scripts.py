@@ -97,3 +97,11 @@ def _refused(script, argv, capsys, needle: str) -> str:
                                   ["--repeats", "0"], ["--only", "nope"], ["--only", "Rank,"]])
 def test_bench_env_refuses_bad_arguments(argv, capsys):
     _refused(_load("bench_env"), argv, capsys, argv[0])
+
+
+@pytest.mark.parametrize("argv,needle", [(["--keep", "2"], "(0, 1]"),
+                                         (["--keep", "inf"], "(0, 1]"),
+                                         (["--keep", "nan"], "(0, 1]"),
+                                         (["--seed", "-1"], "--seed must be >= 0")])
+def test_bench_rank_round_refuses_bad_arguments(argv, needle, capsys):
+    _refused(_load("bench_rank_round"), argv, capsys, needle)
