@@ -1,10 +1,10 @@
 """What the scripts in this folder share on their command lines.
 
 * argparse ``type=`` functions for counts and numbers (``positive_int``, ``nonnegative_int``,
-  ``positive_number``, ``probability``, ``int_list``): a bad value is argparse's one-line
-  ``argument --flag: expected ...`` error with exit status 2, read as plain decimal text
-  (``hsched_env.errors.decimal_int`` / ``decimal_float``) as the ``hsched`` command reads its
-  flags;
+  ``positive_number``, ``probability``) and comma-separated lists of them (``int_list``,
+  ``list_of``): a bad value is argparse's one-line ``argument --flag: expected ...`` error
+  with exit status 2, read as plain decimal text (``hsched_env.errors.decimal_int`` /
+  ``decimal_float``) as the ``hsched`` command reads its flags;
 * ``one_line_errors``, a decorator for a script's ``main(argv)``: HeteroSched's own errors
   (``HSchedError``: an unknown cluster, workload, policy or ranker, a bad trace or config
   file) are printed as one line ``NAME.py: error: <message>`` on stderr and ``main`` returns
@@ -13,7 +13,7 @@
 A script imports it with its own folder on ``sys.path`` (``python scripts/NAME.py`` puts it
 there; the scripts add it too, for tests that load them by path)::
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.append(str(Path(__file__).resolve().parent))
     from script_args import one_line_errors, positive_int
 """
 
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from hsched_env.errors import HSchedError, decimal_float, decimal_int, show
 
-__all__ = ["int_list", "nonnegative_int", "one_line_errors", "positive_int", "positive_number",
-           "probability"]
+__all__ = ["int_list", "list_of", "nonnegative_int", "one_line_errors", "positive_int",
+           "positive_number", "probability"]
 
 
 def _int(text: str, what: str, ok) -> int:
@@ -90,6 +90,28 @@ def int_list(minimum: int = 1):
             raise error
         return values
     parse.__name__ = f"integers >= {minimum}"       # argparse's fallback message names it
+    return parse
+
+
+def list_of(item, empty_ok: bool = False):
+    """A ``type=`` for a comma-separated list of values of the ``type=`` function ``item``
+    (``list_of(probability)``: ``"0.05,0.1"``); an empty entry is refused, not skipped;
+    ``empty_ok``: an empty text is the empty list."""
+    def parse(text: str) -> list:
+        if empty_ok and not str(text).strip():
+            return []
+        parts = [part.strip() for part in str(text).split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(
+                f"an empty entry in {show(text)} (a stray comma?)")
+        values = []
+        for part in parts:
+            try:
+                values.append(item(part))
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"entry {part!r}: {exc}") from None
+        return values
+    parse.__name__ = f"list of {item.__name__}"
     return parse
 
 
