@@ -128,3 +128,8 @@ def one_line_errors(main):
             print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2
     return wrapped
+
+
+if __name__ == "__main__":          # a module: --help says what it holds
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
