@@ -22,11 +22,15 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments)
+
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import positive_int, positive_number  # noqa: E402
 
 WORKLOAD = "gavel:rate=4,jobs=100"
 CLUSTER = "sia-64"
@@ -109,9 +113,9 @@ CONFIGS = {
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=5.0,
+    ap.add_argument("--seconds", type=positive_number, default=5.0,
                     help="length of each measured run (seconds of wall-clock time)")
-    ap.add_argument("--repeats", type=int, default=5,
+    ap.add_argument("--repeats", type=positive_int, default=5,
                     help="runs per configuration, interleaved; the medians are reported")
     ap.add_argument("--only", default=None,
                     help="comma-separated substrings of the configurations to run (CartPole "
@@ -119,8 +123,15 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     ap.add_argument("--json", action="store_true", help="one JSON object")
     args = ap.parse_args(argv)
-    names = list(CONFIGS) if not args.only else [n for n in CONFIGS
-                                                 if any(o in n for o in args.only.split(","))]
+    only = None if args.only is None else [o.strip() for o in args.only.split(",")]
+    if only is not None:
+        if not all(only):
+            ap.error(f"--only: an empty entry in {args.only!r} (a stray comma?)")
+        unmatched = [o for o in only if not any(o in n for n in CONFIGS)]
+        if unmatched:
+            ap.error(f"--only: {', '.join(map(repr, unmatched))} matches no configuration "
+                     f"(configurations: {', '.join(CONFIGS)})")
+    names = list(CONFIGS) if not only else [n for n in CONFIGS if any(o in n for o in only)]
     if "CartPole-v1" not in names:
         names.insert(0, "CartPole-v1")
     runs: dict[str, list[dict]] = {n: [] for n in names}

@@ -17,12 +17,22 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from bench_planner import median_time  # noqa: E402  (scripts/ is on sys.path)
-from lp_baseline.solver import (_build_spec, random_problem, solve_allocation)
+sys.path.append(str(Path(__file__).resolve().parent))       # bench_planner, script_args
+from bench_planner import median_time  # noqa: E402
+from lp_baseline.problem import OBJECTIVES  # noqa: E402
+from lp_baseline.solver import (_build_spec, random_problem, solve_allocation)  # noqa: E402
+from script_args import nonnegative_int, one_line_errors, positive_int  # noqa: E402
+
+
+#: The allocation objectives a synthetic round can be solved for: the Sia objectives need a
+#: per-candidate gain (``AllocationProblem.gain``), which ``random_problem`` does not draw.
+BENCH_OBJECTIVES = tuple(o for o in OBJECTIVES if o not in ("sia-srpt", "sia-las"))
 
 
 def pulp_affine_build_s(p, objective: str) -> float:
@@ -49,21 +59,22 @@ def pulp_affine_build_s(p, objective: str) -> float:
     return time.perf_counter() - t0
 
 
-def main() -> None:
+@one_line_errors
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--jobs", type=int, nargs="+", default=[100, 500, 1000, 2000])
-    ap.add_argument("--candidates", type=int, default=16)
-    ap.add_argument("--types", type=int, default=5)
-    ap.add_argument("--gpus", type=int, default=2048)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--pulp-repeats-large", type=int, default=2,
+    ap.add_argument("--jobs", type=positive_int, nargs="+", default=[100, 500, 1000, 2000])
+    ap.add_argument("--candidates", type=positive_int, default=16)
+    ap.add_argument("--types", type=positive_int, default=5)
+    ap.add_argument("--gpus", type=positive_int, default=2048)
+    ap.add_argument("--repeats", type=positive_int, default=5)
+    ap.add_argument("--pulp-repeats-large", type=positive_int, default=2,
                     help="PuLP repeats at >= 2000 jobs")
-    ap.add_argument("--objective", default="max-min")
+    ap.add_argument("--objective", default="max-min", choices=BENCH_OBJECTIVES)
     ap.add_argument("--no-secondary", action="store_true",
                     help="single solve (no lexicographic fill solve)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=nonnegative_int, default=0)
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     secondary = not args.no_secondary
 
     data = np.random.default_rng(0).random(1_000_000)
@@ -96,7 +107,7 @@ def main() -> None:
         affine = statistics.median(pulp_affine_build_s(p, args.objective)
                                    for _ in range(min(args.repeats, 3)))
         rows[-1]["affine_build_s"] = affine
-        rel = abs(objectives["highs"] - objectives["pulp"]) / abs(objectives["highs"])
+        rel = abs(objectives["highs"] - objectives["pulp"]) / (abs(objectives["highs"]) or 1.0)
         print(f"{n_jobs} jobs: objective {objectives['highs']:.6g} (backends differ by {rel:.1e})")
 
     if args.markdown:
@@ -130,7 +141,8 @@ def main() -> None:
               f"{at['highs']['build_s']:.3f} s "
               f"({at['highs']['build_s'] / at['highs']['decision_s']:.1%}); decision time "
               f"PuLP / direct = {at['pulp']['decision_s'] / at['highs']['decision_s']:.2f}×")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

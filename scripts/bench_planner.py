@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from hsched_env.catalog import model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
 from hsched_env.planner import _cluster_sets, plan
+
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import one_line_errors, positive_int  # noqa: E402
 
 
 def median_time(fn, repeats: int) -> float:
@@ -31,20 +36,22 @@ def median_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
+@one_line_errors
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--repeats", type=positive_int, default=15)
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
     ap.add_argument("--cluster", action="append", help="only these presets (repeatable)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    names = args.cluster or cluster_presets()
+    clusters = [get_cluster(name) for name in names]      # an unknown name: before timing
 
     data = np.random.default_rng(0).random(1_000_000)
     ref = median_time(lambda: np.sort(data), args.repeats)
     print(f"reference: numpy sort of 1M float64, median {ref * 1e3:.1f} ms")
 
     models = list(model_catalog())
-    for name in args.cluster or cluster_presets():
-        cluster = get_cluster(name)
+    for name, cluster in zip(names, clusters):
         _cluster_sets.cache_clear()
         t0 = time.perf_counter()
         _cluster_sets(cluster.pools)
@@ -69,7 +76,8 @@ def main() -> None:
         else:
             for m, t, n in rows:
                 print(f"  {m:15s} {n:5d} candidates  {t * 1e3:7.1f} ms  {t / ref:5.2f}× ref")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -44,6 +44,9 @@ from hsched_env.workloads import load_workload  # noqa: E402
 from lp_baseline.parallel_parts import EXECUTORS  # noqa: E402
 from lp_baseline.policy import LPPolicy, make_policy  # noqa: E402
 
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import int_list, positive_int  # noqa: E402
+
 
 def allocation_digest(allocation: dict) -> str:
     """A hash of ``{job: (rows, X)}`` (X rounded to 1e-9), to compare allocations."""
@@ -136,12 +139,15 @@ def table(results: list[dict], workers: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="500,1000,2000", help="N, comma-separated")
-    ap.add_argument("--pops", default="2,4,8", help="K of pop-K, comma-separated")
+    ap.add_argument("--sizes", type=int_list(1), default="500,1000,2000",
+                    help="N, comma-separated")
+    ap.add_argument("--pops", type=int_list(2), default="2,4,8",
+                    help="K of pop-K (K >= 2), comma-separated")
     ap.add_argument("--executors", default=",".join(EXECUTORS),
                     help=f"comma-separated, from {', '.join(EXECUTORS)} (serial always runs)")
-    ap.add_argument("--workers", type=int, default=2, help="parts at a time (2)")
-    ap.add_argument("--reps", type=int, default=3, help="decisions per configuration (3)")
+    ap.add_argument("--workers", type=positive_int, default=2, help="parts at a time (2)")
+    ap.add_argument("--reps", type=positive_int, default=3,
+                    help="decisions per configuration (3)")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args()
     executors = ["serial"] + [e for e in args.executors.split(",") if e and e != "serial"]
@@ -154,8 +160,8 @@ def main() -> None:
         ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
     load_before = os.getloadavg()
     results = []
-    for n in (int(s) for s in args.sizes.split(",")):
-        for pop in (int(k) for k in args.pops.split(",")):
+    for n in args.sizes:
+        for pop in args.pops:
             results.append(measure(n, pop, configs, args.reps))
             if not args.json:
                 print(f"N={n} pop-{pop}: " + ", ".join(

@@ -648,8 +648,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
 
-    policies = _split(args.policies)
-    if not policies or len(set(policies)) != len(policies):
+    from hsched_env.errors import ConfigError, HSchedError
+    from lp_baseline.registry import split_policy_list
+    try:                                  # an empty entry ("fifo,") is refused, not skipped
+        policies = split_policy_list(args.policies)
+    except ConfigError as exc:
+        ap.error(f"--policies: {exc.reason}")
+    if len(set(policies)) != len(policies):
         ap.error("--policies: give distinct policy names")
     if args.workers < 1:
         ap.error("--workers must be >= 1")
@@ -659,13 +664,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(exc))
     if not cases:
         ap.error("no case selected")
-    from hsched_env.errors import HSchedError
     try:                                  # unknown policy / objective: fail before simulating
         with _quiet_stdout():
             for p in policies:
                 make_named_policy(p, args.objective)
     except (HSchedError, TypeError) as exc:    # TypeError: an unknown NAME/key=value key
-        print(f"bench_quality: error: {exc}", file=sys.stderr)
+        print(f"{Path(__file__).name}: error: {exc}", file=sys.stderr)
         return 2
 
     settings = {"policies": policies, "objective": args.objective,

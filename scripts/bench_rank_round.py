@@ -5,7 +5,7 @@ the next round's observation), for A/B comparisons of two checkouts on a shared 
     python scripts/bench_rank_round.py --against /path/to/old/checkout [--keep 0.5,1] [--pairs 5]
 
 Rank-v0 on ``sia-64`` with ``gavel:rate=4,jobs=100`` (``bench_env.py``'s scenario), each
-candidate kept with probability ``--keep`` (1 or more: every candidate), a new episode (a new
+candidate kept with probability ``--keep`` (in (0, 1]; 1: every candidate), a new episode (a new
 seed) whenever one ends; prints the CPU milliseconds per round (``time.process_time`` over
 ``--rounds`` rounds after ``--warmup``), which a contended host does not inflate as it does
 wall-clock rates, with the wall-clock milliseconds and the mean number of active jobs of the
@@ -198,8 +198,10 @@ def _keeps(text: str) -> list[float]:
         keeps = [float(v) for v in parts]
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number list: {text!r}") from None
-    if not all(k > 0 for k in keeps):
-        raise argparse.ArgumentTypeError(f"probabilities must be > 0, got {text!r}")
+    # (plain checks: a child run of --against imports the other checkout's packages, which
+    # may predate scripts/script_args.py's helpers)
+    if not all(0 < k <= 1 for k in keeps):                  # also refuses nan
+        raise argparse.ArgumentTypeError(f"probabilities must be in (0, 1], got {text!r}")
     return list(dict.fromkeys(keeps))
 
 
@@ -229,6 +231,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.warmup < 0:
         ap.error("--rounds must be >= 1 and --warmup >= 0")
+    if args.seed < 0:
+        ap.error(f"--seed must be >= 0, got {args.seed}")
     if args.against is None:
         if len(args.keep) != 1:
             ap.error("--keep takes one probability unless --against is given")

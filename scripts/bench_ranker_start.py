@@ -45,6 +45,10 @@ from agents.report import report_json  # noqa: E402
 from agents.runners import scenario_rank_env  # noqa: E402
 from agents.suites import is_training_seed  # noqa: E402
 
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import (int_list, list_of, one_line_errors, positive_int,  # noqa: E402
+                         positive_number, probability)
+
 
 def _starts(scores: np.ndarray, jobs: np.ndarray, fractions, per_job) -> dict:
     """Slot masks (over a round's M candidates) of each start: ``top f`` — the best-scored
@@ -96,7 +100,7 @@ class _StartProbe:
 
 
 def fractions_main(args) -> int:
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     bad = [s for s in seeds if not is_training_seed(s)]
     if bad:
         raise SystemExit(f"--seeds: {bad} are not training seeds (0..9999): the start is "
@@ -104,8 +108,7 @@ def fractions_main(args) -> int:
     suite = SUITES["large-family"]
     scenarios = [sc for sc in suite.scenarios
                  if args.sizes is None or sc.name.rsplit("-", 1)[-1] in args.sizes.split(",")]
-    fr = [float(f) for f in args.fractions.split(",")] if args.fractions else []
-    pj = [int(k) for k in args.per_job.split(",")] if args.per_job else []
+    fr, pj = args.fractions, args.per_job
     table = {}
     for sc in scenarios:
         probe = _StartProbe(args.ranker, fr, pj)
@@ -170,28 +173,43 @@ _SCHEDULE = ("avg_jct_s", "p99_jct_s", "makespan_s", "avg_time_in_system_s", "ft
              "ftf_mean", "jobs_completed", "restarts_per_job", "recall", "rounds")
 
 
+@one_line_errors
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     fr = sub.add_parser("fractions", help="which start (training seeds)")
-    fr.add_argument("--seeds", default="11,12", help="training seeds (default 11,12)")
+    fr.add_argument("--seeds", type=int_list(0), default="11,12",
+                    help="training seeds (default 11,12)")
     fr.add_argument("--sizes", default=None,
                     help="bursts of large-family to run: 500,1000,2000 (default all)")
-    fr.add_argument("--fractions", default="0.02,0.03,0.05,0.075,0.1",
-                    help="best-scored shares to start from (plus each job's best)")
-    fr.add_argument("--per-job", default="2,3", help="each job's best m by score")
-    fr.add_argument("--max-time-s", type=float, default=None,
+    fr.add_argument("--fractions", type=list_of(probability, empty_ok=True),
+                    default="0.02,0.03,0.05,0.075,0.1",
+                    help="best-scored shares to start from (plus each job's best; '' none)")
+    fr.add_argument("--per-job", type=list_of(positive_int, empty_ok=True), default="2,3",
+                    help="each job's best m by score ('' none)")
+    fr.add_argument("--max-time-s", type=positive_number, default=None,
                     help="cut each burst at this simulated time (default the suite's 1.5 h)")
     cp = sub.add_parser("compare", help="held-out evaluation of the start")
     cp.add_argument("--suite", default="large-family", choices=sorted(SUITES))
-    cp.add_argument("--seeds", type=int, default=3)
-    cp.add_argument("--timing-repeats", type=int, default=3)
+    cp.add_argument("--seeds", type=positive_int, default=3)
+    cp.add_argument("--timing-repeats", type=positive_int, default=3)
     for p in (fr, cp):
         p.add_argument("--ranker", type=Path, default=shipped_ranker_path(),
                        help="ranker file (default the shipped one)")
         p.add_argument("--json", type=Path, default=None, metavar="FILE")
     args = ap.parse_args(argv)
+    here = fr if args.command == "fractions" else cp
+    if not args.ranker.is_file():
+        here.error(f"--ranker: no such file: {args.ranker}")
+    if args.json is not None and not args.json.resolve().parent.is_dir():
+        here.error(f"--json {args.json}: its folder does not exist")
+    if args.command == "fractions" and args.sizes is not None:
+        known = [sc.name.rsplit("-", 1)[-1] for sc in SUITES["large-family"].scenarios]
+        unknown = [s for s in args.sizes.split(",") if s not in known]
+        if unknown:
+            fr.error(f"--sizes: {', '.join(map(repr, unknown))} not among large-family's "
+                     f"bursts {', '.join(known)}")
     return fractions_main(args) if args.command == "fractions" else compare_main(args)
 
 

@@ -32,6 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agents.evaluate import (SMOKE, custom_suite, deterministic_part,  # noqa: E402
                              evaluate)
 from agents.sweep import RayBackend, Task, ray_module, run_sweep  # noqa: E402
+from hsched_env.errors import ConfigError  # noqa: E402
+from lp_baseline.registry import split_policy_list  # noqa: E402
+
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import one_line_errors, positive_int  # noqa: E402
 
 DEFAULT_POLICIES = "pure-lp,topk,gavel,fifo"
 
@@ -53,7 +58,7 @@ def _same(a, b) -> bool:
 def bench(args) -> dict:
     ray = ray_module()
     suite = (custom_suite(args.cluster, args.workload) if args.cluster else SMOKE)
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    policies = split_policy_list(args.policies)     # "fifo,": refused, not skipped
     load_before = os.getloadavg()
     serial_s, reference = [], None
     for _ in range(args.reps):
@@ -155,20 +160,26 @@ def markdown(r: dict) -> str:
     return "\n".join(lines)
 
 
+@one_line_errors
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cluster", default=None, help="a custom scenario (with --workload) "
                    "instead of the smoke suite")
     p.add_argument("--workload", default=None)
     p.add_argument("--policies", default=DEFAULT_POLICIES)
-    p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--noop", type=int, default=50, help="no-op tasks (and 10× as many)")
+    p.add_argument("--seeds", type=positive_int, default=2)
+    p.add_argument("--reps", type=positive_int, default=3)
+    p.add_argument("--workers", type=positive_int, default=2)
+    p.add_argument("--noop", type=positive_int, default=50,
+                   help="no-op tasks (and 10× as many)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     if (args.cluster is None) != (args.workload is None):
         p.error("--cluster and --workload go together")
+    try:
+        split_policy_list(args.policies)
+    except ConfigError as exc:
+        p.error(f"--policies: {exc.reason}")
     result = bench(args)
     print(json.dumps(result, indent=1) if args.json else markdown(result))
     return 0 if all(result["identical"]) else 1

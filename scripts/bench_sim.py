@@ -19,6 +19,7 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from hsched_env.cluster import get_cluster
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.workloads import load_workload
 from lp_baseline.policy import make_policy
+
+sys.path.append(str(Path(__file__).resolve().parent))       # bench_pop, script_args
+from script_args import int_list  # noqa: E402
 
 
 def simulate(cluster, spec, policy, **cfg):
@@ -207,15 +211,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=["hetero", "llm", "decision", "speed", "memo", "ipm",
                                      "methods", "all"])
-    ap.add_argument("--sizes", default="100,500,1000,2000",
-                    help="active-job counts of the decision benchmark")
+    ap.add_argument("--sizes", type=int_list(1), default="100,500,1000,2000",
+                    help="job counts of the decision, ipm and methods benchmarks, "
+                         "comma-separated")
     args = ap.parse_args()
     todo = ["hetero", "llm", "decision", "speed"] if args.what == "all" else [args.what]
     for what in todo:
         if what == "decision":
-            decision(tuple(int(v) for v in args.sizes.split(",")))
+            decision(tuple(args.sizes))
         elif what in ("ipm", "methods"):
-            {"ipm": ipm, "methods": lp_methods}[what](tuple(int(v) for v in args.sizes.split(",")))
+            {"ipm": ipm, "methods": lp_methods}[what](tuple(args.sizes))
         else:
             globals()[what]()
 

@@ -25,6 +25,7 @@ checks that the shipped defaults still reproduce these anchors.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 import numpy as np
@@ -206,7 +207,10 @@ def fit_tf32(calib: Calibration) -> dict[str, float]:
     return {"eta_tf32": round(_bisect(lambda eta: log_error(eta) < 0, lo, hi, 60), 4)}
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    argparse.ArgumentParser(           # no options: --help shows the docstring but its usage line
+        description="\n\n".join(p for p in __doc__.split("\n\n") if not p.startswith("Usage:")),
+        formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     calib = DEFAULT_CALIBRATION
     fp32 = fit_fp32(calib)
     print("eta_fp32_by_arch and kernel launch cost (fitted on ResNet-18, CycleGAN, LM):", fp32)

@@ -29,6 +29,7 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 # first, before NumPy loads: sets NUMPY_MADVISE_HUGEPAGE=0 as the ``hsched`` command does
 # (without it, a 2,400-job round's observation stalled in huge-page compaction: 303 ms
@@ -41,6 +42,9 @@ import numpy as np
 import hsched_env  # noqa: F401  (registers the environments)
 from agents.ranker import GATE_NEVER, Ranker, load_ranker_net, save_ranker
 from agents.runners import settled_heap
+
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import one_line_errors, positive_int  # noqa: E402
 
 #: (cluster, workload, rounds to advance before probing, probes) from small to large rounds.
 PROBES = (
@@ -112,10 +116,12 @@ def suggest_gate(rows: list[dict], margin: float = 0.9, share: float = 1.0,
     return GATE_NEVER if rows else 0
 
 
+@one_line_errors
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranker", required=True, help="a ranker file (ranker.pt)")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=positive_int, default=3,
+                    help="decisions per probed round and side; their medians are compared")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--without-observation", action="store_true",
                     help="compare LP + inference with the pure LP, leaving out the observation "
@@ -123,6 +129,8 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true",
                     help="store the suggested gate in the ranker file")
     args = ap.parse_args(argv)
+    if not Path(args.ranker).is_file():
+        ap.error(f"--ranker: no such file: {args.ranker}")
     ranker = Ranker.load(args.ranker, gate_candidates=0,        # measure the ungated ranker
                          max_kept_fraction=1.0)
     rows = []

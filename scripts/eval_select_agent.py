@@ -14,18 +14,54 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 import hsched_env  # noqa: F401
 from agents.evaluate import SMOKE, evaluate, heldout_seeds
+from agents.policy_entries import SB3Scheduler, load_sb3, observation_mismatch, parse_policies
+from hsched_env.errors import ConfigError
+from lp_baseline.registry import split_policy_list
+
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import one_line_errors, positive_int  # noqa: E402
+
+
+def make_env(scenario, config: dict):
+    return gym.make("hsched/Schedule-v0", cluster=scenario.cluster, workload=scenario.workload,
+                    job_candidates=SMOKE.job_candidates, round_s=SMOKE.round_s,
+                    restart_s=SMOKE.restart_s, **config)
+
+
+def load_model(ap: argparse.ArgumentParser, path: str, scenario):
+    """The MaskablePPO model of ``path`` (a select-mode model for ``scenario``'s environment),
+    or ``ap.error`` saying what the file is instead."""
+    if not Path(path).is_file() and Path(path + ".zip").is_file():
+        path += ".zip"                              # SB3's own load adds the suffix too
+    try:
+        agent = load_sb3(path, trust=True)          # our own runs: the docstring's warning
+    except ConfigError as exc:
+        ap.error(f"model: {exc.reason}")
+    if not isinstance(agent, SB3Scheduler):
+        ap.error(f"model: {path} is a rank-mode model (hsched/Rank-v0, MultiBinary keep "
+                 f"bits); this script evaluates MaskablePPO on hsched/Schedule-v0 (hsched "
+                 f"evaluate --policies sb3:{path} --trust-sb3-zip takes both)")
+    if agent.algo != "maskable-ppo":
+        ap.error(f"model: {path} is a {agent.algo} model; this script evaluates MaskablePPO "
+                 f"(it acts with the action mask; hsched evaluate --policies sb3:{path} "
+                 f"--trust-sb3-zip takes other algorithms)")
+    env = make_env(scenario, {}).unwrapped
+    bad = observation_mismatch(agent.observation_space, env.observation_space, env.K)
+    env.close()
+    if bad:
+        ap.error(f"model: {path}: {bad}")
+    return agent.model
 
 
 def run_agent(model, scenario, seed: int, config: dict) -> dict:
-    env = gym.make("hsched/Schedule-v0", cluster=scenario.cluster, workload=scenario.workload,
-                   job_candidates=SMOKE.job_candidates, round_s=SMOKE.round_s,
-                   restart_s=SMOKE.restart_s, **config)
+    env = make_env(scenario, config)
     obs, _ = env.reset(seed=seed)
     steps, t0 = 0, time.perf_counter()
     while True:
@@ -40,21 +76,24 @@ def run_agent(model, scenario, seed: int, config: dict) -> dict:
             return m
 
 
+@one_line_errors
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("model")
-    ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--policies", default="pure-lp,topk,gavel,fifo")
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    ap.add_argument("model", help="a MaskablePPO model zip trained on hsched/Schedule-v0")
+    ap.add_argument("--seeds", type=positive_int, default=2, help="first N held-out seeds (2)")
+    ap.add_argument("--policies", default="pure-lp,topk,gavel,fifo",
+                    help="comma-separated, with pure-lp (the × LP column's reference)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    import torch
-    from sb3_contrib import MaskablePPO
-    torch.set_num_threads(1)
-    model = MaskablePPO.load(args.model, device="cpu")
     seeds = heldout_seeds(args.seeds)
+    policies = split_policy_list(args.policies)
+    if "pure-lp" not in policies:
+        ap.error("--policies: needs pure-lp (the reference of the × LP column)")
+    parse_policies(policies)                         # an unknown name: before the agent runs
     scenario = SMOKE.scenarios[0]
+    model = load_model(ap, args.model, scenario)
     agent = [run_agent(model, scenario, s, {}) for s in seeds]
-    report = evaluate(SMOKE, args.policies.split(","), seeds=seeds, progress=False)
+    report = evaluate(SMOKE, policies, seeds=seeds, progress=False)
     rows = [{"policy": "maskable-ppo (select mode)",
              "done": f"{sum(m['jobs_completed'] for m in agent)}/"
                      f"{sum(m['jobs_total'] for m in agent)}",

@@ -29,8 +29,10 @@ every other compared row is held out.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import dataclasses
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -343,3 +345,19 @@ def ratio_pairs(rows: list[Row]) -> list[tuple[Row, Row]]:
                 if a["gpu"] != b["gpu"] and a["num_gpus"] == b["num_gpus"]:
                     out.append((a, b) if a.value >= b.value else (b, a))
     return out
+
+
+def main(argv=None) -> int:
+    """A module, not a report: ``--help`` says what it holds and which scripts use it;
+    without arguments it prints nothing (as before it had a command line)."""
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0].replace("\n", " "),
+        epilog="A module with nothing to print: scripts/validate.py prints the comparison of "
+               "these rows with the cost model, scripts/calibrate.py fits the factors to "
+               "FIT_ROWS and TF32_FIT_ROWS; the rows and their sources are in "
+               "scripts/data/measured_throughput.csv and scripts/data/README.md.").parse_args(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

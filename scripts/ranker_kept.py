@@ -36,6 +36,9 @@ from agents.evaluate import evaluate  # noqa: E402
 from agents.ranker import Ranker, shipped_ranker_path  # noqa: E402
 from agents.suites import custom_suite  # noqa: E402
 
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import nonnegative_int, one_line_errors, positive_number  # noqa: E402
+
 #: Lower edges of the bands of kept share the recall is reported for.
 BANDS = (0.0, 0.15, 0.25, 0.35)
 
@@ -63,6 +66,7 @@ class KeptLog:
         return keep
 
 
+@one_line_errors
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -70,11 +74,11 @@ def main(argv=None) -> int:
     ap.add_argument("--workload", required=True,
                     help="gavel:... (without seed=, the first held-out seed is drawn) or a "
                          "trace such as philly:start=...,hours=...")
-    ap.add_argument("--max-time-s", type=float, default=None,
+    ap.add_argument("--max-time-s", type=positive_number, default=None,
                     help="stop the runs at this simulated time (default: the workload's end)")
     ap.add_argument("--ranker", type=Path, default=shipped_ranker_path(),
                     help="ranker file (default: the shipped agents/data/ranker.pt)")
-    ap.add_argument("--gate-candidates", type=int, default=None, metavar="N",
+    ap.add_argument("--gate-candidates", type=nonnegative_int, default=None, metavar="N",
                     help="the candidate gate (default: the file's; 0: rank every round)")
     ap.add_argument("--json", type=Path, default=None, metavar="FILE",
                     help="write the ranked rounds' kept share and recall")
@@ -86,6 +90,11 @@ def main(argv=None) -> int:
     missing = [str(f) for f in args.also if not Path(f).is_file()]
     if missing:
         ap.error(f"--also: no such file: {', '.join(missing)}")
+    if not args.ranker.is_file():
+        ap.error(f"--ranker: no such file: {args.ranker}")
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None and not path.resolve().parent.is_dir():
+            ap.error(f"{flag} {path}: its folder does not exist")
     agent = KeptLog(args.ranker, args.gate_candidates)
     # the unsure gate the file runs with elsewhere (drawn on the plot)
     in_use = Ranker.load(args.ranker, gate_candidates=args.gate_candidates).max_kept_fraction

@@ -40,6 +40,9 @@ from agents.runners import scenario_rank_env, support_pairs, support_recall  # n
 from agents.suites import SUITES, custom_suite, is_training_seed  # noqa: E402
 from hsched_env.errors import ConfigError  # noqa: E402
 
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import one_line_errors  # noqa: E402
+
 #: Overloaded Philly windows outside the held-out Philly evaluation's dates (2017-10-02 to
 #: 10-12): two of ``agents.regimes.MIXED_WIDE``'s ``sia-64`` windows and the same 10-16 window
 #: on ``gavel-108``. The shipped file was trained on none of them (``mixed``).
@@ -107,6 +110,7 @@ def summary(rows: list[dict]) -> str:
             f"{np.median(per_job):.2f}")
 
 
+@one_line_errors
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,6 +133,10 @@ def main(argv=None) -> int:
     if bad:
         ap.error(f"--seeds: {bad} are not training seeds (0..9999): the gates are chosen on "
                  f"training seeds, not on the evaluation's")
+    if not args.ranker.is_file():
+        ap.error(f"--ranker: no such file: {args.ranker}")
+    if args.json is not None and not args.json.resolve().parent.is_dir():
+        ap.error(f"--json {args.json}: its folder does not exist")
     entry = ungated(args.ranker)
     family = SUITES["large-family"]
     by_size = {sc.name.rsplit("-", 1)[-1]: sc for sc in family.scenarios}
@@ -142,7 +150,11 @@ def main(argv=None) -> int:
         if "@" not in spec:
             ap.error(f"--windows: {spec!r} is not CLUSTER@START")
         cluster, start = spec.split("@", 1)
-        suite = custom_suite(cluster, f"philly:start={start},hours=72", max_time_s=WINDOW_S)
+        try:
+            suite = custom_suite(cluster, f"philly:start={start},hours=72",
+                                 max_time_s=WINDOW_S)
+        except ConfigError as exc:
+            ap.error(f"--windows: {spec!r}: {exc}")
         runs.append((suite, suite.scenarios[0], [0]))         # a trace: the same jobs
     try:
         from hsched_env.workloads.traces import traces_dir

@@ -8,13 +8,14 @@ on the LP's states; at run time the ranker meets the states its own decisions le
 gap between the two recalls is what DAgger (``hsched train --dagger``) is for.
 
     python scripts/ranker_shift.py --suite large-family --scenario 0 --seeds 2
-    python scripts/ranker_shift.py --suite large --ranker ranker:runs/ranker/ranker.pt
+    python scripts/ranker_shift.py --suite large --ranker runs/ranker/ranker.pt
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -23,8 +24,12 @@ from agents.runners import kept_support_recall, make_scenario_env, rank_slots_bo
 from agents.suites import get_suite, heldout_seeds
 from hsched_env.cluster import get_cluster
 from hsched_env.envs.rank import RankEnv
+from hsched_env.errors import ConfigError, UnknownNameError
 from hsched_env.workloads import load_workload
 from lp_baseline.registry import make_policy
+
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import nonnegative_int, one_line_errors, positive_int  # noqa: E402
 
 
 def slots_for(entry, suite, scenario, seed: int) -> int:
@@ -59,19 +64,40 @@ def recalls(entry, suite, scenario, seed: int, drive: str,
     return out
 
 
+def ranker_spec(text: str) -> str:
+    """``--ranker`` as a ``parse_policies`` name: the ranker forms (``ranker``,
+    ``ranker:PATH``, ``ranker@R``, ``ranker-seed``, ...) as they are, anything else a ranker
+    file's path (``PATH`` -> ``ranker:PATH``)."""
+    if text in ("ranker", "ranker-seed") or text.startswith(("ranker:", "ranker@",
+                                                             "ranker-seed:", "ranker-seed@")):
+        return text
+    return f"ranker:{text}"
+
+
+@one_line_errors
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="large-family", help="an evaluation suite (large-family)")
-    ap.add_argument("--scenario", type=int, default=0, help="its scenario, by index (0)")
-    ap.add_argument("--seeds", type=int, default=1, help="first N held-out seeds (1)")
+    ap.add_argument("--scenario", type=nonnegative_int, default=0,
+                    help="its scenario, by index (0)")
+    ap.add_argument("--seeds", type=positive_int, default=1, help="first N held-out seeds (1)")
     ap.add_argument("--ranker", default="ranker",
-                    help="ranker (the shipped file, default) or ranker:PATH.pt")
+                    help="ranker (the shipped file, default), a ranker file PATH.pt or "
+                         "ranker:PATH.pt")
     args = ap.parse_args(argv)
-    suite = get_suite(args.suite)
+    try:
+        suite = get_suite(args.suite)
+    except UnknownNameError as exc:
+        ap.error(f"--suite: {exc}")
     if not 0 <= args.scenario < len(suite.scenarios):
         ap.error(f"--scenario: {args.suite} has {len(suite.scenarios)} scenarios")
     scenario = suite.scenarios[args.scenario]
-    (entry,) = parse_policies([args.ranker])
+    seeds = heldout_seeds(args.seeds)
+    try:
+        (entry,) = parse_policies([ranker_spec(args.ranker)])
+    except ConfigError as exc:          # parse_policies names its own flag, --policies
+        ap.error(f"--ranker: {(exc.source + ': ') if exc.source else ''}{exc.reason}"
+                 if exc.field == "--policies" else f"--ranker: {exc}")
     if entry.ranker is None:
         ap.error(f"--ranker: {args.ranker!r} is not a ranker file")
     if hasattr(entry.ranker, "max_kept_fraction"):
@@ -79,7 +105,7 @@ def main(argv=None) -> int:
         entry.ranker.max_kept_fraction = 1.0
     print(f"{entry.label} on {scenario.name} ({scenario.workload}); recall of the full LP's "
           f"support per round, mean (first half / second half of the rounds)")
-    for seed in heldout_seeds(args.seeds):
+    for seed in seeds:
         slots = slots_for(entry, suite, scenario, seed)          # once for both episodes
         for drive in ("lp", "ranker"):
             r = recalls(entry, suite, scenario, seed, drive, slots)

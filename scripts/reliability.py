@@ -483,6 +483,8 @@ def main(argv=None) -> int:
         return 0
     if args.steps < 1 or (args.rank_steps is not None and args.rank_steps < 1):
         ap.error("--steps and --rank-steps must be >= 1")
+    if args.seed < 0:
+        ap.error(f"--seed must be >= 0, got {args.seed}")
     steps = {"schedule": args.steps,
              "rank": args.rank_steps if args.rank_steps is not None else args.steps}
     t0 = time.perf_counter()

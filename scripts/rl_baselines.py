@@ -61,7 +61,11 @@ import hsched_env  # noqa: E402,F401  (registers the ids)
 from agents.suites import HELDOUT_SEEDS  # noqa: E402
 from agents.train import (BASELINES, baseline_actor, make_config, read_hyperparams,  # noqa: E402
                           default_hyperparams_file, run_episode, train)
+from hsched_env.errors import UnknownNameError  # noqa: E402
 from hsched_env.registration import VARIANTS, variant  # noqa: E402
+
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import nonnegative_int, one_line_errors, positive_int  # noqa: E402
 
 SMALL_IDS = tuple(v.id for v in VARIANTS if v.level in ("Tiny", "Small"))
 MEDIUM_IDS = tuple(v.id for v in VARIANTS if v.level in ("", "Medium"))
@@ -363,6 +367,19 @@ def render(path: Path, out: Path) -> int:
 
 
 # ---------------------------------------------------------------------------- main
+#: What ``--run`` needs in a run directory (``_load_model``, ``agent_record``).
+RUN_FILES = ("model.zip", "config.json", "summary.json")
+
+
+def _names(p: argparse.ArgumentParser, flag: str, text: str) -> list[str]:
+    """The entries of a comma-separated flag; an empty entry is an error naming ``flag``."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        p.error(f"{flag}: an empty entry in {text!r} (a stray comma?)")
+    return names
+
+
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -371,8 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--medium", action="store_true",
                    help="also hsched/Schedule-v0, Rank-v0 and the -Medium-v0 ids")
     p.add_argument("--large", action="store_true", help="also the -Large-v0 ids (slow)")
-    p.add_argument("--seeds", type=int, default=10, help="held-out seeds per id (10)")
-    p.add_argument("--large-seeds", type=int, default=3, help="held-out seeds of Large ids (3)")
+    p.add_argument("--seeds", type=positive_int, default=10, help="held-out seeds per id (10)")
+    p.add_argument("--large-seeds", type=positive_int, default=3,
+                   help="held-out seeds of Large ids (3)")
     p.add_argument("--no-train", action="store_true", help="baselines (and --run agents) only")
     p.add_argument("--agents", default=None,
                    help=f"comma-separated subset of {', '.join(a.name for a in AGENTS)}")
@@ -380,9 +398,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="evaluate this run directory as AGENT on ID instead of training it")
     p.add_argument("--train-dir", default="runs/rl-baselines",
                    help="where the trainings go (runs/rl-baselines; overwritten)")
-    p.add_argument("--timesteps", type=int, default=None,
+    p.add_argument("--timesteps", type=positive_int, default=None,
                    help="override the hyper-parameter files' n_timesteps (quick tries)")
-    p.add_argument("--train-seed", type=int, default=0, help="training seed (0)")
+    p.add_argument("--train-seed", type=nonnegative_int, default=0, help="training seed (0)")
     p.add_argument("--out", default="docs/rl_baselines.md",
                    help="markdown to write (the JSON goes next to it)")
     p.add_argument("--no-progress", action="store_true")
@@ -392,20 +410,46 @@ def main(argv: list[str] | None = None) -> int:
                         "directories when present)")
     args = p.parse_args(argv)
     if args.render:
+        if not Path(args.render).is_file():
+            p.error(f"--render: no such file: {args.render}")
         return render(Path(args.render), Path(args.out))
 
-    ids = (args.ids.split(",") if args.ids else list(SMALL_IDS)
+    ids = (_names(p, "--ids", args.ids) if args.ids else list(SMALL_IDS)
            + (list(MEDIUM_IDS) if args.medium else []) + (list(LARGE_IDS) if args.large else []))
     for env_id in ids:
-        variant(env_id)                                   # unknown ids fail here
-    wanted = set(args.agents.split(",")) if args.agents else {a.name for a in AGENTS}
+        try:
+            variant(env_id)
+        except UnknownNameError as exc:
+            p.error(f"--ids: {exc}")
+    agent_of = {a.name: a for a in AGENTS}
+    wanted = set(_names(p, "--agents", args.agents)) if args.agents else set(agent_of)
+    unknown = sorted(wanted - set(agent_of))
+    if unknown:
+        p.error(f"--agents: unknown agent {', '.join(map(repr, unknown))} "
+                f"(choose from {', '.join(agent_of)})")
     given: dict[tuple[str, str], Path] = {}
     for item in args.run:
         key, _, path = item.partition("=")
         env_id, _, name = key.rpartition(":")
-        if not path or not env_id or name not in {a.name for a in AGENTS}:
-            p.error(f"--run wants ID:AGENT=RUNDIR, got {item!r}")
-        given[(env_id, name)] = Path(path)
+        if not path or not env_id or name not in agent_of:
+            p.error(f"--run wants ID:AGENT=RUNDIR (AGENT one of {', '.join(agent_of)}), "
+                    f"got {item!r}")
+        if env_id not in ids:
+            p.error(f"--run {item}: {env_id} is not among the ids evaluated "
+                    f"({', '.join(ids)}; see --ids, --medium, --large)")
+        if agent_of[name].env != variant(env_id).env:
+            p.error(f"--run {item}: {name} is a {agent_of[name].env} agent and {env_id} a "
+                    f"{variant(env_id).env} id")
+        if name not in wanted:
+            p.error(f"--run {item}: {name} is not among --agents")
+        run = Path(path)
+        if not run.is_dir():
+            p.error(f"--run {item}: no such run directory: {run}")
+        missing = [f for f in RUN_FILES if not (run / f).is_file()]
+        if missing:
+            p.error(f"--run {item}: {run} has no {', '.join(missing)} (a finished 'hsched "
+                    f"train' run directory has {', '.join(RUN_FILES)})")
+        given[(env_id, name)] = run
 
     results, trained = [], {}
     t_all = time.perf_counter()

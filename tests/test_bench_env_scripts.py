@@ -79,3 +79,29 @@ def test_bench_rank_round_keep_lists_and_flags(capsys):
     with pytest.raises(SystemExit):                          # no abbreviation slips past
         script.main(["--plo", "x.png"])
     assert "unrecognized arguments: --plo" in capsys.readouterr().err
+
+
+def _refused(script, argv, capsys, needle: str) -> str:
+    """``main(argv)`` stops with argparse's one-line error (exit 2, no traceback) naming
+    ``needle``; the error text."""
+    with pytest.raises(SystemExit) as stop:
+        script.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("argv", [["--seconds", "nan"], ["--seconds", "0"],
+                                  ["--seconds", "-1"], ["--seconds", "inf"],
+                                  ["--repeats", "0"], ["--only", "nope"], ["--only", "Rank,"]])
+def test_bench_env_refuses_bad_arguments(argv, capsys):
+    _refused(_load("bench_env"), argv, capsys, argv[0])
+
+
+@pytest.mark.parametrize("argv,needle", [(["--keep", "2"], "(0, 1]"),
+                                         (["--keep", "inf"], "(0, 1]"),
+                                         (["--keep", "nan"], "(0, 1]"),
+                                         (["--seed", "-1"], "--seed must be >= 0")])
+def test_bench_rank_round_refuses_bad_arguments(argv, needle, capsys):
+    _refused(_load("bench_rank_round"), argv, capsys, needle)

@@ -163,3 +163,9 @@ def test_cli_rejects_bad_input(capsys):
     assert exc.value.code == 2
     assert bq.main(["--cases", "pollux", "--policies", "no-such-policy"]) == 2
     assert "no-such-policy" in capsys.readouterr().err
+    for stray in ("fifo,", ",fifo", "fifo,,gavel"):     # refused, not skipped
+        with pytest.raises(SystemExit) as exc:
+            bq.main(["--cases", "pollux", "--policies", stray])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "--policies: entry" in err and "is empty" in err, err

@@ -288,6 +288,31 @@ def test_paired_difference():
     assert mod.paired([1.0, 2.0, 0.0], [1.0, 1.0, 1.0])["beats"] is False
 
 
+def test_rl_baselines_refuses_bad_arguments_before_running(tmp_path, capsys):
+    """One line naming the flag, exit 2, nothing run: an unknown id, no seeds (an IndexError
+    once the episodes had run), an unknown agent (silently ignored), a --run directory
+    that is missing or is not a finished run (SB3's '.../model.zip.zip' traceback)."""
+    mod = _rl_baselines()
+    rank = "hsched/Rank-Tiny-v0"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv, needle in ((["--ids", "nope"], "--ids: unknown environment id 'nope'"),
+                         (["--ids", f"{rank},"], "--ids: an empty entry"),
+                         (["--seeds", "0"], "argument --seeds"),
+                         (["--agents", "nope"], "--agents: unknown agent 'nope' (choose from "
+                                                "maskable-ppo+equivariant"),
+                         (["--run", f"{rank}:ppo+mlp={tmp_path / 'none'}"],
+                          "no such run directory"),
+                         (["--run", f"{rank}:ppo+mlp={empty}"], "has no model.zip"),
+                         (["--run", f"{rank}:maskable-ppo+mlp={empty}"], "a Schedule agent"),
+                         (["--render", str(tmp_path / "none.json")], "--render: no such file")):
+        with pytest.raises(SystemExit) as stop:
+            mod.main(argv + ["--out", str(tmp_path / "doc.md")])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and needle in err and "Traceback" not in err, err
+    assert not (tmp_path / "doc.md").exists()
+
+
 # ---------------------------------------------------------------------------- rank-mode start
 def test_init_keep_prob_is_for_the_equivariant_rank_policy():
     TrainConfig(env="hsched/Rank-Tiny-v0", init_keep_prob=0.9)

@@ -1,0 +1,135 @@
+"""What the scripts in this folder share on their command lines.
+
+* argparse ``type=`` functions for counts and numbers (``positive_int``, ``nonnegative_int``,
+  ``positive_number``, ``probability``) and comma-separated lists of them (``int_list``,
+  ``list_of``): a bad value is argparse's one-line ``argument --flag: expected ...`` error
+  with exit status 2, read as plain decimal text (``hsched_env.errors.decimal_int`` /
+  ``decimal_float``) as the ``hsched`` command reads its flags;
+* ``one_line_errors``, a decorator for a script's ``main(argv)``: HeteroSched's own errors
+  (``HSchedError``: an unknown cluster, workload, policy or ranker, a bad trace or config
+  file) are printed as one line ``NAME.py: error: <message>`` on stderr and ``main`` returns
+  2, as ``hsched`` does (``hsched_cli.main.main``), instead of a traceback.
+
+A script imports it with its own folder on ``sys.path`` (``python scripts/NAME.py`` puts it
+there; the scripts add it too, for tests that load them by path)::
+
+    sys.path.append(str(Path(__file__).resolve().parent))
+    from script_args import one_line_errors, positive_int
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import sys
+from pathlib import Path
+
+from hsched_env.errors import HSchedError, decimal_float, decimal_int, show
+
+__all__ = ["int_list", "list_of", "nonnegative_int", "one_line_errors", "positive_int",
+           "positive_number", "probability"]
+
+
+def _int(text: str, what: str, ok) -> int:
+    error = argparse.ArgumentTypeError(f"expected {what}, got {show(text)}")
+    try:
+        value = decimal_int(text)
+    except ValueError:
+        raise error from None
+    if not ok(value):
+        raise error
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (a count: repeats, seeds, workers, jobs)."""
+    return _int(text, "a positive integer", lambda v: v >= 1)
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer >= 0 (a seed, a count that may be zero)."""
+    return _int(text, "a non-negative integer", lambda v: v >= 0)
+
+
+def positive_number(text: str) -> float:
+    """A finite number > 0 (a duration)."""
+    error = argparse.ArgumentTypeError(f"expected a positive number, got {show(text)}")
+    try:
+        value = decimal_float(text)
+    except ValueError:
+        raise error from None
+    if not (math.isfinite(value) and value > 0):
+        raise error
+    return value
+
+
+def probability(text: str) -> float:
+    """A probability in (0, 1]."""
+    error = argparse.ArgumentTypeError(f"expected a probability in (0, 1], got {show(text)}")
+    try:
+        value = decimal_float(text)
+    except ValueError:
+        raise error from None
+    if not 0 < value <= 1:                           # also refuses nan
+        raise error
+    return value
+
+
+def int_list(minimum: int = 1):
+    """A ``type=`` for a comma-separated list of integers >= ``minimum`` (``"500,1000"``);
+    an empty entry (``"500,"``) is refused, not skipped."""
+    def parse(text: str) -> list[int]:
+        error = argparse.ArgumentTypeError(
+            f"expected comma-separated integers >= {minimum}, got {show(text)}")
+        try:
+            values = [decimal_int(part) for part in str(text).split(",")]
+        except ValueError:
+            raise error from None
+        if not all(v >= minimum for v in values):
+            raise error
+        return values
+    parse.__name__ = f"integers >= {minimum}"       # argparse's fallback message names it
+    return parse
+
+
+def list_of(item, empty_ok: bool = False):
+    """A ``type=`` for a comma-separated list of values of the ``type=`` function ``item``
+    (``list_of(probability)``: ``"0.05,0.1"``); an empty entry is refused, not skipped;
+    ``empty_ok``: an empty text is the empty list."""
+    def parse(text: str) -> list:
+        if empty_ok and not str(text).strip():
+            return []
+        parts = [part.strip() for part in str(text).split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(
+                f"an empty entry in {show(text)} (a stray comma?)")
+        values = []
+        for part in parts:
+            try:
+                values.append(item(part))
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"entry {part!r}: {exc}") from None
+        return values
+    parse.__name__ = f"list of {item.__name__}"
+    return parse
+
+
+def one_line_errors(main):
+    """``main(argv)`` with HeteroSched's errors (``HSchedError``) printed as one line
+    ``NAME.py: error: <message>`` on stderr and 2 returned (NAME.py: the script's file)."""
+    prog = Path(main.__code__.co_filename).name
+
+    @functools.wraps(main)
+    def wrapped(argv: list[str] | None = None):
+        try:
+            return main(argv)
+        except HSchedError as exc:
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
+    return wrapped
+
+
+if __name__ == "__main__":          # a module: --help says what it holds
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
