@@ -76,7 +76,7 @@ import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
 from hsched_env.envs.base import MAX_SLOTS
-from hsched_env.files import yaml_key_lines, yaml_number_as_written
+from hsched_env.files import yaml_key_lines
 from hsched_env.errors import (ConfigError, UnknownNameError, decimal_float, is_real_number,
                                is_switch_value, is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
@@ -524,10 +524,14 @@ def config_fields(entry: dict, source: str = "hyperparams") -> dict:
         if name not in names:
             raise UnknownNameError("hyper-parameter", key,
                                    sorted(names | set(HYPERPARAM_ALIASES)), source=source)
-        if name in keys_of:
-            raise ConfigError(f"{keys_of[name]!r} and {key!r} set the same value: give one",
-                              source=source, field=str(key))
-        keys_of[name] = str(key)
+        sets = [name]
+        if name == "policy_kwargs" and isinstance(value, dict) and "hidden" in value:
+            sets.append("hidden")                   # policy_kwargs.hidden is hidden
+        for one in sets:
+            if one in keys_of:
+                raise ConfigError(f"{keys_of[one]!r} and {key!r} set the same value: give one",
+                                  source=source, field=str(key))
+            keys_of[one] = str(key) if one == name else f"{key}.hidden"
         if isinstance(value, str) and ("float" in types[name] or "int" in types[name]):
             value = _number(value, "int" in types[name] and "float" not in types[name])
         if name == "policy":
@@ -559,8 +563,10 @@ LAST_EPISODES = 10
 
 #: The ``policy_kwargs`` each policy reads (the equivariant network's width is ``hidden``,
 #: taken out of ``policy_kwargs`` into its own field; SB3's ``MultiInputPolicy``: these).
-POLICY_KWARGS = {"equivariant": (), "mlp": ("net_arch", "activation_fn", "ortho_init",
-                                             "share_features_extractor")}
+POLICY_KWARGS = {"equivariant": ("optimizer_kwargs", "ortho_init"),
+                 "mlp": ("net_arch", "activation_fn", "ortho_init", "share_features_extractor",
+                         "optimizer_kwargs", "features_extractor_kwargs", "normalize_images",
+                         "log_std_init")}
 
 
 def _check_policy_kwargs(kwargs: dict, policy: str) -> None:
@@ -572,8 +578,8 @@ def _check_policy_kwargs(kwargs: dict, policy: str) -> None:
     for key, value in kwargs.items():
         field_name = f"policy_kwargs.{key}"
         if key not in allowed:
-            reads = (f"reads {', '.join(allowed)}" if allowed else
-                     "reads none (its width is 'hidden', --hidden)")
+            reads = f"reads {', '.join(allowed)}" + (
+                " (its width is hidden, --hidden)" if policy == "equivariant" else "")
             raise ConfigError(f"the {policy} policy does not take {key!r}; it {reads}",
                               field=field_name)
         if key == "net_arch":
@@ -589,6 +595,13 @@ def _check_policy_kwargs(kwargs: dict, policy: str) -> None:
             if value not in ACTIVATIONS:
                 raise UnknownNameError("activation_fn", str(value), list(ACTIVATIONS),
                                        field=field_name)
+        elif key in ("optimizer_kwargs", "features_extractor_kwargs"):
+            if not (isinstance(value, dict) and all(isinstance(k, str) for k in value)):
+                raise ConfigError(f"must be a mapping of keyword arguments, got {value!r}",
+                                  field=field_name)
+        elif key == "log_std_init":
+            if not (is_real_number(value) and math.isfinite(value)):
+                raise ConfigError(f"must be a finite number, got {value!r}", field=field_name)
         elif not is_switch_value(value):
             raise ConfigError(f"must be true or false, got {value!r}", field=field_name)
 
@@ -661,12 +674,11 @@ def parse_assignment(text: str) -> tuple[str, object]:
         raise ConfigError(f"expected KEY=VALUE, got {text!r}", field="--set")
     try:
         parsed = yaml.safe_load(value)
+        yaml_key_lines(value)            # every number as written, a key given once
     except yaml.YAMLError:
         raise ConfigError(f"cannot read the value of {text!r}", field="--set") from None
-    if isinstance(parsed, (int, float)) and not isinstance(parsed, bool) \
-            and not yaml_number_as_written(value, parsed):
-        raise ConfigError(f"{value.strip()!r} in {text!r} is not a plain decimal number "
-                          f"(YAML reads it as {parsed!r})", field="--set")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc.reason} in {text!r}", field="--set") from None
     return key.strip(), parsed
 
 
@@ -696,13 +708,37 @@ def make_config(env: str, algo: str | None = None, policy: str | None = None,
     """``TrainConfig`` from the defaults < the hyper-parameter entry < ``overrides`` (the
     command line: ``TrainConfig`` fields or a file's keys, e.g. ``n_timesteps``);
     ``overrides`` with a ``None`` value are ignored."""
-    fields, source = resolve_hyperparams(env, algo, policy, hyperparams)
+    from_file, source = resolve_hyperparams(env, algo, policy, hyperparams)
     given = config_fields({k: v for k, v in overrides.items() if v is not None},
                           source="command line")
-    fields = {**fields, **given}
+    fields = {**from_file, **given}
     if policy is not None:
         fields["policy"] = policy
-    return TrainConfig(env=env, algo=algo, logdir=logdir, hyperparams=source, **fields)
+    try:
+        config = TrainConfig(env=env, algo=algo, logdir=logdir, hyperparams=source, **fields)
+        _check_fields_read(config, set(from_file) | set(given))
+    except ConfigError as exc:
+        # a value of the file's entry: named with the file, not as a flag nobody gave
+        name = str(exc.field or "").lstrip("-").replace("-", "_").split(".")[0]
+        if (type(exc) is ConfigError and exc.source is None and name in from_file
+                and name not in given):
+            raise ConfigError(exc.reason, source=source, field=name) from None
+        raise
+    return config
+
+
+def _check_fields_read(config: TrainConfig, explicit: set[str]) -> None:
+    """Fields set (by the file's entry or the command line) that this run would not read,
+    which ``TrainConfig`` cannot tell from their defaults: ``imitation_seeds`` outside the
+    equivariant ranker's imitation, ``hidden`` with ``--policy mlp``."""
+    imitates = config.mode == "rank" and config.policy == "equivariant"
+    if "imitation_seeds" in explicit and not imitates:
+        raise ConfigError(f"is an argument of the equivariant ranker's imitation "
+                          f"(hsched/Rank-* with --policy equivariant); {config.env} with "
+                          f"--policy {config.policy} has none", field="--imitation-seeds")
+    if "hidden" in explicit and config.policy != "equivariant":
+        raise ConfigError("is the equivariant network's width; --policy mlp sizes its layers "
+                          "with --set policy_kwargs={net_arch: [64, 64]}", field="--hidden")
 
 
 def _shown_path(path: Path) -> str:

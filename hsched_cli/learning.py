@@ -138,43 +138,13 @@ def cmd_evaluate(args) -> int:
     return 1 if report.failures else 0
 
 
-def _flag_setting(key: str, value, fields: dict) -> str | None:
-    """The flag of ``hsched train`` that already sets ``--set key=value``'s field (``None``
-    when no flag does): a flag given (not its default: ``None``, or ``False`` for a switch),
-    ``--episode-hours`` for ``imitation_hours`` too, and ``--hidden`` for a
-    ``policy_kwargs`` holding ``hidden``."""
-    def given(name: str) -> bool:
-        return fields.get(name) not in (None, False)
-    if key == "policy_kwargs" and isinstance(value, dict) and "hidden" in value:
-        return "--hidden" if given("hidden") else None
-    if key == "imitation_hours" and given("episode_hours"):
-        return "--episode-hours"
-    if key in fields and given(key) and not (key == "references" and fields[key] is False):
-        return "--" + key.replace("_", "-")
-    return None
-
-
-def _check_flags_read(args, config) -> None:
-    """Flags given that this run would not read (their fields have defaults, so the
-    configuration alone cannot tell): ``--imitation-seeds`` outside the equivariant ranker's
-    imitation, ``--hidden`` with ``--policy mlp``."""
-    imitates = config.mode == "rank" and config.policy == "equivariant"
-    if args.imitation_seeds is not None and not imitates:
-        raise ConfigError(f"is an argument of the equivariant ranker's imitation "
-                          f"(hsched/Rank-* with --policy equivariant); {config.env} with "
-                          f"--policy {config.policy} has none", field="--imitation-seeds")
-    if args.hidden is not None and config.policy != "equivariant":
-        raise ConfigError("is the equivariant network's width; --policy mlp sizes its layers "
-                          "with --set policy_kwargs={net_arch: [64, 64]}", field="--hidden")
-
-
 def cmd_train(args) -> int:
     """``hsched train``: the values of the run come from ``TrainConfig``'s defaults, then the
     env id's entry of the hyper-parameter file (``--hyperparams``, default the shipped
     ``agents/hyperparams/<algo>[_mlp].yml``), then these flags."""
     from agents.report import tensorboard_command
-    from agents.train import (FLAG_FIELDS, LAST_EPISODES, make_config, parse_assignment,
-                              prepare_run_dir, train)
+    from agents.train import (FLAG_FIELDS, HYPERPARAM_ALIASES, LAST_EPISODES, make_config,
+                              parse_assignment, prepare_run_dir, train)
     fields = {"timesteps": args.timesteps, "n_envs": args.n_envs, "seed": args.seed,
               "logdir": args.logdir}
     for name in FLAG_FIELDS:
@@ -184,7 +154,16 @@ def cmd_train(args) -> int:
         fields["imitation_hours"] = args.episode_hours if args.episode_hours > 0 else None
     if args.no_references:
         fields["references"] = False
+    # the fields the flags set (a flag given: not None; a switch: on; 0 counts as given)
+    flagged = {k for k, v in fields.items() if v is not None and v is not False}
+    if args.episode_hours is not None:
+        flagged.add("imitation_hours")          # set by --episode-hours too
+    flag_of = {k: "--episode-hours" if k == "imitation_hours" else "--" + k.replace("_", "-")
+               for k in flagged}
+    if args.no_references:
+        flag_of["references"] = "--no-references"
     chosen = {"algo": args.algo, "policy": args.policy, "hyperparams": args.hyperparams}
+    set_keys: set[str] = set()
     for item in args.set or ():
         key, value = parse_assignment(item)
         if key == "env":
@@ -198,13 +177,20 @@ def cmd_train(args) -> int:
                                   field="--set")
             chosen[key] = value
             continue
-        flag = _flag_setting(key, value, fields)
-        if flag:
-            raise ConfigError(f"--set {key}=... and {flag} both given: give one (a flag would "
-                              f"otherwise be overridden without a word)", field="--set")
+        names = {HYPERPARAM_ALIASES.get(key, key)}   # the fields it sets (n_timesteps is
+        # timesteps; policy_kwargs' hidden is hidden)
+        if key == "policy_kwargs" and isinstance(value, dict) and "hidden" in value:
+            names = {"hidden"} | ({key} if len(value) > 1 else set())
+        for name in sorted(names):
+            if name in flag_of:
+                raise ConfigError(f"--set {key}=... and {flag_of[name]} both given: give one "
+                                  f"(the flag would otherwise be overridden without a word)",
+                                  field="--set")
+            if name in set_keys:
+                raise ConfigError(f"sets {name} a second time: give it once", field="--set")
+        set_keys |= names
         fields[key] = value
     config = make_config(args.env, **chosen, **fields)
-    _check_flags_read(args, config)
     def echo(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 

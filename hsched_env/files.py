@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hsched_env.errors import ConfigError, decimal_float, show, shorten
+from hsched_env.errors import ConfigError, decimal_float, decimal_int, show, shorten
 
 __all__ = ["is_file", "json_object_no_duplicates", "missing_parents", "read_text_file",
            "shorten", "user_path", "why_not_a_file", "yaml_key_lines", "yaml_number_as_written"]
@@ -175,6 +175,8 @@ def yaml_number_as_written(text: str, number: float) -> bool:
     if text.strip().lower() in (".nan", ".inf", "+.inf", "-.inf"):
         return True               # YAML's own spellings (the fields' checks refuse them)
     try:
+        if isinstance(number, int):             # exactly, beyond 2**53 too
+            return decimal_int(text) == number
         plain = decimal_float(text)
     except ValueError:
         return False

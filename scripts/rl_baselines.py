@@ -414,8 +414,9 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--render: no such file: {args.render}")
         return render(Path(args.render), Path(args.out))
 
-    ids = (_names(p, "--ids", args.ids) if args.ids else list(SMALL_IDS)
+    ids = ((_names(p, "--ids", args.ids) if args.ids else list(SMALL_IDS))
            + (list(MEDIUM_IDS) if args.medium else []) + (list(LARGE_IDS) if args.large else []))
+    ids = list(dict.fromkeys(ids))                  # --ids and --medium may name one twice
     for env_id in ids:
         try:
             variant(env_id)

@@ -576,3 +576,48 @@ def test_a_logdir_with_only_the_users_files_is_not_called_a_run(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match="already holds a run"):
         prepare_run_dir(config)
+
+
+def test_every_shipped_hyperparameter_entry_makes_a_config():
+    """Every entry of the shipped files passes the per-policy checks (policy_kwargs, the
+    imitation-only and Rank-only fields) with the algorithm and policy its file is for."""
+    from agents.train import default_hyperparams_file, read_hyperparams
+    made = 0
+    for algo, policy in (("maskable-ppo", "equivariant"), ("maskable-ppo", "mlp"),
+                         ("ppo", "equivariant"), ("ppo", "mlp")):
+        f = default_hyperparams_file(algo, policy)
+        for env_id in read_hyperparams(f):
+            config = make_config(env_id, algo=algo, policy=policy)
+            assert config.hyperparams.endswith(f"[{env_id}]")
+            made += 1
+    assert made >= 8
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--imitation-seeds", "0", "--set", "imitation_seeds=16"], "and --imitation-seeds both"),
+    (["--seed", "0", "--set", "seed=5"], "and --seed both given"),
+    (["--set", "gamma=0.9", "--set", "gamma=0.5"], "sets gamma a second time"),
+    (["--set", "policy_kwargs={hidden: 16}", "--set", "hidden=32"], "sets hidden a second"),
+    (["--set", "policy_kwargs={net_arch: [0x40]}"], "'0x40' is not a plain decimal number"),
+])
+def test_set_conflicts_with_zero_flags_repeats_and_nested_numbers(capsys, tmp_path, argv, says):
+    run = tmp_path / "run"
+    assert main(["train", "--env", "hsched/Rank-Tiny-v0", "--logdir", str(run), *argv]) == 2
+    assert says in capsys.readouterr().err and not run.exists()
+
+
+def test_options_set_in_a_file_that_the_run_would_not_read_name_the_file(tmp_path):
+    f = write_yaml(tmp_path / "hp.yml", f"{TINY}:\n  imitation_seeds: 4\n")
+    with pytest.raises(ConfigError, match="equivariant ranker's imitation") as err:
+        make_config(TINY, algo="maskable-ppo", hyperparams=f)
+    assert "hp.yml" in str(err.value) and err.value.field == "imitation_seeds"
+    shipped = Path(__file__).resolve().parents[1] / "agents" / "hyperparams" / "ppo.yml"
+    with pytest.raises(ConfigError) as err:        # the equivariant file's target_recall
+        make_config("hsched/Rank-Tiny-v0", policy="mlp", hyperparams=shipped)
+    assert "ppo.yml" in str(err.value) and err.value.field == "target_recall"
+
+
+def test_equivariant_policy_takes_optimizer_kwargs():
+    config = make_config("hsched/Rank-Tiny-v0",
+                         policy_kwargs={"optimizer_kwargs": {"eps": 1e-5}})
+    assert config.policy_kwargs == {"optimizer_kwargs": {"eps": 1e-5}}
