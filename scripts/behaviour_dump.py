@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,8 +28,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 HSCHED = str(Path(sys.executable).with_name("hsched"))
-#: Where ``../shared`` is by default (``--shared``: e.g. when this runs from a worktree elsewhere).
-SHARED = ROOT.parent / "shared"
+#: Where ``../shared`` is by default: the folder holding ``$HSCHED_TRACES`` when that is set
+#: (as the tests read the traces), else ``../shared`` (``--shared``: any other).
+SHARED = (Path(os.environ["HSCHED_TRACES"]).resolve().parent if os.environ.get("HSCHED_TRACES")
+          else ROOT.parent / "shared")
 POLLUX_W2 = Path("traces") / "pollux" / "workloads" / "workload-2.csv"     # under SHARED
 
 #: Keys whose values are wall-clock measurements (they differ between any two runs).
@@ -186,7 +189,15 @@ def main(argv=None) -> int:
                     help=f"the shared folder with traces/ (default {SHARED})")
     args = ap.parse_args(argv)
     if args.diff:
-        before, after = (scrub(json.loads(p.read_text())) for p in args.diff)
+        dumps = []
+        for p in args.diff:
+            try:
+                dumps.append(scrub(json.loads(p.read_text(encoding="utf-8"))))
+            except OSError as exc:
+                ap.error(f"--diff: cannot read {str(p)!r}: {exc.strerror or exc}")
+            except ValueError as exc:
+                ap.error(f"--diff: {str(p)!r} is not a JSON dump ({exc})")
+        before, after = dumps
         lines = diff(before, after)
         for line in lines[:200]:
             print(line)

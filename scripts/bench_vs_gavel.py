@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import resource
 import statistics
@@ -295,12 +296,37 @@ def parse_range(text: str) -> tuple[int, int]:
 
 
 def parse_policies(text: str) -> list[str]:
-    keys = [k.strip() for k in text.split(",") if k.strip()]
+    """``--policies``: comma-separated keys of ``POLICIES``; an empty entry is refused."""
+    keys = [k.strip() for k in text.split(",")]
     bad = [k for k in keys if k not in POLICIES]
-    if bad or not keys:
-        raise argparse.ArgumentTypeError(f"policies must be among {','.join(POLICIES)}, "
-                                         f"got {text!r}")
+    if bad:
+        raise argparse.ArgumentTypeError(f"policies must be among {','.join(POLICIES)} (no "
+                                         f"empty entries), got {text!r}")
     return keys
+
+
+def _positive(text: str) -> float:
+    """A positive finite number (``--rate``, ``--round-s``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _count(minimum: int):
+    """An integer >= ``minimum`` (``--seed``: 0, ``--our-jobs``: 1)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+        return value
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -317,12 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", type=parse_policies, default=list(DEFAULT_POLICIES),
                     help="comma-separated among " + ",".join(POLICIES)
                     + " (default: lp,lp-resets,fifo; the -warm keys add --lp-warm-start)")
-    ap.add_argument("--round-s", type=float, default=360.0, help="round length, s (360)")
-    ap.add_argument("--rate", type=float, default=4.0, help="arrival rate, jobs/h (4)")
-    ap.add_argument("--seed", type=int, default=0, help="workload seed (0)")
+    ap.add_argument("--round-s", type=_positive, default=360.0, help="round length, s (360)")
+    ap.add_argument("--rate", type=_positive, default=4.0, help="arrival rate, jobs/h (4)")
+    ap.add_argument("--seed", type=_count(0), default=0, help="workload seed (0)")
     ap.add_argument("--jobs", type=parse_range, default=(100, 300), metavar="A:B",
                     help="measured job ids A..B-1 (100:300)")
-    ap.add_argument("--our-jobs", type=int, metavar="N",
+    ap.add_argument("--our-jobs", type=_count(1), metavar="N",
                     help="jobs our generator draws (B + 1000)")
     ap.add_argument("--out", type=Path, metavar="FILE.json", help="write every run as JSON")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")

@@ -117,7 +117,8 @@ def list_of(item, empty_ok: bool = False):
 
 def one_line_errors(main):
     """``main(argv)`` with HeteroSched's errors (``HSchedError``) printed as one line
-    ``NAME.py: error: <message>`` on stderr and 2 returned (NAME.py: the script's file)."""
+    ``NAME.py: error: <message>`` on stderr and 2 returned (NAME.py: the script's file), and a
+    closed output pipe (``| head``) ending it quietly with 0, as ``hsched`` does."""
     prog = Path(main.__code__.co_filename).name
 
     @functools.wraps(main)
@@ -127,6 +128,8 @@ def one_line_errors(main):
         except HSchedError as exc:
             print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2
+        except BrokenPipeError:                  # piped into head: stop quietly, as hsched
+            return 0
     return wrapped
 
 

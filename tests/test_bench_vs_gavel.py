@@ -140,3 +140,16 @@ def test_missing_gavel_stubs(tmp_path):
     (sched / bvg.GAVEL_DRIVER).write_text("")
     with pytest.raises(SystemExit, match="make rpc_stubs"):
         bvg.gavel_scheduler_dir(str(tmp_path))
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--policies", "lp,"], "no empty entries"), (["--policies", "lp,,fifo"], "no empty entries"),
+    (["--rate", "nan"], "argument --rate: expected a positive number"),
+    (["--round-s", "0"], "argument --round-s: expected a positive number"),
+    (["--seed", "-1"], "argument --seed: expected an integer >= 0"),
+    (["--our-jobs", "0"], "argument --our-jobs: expected an integer >= 1"),
+])
+def test_bad_arguments_are_argparse_errors(capsys, argv, says):
+    with pytest.raises(SystemExit) as exc:
+        bvg.main(argv)
+    assert exc.value.code == 2 and says in capsys.readouterr().err
