@@ -623,12 +623,16 @@ def build_results(cases: list[Case], runs: dict[str, dict[str, dict]], policies:
 
 # ---------------------------------------------------------------------------- main
 def _split(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+    """A comma-separated list; an empty entry (a stray comma) is an error, not skipped."""
+    parts = [t.strip() for t in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"an empty entry in {text!r} (a stray comma?)")
+    return parts
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", default=",".join(GROUPS),
+    ap.add_argument("--cases", type=_split, default=",".join(GROUPS),
                     help=f"comma-separated case groups ({', '.join(GROUPS)}; default all)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 of the generator cases")
     ap.add_argument("--policies", default=DEFAULT_POLICIES,
@@ -659,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         ap.error("--workers must be >= 1")
     try:
-        cases = build_cases(_split(args.cases), args.seeds, args.quick)
+        cases = build_cases(args.cases, args.seeds, args.quick)
     except ValueError as exc:
         ap.error(str(exc))
     if not cases:
@@ -673,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     settings = {"policies": policies, "objective": args.objective,
-                "case_groups": _split(args.cases), "seeds": 1 if args.quick else args.seeds,
+                "case_groups": args.cases, "seeds": 1 if args.quick else args.seeds,
                 "quick": args.quick, "workers": args.workers, "git": _git_state(),
                 "python": sys.version.split()[0], "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     t0 = time.perf_counter()

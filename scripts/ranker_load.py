@@ -126,9 +126,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None, metavar="FILE")
     args = ap.parse_args(argv)
     try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds.strip() else []
     except ValueError:
         ap.error(f"--seeds: {args.seeds!r} is not a comma-separated list of whole numbers")
+    if not seeds:
+        ap.error("--seeds: no seed given (the bursts run on these training seeds)")
     bad = [s for s in seeds if not is_training_seed(s)]
     if bad:
         ap.error(f"--seeds: {bad} are not training seeds (0..9999): the gates are chosen on "

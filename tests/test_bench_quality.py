@@ -169,3 +169,11 @@ def test_cli_rejects_bad_input(capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert "--policies: entry" in err and "is empty" in err, err
+
+
+@pytest.mark.parametrize("cases", ["philly,", ",philly", "philly,,pollux"])
+def test_cases_with_an_empty_entry_are_refused(capsys, cases):
+    with pytest.raises(SystemExit) as exc:
+        bq.main(["--cases", cases])
+    assert exc.value.code == 2
+    assert "argument --cases: an empty entry" in capsys.readouterr().err
