@@ -250,17 +250,14 @@ class TrainConfig:
             from agents.regimes import REGIMES
             if self.regimes not in REGIMES:
                 raise UnknownNameError("regime mix", self.regimes, list(REGIMES))
-        imitates = self.mode == "rank" and self.policy == "equivariant"
         for flag, given in (("--regimes", self.regimes is not None),
                             ("--target-recall", self.target_recall is not None)):
-            if given and not imitates:
-                raise ConfigError(f"is an argument of the equivariant ranker's imitation "
-                                  f"(hsched/Rank-* with --policy equivariant); {self.env} with "
-                                  f"--policy {self.policy} has none", field=flag)
+            if given and not self.imitates:
+                raise self.not_imitated(flag)
         if self.keep_cost is not None and self.mode != "rank":
             raise ConfigError(f"is the price of kept candidates in hsched/Rank-*'s reward; "
                               f"{self.env} trains a select-mode agent", field="--keep-cost")
-        if imitates and self.regimes is None and self.imitation_seeds == 1:
+        if self.imitates and self.regimes is None and self.imitation_seeds == 1:
             raise ConfigError("needs at least 2 (the last seeds are held out for the recall "
                               "and the operating point; with 1 they would be the training "
                               "rounds themselves), or 0 for no warm start",
@@ -337,8 +334,7 @@ class TrainConfig:
             raise ConfigError(f"must be a whole number >= 0, got {self.dagger!r}",
                               field="--dagger")
         self.dagger = int(self.dagger)
-        if self.dagger and not (self.mode == "rank" and self.policy == "equivariant"
-                                and (self.imitation_seeds > 0 or self.regimes)):
+        if self.dagger and not self.warm_imitation:
             raise ConfigError("--dagger iterates the imitation of the equivariant ranker "
                               "(hsched/Rank-*, --algo imitation or its warm start)",
                               field="--dagger")
@@ -426,6 +422,23 @@ class TrainConfig:
     @property
     def mode(self) -> str:
         return "rank" if variant(self.env).env == "Rank" else "select"
+
+    @property
+    def imitates(self) -> bool:
+        """Whether this run can imitate the LP: the equivariant ranker of hsched/Rank-*
+        (``--algo imitation``, or PPO's warm start)."""
+        return self.mode == "rank" and self.policy == "equivariant"
+
+    @property
+    def warm_imitation(self) -> bool:
+        """Whether it does: it imitates and has demonstrations (imitation seeds or regimes)."""
+        return self.imitates and bool(self.imitation_seeds > 0 or self.regimes)
+
+    def not_imitated(self, flag: str) -> ConfigError:
+        """The error for ``flag``, an argument of the imitation this run does not do."""
+        return ConfigError(f"is an argument of the equivariant ranker's imitation "
+                           f"(hsched/Rank-* with --policy equivariant); {self.env} with "
+                           f"--policy {self.policy} has none", field=flag)
 
     def env_kwargs(self) -> dict:
         """The arguments that override the registered id's scenario (only those set)."""
@@ -731,11 +744,8 @@ def _check_fields_read(config: TrainConfig, explicit: set[str]) -> None:
     """Fields set (by the file's entry or the command line) that this run would not read,
     which ``TrainConfig`` cannot tell from their defaults: ``imitation_seeds`` outside the
     equivariant ranker's imitation, ``hidden`` with ``--policy mlp``."""
-    imitates = config.mode == "rank" and config.policy == "equivariant"
-    if "imitation_seeds" in explicit and not imitates:
-        raise ConfigError(f"is an argument of the equivariant ranker's imitation "
-                          f"(hsched/Rank-* with --policy equivariant); {config.env} with "
-                          f"--policy {config.policy} has none", field="--imitation-seeds")
+    if "imitation_seeds" in explicit and not config.imitates:
+        raise config.not_imitated("--imitation-seeds")
     if "hidden" in explicit and config.policy != "equivariant":
         raise ConfigError("is the equivariant network's width; --policy mlp sizes its layers "
                           "with --set policy_kwargs={net_arch: [64, 64]}", field="--hidden")
@@ -1215,8 +1225,7 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     plan = rollout_plan(config) if rl else None
     if plan is not None and plan["adjusted"]:
         config.n_steps, config.batch_size = plan["n_steps"], plan["batch_size"]
-    warm = (config.mode == "rank" and config.policy == "equivariant"
-            and (config.imitation_seeds > 0 or config.regimes))
+    warm = config.warm_imitation
     (out / "config.json").write_text(json.dumps(
         {**dataclasses.asdict(config), "scenario": config.scenario(), "rollout_plan": plan},
         indent=1, default=str))

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
-from hsched_env.errors import HSchedError, decimal_float, decimal_int, show
+from hsched_env.errors import HSchedError, command_line_value, decimal_float, decimal_int
 from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
 from hsched_cli.simulation import TOPK_DEFAULT, cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
@@ -340,30 +340,18 @@ def _add_ray_flags(sp, run: str, out: bool) -> None:
 
 
 def _number(text: str) -> float:
-    """A flag's number: plain decimal text (``decimal_float``; not ``"3_00"``)."""
-    try:
-        return decimal_float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {show(text)}") from None
+    """A flag's number."""
+    return command_line_value(text, decimal_float, "a number")
 
 
 def _integer(text: str) -> int:
-    """A flag's integer: plain decimal text (``decimal_int``; not ``"1_0"``)."""
-    try:
-        return decimal_int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {show(text)}") from None
+    """A flag's integer."""
+    return command_line_value(text, decimal_int, "an integer")
 
 
 def _positive_int(text: str) -> int:
-    error = argparse.ArgumentTypeError(f"expected a positive integer, got {show(text)}")
-    try:
-        value = decimal_int(text)
-    except ValueError:
-        raise error from None
-    if value <= 0:
-        raise error
-    return value
+    """A flag's count (>= 1)."""
+    return command_line_value(text, decimal_int, "a positive integer", lambda value: value > 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,6 +60,21 @@ def decimal_int(text: str) -> int:
     return int(stripped)
 
 
+def command_line_value(text: str, parse, what: str, ok=None):
+    """``parse(text)`` for an argparse ``type=`` function (``parse``: ``decimal_float`` or
+    ``decimal_int``) when ``ok`` (if given) holds for it, else argparse's one-line
+    ``expected <what>, got '<text>'`` error (``argparse.ArgumentTypeError``). Shared by the
+    ``hsched`` command and the scripts."""
+    import argparse
+    try:
+        value = parse(text)
+    except ValueError:
+        value = None
+    if value is None or (ok is not None and not ok(value)):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {show(text)}")
+    return value
+
+
 def is_real_number(value: object) -> bool:
     """Whether ``value`` is a real number: an int or float (NumPy's too), not a bool or a
     string — what a numeric argument must be before it is compared (``"300" >= 1.0`` is a

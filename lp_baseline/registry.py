@@ -37,17 +37,16 @@ POLICY_NAMES_SPELLED = tuple(n for n in POLICY_NAMES if not n.startswith("pop-")
     "pop-K (K >= 2)", "pop-K-serial")
 
 
-#: The LP policies whose objective is fixed by their definition (``--objective`` is not read).
-FIXED_OBJECTIVE = ("gavel", "gavel-resets", "agnostic-lp", "heterosched-lp-v0",
-                   "heterosched-lp-las", "heterosched-lp-v1")
 #: How an LP policy is solved: every LP policy reads these ``make_policy`` options.
 SOLVER_OPTIONS = frozenset({"backend", "time_limit_s", "lp_method", "warm_start"})
 
 
-#: The objective of each ``FIXED_OBJECTIVE`` policy.
+#: The objective of each LP policy whose objective is fixed by its definition.
 _FIXED_OBJECTIVES = {"gavel": "max-min", "gavel-resets": "max-min", "agnostic-lp": "max-min",
                      "heterosched-lp-v0": "max-min", "heterosched-lp-las": "sia-las",
                      "heterosched-lp-v1": "fair-srpt"}
+#: The LP policies whose objective is fixed by their definition (``--objective`` is not read).
+FIXED_OBJECTIVE = tuple(_FIXED_OBJECTIVES)
 
 
 def fixed_objective(name: str) -> str | None:
@@ -178,15 +177,15 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
     if name == "heterosched-lp-v0":
         # the co-optimizer before the fair-share / size-cap / JCT-stage work (issue 10):
         # max-min over every candidate with Gavel's normalizer, no size cap
-        return LPPolicy(name, **dict(common, objective="max-min", normalizer="requested",
-                                     size_cap=False))
+        return LPPolicy(name, **dict(common, objective=fixed_objective(name),
+                                     normalizer="requested", size_cap=False))
     if name == "heterosched-lp-las":
         # the non-clairvoyant co-optimizer: never reads a job's remaining work
-        return LPPolicy(name, **dict(common, objective="sia-las"))
+        return LPPolicy(name, **dict(common, objective=fixed_objective(name)))
     if name == "heterosched-lp-v1":
         # the co-optimizer of the first schedule-quality work (issue 10): a max-min floor,
         # then Σ throughput ÷ remaining work, fair-share normalizer, size cap, Gavel rounding
-        return LPPolicy(name, **dict(common, objective="fair-srpt"))
+        return LPPolicy(name, **dict(common, objective=fixed_objective(name)))
     if name.startswith("pop-"):
         # pop-K: the K parts side by side, up to one per CPU (lp_baseline.parallel_parts);
         # pop-K-serial: one after the other

@@ -25,55 +25,33 @@ import math
 import sys
 from pathlib import Path
 
-from hsched_env.errors import HSchedError, decimal_float, decimal_int, show
+from hsched_env.errors import (HSchedError, command_line_value, decimal_float, decimal_int,
+                               show)
 
 __all__ = ["int_list", "list_of", "nonnegative_int", "one_line_errors", "positive_int",
            "positive_number", "probability"]
 
 
-def _int(text: str, what: str, ok) -> int:
-    error = argparse.ArgumentTypeError(f"expected {what}, got {show(text)}")
-    try:
-        value = decimal_int(text)
-    except ValueError:
-        raise error from None
-    if not ok(value):
-        raise error
-    return value
-
-
 def positive_int(text: str) -> int:
     """An integer >= 1 (a count: repeats, seeds, workers, jobs)."""
-    return _int(text, "a positive integer", lambda v: v >= 1)
+    return command_line_value(text, decimal_int, "a positive integer", lambda v: v >= 1)
 
 
 def nonnegative_int(text: str) -> int:
     """An integer >= 0 (a seed, a count that may be zero)."""
-    return _int(text, "a non-negative integer", lambda v: v >= 0)
+    return command_line_value(text, decimal_int, "a non-negative integer", lambda v: v >= 0)
 
 
 def positive_number(text: str) -> float:
     """A finite number > 0 (a duration)."""
-    error = argparse.ArgumentTypeError(f"expected a positive number, got {show(text)}")
-    try:
-        value = decimal_float(text)
-    except ValueError:
-        raise error from None
-    if not (math.isfinite(value) and value > 0):
-        raise error
-    return value
+    return command_line_value(text, decimal_float, "a positive number",
+                              lambda v: math.isfinite(v) and v > 0)
 
 
 def probability(text: str) -> float:
     """A probability in (0, 1]."""
-    error = argparse.ArgumentTypeError(f"expected a probability in (0, 1], got {show(text)}")
-    try:
-        value = decimal_float(text)
-    except ValueError:
-        raise error from None
-    if not 0 < value <= 1:                           # also refuses nan
-        raise error
-    return value
+    return command_line_value(text, decimal_float, "a probability in (0, 1]",
+                              lambda v: 0 < v <= 1)       # also refuses nan
 
 
 def int_list(minimum: int = 1):
