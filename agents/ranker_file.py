@@ -273,4 +273,5 @@ META_CHECKS = {
     "timesteps": _count,
     "inputs": _one_of(META_INPUTS),
     "prune": _one_of(PRUNE_SCOPES),       # RankEnv's prune scope it was trained for
+    "arithmetic_fingerprint": _text,      # hsched train --portable-math (agents.portable_math)
 }

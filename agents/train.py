@@ -205,6 +205,9 @@ class TrainConfig:
     normalize_reward: bool = True
     checkpoint_steps: int = 2048
     torch_threads: int = 1
+    # CPU-independent arithmetic (``agents.portable_math``): the same weights from the same
+    # command on any x86-64 CPU, at ~1.3x the training time
+    portable_math: bool = False
     # the LP's and random's return per training seed (return_vs_lp, the returns figure),
     # cached per seed; a new seed's are computed while they have taken less than
     # ``reference_budget`` of the training time so far (after the first 8 seeds; 1: every
@@ -635,7 +638,7 @@ FLAG_FIELDS = ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "
                "target_recall", "operating_recall", "threshold_bands", "dagger",
                "gate_candidates", "max_kept_fraction", "fair_share_inputs", "prune",
                "job_context", "learning_rate", "hidden", "gamma", "n_steps", "batch_size",
-               "n_epochs", "ent_coef", "train_seeds")
+               "n_epochs", "ent_coef", "train_seeds", "portable_math")
 OWN_FLAG_FIELDS = ("timesteps", "n_envs", "seed", "logdir", "episode_hours", "algo", "policy",
                    "hyperparams")
 #: Fields with checks of their own, with their own wording (``TrainConfig._check_set_values``
@@ -1218,6 +1221,7 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     echo = echo or log.info
     prog = Progress(progress, every_s=config.progress_every_s)
     th.set_num_threads(max(int(config.torch_threads), 1))
+    arithmetic = _arithmetic(config, echo)      # before PyTorch's first tensor operation
     th.manual_seed(config.seed)
     out = prepare_run_dir(config, overwrite=overwrite)
     t_start = time.perf_counter()
@@ -1230,6 +1234,8 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
         {**dataclasses.asdict(config), "scenario": config.scenario(), "rollout_plan": plan},
         indent=1, default=str))
     summary: dict = {"config": dataclasses.asdict(config), "scenario": config.scenario()}
+    if arithmetic is not None:
+        summary["arithmetic_fingerprint"] = arithmetic
     tb = configure(str(out / "tb"), ["tensorboard"])
     writer = tb.output_formats[0].writer
 
@@ -1338,6 +1344,22 @@ def _model(config: TrainConfig):
             p = float(config.init_keep_prob)
             model.policy.ranker.psi[-1].bias.fill_(math.log(p / (1 - p)))
     return model, venv
+
+
+def _arithmetic(config: TrainConfig, echo) -> str | None:
+    """With ``portable_math``: set portable arithmetic (``agents.portable_math.enable``),
+    announce it and return its fingerprint; else ``None``."""
+    if not config.portable_math:
+        return None
+    from agents import portable_math
+    found = portable_math.enable()
+    same = ("the reference machine's" if found == portable_math.REFERENCE_FINGERPRINT else
+            f"not the reference machine's {portable_math.REFERENCE_FINGERPRINT}: the weights "
+            f"will not match files trained there")
+    echo("portable arithmetic (" + ", ".join(f"{k}={v}" for k, v in
+                                            portable_math.PORTABLE_ENV.items())
+         + f"): fingerprint {found}, {same}")
+    return found
 
 
 def _imitation_announcement(config: TrainConfig) -> str:
@@ -1602,4 +1624,7 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True
         meta["inputs"] = "within-fair-share"
     if config.prune is not None:
         meta["prune"] = config.prune
+    if config.portable_math:
+        from agents.portable_math import fingerprint
+        meta["arithmetic_fingerprint"] = fingerprint()
     return meta

@@ -1,0 +1,103 @@
+"""CPU-independent arithmetic for training (``hsched train --portable-math``).
+
+PyTorch picks its CPU kernels by instruction set: MKL's matrix products take an SSE, AVX2,
+AVX-512 or AMX path, and ATen's own vectorized kernels (reductions, ``exp``, Adam's
+element-wise steps) an AVX2 or AVX-512 one. The paths round differently, and a training run of
+thousands of steps carries a last-bit difference into different weights: the same command
+wrote three different ranker files on an AMD EPYC, on an Intel Xeon and on that Xeon with MKL
+held to AVX2 (``agents/data/README.md``). Two settings take the same path on every x86-64 CPU:
+
+* ``MKL_CBWR=COMPATIBLE`` — MKL's conditional numerical reproducibility mode: the same
+  results on Intel and Intel-compatible processors;
+* ``ATEN_CPU_CAPABILITY=default`` — ATen's kernels compiled for the x86-64 baseline, the
+  same instructions on every CPU.
+
+Both are read when PyTorch first computes, so they must be set before the process runs any
+tensor operation: ``enable()`` sets them and refuses a process where ATen has already chosen
+another path. The imitation data need nothing: NumPy's and HiGHS' results here do not change
+with the instruction set (the demonstrations hashed the same with NumPy's AVX2 and AVX-512
+paths switched off). Training runs 1.3-1.4x slower this way (``BENCHMARKS.md``).
+
+``fingerprint()`` is a hash of a few steps of a small network's training on fixed data: the
+same on machines whose training arithmetic agrees. ``REFERENCE_FINGERPRINT`` is its value
+with portable arithmetic on the machine the shipped ranker was trained on; ``enable()``
+returns this machine's, and the ranker file records it (``meta["arithmetic_fingerprint"]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+
+from hsched_env.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: The environment variables of portable arithmetic and their values.
+PORTABLE_ENV = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default"}
+#: ``fingerprint()`` with portable arithmetic on the machine ``agents/data/ranker.pt`` was
+#: trained on (and on every x86-64 machine whose MKL honours ``MKL_CBWR=COMPATIBLE``).
+REFERENCE_FINGERPRINT = "0dc2a6264fe649e1"
+
+
+def enable() -> str:
+    """Set portable arithmetic for this process; returns ``fingerprint()``.
+
+    ``ConfigError`` when one of ``PORTABLE_ENV`` is set to another value, or when PyTorch has
+    already computed in this process with other kernels (start a fresh process). A fingerprint
+    other than ``REFERENCE_FINGERPRINT`` is logged as a warning: training is then reproducible
+    on this kind of machine, but not byte for byte against files trained elsewhere.
+    """
+    for name, value in PORTABLE_ENV.items():
+        given = os.environ.get(name)
+        if given is not None and given.lower() != value.lower():
+            raise ConfigError(f"needs {name}={value}, but the environment sets "
+                              f"{name}={given}: unset it", field="--portable-math")
+        os.environ[name] = value
+    import torch as th
+    capability = th.backends.cpu.get_cpu_capability()
+    if capability != "DEFAULT":
+        raise ConfigError(f"PyTorch already computed in this process with its {capability} "
+                          f"kernels; portable arithmetic must be chosen before the first "
+                          f"tensor operation: run the training in a fresh process, or set "
+                          + " ".join(f"{k}={v}" for k, v in PORTABLE_ENV.items())
+                          + " in its environment", field="--portable-math")
+    found = fingerprint()
+    if found != REFERENCE_FINGERPRINT:
+        log.warning("portable arithmetic: this machine's fingerprint is %s, the reference "
+                    "machine's %s — its training is reproducible here but will not match "
+                    "files trained there byte for byte", found, REFERENCE_FINGERPRINT)
+    return found
+
+
+def fingerprint() -> str:
+    """A hash (16 hex digits) of four Adam steps of a two-layer network with a pooled set
+    embedding, fed fixed data: the kinds of operation the ranker's training uses (matrix
+    products forward and backward, ReLU, max-pooling, the weighted binary cross-entropy,
+    Adam). It draws from its own generator, not from PyTorch's global one."""
+    import torch as th
+    from torch.nn import functional as F
+
+    gen = th.Generator().manual_seed(20261205)
+    x = th.randn(3, 57, 23, generator=gen)
+    label = (th.rand(3, 57, generator=gen) < 0.2).float()
+    w1 = (0.2 * th.randn(48, 23, generator=gen)).requires_grad_()
+    b1 = (0.1 * th.randn(48, generator=gen)).requires_grad_()
+    w2 = (0.2 * th.randn(1, 96, generator=gen)).requires_grad_()
+    params = [w1, b1, w2]
+    opt = th.optim.Adam(params, lr=1e-2)
+    for _ in range(4):
+        h = F.relu(F.linear(x, w1, b1))
+        pooled = h.max(dim=1, keepdim=True).values.expand_as(h)
+        logits = F.linear(th.cat([h, pooled], dim=-1), w2).squeeze(-1)
+        loss = F.binary_cross_entropy_with_logits(logits, label, pos_weight=th.tensor(3.0))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    # a long reduction and exponentials too: ATen's vectorized kernels differ there
+    tail = th.exp(-th.linspace(0.0, 7.0, 4099)).mul(w2.detach().sum()).sum(dim=0, keepdim=True)
+    digest = hashlib.sha256()
+    for p in params + [tail]:
+        digest.update(p.detach().numpy().tobytes())
+    return digest.hexdigest()[:16]
