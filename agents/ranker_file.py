@@ -13,7 +13,7 @@ values:
 * ``meta`` (optional) — what training recorded (``agents.train._ranker_meta``): the keys of
   ``META_CHECKS`` hold the values checked there (a threshold in (0, 1), a gate a whole number
   >= 0, ...); other keys are a free record (``save_ranker(net, path, note=...)``) and are
-  not read.
+  not read, except a near-miss of a checked key (``treshold``), which is refused.
 
 ``read_ranker_file(path)`` reads the file (``weights_only=True``: no code is unpickled) and
 checks everything but the weights' shapes; ``check_weights`` checks those against the shapes
@@ -23,6 +23,7 @@ file and the field (``meta.size_thresholds[1]``).
 
 from __future__ import annotations
 
+import difflib
 import math
 import pickle
 import re
@@ -94,6 +95,11 @@ def read_ranker_file(path: str | Path) -> dict:
     for key, check in META_CHECKS.items():
         if key in meta:
             check(meta[key], source, f"meta.{key}")
+    for key in meta:
+        near = difflib.get_close_matches(key, META_CHECKS, n=1, cutoff=0.8)
+        if key not in META_CHECKS and near:      # a misspelt key would be ignored
+            raise ConfigError(f"is not a key ranker files use (did you mean {near[0]!r}?)",
+                              source=source, field=f"meta.{key}")
     return blob
 
 

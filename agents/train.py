@@ -257,6 +257,10 @@ class TrainConfig:
                             ("--target-recall", self.target_recall is not None)):
             if given and not self.imitates:
                 raise self.not_imitated(flag)
+        if self.target_recall is not None and self.imitates and not self.warm_imitation:
+            raise ConfigError("chooses the operating point of the ranker imitation fits; with "
+                              "--imitation-seeds 0 and no --regimes there is no imitation",
+                              field="--target-recall")
         if self.keep_cost is not None and self.mode != "rank":
             raise ConfigError(f"is the price of kept candidates in hsched/Rank-*'s reward; "
                               f"{self.env} trains a select-mode agent", field="--keep-cost")

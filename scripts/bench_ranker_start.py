@@ -44,6 +44,7 @@ from agents.ranker import best_per_job, rank_within_job, shipped_ranker_path  # 
 from agents.report import report_json  # noqa: E402
 from agents.runners import scenario_rank_env  # noqa: E402
 from agents.suites import is_training_seed  # noqa: E402
+from hsched_env.errors import ConfigError  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
 from script_args import (int_list, list_of, one_line_errors, positive_int,  # noqa: E402
@@ -103,8 +104,8 @@ def fractions_main(args) -> int:
     seeds = args.seeds
     bad = [s for s in seeds if not is_training_seed(s)]
     if bad:
-        raise SystemExit(f"--seeds: {bad} are not training seeds (0..9999): the start is "
-                         f"chosen on training seeds, not on the evaluation's")
+        raise ConfigError(f"{bad} are not training seeds (0..9999): the start is chosen on "
+                          f"training seeds, not on the evaluation's", field="--seeds")
     suite = SUITES["large-family"]
     scenarios = [sc for sc in suite.scenarios
                  if args.sizes is None or sc.name.rsplit("-", 1)[-1] in args.sizes.split(",")]

@@ -27,7 +27,7 @@ def _training_meta(record: dict) -> dict:
     config = TrainConfig(algo="imitation", regimes="mixed", target_recall=0.95,
                          threshold_bands=(1000,), operating_recall=0.99, gate_candidates=500,
                          max_kept_fraction=0.35, dagger=1, fair_share_inputs=True,
-                         prune="lp")
+                         prune="lp", portable_math=True)
     return {"stage": "imitation", **_ranker_meta(config, record)}
 
 
@@ -42,7 +42,8 @@ def good(tmp_path, imitation_record):
 def test_a_file_as_training_writes_it_loads(tmp_path, good):
     assert {"threshold", "size_thresholds", "operating_points", "gate_candidates",
             "max_kept_fraction", "dagger", "inputs", "prune", "valid_recall",
-            "valid_kept_fraction", "target_recall", "regimes", "stage"} <= set(good["meta"])
+            "valid_kept_fraction", "target_recall", "regimes", "stage",
+            "arithmetic_fingerprint"} <= set(good["meta"])
     th.save(good, tmp_path / "r.pt")
     net, meta = load_ranker_net(tmp_path / "r.pt")
     assert net.hidden == 8 and net.job_context and meta == good["meta"]
@@ -146,6 +147,11 @@ BROKEN = [
     ("prune unknown", _meta("prune", "some"), "meta.prune", "'all', 'lp', 'seed'"),
     ("stage a number", _meta("stage", 3), "meta.stage", "a string"),
     ("regimes a list", _meta("regimes", ["mixed"]), "meta.regimes", "a string"),
+    ("a misspelt key", _meta("treshold", 0.5), "meta.treshold", "did you mean 'threshold'"),
+    ("a misspelt gate", _meta("max_kept_fractions", 0.5), "meta.max_kept_fractions",
+     "did you mean 'max_kept_fraction'"),
+    ("a fingerprint a number", _meta("arithmetic_fingerprint", 7),
+     "meta.arithmetic_fingerprint", "a string"),
 ]
 
 

@@ -531,6 +531,14 @@ def test_imitation_with_one_seed_is_refused(capsys, tmp_path):
     assert "'--imitation-seeds': needs at least 2" in capsys.readouterr().err
 
 
+def test_a_target_recall_without_demonstrations_is_refused(capsys, tmp_path):
+    """PPO on the equivariant ranker without a warm start: no operating point to choose."""
+    assert main(["train", "--env", "hsched/Rank-Tiny-v0", "--imitation-seeds", "0",
+                 "--target-recall", "0.9", "--logdir", str(tmp_path / "run")]) == 2
+    assert "'--target-recall': chooses the operating point" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("text, says", [
     ("hsched/Schedul-Tiny-v0:\n  gamma: 0.9\n", "unknown environment id 'hsched/Schedul-Tiny-v0'"),
     (f"{TINY}:\n  gamma: 0.9\n{TINY}:\n  gamma: 0.5\n", "duplicate key"),
