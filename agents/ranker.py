@@ -43,7 +43,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from agents.ranker_file import FORMAT, check_weights, read_ranker_file
+from agents.ranker_file import FORMAT, check_meta, check_weights, read_ranker_file
 from hsched_env.errors import ConfigError
 from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_COLUMN, CLUSTER_FEATURES,
                                       GLOBAL_FEATURES, JOB_FEATURES, CandidateColumns)
@@ -603,6 +603,7 @@ class Ranker:
             th.set_num_threads(int(torch_threads))
         self.net, self.name = net.eval(), name
         self.meta = meta or {}
+        check_meta(self.meta, f"Ranker {name!r}")       # as a file's meta is checked
         #: ``[(min_candidates, threshold), ...]`` ascending: the file's per-size operating
         #: points (``meta["size_thresholds"]``, ``hsched train --threshold-bands``); empty
         #: when ``threshold`` is given or the file has one threshold

@@ -88,7 +88,14 @@ def read_ranker_file(path: str | Path) -> dict:
             raise ConfigError(f"must be True or False, got {show(blob[key])}", source=source,
                               field=key)
     _check_tensors(blob["state_dict"], source)
-    meta = blob.get("meta", {})
+    check_meta(blob.get("meta", {}), source)
+    return blob
+
+
+def check_meta(meta, source: str) -> None:
+    """``ConfigError`` naming ``source`` and the field unless ``meta`` is a dict of named
+    values whose ``META_CHECKS`` keys hold valid values and without a near-miss of one of
+    them (a misspelt ``treshold`` would otherwise be ignored)."""
     if not isinstance(meta, dict) or not all(isinstance(k, str) for k in meta):
         raise ConfigError(f"must be a dict of named values, got {show(meta)}", source=source,
                           field="meta")
@@ -97,10 +104,9 @@ def read_ranker_file(path: str | Path) -> dict:
             check(meta[key], source, f"meta.{key}")
     for key in meta:
         near = difflib.get_close_matches(key, META_CHECKS, n=1, cutoff=0.8)
-        if key not in META_CHECKS and near:      # a misspelt key would be ignored
+        if key not in META_CHECKS and near:
             raise ConfigError(f"is not a key ranker files use (did you mean {near[0]!r}?)",
                               source=source, field=f"meta.{key}")
-    return blob
 
 
 def check_weights(state_dict: dict, expected: dict[str, tuple], path: str | Path,

@@ -193,6 +193,15 @@ def _not_torch(tmp_path):
             empty: "it is empty or cut short"}
 
 
+def test_a_ranker_built_in_python_checks_its_meta_as_a_file_would():
+    with pytest.raises(ConfigError, match=r"Ranker 'mine', field 'meta.threshold': must be a "
+                                          r"number in \(0, 1\)"):
+        Ranker(RankerNet(hidden=8), name="mine", meta={"threshold": 1.5})
+    with pytest.raises(ConfigError, match="did you mean 'gate_candidates'"):
+        Ranker(RankerNet(hidden=8), meta={"gate_candidate": 100})
+    assert Ranker(RankerNet(hidden=8), meta={"threshold": 0.2, "note": "mine"}).threshold == 0.2
+
+
 def test_a_file_torch_cannot_read_is_one_line_without_torchs_advice(tmp_path):
     for path, words in _not_torch(tmp_path).items():
         with pytest.raises(ConfigError) as err:
