@@ -2,21 +2,26 @@
 
 PyTorch picks its CPU kernels by instruction set: MKL's matrix products take an SSE, AVX2,
 AVX-512 or AMX path, and ATen's own vectorized kernels (reductions, ``exp``, Adam's
-element-wise steps) an AVX2 or AVX-512 one. The paths round differently, and a training run of
-thousands of steps carries a last-bit difference into different weights: the same command
-wrote three different ranker files on an AMD EPYC, on an Intel Xeon and on that Xeon with MKL
-held to AVX2 (``agents/data/README.md``). Two settings take the same path on every x86-64 CPU:
+element-wise steps) a baseline, AVX2 or AVX-512 one. The paths round differently, and a
+training run of thousands of steps carries a last-bit difference into different weights: the
+same command wrote three different ranker files on an AMD EPYC, on an Intel Xeon and on that
+Xeon with MKL held to AVX2 (``agents/data/README.md``). Two settings take the same path on
+every x86-64 CPU with AVX2 (Intel since 2013, AMD since 2015):
 
-* ``MKL_CBWR=COMPATIBLE`` — MKL's conditional numerical reproducibility mode: the same
-  results on Intel and Intel-compatible processors;
-* ``ATEN_CPU_CAPABILITY=default`` — ATen's kernels compiled for the x86-64 baseline, the
-  same instructions on every CPU.
+* ``MKL_CBWR=COMPATIBLE`` — MKL's conditional numerical reproducibility mode on its SSE2
+  branch, the one branch whose results Intel states are the same on Intel and non-Intel
+  processors (a branch such as ``AVX2`` falls back to MKL's own dispatch on non-Intel CPUs);
+* ``ATEN_CPU_CAPABILITY=avx2`` — ATen's AVX2 kernels: the same instructions, so the same
+  results, on every CPU that has them. (Its baseline kernels, ``default``, would not need
+  AVX2 but cost 1.2x more training time; a CPU without AVX2 runs them anyway, and the
+  fingerprint below tells.)
 
 Both are read when PyTorch first computes, so they must be set before the process runs any
 tensor operation: ``enable()`` sets them and refuses a process where ATen has already chosen
-another path. The imitation data need nothing: NumPy's and HiGHS' results here do not change
-with the instruction set (the demonstrations hashed the same with NumPy's AVX2 and AVX-512
-paths switched off). Training runs 1.3-1.4x slower this way (``BENCHMARKS.md``).
+another path. The imitation data need nothing: NumPy's, OpenBLAS' and HiGHS' results here do
+not change with the instruction set (the demonstrations hashed the same with NumPy's AVX2 and
+AVX-512 paths switched off, and with OpenBLAS held to its Haswell or Prescott kernels).
+Behaviour cloning runs ~1.3x slower this way (``BENCHMARKS.md``).
 
 ``fingerprint()`` is a hash of a few steps of a small network's training on fixed data: the
 same on machines whose training arithmetic agrees. ``REFERENCE_FINGERPRINT`` is its value
@@ -35,17 +40,18 @@ from hsched_env.errors import ConfigError
 log = logging.getLogger(__name__)
 
 #: The environment variables of portable arithmetic and their values.
-PORTABLE_ENV = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default"}
+PORTABLE_ENV = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2"}
 #: ``fingerprint()`` with portable arithmetic on the machine ``agents/data/ranker.pt`` was
-#: trained on (and on every x86-64 machine whose MKL honours ``MKL_CBWR=COMPATIBLE``).
-REFERENCE_FINGERPRINT = "0dc2a6264fe649e1"
+#: trained on (and on every x86-64 machine with AVX2 whose MKL honours ``MKL_CBWR=COMPATIBLE``).
+REFERENCE_FINGERPRINT = "a027ceb7fa6eafff"
 
 
 def enable() -> str:
     """Set portable arithmetic for this process; returns ``fingerprint()``.
 
     ``ConfigError`` when one of ``PORTABLE_ENV`` is set to another value, or when PyTorch has
-    already computed in this process with other kernels (start a fresh process). A fingerprint
+    already computed in this process with other ATen kernels (start a fresh process; on a CPU
+    whose own kernels are the AVX2 ones, only the fingerprint can tell). A fingerprint
     other than ``REFERENCE_FINGERPRINT`` is logged as a warning: training is then reproducible
     on this kind of machine, but not byte for byte against files trained elsewhere.
     """
@@ -57,7 +63,7 @@ def enable() -> str:
         os.environ[name] = value
     import torch as th
     capability = th.backends.cpu.get_cpu_capability()
-    if capability != "DEFAULT":
+    if capability not in ("AVX2", "DEFAULT"):   # DEFAULT: a CPU without AVX2
         raise ConfigError(f"PyTorch already computed in this process with its {capability} "
                           f"kernels; portable arithmetic must be chosen before the first "
                           f"tensor operation: run the training in a fresh process, or set "

@@ -206,7 +206,7 @@ class TrainConfig:
     checkpoint_steps: int = 2048
     torch_threads: int = 1
     # CPU-independent arithmetic (``agents.portable_math``): the same weights from the same
-    # command on any x86-64 CPU, at ~1.3x the training time
+    # command on any x86-64 CPU with AVX2, at ~1.3x the time of behaviour cloning
     portable_math: bool = False
     # the LP's and random's return per training seed (return_vs_lp, the returns figure),
     # cached per seed; a new seed's are computed while they have taken less than

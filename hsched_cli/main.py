@@ -295,9 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "candidate gate, --gate-candidates, else 1: never)")
     tr.add_argument("--portable-math", action="store_true", default=None,
                     help="CPU-independent arithmetic (MKL_CBWR=COMPATIBLE, "
-                         "ATEN_CPU_CAPABILITY=default): the command writes the same weights on "
-                         "any x86-64 CPU, at ~1.3x the training time; the file records the "
-                         "arithmetic's fingerprint (agents/portable_math.py)")
+                         "ATEN_CPU_CAPABILITY=avx2): the command writes the same weights on "
+                         "any x86-64 CPU with AVX2, at ~1.3x the time of behaviour cloning; "
+                         "the file records the arithmetic's fingerprint "
+                         "(agents/portable_math.py)")
     tr.add_argument("--episode-hours", type=_number, default=None,
                     help="truncate training episodes at this simulated time (default: the "
                          "id's limit, if any; --regimes demonstrations: 3; 0: run every "
