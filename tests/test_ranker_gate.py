@@ -748,23 +748,26 @@ def test_evaluate_cli_runs_a_ranker_with_the_unsure_gate_off(tmp_path):
                          "seed_fraction": DEFAULT_SEED_FRACTION}
 
 
-def test_the_shipped_file_sets_its_own_unsure_gate():
-    """Session 40: the shipped file records max_kept_fraction 0.35 (its training command's
-    --max-kept-fraction), above the 26–28% it keeps of a 550-job burst's first round on
-    training seeds; files without one keep the 0.25 default."""
+def test_the_shipped_file_sets_its_own_unsure_gate_and_was_trained_portably():
+    """The shipped file records max_kept_fraction 0.35 (its training command's
+    --max-kept-fraction; session 40's choice); files without one keep the 0.25 default. Since
+    session 42 it is the output of the documented command with --portable-math (seed 1), so
+    it records the reference arithmetic's fingerprint."""
     import hashlib
 
+    from agents.portable_math import REFERENCE_FINGERPRINT
     from agents.ranker import DEFAULT_MAX_KEPT_FRACTION, shipped_ranker_path
     net, meta = load_ranker_net(shipped_ranker_path())
     assert meta["max_kept_fraction"] == 0.35 and meta["gate_candidates"] == 10105
     assert Ranker.load(shipped_ranker_path()).max_kept_fraction == 0.35
     assert DEFAULT_MAX_KEPT_FRACTION == 0.25
-    # the weights are still session 38's (its file: sha256 a26a2cf4…fb26)
+    assert meta["arithmetic_fingerprint"] == REFERENCE_FINGERPRINT
+    # session 42's weights (the file: sha256 83318a8e…55d8; agents/data/README.md)
     digest = hashlib.sha256()
     for name, tensor in net.state_dict().items():
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().numpy().tobytes())
-    assert digest.hexdigest().startswith("1e6c2492b9f63e2b")
+    assert digest.hexdigest().startswith("147d4724a6034ec0")
 
 
 def test_ranker_load_script_measures_training_rounds_only(capsys):
