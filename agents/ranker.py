@@ -507,8 +507,10 @@ MaskableRankerPolicy = _maskable_policy_class()
 
 # ---------------------------------------------------------------------------- save / load
 def save_ranker(net: RankerNet, path: str | Path, **meta) -> Path:
-    """Write the network's weights and configuration (plus ``meta``: plain values only)."""
+    """Write the network's weights and configuration (plus ``meta``: plain values only,
+    checked as a ranker file's are when read, so a file written loads)."""
     path = Path(path)
+    check_meta(meta, f"save_ranker({str(path)!r})")
     path.parent.mkdir(parents=True, exist_ok=True)
     th.save({"format": FORMAT, "hidden": net.hidden, "commit": net.commit,
              "job_context": net.job_context,

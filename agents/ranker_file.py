@@ -13,7 +13,8 @@ values:
 * ``meta`` (optional) — what training recorded (``agents.train._ranker_meta``): the keys of
   ``META_CHECKS`` hold the values checked there (a threshold in (0, 1), a gate a whole number
   >= 0, ...); other keys are a free record (``save_ranker(net, path, note=...)``) and are
-  not read, except a near-miss of a checked key (``treshold``), which is refused.
+  not read, except a near-miss of a checked key (``treshold``), which is refused (by
+  ``save_ranker`` too, so a file written loads).
 
 ``read_ranker_file(path)`` reads the file (``weights_only=True``: no code is unpickled) and
 checks everything but the weights' shapes; ``check_weights`` checks those against the shapes
@@ -103,7 +104,10 @@ def check_meta(meta, source: str) -> None:
         if key in meta:
             check(meta[key], source, f"meta.{key}")
     for key in meta:
-        near = difflib.get_close_matches(key, META_CHECKS, n=1, cutoff=0.8)
+        # a misspelling: a close match of about the same length (not a longer or shorter
+        # name of its own, such as kept_fraction beside max_kept_fraction)
+        near = [k for k in difflib.get_close_matches(key, META_CHECKS, n=1, cutoff=0.8)
+                if abs(len(k) - len(key)) <= 2]
         if key not in META_CHECKS and near:
             raise ConfigError(f"is not a key ranker files use (did you mean {near[0]!r}?)",
                               source=source, field=f"meta.{key}")

@@ -257,10 +257,13 @@ class TrainConfig:
                             ("--target-recall", self.target_recall is not None)):
             if given and not self.imitates:
                 raise self.not_imitated(flag)
-        if self.target_recall is not None and self.imitates and not self.warm_imitation:
-            raise ConfigError("chooses the operating point of the ranker imitation fits; with "
-                              "--imitation-seeds 0 and no --regimes there is no imitation",
-                              field="--target-recall")
+        if self.portable_math:
+            from agents.portable_math import check_environment
+            check_environment()
+            if self.torch_threads != 1:
+                raise ConfigError(f"portable arithmetic is defined on one PyTorch thread; "
+                                  f"torch_threads is {self.torch_threads}",
+                                  field="--portable-math")
         if self.keep_cost is not None and self.mode != "rank":
             raise ConfigError(f"is the price of kept candidates in hsched/Rank-*'s reward; "
                               f"{self.env} trains a select-mode agent", field="--keep-cost")
@@ -736,7 +739,7 @@ def make_config(env: str, algo: str | None = None, policy: str | None = None,
         fields["policy"] = policy
     try:
         config = TrainConfig(env=env, algo=algo, logdir=logdir, hyperparams=source, **fields)
-        _check_fields_read(config, set(from_file) | set(given))
+        _check_fields_read(config, set(from_file) | set(given), set(given))
     except ConfigError as exc:
         # a value of the file's entry: named with the file, not as a flag nobody gave
         name = str(exc.field or "").lstrip("-").replace("-", "_").split(".")[0]
@@ -747,12 +750,19 @@ def make_config(env: str, algo: str | None = None, policy: str | None = None,
     return config
 
 
-def _check_fields_read(config: TrainConfig, explicit: set[str]) -> None:
-    """Fields set (by the file's entry or the command line) that this run would not read,
-    which ``TrainConfig`` cannot tell from their defaults: ``imitation_seeds`` outside the
-    equivariant ranker's imitation, ``hidden`` with ``--policy mlp``."""
+def _check_fields_read(config: TrainConfig, explicit: set[str], given: set[str]) -> None:
+    """Fields set (``explicit``: by the file's entry or the command line; ``given``: by the
+    command line) that this run would not read, which ``TrainConfig`` cannot tell from their
+    defaults: ``imitation_seeds`` outside the equivariant ranker's imitation, ``hidden`` with
+    ``--policy mlp``, a ``target_recall`` given without demonstrations (a file's is inert
+    there: the shipped PPO entries set one for the warm start that ``--imitation-seeds 0``
+    skips)."""
     if "imitation_seeds" in explicit and not config.imitates:
         raise config.not_imitated("--imitation-seeds")
+    if "target_recall" in given and config.imitates and not config.warm_imitation:
+        raise ConfigError("chooses the operating point of the ranker imitation fits; with "
+                          "--imitation-seeds 0 and no --regimes there is no imitation",
+                          field="--target-recall")
     if "hidden" in explicit and config.policy != "equivariant":
         raise ConfigError("is the equivariant network's width; --policy mlp sizes its layers "
                           "with --set policy_kwargs={net_arch: [64, 64]}", field="--hidden")
@@ -1248,7 +1258,7 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     if warm:
         echo(_imitation_announcement(config))
         t_imitation = time.perf_counter()
-        imitation_net, record, returns = _imitation(config, out, prog, writer)
+        imitation_net, record, returns = _imitation(config, out, prog, writer, arithmetic)
         summary["imitation"] = record
         summary["imitation_s"] = time.perf_counter() - t_imitation
         known_returns.update(returns)
@@ -1257,7 +1267,7 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     if not rl:
         # imitation is the method: the ranker is the cloned network at its operating point
         from agents.ranker import save_ranker
-        meta = _ranker_meta(config, summary["imitation"])
+        meta = _ranker_meta(config, summary["imitation"], arithmetic=arithmetic)
         save_ranker(imitation_net, out / "ranker.pt", stage="imitation", **meta)
         warning = unsure_file_warning(meta)
         if warning:
@@ -1310,7 +1320,8 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
         from agents.ranker import save_ranker
         # no threshold recorded: the PPO policy keeps at ½ (an operating point was moved there)
         save_ranker(model.policy.ranker, out / "ranker.pt", stage="ppo",
-                    timesteps=config.timesteps, **_ranker_meta(config, None))
+                    timesteps=config.timesteps,
+                    **_ranker_meta(config, None, arithmetic=arithmetic))
     venv.close()
     tb.close()
     summary["episodes"] = episodes.episodes
@@ -1404,7 +1415,8 @@ def _rl_announcement(config: TrainConfig, plan: dict) -> str:
     return text + f"; γ {config.gamma}, learning rate {config.learning_rate}"
 
 
-def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
+def _imitation(config: TrainConfig, out: Path, progress: Progress, writer,
+               arithmetic: str | None = None):
     """Collect the LP reference's keep bits (on the one scenario, or on every regime of
     ``config.regimes``), fit ``RankerNet`` to them, choose its operating point; with
     ``config.dagger`` iterations, then collect again on the same regimes and seeds with the
@@ -1430,7 +1442,8 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
     for it in range(config.dagger):
         # the ranker as it runs: the file's operating point (threshold or bands), never gated
         # (torch_threads=None: the run's own setting, config.torch_threads, stays)
-        ranker = Ranker(net, meta=_ranker_meta(config, record, serve=False),
+        ranker = Ranker(net, meta=_ranker_meta(config, record, serve=False,
+                                               arithmetic=arithmetic),
                         gate_candidates=0, max_kept_fraction=1.0,
                         name=f"dagger-{it + 1}", torch_threads=None)
         t1 = time.perf_counter()
@@ -1463,7 +1476,7 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer):
         record["dagger"] = iterations
     writer.flush()
     save_ranker(net, out / "imitation_ranker.pt", stage="imitation",
-                **_ranker_meta(config, record))
+                **_ranker_meta(config, record, arithmetic=arithmetic))
     return net, record, returns
 
 
@@ -1589,10 +1602,12 @@ def unsure_file_warning(meta: dict) -> str | None:
             f"kept 35%); try another seed")
 
 
-def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True) -> dict:
+def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True,
+                 arithmetic: str | None = None) -> dict:
     """What a ranker file records of its training: scenario or regimes, operating point,
-    gate. The main operating point is ``config.operating_recall``'s when set and ``serve``
-    (the saved file), else ``target_recall``'s (DAgger's driver)."""
+    gate, and ``arithmetic`` (the fingerprint ``agents.portable_math.enable`` returned, with
+    ``--portable-math``). The main operating point is ``config.operating_recall``'s when set
+    and ``serve`` (the saved file), else ``target_recall``'s (DAgger's driver)."""
     if config.regimes:
         meta = {"regimes": config.regimes}
     else:
@@ -1628,7 +1643,6 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True
         meta["inputs"] = "within-fair-share"
     if config.prune is not None:
         meta["prune"] = config.prune
-    if config.portable_math:
-        from agents.portable_math import fingerprint
-        meta["arithmetic_fingerprint"] = fingerprint()
+    if arithmetic is not None:
+        meta["arithmetic_fingerprint"] = arithmetic
     return meta

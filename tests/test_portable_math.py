@@ -9,17 +9,29 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch as th
 
 from agents import portable_math
 from agents.train import make_config
+from hsched_env.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 slow = pytest.mark.slow
+#: The reference fingerprint is this build's on x86-64 with MKL: elsewhere it cannot match.
+reference_build = pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64") or not th.backends.mkl.is_available()
+    or th.__version__.split("+")[0] != "2.13.0",
+    reason="the reference fingerprint is torch 2.13.0's with MKL on x86-64")
+#: Holding this CPU's kernels to AVX2 changes nothing where they are AVX2 already.
+wider_than_avx2 = pytest.mark.skipif(
+    th.backends.cpu.get_cpu_capability() in ("AVX2", "DEFAULT"),
+    reason="this CPU's own kernels are the AVX2 ones: nothing to narrow")
 
 #: Environment settings that hold this machine's kernels to older instruction sets.
 NARROWER = {
@@ -44,6 +56,7 @@ FINGERPRINT = ("import torch; torch.set_num_threads(1); from agents.portable_mat
 
 
 @slow
+@reference_build
 @pytest.mark.parametrize("narrower", [{}, NARROWER, {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}],
                          ids=["native", "avx2", "sse4.2"])
 def test_the_fingerprint_is_the_reference_whatever_the_instruction_set(narrower):
@@ -54,31 +67,46 @@ def test_the_fingerprint_is_the_reference_whatever_the_instruction_set(narrower)
 
 
 @slow
-def test_enable_refuses_a_process_that_already_computed():
-    import torch as th
-    if th.backends.cpu.get_cpu_capability() in ("AVX2", "DEFAULT"):
-        pytest.skip("this CPU's own kernels are the portable ones: nothing to tell apart")
+@pytest.mark.parametrize("preset", [{}, {"ATEN_CPU_CAPABILITY": "avx2"}],
+                         ids=["native-kernels", "avx2-kernels"])
+def test_enable_refuses_a_process_that_already_computed(preset):
+    """With ATen's kernels already the AVX2 ones (as on an AVX2 CPU), only the fingerprint
+    against a fresh process's tells that MKL was initialized without its COMPATIBLE branch."""
+    if not preset and th.backends.cpu.get_cpu_capability() in ("AVX2", "DEFAULT"):
+        pytest.skip("this CPU's own kernels are the AVX2 ones: the other case covers it")
     proc = _python("import torch; (torch.randn(64, 64) @ torch.randn(64, 64)).exp().sum(); "
-                   "from agents.portable_math import enable; enable()")
+                   "from agents.portable_math import enable; enable()", **preset)
     assert proc.returncode != 0
-    assert "fresh process" in proc.stderr and "--portable-math" in proc.stderr
+    assert "already computed" in proc.stderr and "fresh process" in proc.stderr
 
 
-@slow
-def test_enable_refuses_a_contrary_setting():
-    proc = _python(FINGERPRINT, MKL_CBWR="AVX2")
-    assert proc.returncode != 0
-    assert "MKL_CBWR=COMPATIBLE" in proc.stderr and "MKL_CBWR=AVX2" in proc.stderr
+def test_a_contrary_setting_is_refused_before_the_run_folder(monkeypatch, tmp_path, capsys):
+    from hsched_cli.main import main
+    monkeypatch.setenv("MKL_CBWR", "AVX2")
+    with pytest.raises(ConfigError, match="needs MKL_CBWR=COMPATIBLE.*MKL_CBWR=AVX2"):
+        portable_math.check_environment()
+    run = tmp_path / "run"
+    assert main(["train", "--env", "hsched/Rank-Tiny-v0", "--algo", "imitation",
+                 "--portable-math", "--logdir", str(run)]) == 2
+    assert "'--portable-math': needs MKL_CBWR=COMPATIBLE" in capsys.readouterr().err
+    assert not run.exists()
+
+
+def test_portable_arithmetic_is_one_thread():
+    with pytest.raises(ConfigError, match="one PyTorch thread"):
+        make_config("hsched/Rank-Tiny-v0", algo="imitation", portable_math=True,
+                    torch_threads=2)
 
 
 def test_the_fingerprint_is_stable_within_a_process_and_leaves_the_global_generator():
-    import torch as th
     th.manual_seed(5)
     first = th.rand(3)
     th.manual_seed(5)
     a = portable_math.fingerprint()
     assert th.equal(th.rand(3), first)          # drew nothing from the global generator
     assert portable_math.fingerprint() == a and len(a) == 16
+    with th.inference_mode():                   # it trains there too
+        assert portable_math.fingerprint() == a
 
 
 def test_the_flag_is_a_train_config_field():
@@ -88,7 +116,6 @@ def test_the_flag_is_a_train_config_field():
 
 
 def _weights(path: Path) -> str:
-    import torch as th
     blob = th.load(path, weights_only=True)
     digest = hashlib.sha256()
     for name, tensor in blob["state_dict"].items():
@@ -96,22 +123,29 @@ def _weights(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _train_tiny(run: Path, narrower: dict, portable: bool) -> Path:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hsched_cli", "train", "--env", "hsched/Rank-Tiny-v0",
+         "--algo", "imitation", "--imitation-seeds", "3", "--set", "imitation_epochs=4",
+         *(["--portable-math"] if portable else []), "--logdir", str(run), "--no-progress"],
+        capture_output=True, text=True, cwd=ROOT, env=_env(**narrower), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    if portable:
+        assert "portable arithmetic (MKL_CBWR=COMPATIBLE" in proc.stderr
+    return run / "ranker.pt"
+
+
 @slow
+@wider_than_avx2
 def test_portable_training_writes_the_same_weights_on_a_narrower_instruction_set(tmp_path):
-    """The tiny ranker's imitation under the native and the narrower kernels: the same weights
-    with --portable-math, and the file records the fingerprint."""
+    """The tiny ranker's imitation under the native and the narrower kernels: other weights
+    without --portable-math, the same with it; the file records the fingerprint."""
     from agents.ranker_file import read_ranker_file
-    files = []
-    for name, narrower in (("native", {}), ("avx2", NARROWER)):
-        run = tmp_path / name
-        proc = subprocess.run(
-            [sys.executable, "-m", "hsched_cli", "train", "--env", "hsched/Rank-Tiny-v0",
-             "--algo", "imitation", "--imitation-seeds", "3", "--set", "imitation_epochs=4",
-             "--portable-math", "--logdir", str(run), "--no-progress"],
-            capture_output=True, text=True, cwd=ROOT, env=_env(**narrower), timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        assert f"fingerprint {portable_math.REFERENCE_FINGERPRINT}" in proc.stderr
-        files.append(run / "ranker.pt")
-    assert _weights(files[0]) == _weights(files[1])
-    meta = read_ranker_file(files[0])["meta"]
-    assert meta["arithmetic_fingerprint"] == portable_math.REFERENCE_FINGERPRINT
+    plain = [_train_tiny(tmp_path / f"plain-{n}", narrower, portable=False)
+             for n, narrower in (("native", {}), ("avx2", NARROWER))]
+    assert _weights(plain[0]) != _weights(plain[1])
+    portable = [_train_tiny(tmp_path / f"portable-{n}", narrower, portable=True)
+                for n, narrower in (("native", {}), ("avx2", NARROWER))]
+    assert _weights(portable[0]) == _weights(portable[1])
+    meta = read_ranker_file(portable[0])["meta"]
+    assert meta["arithmetic_fingerprint"] == portable_math.fresh_fingerprint()

@@ -27,8 +27,8 @@ def _training_meta(record: dict) -> dict:
     config = TrainConfig(algo="imitation", regimes="mixed", target_recall=0.95,
                          threshold_bands=(1000,), operating_recall=0.99, gate_candidates=500,
                          max_kept_fraction=0.35, dagger=1, fair_share_inputs=True,
-                         prune="lp", portable_math=True)
-    return {"stage": "imitation", **_ranker_meta(config, record)}
+                         prune="lp")
+    return {"stage": "imitation", **_ranker_meta(config, record, arithmetic="a027ceb7fa6eafff")}
 
 
 @pytest.fixture
@@ -191,6 +191,15 @@ def _not_torch(tmp_path):
     return {garbage: "torch cannot read it as a file of tensors and plain values",
             script: "torch cannot read it as a file of tensors and plain values",
             empty: "it is empty or cut short"}
+
+
+def test_save_ranker_refuses_what_would_not_load(tmp_path):
+    with pytest.raises(ConfigError, match="field 'meta.treshold'.*did you mean 'threshold'"):
+        save_ranker(RankerNet(hidden=8), tmp_path / "x.pt", treshold=0.1)
+    assert not (tmp_path / "x.pt").exists()
+    # a name of its own beside a checked one is a free record
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "y.pt", kept_fraction=0.2)
+    assert load_ranker_net(path)[1]["kept_fraction"] == 0.2
 
 
 def test_a_ranker_built_in_python_checks_its_meta_as_a_file_would():
