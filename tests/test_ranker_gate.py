@@ -326,9 +326,13 @@ def test_ranker_uses_the_files_size_bands(tmp_path):
     assert r.threshold_for(1000) == 0.5 and r.threshold_for(10**6) == 0.5
     plain = Ranker.load(path, threshold=0.3)           # an explicit threshold: no bands
     assert plain.size_thresholds == [] and plain.threshold_for(10**6) == 0.3
-    bad = save_ranker(net, tmp_path / "bad.pt", size_thresholds=[[0, 1.5]])
-    with pytest.raises(ConfigError):
-        Ranker.load(bad)
+    with pytest.raises(ConfigError, match=r"meta.size_thresholds\[0\]\[1\]"):
+        save_ranker(net, tmp_path / "bad.pt", size_thresholds=[[0, 1.5]])   # not written
+    blob = th.load(path, weights_only=True)
+    blob["meta"]["size_thresholds"] = [[0, 1.5]]
+    th.save(blob, tmp_path / "bad.pt")                    # written by other means
+    with pytest.raises(ConfigError, match=r"meta.size_thresholds\[0\]\[1\]"):
+        Ranker.load(tmp_path / "bad.pt")
     # keep: a round of the small band at a tiny threshold keeps (almost) everything, the
     # same round read as large at ½ keeps less
     env = rank_env("sia-64", "gavel:rate=4,jobs=20", measure_time=False)
