@@ -103,12 +103,12 @@ def check_meta(meta, source: str) -> None:
     for key, check in META_CHECKS.items():
         if key in meta:
             check(meta[key], source, f"meta.{key}")
-    for key in meta:
+    for key in (k for k in meta if k not in META_CHECKS):      # in the file's order
         # a misspelling: a close match of about the same length (not a longer or shorter
         # name of its own, such as kept_fraction beside max_kept_fraction)
         near = [k for k in difflib.get_close_matches(key, META_CHECKS, n=1, cutoff=0.8)
                 if abs(len(k) - len(key)) <= 2]
-        if key not in META_CHECKS and near:
+        if near:
             raise ConfigError(f"is not a key ranker files use (did you mean {near[0]!r}?)",
                               source=source, field=f"meta.{key}")
 
