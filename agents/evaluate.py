@@ -69,6 +69,7 @@ from agents.policy_entries import (DEFAULT_POLICIES, DEFAULT_RANKER_PATH, SB3_AL
                                    PolicyEntry, agent_entry, default_policies, describe_entry,
                                    entries_to_items, load_entry_point, load_ranker, load_sb3,
                                    parse_policies, policy_names)
+from agents.provenance import environment_record
 from agents.report import (TB_METRICS, Report, format_report, output_dir, per_seed_rows,
                            report_json, scenario_summary, summarize, write_outputs)
 from agents.runners import (STEP_CAP, SUPPORT_TINY, WALL_CLOCK_FIELDS, WALL_CLOCK_METRICS, Run,
@@ -317,4 +318,4 @@ def _report(suite, entries, seeds, runs, failures, wall_s) -> Report:
     gates = {e.label: g for e in entries if (g := _ranker_gates(e)) is not None}
     return Report(suite=suite, seeds=seeds, policies=[e.label for e in entries], runs=runs,
                   rows=rows, scenarios=scenarios, wall_s=wall_s, sources=sources,
-                  failures=failures, ranker_gates=gates)
+                  failures=failures, ranker_gates=gates, environment=environment_record())

@@ -52,6 +52,9 @@ class Report:
     #: per ranker label: the gates it ran with (``gate_candidates``, ``max_kept_fraction``;
     #: the file's, or ``--max-kept-fraction``'s)
     ranker_gates: dict = field(default_factory=dict)
+    #: where the report was made (``agents.provenance.environment_record``: Python, machine,
+    #: processor, library versions; with ``--backend ray`` the driver's)
+    environment: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------- aggregation
@@ -346,7 +349,7 @@ def report_json(report: Report) -> dict:
         "scenarios": report.scenarios, "rows": report.rows,
         "per_seed": per_seed_rows(report), "failed": report.failures,
         **({"sweep": report.sweep} if report.sweep is not None else {}),
-        "wall_s": report.wall_s})
+        "environment": report.environment, "wall_s": report.wall_s})
 
 
 def _fmt(v, scale=1.0, digits=2, na="n/a") -> str:

@@ -30,7 +30,8 @@ Tiny. ``cluster`` / ``workload`` / ``slots`` / ``episode_hours`` ... override it
 * ``model.zip`` (SB3, to resume), ``ranker.pt`` (an equivariant policy's network alone,
   loadable on any cluster and K: a rank-mode one with ``agents.ranker.Ranker.load``, a
   select-mode one with ``load_ranker_net``), ``imitation_ranker.pt``
-  (after the warm start, before PPO), ``config.json``, ``summary.json``.
+  (after the warm start, before PPO), ``config.json``, ``summary.json`` (with
+  ``environment``: Python, machine, processor, library versions; ``agents.provenance``).
 
 **Steps.** ``timesteps`` bounds the RL environment steps: the rollout length is cut to fit a
 short run (``n_steps ≤ timesteps / n_envs``) and learning stops at ``timesteps`` (a last,
@@ -1247,7 +1248,9 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     (out / "config.json").write_text(json.dumps(
         {**dataclasses.asdict(config), "scenario": config.scenario(), "rollout_plan": plan},
         indent=1, default=str))
-    summary: dict = {"config": dataclasses.asdict(config), "scenario": config.scenario()}
+    from agents.provenance import environment_record
+    summary: dict = {"config": dataclasses.asdict(config), "scenario": config.scenario(),
+                     "environment": environment_record()}
     if arithmetic is not None:
         summary["arithmetic_fingerprint"] = arithmetic
     tb = configure(str(out / "tb"), ["tensorboard"])

@@ -96,6 +96,7 @@ def test_smoke_suite_table_and_json(report):
     data = json.loads(json.dumps(report_json(report)))      # JSON-ready, NaN as null
     assert {"suite", "seeds", "rows", "per_seed", "scenarios", "settings"} <= data.keys()
     assert data["suite"] == "smoke" and len(data["per_seed"]) == 5
+    assert data["environment"]["libraries"]["numpy"] == np.__version__   # where it was made
     # every policy finished every job here: the common jobs are all of them
     for r in data["rows"] + data["per_seed"]:
         assert r["common_jobs"] == 30

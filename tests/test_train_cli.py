@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from agents.train import (HYPERPARAMS_DIR, TrainConfig, config_fields, make_config,
                           prepare_run_dir, read_hyperparams, resolve_hyperparams, rollout_plan,
@@ -187,6 +189,9 @@ def test_cli_tiny_training_is_bounded_and_records_its_hyperparams(tmp_path, caps
     summary = json.loads((run / "summary.json").read_text(),
                          parse_constant=lambda c: pytest.fail(f"summary.json holds {c}"))
     assert summary["rl_steps"] == 64 and summary["updates"] == 1
+    env = summary["environment"]                  # what made the file: versions, machine
+    assert env["libraries"]["numpy"] == np.__version__
+    assert env["libraries"]["torch"] == torch.__version__
     assert "64 environment steps" in out
 
 
