@@ -676,10 +676,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{Path(__file__).name}: error: {exc}", file=sys.stderr)
         return 2
 
+    from agents.provenance import environment_record
     settings = {"policies": policies, "objective": args.objective,
                 "case_groups": args.cases, "seeds": 1 if args.quick else args.seeds,
                 "quick": args.quick, "workers": args.workers, "git": _git_state(),
-                "python": sys.version.split()[0], "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+                "python": sys.version.split()[0], "environment": environment_record(),
+                "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     t0 = time.perf_counter()
     runs = run_all(cases, policies, objective=args.objective, workers=args.workers,
                    progress=not args.no_progress)

@@ -177,3 +177,17 @@ def test_cases_with_an_empty_entry_are_refused(capsys, cases):
         bq.main(["--cases", cases])
     assert exc.value.code == 2
     assert "argument --cases: an empty entry" in capsys.readouterr().err
+
+
+@slow
+def test_main_writes_results_with_where_they_were_made(tmp_path, capsys):
+    """The whole script on one quick case group: results.json holds the comparison and the
+    set-up that made it (library versions, as hsched evaluate's metrics.json)."""
+    out = tmp_path / "q"
+    assert bq.main(["--quick", "--cases", "pollux", "--workers", "1", "--out", str(out),
+                    "--no-progress"]) == 0
+    capsys.readouterr()
+    results = json.loads((out / "results.json").read_text())
+    env = results["settings"]["environment"]
+    assert env["libraries"]["numpy"] == np.__version__ and env["python"] == sys.version.split()[0]
+    assert {r["policy"] for r in results["runs"]} == set(results["settings"]["policies"])
