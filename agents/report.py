@@ -25,6 +25,7 @@ from agents.suites import TRAIN_SEEDS, Scenario, Suite
 from hsched_env.errors import ConfigError
 from hsched_env.files import missing_parents
 from hsched_env.metrics import finish_time_fairness, finished_by_all
+from hsched_env.simulator import STALL_ROUNDS
 from hsched_env.text import format_table
 
 
@@ -472,7 +473,10 @@ def format_report(report: Report) -> str:
             early = [e for e in r.get("end_reasons", ()) if e not in normal]
             if early:
                 why = (f"{STEP_CAP}: a round took {round_step_cap(r['slots'])} steps without a "
-                       f"commit" if STEP_CAP in early else "the environment ended the episode")
+                       f"commit" if STEP_CAP in early else
+                       f"no job ran for {STALL_ROUNDS:,} rounds with jobs waiting and "
+                       f"no arrivals left" if "stalled" in early else
+                       "the environment ended the episode")
                 notes.append(f"{r['policy']}: ended early ({', '.join(early)}; {why}); the "
                              f"metrics cover the rounds before, unfinished jobs count in "
                              f"in-sys h up to then")

@@ -323,16 +323,24 @@ def _sim_config(suite: Suite, scenario: Scenario, seed: int):
                      max_time_s=scenario.max_time_s)
 
 
-def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason) -> dict:
+def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason,
+                    stopped_s: float) -> dict:
     """``max_time_s``: where the run's window ended (a time limit, or the time a step-capped
-    run stopped)."""
+    run stopped); ``stopped_s``: the simulated time the run stopped at (a stalled run: the
+    end of its last round). A run that ended with jobs unfinished has no makespan, and each
+    unfinished job counts in ``avg_time_in_system_s`` up to the window's end, or up to
+    ``stopped_s`` for a stalled run (nobody ran its waiting jobs: they waited until then)."""
     m = dict(metrics)
     m["policy"] = label
-    truncated = (end_reason not in ("completed", "stalled") and max_time_s is not None
-                 and any(not r.done for r in records))
-    if truncated:
-        m["makespan_s"] = math.nan              # the window ended first: no makespan
-    ends = [r.finish_s if r.done else (max_time_s if truncated else math.nan) for r in records]
+    unfinished = any(not r.done for r in records)
+    cut = None
+    if unfinished and end_reason == "stalled":
+        cut = stopped_s
+    elif unfinished and end_reason != "completed" and max_time_s is not None:
+        cut = max_time_s
+    if cut is not None:
+        m["makespan_s"] = math.nan              # the run ended first: no makespan
+    ends = [r.finish_s if r.done else (cut if cut is not None else math.nan) for r in records]
     times = [e - r.arrival_s for e, r in zip(ends, records)
              if not math.isnan(e) and r.arrival_s <= e]
     m["avg_time_in_system_s"] = float(np.mean(times)) if times else math.nan
@@ -352,7 +360,7 @@ def run_simulator_policy(entry: PolicyEntry, suite: Suite, scenario: Scenario, s
     result.decision_s = list(wrapped.decide_s)
     records = result.jobs
     metrics = _finish_metrics(result.metrics(), entry.label, records, scenario.max_time_s,
-                              sim.end_reason)
+                              sim.end_reason, sim.time_s)
     dec = np.asarray(wrapped.decide_s, dtype=float)
     return Run(scenario=scenario.name, label=entry.label, kind="simulator", seed=seed,
                metrics=metrics, jct_s=np.array([r.jct_s for r in records if r.done]),
@@ -522,7 +530,8 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
         metrics["seed_mode"] = True
         metrics["seed_recall"] = float(np.mean(seed_recall)) if seed_recall else None
     end_reason = getattr(env, "end_reason", None) or sim.end_reason
-    metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s, end_reason)
+    metrics = _finish_metrics(metrics, entry.label, records, scenario.max_time_s, end_reason,
+                              sim.time_s)
     return Run(scenario=scenario.name, label=entry.label, kind="ranker", seed=seed,
                metrics=metrics, jct_s=np.array([r.jct_s for r in records if r.done]),
                decision_s=dec, lp_decision_s=lp_arr, ranker_s=rank_arr,
@@ -654,7 +663,7 @@ def run_scheduler(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: in
         metrics.update(getattr(env.lp, "summary", dict)())
     metrics["placements"], metrics["invalid_actions"] = placements, invalid
     window = scenario.max_time_s if sim.finished else sim.time_s   # ended early: up to now
-    metrics = _finish_metrics(metrics, entry.label, records, window, end_reason)
+    metrics = _finish_metrics(metrics, entry.label, records, window, end_reason, sim.time_s)
     return Run(scenario=scenario.name, label=entry.label, kind="scheduler", seed=seed,
                metrics=metrics, jct_s=np.array([r.jct_s for r in records if r.done]),
                decision_s=dec, lp_decision_s=env_arr, ranker_s=agent_arr,

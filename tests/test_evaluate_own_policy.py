@@ -142,6 +142,22 @@ class CrashOnRound3(KeepAll):
         return super().keep(obs, env)
 
 
+class KeepThenStop:
+    """Rank mode, pruning the rounding too: keeps every candidate for 10 rounds, then none,
+    so the waiting jobs never run and the simulator stops the run as stalled."""
+
+    name = "keep-then-stop"
+    env_kwargs = {"prune": "all"}
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def keep(self, obs, env):
+        self.calls += 1
+        valid = (np.asarray(obs["valid"]) > 0.5).astype(np.int8)
+        return valid if self.calls <= 10 else np.zeros_like(valid)
+
+
 class CrashAct:
     """A select agent with a bug in act()."""
 
@@ -216,6 +232,30 @@ def test_fixed_slots_agent_gets_exactly_its_k():
     text = format_report(report)
     assert "K = 8 slots, fixed by the agent" in text
     assert f"K >= {run.round_candidates_max} shows every candidate" in text
+
+
+def test_a_stalled_agent_counts_its_waiting_jobs_in_time_in_system():
+    """An agent that stops running jobs: its unfinished jobs count in in-sys h up to the
+    stall (they were left out, which made it look faster than the LP), and it has no
+    makespan."""
+    from hsched_env.simulator import STALL_ROUNDS
+    report = evaluate(custom_suite(*TINY), ["pure-lp", KeepThenStop()], progress=False)
+    lp, mine = report.runs
+    assert lp.end_reason == "completed" and mine.end_reason == "stalled"
+    waiting = [r for r in mine.records if not r.done]
+    assert 0 < len(waiting) < len(mine.records)
+    ends = [r.finish_s if r.done else None for r in mine.records]
+    stall = mine.metrics["avg_time_in_system_s"] * len(ends) - sum(
+        e - r.arrival_s for e, r in zip(ends, mine.records) if e is not None)
+    stall_at = (stall + sum(r.arrival_s for r in waiting)) / len(waiting)
+    # each waited until the stall: the end of a round, after STALL_ROUNDS idle rounds
+    assert stall_at >= STALL_ROUNDS * 300.0
+    assert stall_at == pytest.approx(300.0 * round(stall_at / 300.0), abs=1e-6)
+    assert mine.metrics["avg_time_in_system_s"] > 10 * lp.metrics["avg_time_in_system_s"]
+    assert np.isnan(mine.metrics["makespan_s"]) and not np.isnan(lp.metrics["makespan_s"])
+    text = format_report(report)
+    assert (f"keep-then-stop: ended early (stalled; no job ran for {STALL_ROUNDS:,} rounds "
+            f"with jobs waiting and no arrivals left)") in text
 
 
 @pytest.mark.slow
