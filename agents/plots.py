@@ -15,6 +15,11 @@ from pathlib import Path
 import numpy as np
 
 
+#: Half the width of a plotted point's marker, in points (``scatter``'s ``s`` of 50–60 is the
+#: marker's area in points², about 7–8 points across).
+MARKER_RADIUS_PT = 4.0
+
+
 def _pyplot():
     import matplotlib
     matplotlib.use("Agg")
@@ -117,25 +122,35 @@ def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> list[tuple]:
 
 def place_labels(ax, labels: list[tuple]) -> None:
     """Draw each point's label beside it, inside the axes and clear of the labels drawn
-    before it where one of eight nearby spots allows (right of the point, or left of it in
-    the axes' last quarter, ``_label_side``; above or below; then the other side); else at
-    the first spot. Call when the figure's layout is final (after ``tight_layout``): the
-    spots are tested in display coordinates."""
+    before it where one of eight nearby spots allows, nearest first: just above or below the
+    point (by ``above``) on its preferred side (right of it, or left of it in the axes' last
+    quarter, ``_label_side``), then on the other side, then further up or down the same
+    way; else at the first spot. A spot is clear when it covers neither a label drawn before
+    it nor another point's marker (a label beside a neighbour's marker reads as the
+    neighbour's). Call when the figure's layout is final (after ``tight_layout``): the spots
+    are tested in display coordinates."""
+    from matplotlib.transforms import Bbox
     renderer = ax.figure.canvas.get_renderer()
     box = ax.get_window_extent(renderer)
+    r = MARKER_RADIUS_PT * ax.figure.dpi / 72.0          # a marker's half-width, in pixels
+    anchors = [tuple(ax.transData.transform((x, y))) for _, x, y, _, _ in labels]
+    markers = [Bbox.from_extents(px - r, py - r, px + r, py + r) for px, py in anchors]
     placed = []
-    for text, x, y, above, size in labels:
+    for i, (text, x, y, above, size) in enumerate(labels):
+        # every marker but those drawn where this label's point is (its own)
+        obstacles = [m for m, a in zip(markers, anchors)
+                     if math.dist(a, anchors[i]) > r] + placed
         dx, ha = _label_side(ax, x)
         heights = (4, -10, 14, -20) if above else (-10, 4, -20, 14)
         other = "right" if ha == "left" else "left"
-        spots = [(dx, ha, dy) for dy in heights] + [(-dx, other, dy) for dy in heights]
+        spots = [spot for dy in heights for spot in ((dx, ha, dy), (-dx, other, dy))]
         for k, (ox, align, dy) in enumerate(spots + spots[:1]):   # last: the first again
             label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(ox, dy),
                                 ha=align, fontsize=size)
             extent = label.get_window_extent(renderer)
             inside = (box.x0 <= extent.x0 and extent.x1 <= box.x1
                       and box.y0 <= extent.y0 and extent.y1 <= box.y1)
-            if k == len(spots) or (inside and not any(extent.overlaps(p) for p in placed)):
+            if k == len(spots) or (inside and not any(extent.overlaps(o) for o in obstacles)):
                 break
             label.remove()
         placed.append(extent)

@@ -4,6 +4,7 @@ held-out seeds, scenario equality between the simulator and RankEnv, recall@k, o
 from __future__ import annotations
 
 import json
+import math
 import sys
 import types
 
@@ -661,6 +662,48 @@ def test_pareto_plot_labels_stay_inside_the_axes():
     overlapping = [(a.get_text(), b.get_text()) for i, (a, ea) in enumerate(zip(texts, extents))
                    for b, eb in zip(texts[i + 1:], extents[i + 1:]) if ea.overlaps(eb)]
     assert not overlapping                 # topk, pure-lp and the ranker sit close together
+    plt.close(fig)
+
+
+def test_pareto_plot_labels_sit_nearest_their_own_points():
+    """The demo's panel of one audit (2026-12-06): pop-4's label went 20 points down-left of
+    its point, beside the ranker's, while the spot right of its point was free. Every
+    policy's label is now nearer its own point than any other point (but points drawn on
+    top of its own: the LP and the gated ranker, a few pixels apart)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agents.plots import _axes, draw_decision_vs_jct, place_labels
+
+    points = {"pure-lp": (1.17, 0.615), "topk": (1.25, 1.73), "pop-4": (2.82, 1.61),
+              "ranker:ranker.pt": (1.31, 0.615), "sia": (7.76, 0.99), "gavel": (0.365, 4.24),
+              "fifo": (0.046, 12.9)}
+    rows = [{"policy": name, "kind": "ranker" if name.startswith("ranker") else "lp",
+             "seeds": [1], "avg_jct_common_s": h * 3600, "common_jobs": 60,
+             "decision_time_mean_s": ms / 1e3} for name, (ms, h) in points.items()]
+    fig, axes = _axes(plt, 1)                  # the layout of plot_decision_vs_jct's panel
+    ax = axes[0]
+    labels = draw_decision_vs_jct(ax, rows, {name: "k" for name in points})
+    ax.set_title("sia-64: gavel:rate=3,jobs=60,mix=llm,duration_scale=0.25", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle("Suite demo: decision cost against schedule quality (seeds 1000000)",
+                 fontsize=10)
+    fig.tight_layout()
+    place_labels(ax, labels)
+    fig.canvas.draw()
+    at = {name: ax.transData.transform(xy) for name, xy in points.items()}
+
+    def gap(ext, p):               # display distance from a point to a text's box
+        return math.hypot(max(ext.x0 - p[0], 0, p[0] - ext.x1),
+                          max(ext.y0 - p[1], 0, p[1] - ext.y1))
+
+    for t in ax.texts:
+        name, ext = t.get_text(), t.get_window_extent()
+        mine = gap(ext, at[name])
+        others = {o: gap(ext, p) for o, p in at.items()
+                  if o != name and math.dist(p, at[name]) > 15}
+        assert all(mine < d for d in others.values()), (name, mine, others)
     plt.close(fig)
 
 
