@@ -23,8 +23,18 @@ class _NoHyphenBreaks(argparse.HelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """An argument error in one line naming the command, the flag and what is wrong, and
+    where the usage is (argparse prints the whole usage block first: up to 18 lines for
+    ``hsched evaluate --seeds 0``); exit status 2, as argparse's. Subcommands' parsers are
+    of this class too (``add_subparsers`` makes them of the parent's class)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hsched", description=(
+    p = _OneLineErrors(prog="hsched", description=(
         "HeteroSched: co-optimize parallelization and scheduling of deep-learning training "
         "jobs on heterogeneous GPU clusters."))
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")

@@ -126,7 +126,10 @@ def test_bad_max_candidates_is_a_usage_error(capsys):
         main(["candidates", "--model", "resnet50", "--cluster", "sia-64", "--max-candidates",
               "0"])
     assert exc.value.code == 2
-    assert "positive integer" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # one line, naming the command and the flag, and where the usage is (no usage block)
+    assert err == ("hsched candidates: error: argument --max-candidates: expected a positive "
+                   "integer, got '0' (see 'hsched candidates --help')\n")
 
 
 def test_listings(capsys):
