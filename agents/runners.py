@@ -324,18 +324,25 @@ def _sim_config(suite: Suite, scenario: Scenario, seed: int):
 
 
 def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason,
-                    stopped_s: float) -> dict:
+                    stopped_s: float | None = None) -> dict:
     """``max_time_s``: where the run's window ended (a time limit, or the time a step-capped
-    run stopped); ``stopped_s``: the simulated time the run stopped at (a stalled run: the
-    end of its last round). A run that ended with jobs unfinished has no makespan, and each
-    unfinished job counts in ``avg_time_in_system_s`` up to the window's end, or up to
-    ``stopped_s`` for a stalled run (nobody ran its waiting jobs: they waited until then)."""
+    run stopped). A run cut off by its window with jobs unfinished has no makespan, and each
+    unfinished job counts in ``avg_time_in_system_s`` up to the window's end.
+    ``stopped_s``: for an agent's run (rank or select mode), the simulated time it stopped
+    at; when it stalled (no job ran for ``STALL_ROUNDS`` rounds, jobs waiting, no arrivals
+    left), its unfinished jobs count up to then (at most the window's end), as the report's
+    note on an agent that ended early says, and it has no makespan. A simulator policy's run
+    (``stopped_s`` None) stalls on jobs it can never start (e.g. more GPUs of one type than
+    any node has): those stay out of ``avg_time_in_system_s`` and its makespan is to the
+    last completion, as before (counted, each would weigh the simulator's 1,000 idle rounds,
+    not the policy's doing; the ``done`` column shows them)."""
     m = dict(metrics)
     m["policy"] = label
     unfinished = any(not r.done for r in records)
     cut = None
     if unfinished and end_reason == "stalled":
-        cut = stopped_s
+        if stopped_s is not None:
+            cut = stopped_s if max_time_s is None else min(stopped_s, max_time_s)
     elif unfinished and end_reason != "completed" and max_time_s is not None:
         cut = max_time_s
     if cut is not None:
@@ -360,7 +367,7 @@ def run_simulator_policy(entry: PolicyEntry, suite: Suite, scenario: Scenario, s
     result.decision_s = list(wrapped.decide_s)
     records = result.jobs
     metrics = _finish_metrics(result.metrics(), entry.label, records, scenario.max_time_s,
-                              sim.end_reason, sim.time_s)
+                              sim.end_reason)
     dec = np.asarray(wrapped.decide_s, dtype=float)
     return Run(scenario=scenario.name, label=entry.label, kind="simulator", seed=seed,
                metrics=metrics, jct_s=np.array([r.jct_s for r in records if r.done]),

@@ -9,6 +9,7 @@ on the path)."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import traceback
@@ -549,3 +550,26 @@ def test_the_cli_prints_the_agents_traceback_with_its_run(tmp_path):
     assert lines[-1] == (f"raised in keep() of policy 'crash-on-3' ({ME}:CrashOnRound3) "
                          f"on scenario 'tiny-8', seed 1000000, round 3")
     assert not (tmp_path / "o").exists()
+
+
+def test_finish_metrics_counts_a_stall_for_agents_only():
+    """``_finish_metrics``: an agent's stalled run counts its waiting jobs up to the stall (at
+    most the window's end) and has no makespan; a simulator policy's stall (no stop time
+    given: jobs it can never start) leaves them out and keeps its makespan."""
+    from types import SimpleNamespace as Rec
+
+    from agents.runners import _finish_metrics
+    recs = [Rec(done=True, finish_s=100.0, arrival_s=0.0),
+            Rec(done=False, finish_s=math.nan, arrival_s=50.0)]
+    base = {"makespan_s": 100.0}
+    agent = _finish_metrics(base, "a", recs, None, "stalled", stopped_s=1050.0)
+    assert agent["avg_time_in_system_s"] == (100.0 + 1000.0) / 2
+    assert math.isnan(agent["makespan_s"]) and agent["end_reason"] == "stalled"
+    capped = _finish_metrics(base, "a", recs, 550.0, "stalled", stopped_s=1050.0)
+    assert capped["avg_time_in_system_s"] == (100.0 + 500.0) / 2    # not past the window
+    policy = _finish_metrics(base, "p", recs, None, "stalled")
+    assert policy["avg_time_in_system_s"] == 100.0 and policy["makespan_s"] == 100.0
+    window = _finish_metrics(base, "p", recs, 550.0, "time_limit")
+    assert window["avg_time_in_system_s"] == 300.0 and math.isnan(window["makespan_s"])
+    done = _finish_metrics(base, "p", recs[:1], 550.0, "completed", stopped_s=100.0)
+    assert done["avg_time_in_system_s"] == 100.0 and done["makespan_s"] == 100.0
