@@ -32,13 +32,27 @@ class _OneLineErrors(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but flags a subcommand does not know are refused by that
+        subcommand's parser (``hsched evaluate: error: unrecognized arguments: --bogus``),
+        not by the top one (argparse: ``hsched: error: ...``)."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            chosen = self._chosen_subparser(ns)
+            (chosen or self).error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
+
+    def _chosen_subparser(self, ns):
+        sub = getattr(self, "subcommands", None)        # build_parser's add_subparsers
+        return None if sub is None else sub.choices.get(getattr(ns, sub.dest, None) or "")
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = _OneLineErrors(prog="hsched", description=(
         "HeteroSched: co-optimize parallelization and scheduling of deep-learning training "
         "jobs on heterogeneous GPU clusters."))
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.subcommands = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("candidates", help="a job's candidates: resource set × best strategy")
     c.add_argument("--model", required=True, help="model name (see 'hsched models')")

@@ -132,6 +132,17 @@ def test_bad_max_candidates_is_a_usage_error(capsys):
                    "integer, got '0' (see 'hsched candidates --help')\n")
 
 
+def test_an_unknown_flag_is_refused_by_its_subcommand(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", "--suite", "smoke", "--bogus", "x"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == ("hsched evaluate: error: unrecognized arguments: --bogus "
+                                       "x (see 'hsched evaluate --help')\n")
+    with pytest.raises(SystemExit):
+        main(["models", "extra"])
+    assert capsys.readouterr().err.startswith("hsched models: error: unrecognized arguments")
+
+
 def test_listings(capsys):
     code, out, _ = run(capsys, "models")
     assert code == 0 and "llama2-70b" in out and "one sample" in out
