@@ -125,10 +125,11 @@ def place_labels(ax, labels: list[tuple]) -> None:
     before it where one of eight nearby spots allows, nearest first: just above or below the
     point (by ``above``) on its preferred side (right of it, or left of it in the axes' last
     quarter, ``_label_side``), then on the other side, then further up or down the same
-    way; else at the first spot. A spot is clear when it covers neither a label drawn before
-    it nor another point's marker (a label beside a neighbour's marker reads as the
-    neighbour's). Call when the figure's layout is final (after ``tight_layout``): the spots
-    are tested in display coordinates."""
+    way. A spot is clear when it covers neither a label drawn before it nor another point's
+    marker (a label beside a neighbour's marker reads as the neighbour's); where no spot is,
+    the first one clear of the labels alone, else the first spot. Call when the figure's
+    layout is final (after ``tight_layout``): the spots are tested in display
+    coordinates."""
     from matplotlib.transforms import Bbox
     renderer = ax.figure.canvas.get_renderer()
     box = ax.get_window_extent(renderer)
@@ -138,22 +139,27 @@ def place_labels(ax, labels: list[tuple]) -> None:
     placed = []
     for i, (text, x, y, above, size) in enumerate(labels):
         # every marker but those drawn where this label's point is (its own)
-        obstacles = [m for m, a in zip(markers, anchors)
-                     if math.dist(a, anchors[i]) > r] + placed
+        others = [m for m, a in zip(markers, anchors) if math.dist(a, anchors[i]) > r]
         dx, ha = _label_side(ax, x)
         heights = (4, -10, 14, -20) if above else (-10, 4, -20, 14)
         other = "right" if ha == "left" else "left"
         spots = [spot for dy in heights for spot in ((dx, ha, dy), (-dx, other, dy))]
-        for k, (ox, align, dy) in enumerate(spots + spots[:1]):   # last: the first again
+        extents = []                                 # each spot's box, inside the axes or None
+        for ox, align, dy in spots:
             label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(ox, dy),
                                 ha=align, fontsize=size)
-            extent = label.get_window_extent(renderer)
-            inside = (box.x0 <= extent.x0 and extent.x1 <= box.x1
-                      and box.y0 <= extent.y0 and extent.y1 <= box.y1)
-            if k == len(spots) or (inside and not any(extent.overlaps(o) for o in obstacles)):
-                break
+            e = label.get_window_extent(renderer)
             label.remove()
-        placed.append(extent)
+            inside = (box.x0 <= e.x0 and e.x1 <= box.x1 and box.y0 <= e.y0 and e.y1 <= box.y1)
+            extents.append(e if inside else None)
+        clear = [k for k, e in enumerate(extents)
+                 if e is not None and not any(e.overlaps(o) for o in placed)]
+        best = next((k for k in clear if not any(extents[k].overlaps(m) for m in others)),
+                    clear[0] if clear else 0)
+        ox, align, dy = spots[best]
+        label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(ox, dy),
+                            ha=align, fontsize=size)
+        placed.append(label.get_window_extent(renderer))
 
 
 def plot_decision_vs_jct(report, path: Path) -> Path:

@@ -668,8 +668,9 @@ def test_pareto_plot_labels_stay_inside_the_axes():
 def test_pareto_plot_labels_sit_nearest_their_own_points():
     """The demo's panel of one audit (2026-12-06): pop-4's label went 20 points down-left of
     its point, beside the ranker's, while the spot right of its point was free. Every
-    policy's label is now nearer its own point than any other point (but points drawn on
-    top of its own: the LP and the gated ranker, a few pixels apart)."""
+    policy's label is now nearer its own point than any other point, but points within 15
+    pixels of its own (the LP and the gated ranker, 9 pixels apart: a label beside one is
+    beside both)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
