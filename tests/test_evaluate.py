@@ -628,6 +628,16 @@ def test_pareto_plot_log_axis_labels_are_plain_numbers_within_a_decade():
     assert labels(0.04, 9) == ["0.1", "1"]                     # not '1e-01'
 
 
+def _pareto_rows(points: dict, ranker_observation: dict | None = None) -> list[dict]:
+    """Report rows for ``draw_decision_vs_jct``: ``{policy: (decision ms, avg JCT h)}``; a
+    ``ranker*`` policy is a ranker, with ``ranker_observation``'s fields if given."""
+    return [{"policy": name, "kind": "ranker" if name.startswith("ranker") else "lp",
+             "seeds": [1], "avg_jct_common_s": h * 3600, "common_jobs": 60,
+             "decision_time_mean_s": ms / 1e3,
+             **(ranker_observation or {} if name.startswith("ranker") else {})}
+            for name, (ms, h) in points.items()]
+
+
 def test_pareto_plot_labels_stay_inside_the_axes():
     """A demo-like panel (policies from 0.05 to 6.5 ms, a long name at the right edge, the best
     JCT at the bottom, three policies close together): every label is drawn inside the
@@ -641,12 +651,8 @@ def test_pareto_plot_labels_stay_inside_the_axes():
     points = {"fifo": (0.05, 12.9), "gavel": (0.37, 4.2), "topk": (1.2, 1.6),
               "pure-lp": (1.2, 0.6), "pop-4": (2.5, 1.6), "heterosched-lp-las": (6.5, 1.0),
               "ranker:r.pt": (1.25, 0.62)}
-    rows = [{"policy": name, "kind": "ranker" if name.startswith("ranker") else "lp",
-             "seeds": [1], "avg_jct_common_s": h * 3600, "common_jobs": 60,
-             "decision_time_mean_s": ms / 1e3,
-             **({"observation_time_mean_s": 2e-4, "decision_with_observation_mean_s": 1.45e-3}
-                if name.startswith("ranker") else {})}
-            for name, (ms, h) in points.items()]
+    rows = _pareto_rows(points, ranker_observation={"observation_time_mean_s": 2e-4,
+                                                    "decision_with_observation_mean_s": 1.45e-3})
     fig, ax = plt.subplots(figsize=(6, 4.5))
     labels = draw_decision_vs_jct(ax, rows, {name: "k" for name in points})
     fig.tight_layout()
@@ -680,9 +686,7 @@ def test_pareto_plot_labels_sit_nearest_their_own_points():
     points = {"pure-lp": (1.17, 0.615), "topk": (1.25, 1.73), "pop-4": (2.82, 1.61),
               "ranker:ranker.pt": (1.31, 0.615), "sia": (7.76, 0.99), "gavel": (0.365, 4.24),
               "fifo": (0.046, 12.9)}
-    rows = [{"policy": name, "kind": "ranker" if name.startswith("ranker") else "lp",
-             "seeds": [1], "avg_jct_common_s": h * 3600, "common_jobs": 60,
-             "decision_time_mean_s": ms / 1e3} for name, (ms, h) in points.items()]
+    rows = _pareto_rows(points)
     fig, axes = _axes(plt, 1)                  # the layout of plot_decision_vs_jct's panel
     ax = axes[0]
     labels = draw_decision_vs_jct(ax, rows, {name: "k" for name in points})
