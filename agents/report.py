@@ -114,10 +114,15 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
         "jobs_completed": int(sum(m["jobs_completed"] for m in ms)),
         "jobs_total": int(sum(m["jobs_total"] for m in ms)),
     }
-    for key in ("avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "avg_queue_s",
+    for key in ("avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s",
                 "avg_time_in_system_s", "gpu_util", "restarts_per_job", "ftf_worst",
                 "ftf_mean", "wall_s"):
         row[key] = _nanmean(m.get(key) for m in ms)
+    # a makespan only when every seed has one: the mean of the seeds that finished would
+    # read as the row's, while a seed cut off by its window (or an agent's stall) has none
+    spans = [m.get("makespan_s") for m in ms]
+    row["makespan_s"] = (float(np.mean(spans)) if spans and all(
+        v is not None and math.isfinite(v) for v in spans) else math.nan)
     row["rounds"] = float(np.mean([m["rounds"] for m in ms])) if ms else math.nan
     row["lp_fallbacks"] = int(sum(m.get("lp_fallbacks", 0) or 0 for m in ms))
     row["decision_time_mean_s"] = float(dec.mean()) if dec.size else 0.0

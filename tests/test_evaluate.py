@@ -289,6 +289,22 @@ def _run(label, seed, finished, scenario="s"):
                records=recs, cluster_gpus=8)
 
 
+def test_a_rows_makespan_needs_every_seeds():
+    """A row's makespan is the seeds' mean only when every seed has one: one seed cut off by
+    its window (or an agent's stall) makes it n/a, not the mean of the others."""
+    from agents.report import _row
+    nan = float("nan")
+    whole = [_run("p", 1, [3600.0]), _run("p", 2, [7200.0])]
+    for run, span in zip(whole, (3600.0, 7200.0)):
+        run.metrics["makespan_s"] = span
+    assert _row("p", "simulator", "s", whole)["makespan_s"] == 5400.0
+    cut = _run("p", 3, [3600.0, nan])
+    cut.metrics["makespan_s"] = nan
+    assert math.isnan(_row("p", "simulator", "s", whole + [cut])["makespan_s"])
+    assert _row("p", "simulator", "s", whole + [cut])["avg_jct_s"] == pytest.approx(
+        (3600.0 + 7200.0 + 3600.0) / 3)             # the other columns: over the seeds that have one
+
+
 def test_common_jobs_compare_policies_on_the_jobs_all_of_them_finished():
     from agents.report import common_job_stats
     nan = float("nan")
