@@ -376,6 +376,16 @@ _NORMAL_ENDS = ("completed", "time_limit")
 _NORMAL_POLICY_ENDS = _NORMAL_ENDS + ("stalled",)
 
 
+def _early_end_reason(reason: str, slots) -> str:
+    """One early end of an agent's run, named and explained for the report's note."""
+    if reason == STEP_CAP:
+        return (f"{STEP_CAP}: a round took {round_step_cap(slots)} steps without a commit")
+    if reason == "stalled":
+        return (f"stalled: no job ran for {STALL_ROUNDS:,} rounds with jobs waiting and no "
+                f"arrivals left")
+    return f"{reason}: the environment ended the episode"
+
+
 def format_report(report: Report) -> str:
     """The printed tables: one per scenario, seed-averaged rows."""
     s = report.suite
@@ -476,15 +486,10 @@ def format_report(report: Report) -> str:
                              f"rounds had up to {r['round_candidates_max']} candidates{cut}")
             normal = _NORMAL_POLICY_ENDS if r.get("kind") == "simulator" else _NORMAL_ENDS
             early = [e for e in r.get("end_reasons", ()) if e not in normal]
-            if early:
-                why = (f"{STEP_CAP}: a round took {round_step_cap(r['slots'])} steps without a "
-                       f"commit" if STEP_CAP in early else
-                       f"no job ran for {STALL_ROUNDS:,} rounds with jobs waiting and "
-                       f"no arrivals left" if "stalled" in early else
-                       "the environment ended the episode")
-                notes.append(f"{r['policy']}: ended early ({', '.join(early)}; {why}); the "
-                             f"metrics cover the rounds before, unfinished jobs count in "
-                             f"in-sys h up to then")
+            if early:                     # each reason, in its own words (seeds may differ)
+                why = "; ".join(_early_end_reason(e, r.get("slots")) for e in early)
+                notes.append(f"{r['policy']}: ended early ({why}); the metrics cover the "
+                             f"rounds before, unfinished jobs count in in-sys h up to then")
             if r.get("lp_fallbacks"):
                 notes.append(f"{r['policy']}: {r['lp_fallbacks']} LP parts fell back to the "
                              f"greedy assignment (see docs/lp.md)")

@@ -255,7 +255,7 @@ def test_a_stalled_agent_counts_its_waiting_jobs_in_time_in_system():
     assert mine.metrics["avg_time_in_system_s"] > 10 * lp.metrics["avg_time_in_system_s"]
     assert np.isnan(mine.metrics["makespan_s"]) and not np.isnan(lp.metrics["makespan_s"])
     text = format_report(report)
-    assert (f"keep-then-stop: ended early (stalled; no job ran for {STALL_ROUNDS:,} rounds "
+    assert (f"keep-then-stop: ended early (stalled: no job ran for {STALL_ROUNDS:,} rounds "
             f"with jobs waiting and no arrivals left)") in text
 
 
@@ -573,3 +573,14 @@ def test_finish_metrics_counts_a_stall_for_agents_only():
     assert window["avg_time_in_system_s"] == 300.0 and math.isnan(window["makespan_s"])
     done = _finish_metrics(base, "p", recs[:1], 550.0, "completed", stopped_s=100.0)
     assert done["avg_time_in_system_s"] == 100.0 and done["makespan_s"] == 100.0
+
+
+def test_each_early_end_of_a_row_is_explained():
+    """Seeds of one agent can end early for different reasons; the note explains each
+    (it explained only the first it recognized)."""
+    from agents.report import _early_end_reason
+    from agents.runners import STEP_CAP
+    assert _early_end_reason(STEP_CAP, 8).startswith(f"{STEP_CAP}: a round took ")
+    assert _early_end_reason("stalled", 8).startswith("stalled: no job ran for 1,000 rounds")
+    assert _early_end_reason("invalid_actions", 8) == ("invalid_actions: the environment "
+                                                       "ended the episode")
