@@ -306,7 +306,8 @@ def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, 
     report.sweep = {"backend": backend.name, "runs_dir": None if store is None else
                     str(store.folder), "tasks": len(tasks), "resumed": result.resumed,
                     "failed": len(failures), "stale_run_files": result.stale,
-                    "other_code_runs": result.other_code}
+                    "other_code_runs": result.other_code,
+                    "other_environment_runs": result.other_environment}
     return report
 
 

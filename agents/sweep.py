@@ -18,6 +18,9 @@ Code. ``CODE_FINGERPRINT`` hashes this project's sources and data files as this 
 them; every outcome carries the fingerprint of the process that ran it (run files keep it), and
 ``SweepResult.other_code`` counts the runs made by other code — a worker started after the
 sources were edited, or a resumed run file from before an edit — whose results may differ.
+Likewise every outcome carries its worker's ``worker_environment()`` (Python, machine,
+processor, library versions; run files keep it), and ``SweepResult.other_environment``
+counts the runs made where those differ from this process's.
 
 Failures. A task that raises, or whose worker process dies, is retried ``retries`` times
 (default once), then recorded as ``failed`` with its error (``Outcome.error``, and a run file
@@ -36,6 +39,7 @@ dependency: ``pip install 'heterosched[ray]'``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -81,6 +85,14 @@ def _code_fingerprint() -> str:
 #: ``hsched_env``, ``lp_baseline``, ``agents``, ``hsched_cli``) when this module was imported:
 #: about the code this process runs.
 CODE_FINGERPRINT = _code_fingerprint()
+
+
+@functools.lru_cache(maxsize=1)
+def worker_environment() -> dict:
+    """This process's ``agents.provenance.environment_record()``, computed once: what every
+    outcome it makes records as where it ran."""
+    from agents.provenance import environment_record
+    return environment_record()
 
 
 # ---------------------------------------------------------------------------- tasks
@@ -147,6 +159,9 @@ class Outcome:
     attempts: int = 0
     elapsed_s: float = 0.0
     code: str | None = None
+    #: where it ran (``agents.provenance.environment_record`` of the worker; ``None``:
+    #: unknown, e.g. a run file written before session 43)
+    environment: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -167,6 +182,16 @@ class SweepResult:
         """Finished runs (run now or resumed) made by code other than this process's
         (``CODE_FINGERPRINT``): sources edited during or since the sweep."""
         return sum(o.ok and o.code != CODE_FINGERPRINT for o in self.outcomes)
+
+    @property
+    def other_environment(self) -> int:
+        """Finished runs (run now or resumed) made where the Python, machine, processor or
+        library versions differ from this process's (``worker_environment``): a sweep
+        resumed after an upgrade, or Ray workers unlike the driver. Runs that recorded
+        none are not counted."""
+        here = worker_environment()
+        return sum(o.ok and o.environment is not None and o.environment != here
+                   for o in self.outcomes)
 
     @property
     def failed(self) -> list[Outcome]:
@@ -239,7 +264,7 @@ class RunStore:
                   "seed": int(t.seed), "config_hash": t.config_hash, "config": t.config,
                   "status": outcome.status, "attempts": outcome.attempts,
                   "error": outcome.error, "elapsed_s": outcome.elapsed_s,
-                  "code": outcome.code,
+                  "code": outcome.code, "environment": outcome.environment,
                   "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   "payload": outcome.payload}
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -297,12 +322,12 @@ class SerialBackend:
         self._queue.append((task, token))
 
     def next_done(self):
-        """``(token, payload, error, code)`` of the next finished task."""
+        """``(token, payload, error, code, environment)`` of the next finished task."""
         task, token = self._queue.popleft()
         try:
-            return token, task.fn(*task.args), None, CODE_FINGERPRINT
+            return token, task.fn(*task.args), None, CODE_FINGERPRINT, worker_environment()
         except Exception as exc:                  # noqa: BLE001 (recorded as the run's error)
-            return token, None, error_text(exc), CODE_FINGERPRINT
+            return token, None, error_text(exc), CODE_FINGERPRINT, worker_environment()
 
     def pending(self) -> int:
         return len(self._queue)
@@ -335,8 +360,8 @@ class _Keep(logging.Handler):
 
 def _call(fn, *args):
     """The body of every Ray task: ``fn(*args)``, with the warnings it logged (the driver
-    logs them again: a worker's own output stays in Ray's session logs) and the worker's
-    ``CODE_FINGERPRINT``."""
+    logs them again: a worker's own output stays in Ray's session logs), the worker's
+    ``CODE_FINGERPRINT`` and its ``worker_environment()``."""
     keep = _Keep()
     root = logging.getLogger()
     root.addHandler(keep)
@@ -344,7 +369,7 @@ def _call(fn, *args):
         value = fn(*args)
     finally:
         root.removeHandler(keep)
-    return value, keep.records, CODE_FINGERPRINT
+    return value, keep.records, CODE_FINGERPRINT, worker_environment()
 
 
 def ray_module():
@@ -457,12 +482,12 @@ class RayBackend:
         ref = self._ready.popleft()
         token = self._pending.pop(ref)
         try:
-            value, records, code = ray.get(ref)
+            value, records, code, environment = ray.get(ref)
         except Exception as exc:                  # noqa: BLE001 (RayTaskError, a dead worker)
-            return token, None, error_text(exc), None
+            return token, None, error_text(exc), None, None
         for name, level, message in records:
             logging.getLogger(name).log(level, "%s", message)
-        return token, value, None, code
+        return token, value, None, code, environment
 
     def pending(self) -> int:
         return len(self._pending)
@@ -544,7 +569,8 @@ def run_sweep(tasks: list[Task], backend="serial", store: RunStore | None = None
         if record is not None:
             outcomes[i] = Outcome(t, "resumed", payload=record["payload"],
                                   elapsed_s=float(record.get("elapsed_s") or 0.0),
-                                  code=record.get("code"))
+                                  code=record.get("code"),
+                                  environment=record.get("environment"))
         else:
             todo.append(i)
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=desc, unit="run",
@@ -564,7 +590,7 @@ def run_sweep(tasks: list[Task], backend="serial", store: RunStore | None = None
                 started[i] = time.perf_counter()
                 backend.submit(tasks[i], i)
             while backend.pending():
-                i, payload, error, code = backend.next_done()
+                i, payload, error, code, environment = backend.next_done()
                 t = tasks[i]
                 if error is not None and attempts[i] <= retries:
                     logging.getLogger(__name__).warning(
@@ -575,10 +601,10 @@ def run_sweep(tasks: list[Task], backend="serial", store: RunStore | None = None
                 elapsed = time.perf_counter() - started[i]
                 if error is None:
                     o = Outcome(t, "ok", payload=payload, attempts=attempts[i], elapsed_s=elapsed,
-                                code=code)
+                                code=code, environment=environment)
                 else:
                     o = Outcome(t, "failed", error=error, attempts=attempts[i], elapsed_s=elapsed,
-                                code=code)
+                                code=code, environment=environment)
                     failed += 1
                     bar.set_postfix_str(f"{failed} failed")
                 if store is not None:

@@ -57,6 +57,11 @@ def sweep_note(sweep: dict) -> str:
         parts.append(f"WARNING: {sweep['other_code_runs']} run(s) were made by other code than "
                      f"this process runs (the sources changed during or since the sweep: "
                      f"their results may differ)")
+    if sweep.get("other_environment_runs"):
+        parts.append(f"WARNING: {sweep['other_environment_runs']} run(s) were made under "
+                     f"another Python, machine, processor or library versions than this "
+                     f"process's (each run file's 'environment' says which): their decision "
+                     f"times, and with other versions possibly their schedules, may differ")
     if sweep.get("stale_run_files"):
         parts.append(f"{sweep['stale_run_files']} run file(s) of another configuration "
                      f"left unused")

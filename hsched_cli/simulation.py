@@ -347,7 +347,8 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     _add_common_jct(rows, done)
     sweep = {"backend": "ray", "runs_dir": None if store is None else str(store.folder),
              "tasks": len(tasks), "resumed": result.resumed, "failed": len(result.failed),
-             "stale_run_files": result.stale, "other_code_runs": result.other_code}
+             "stale_run_files": result.stale, "other_code_runs": result.other_code,
+             "other_environment_runs": result.other_environment}
     return rows, sweep
 
 

@@ -22,8 +22,10 @@ from agents.evaluate import (custom_suite, deterministic_part, evaluate, run_fro
                              run_to_json)
 from agents.report import WALL_CLOCK_ROW_KEYS
 from agents.runners import WALL_CLOCK_METRICS
-from agents.sweep import RUNS_DIR, RayBackend, RunStore, Task, make_backend, run_sweep
+from agents.sweep import (RUNS_DIR, RayBackend, RunStore, Task, make_backend, run_sweep,
+                          worker_environment)
 from hsched_cli import simulation as cli_simulation
+from hsched_cli.learning import sweep_note
 from hsched_cli.main import build_parser, main
 from hsched_env.errors import ConfigError
 from test_evaluate_own_policy import KeepAll, ReferenceScheduler
@@ -155,6 +157,17 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
     path.write_text(json.dumps({**record, "code": "0123456789abcdef"}))
     again = run_sweep(tasks, "serial", store=store, resume=True, progress=False)
     assert again.resumed == 5 and again.other_code == 1
+    # each run file records where it ran; one made under other library versions is counted
+    assert record["environment"] == worker_environment() and again.other_environment == 0
+    path = store.path(tasks[1])
+    other = json.loads(path.read_text())
+    other["environment"] = {**other["environment"],
+                            "libraries": {**other["environment"]["libraries"], "numpy": "0.0"}}
+    path.write_text(json.dumps(other))
+    again = run_sweep(tasks, "serial", store=store, resume=True, progress=False)
+    assert again.other_environment == 1 and again.outcomes[1].environment == other["environment"]
+    assert "WARNING: 1 run(s) were made under another Python" in sweep_note(
+        {"backend": "serial", "other_environment_runs": again.other_environment})
     # a changed configuration is not silently reused: those runs run again
     changed = _tasks(tmp_path, 5, config={"k": 2})
     result = run_sweep(changed, "serial", store=store, resume=True, progress=False)
