@@ -88,11 +88,15 @@ CODE_FINGERPRINT = _code_fingerprint()
 
 
 @functools.lru_cache(maxsize=1)
-def worker_environment() -> dict:
-    """This process's ``agents.provenance.environment_record()``, computed once: what every
-    outcome it makes records as where it ran."""
+def _environment_once() -> str:
     from agents.provenance import environment_record
-    return environment_record()
+    return json.dumps(environment_record(), sort_keys=True)
+
+
+def worker_environment() -> dict:
+    """This process's ``agents.provenance.environment_record()`` (computed once), as a new
+    dict each call: what every outcome it makes records as where it ran."""
+    return json.loads(_environment_once())
 
 
 # ---------------------------------------------------------------------------- tasks
@@ -482,7 +486,10 @@ class RayBackend:
         ref = self._ready.popleft()
         token = self._pending.pop(ref)
         try:
-            value, records, code, environment = ray.get(ref)
+            # a worker on an older copy of this module returns no environment: its run is
+            # kept (and counted as other code), not failed on the unpacking
+            value, records, code, *environment = ray.get(ref)
+            environment = environment[0] if environment else None
         except Exception as exc:                  # noqa: BLE001 (RayTaskError, a dead worker)
             return token, None, error_text(exc), None, None
         for name, level, message in records:

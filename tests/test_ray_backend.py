@@ -168,6 +168,17 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
     assert again.other_environment == 1 and again.outcomes[1].environment == other["environment"]
     assert "WARNING: 1 run(s) were made under another Python" in sweep_note(
         {"backend": "serial", "other_environment_runs": again.other_environment})
+    # a run file from before environments were recorded resumes, and is not counted
+    other.pop("environment")
+    path.write_text(json.dumps(other))
+    again = run_sweep(tasks, "serial", store=store, resume=True, progress=False)
+    assert again.resumed == 5 and again.outcomes[1].environment is None
+    assert again.other_environment == 0
+    # the record handed out is a copy: editing a run's changes no later comparison
+    (tmp_path / "fresh").mkdir()                          # its own execution log
+    fresh = run_sweep(_tasks(tmp_path / "fresh", 1), "serial", progress=False)
+    fresh.outcomes[0].environment["python"] = "0.0"
+    assert worker_environment()["python"] != "0.0" and fresh.other_environment == 1
     # a changed configuration is not silently reused: those runs run again
     changed = _tasks(tmp_path, 5, config={"k": 2})
     result = run_sweep(changed, "serial", store=store, resume=True, progress=False)
@@ -272,6 +283,9 @@ def test_ray_retries_failed_tasks_and_dead_workers(ray_local, tmp_path):
     assert [by[f"p{i}"].payload for i in range(3)] == [{"value": i} for i in range(3)]
     assert _executions(tmp_path) == [0, 1, 2]
     assert all(len(by[f"p{i}"].code) == 16 for i in range(3))    # the worker's sources
+    # where each ran: the workers' environment, this machine's; none for a failed task
+    assert all(by[f"p{i}"].environment == worker_environment() for i in range(3))
+    assert by["bad"].environment is None and result.other_environment == 0
     assert ray_local.is_initialized()                     # a caller's Ray is left running
     assert len(store.files()) == 6
     # a worker that dies and is not retried: failed with the reason, never dropped
