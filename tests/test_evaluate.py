@@ -216,9 +216,11 @@ def test_each_run_starts_from_a_settled_heap(monkeypatch):
         assert gc.get_freeze_count() == 0        # unfrozen after an error too
         gc.freeze()                              # the process's own frozen objects
         own = gc.get_freeze_count()
+        # nothing more frozen (a frozen object whose last reference another thread drops
+        # meanwhile leaves the count: ci-local once read 475,999 against 476,001)
         with settled_heap():
-            assert gc.get_freeze_count() == own  # nothing more frozen
-        assert gc.get_freeze_count() == own
+            assert gc.get_freeze_count() <= own
+        assert 0 < gc.get_freeze_count() <= own  # and still frozen: not unfrozen by it
     finally:
         gc.unfreeze()
         gc.enable()
