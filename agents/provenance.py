@@ -7,6 +7,8 @@ HiGHS versions; agents/data/README.md)."""
 
 from __future__ import annotations
 
+import functools
+import json
 import platform
 from importlib import metadata
 from pathlib import Path
@@ -45,6 +47,12 @@ def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str | None:
 
 def environment_record() -> dict:
     """Python's version, the machine's architecture, its processor and
-    ``library_versions()``, as one JSON-ready dict."""
-    return {"python": platform.python_version(), "machine": platform.machine(),
-            "cpu": cpu_model(), "libraries": library_versions()}
+    ``library_versions()``, as one JSON-ready dict: read once per process (a sweep records it
+    with every run), a new dict each call (a caller may edit its copy)."""
+    return json.loads(_environment_json())
+
+
+@functools.lru_cache(maxsize=1)
+def _environment_json() -> str:
+    return json.dumps({"python": platform.python_version(), "machine": platform.machine(),
+                       "cpu": cpu_model(), "libraries": library_versions()})

@@ -18,7 +18,7 @@ Code. ``CODE_FINGERPRINT`` hashes this project's sources and data files as this 
 them; every outcome carries the fingerprint of the process that ran it (run files keep it), and
 ``SweepResult.other_code`` counts the runs made by other code — a worker started after the
 sources were edited, or a resumed run file from before an edit — whose results may differ.
-Likewise every outcome carries its worker's ``worker_environment()`` (Python, machine,
+Likewise every outcome carries its worker's ``environment_record()`` (Python, machine,
 processor, library versions; run files keep it), and ``SweepResult.other_environment``
 counts the runs made where those differ from this process's.
 
@@ -39,7 +39,6 @@ dependency: ``pip install 'heterosched[ray]'``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -53,6 +52,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
+from agents.provenance import environment_record
 from hsched_env.errors import ConfigError, UnknownNameError
 
 #: ``--backend`` values of ``hsched evaluate`` / ``hsched compare``.
@@ -85,18 +85,6 @@ def _code_fingerprint() -> str:
 #: ``hsched_env``, ``lp_baseline``, ``agents``, ``hsched_cli``) when this module was imported:
 #: about the code this process runs.
 CODE_FINGERPRINT = _code_fingerprint()
-
-
-@functools.lru_cache(maxsize=1)
-def _environment_once() -> str:
-    from agents.provenance import environment_record
-    return json.dumps(environment_record(), sort_keys=True)
-
-
-def worker_environment() -> dict:
-    """This process's ``agents.provenance.environment_record()`` (computed once), as a new
-    dict each call: what every outcome it makes records as where it ran."""
-    return json.loads(_environment_once())
 
 
 # ---------------------------------------------------------------------------- tasks
@@ -190,10 +178,10 @@ class SweepResult:
     @property
     def other_environment(self) -> int:
         """Finished runs (run now or resumed) made where the Python, machine, processor or
-        library versions differ from this process's (``worker_environment``): a sweep
+        library versions differ from this process's (``environment_record``): a sweep
         resumed after an upgrade, or Ray workers unlike the driver. Runs that recorded
         none are not counted."""
-        here = worker_environment()
+        here = environment_record()
         return sum(o.ok and o.environment is not None and o.environment != here
                    for o in self.outcomes)
 
@@ -329,9 +317,9 @@ class SerialBackend:
         """``(token, payload, error, code, environment)`` of the next finished task."""
         task, token = self._queue.popleft()
         try:
-            return token, task.fn(*task.args), None, CODE_FINGERPRINT, worker_environment()
+            return token, task.fn(*task.args), None, CODE_FINGERPRINT, environment_record()
         except Exception as exc:                  # noqa: BLE001 (recorded as the run's error)
-            return token, None, error_text(exc), CODE_FINGERPRINT, worker_environment()
+            return token, None, error_text(exc), CODE_FINGERPRINT, environment_record()
 
     def pending(self) -> int:
         return len(self._queue)
@@ -365,7 +353,7 @@ class _Keep(logging.Handler):
 def _call(fn, *args):
     """The body of every Ray task: ``fn(*args)``, with the warnings it logged (the driver
     logs them again: a worker's own output stays in Ray's session logs), the worker's
-    ``CODE_FINGERPRINT`` and its ``worker_environment()``."""
+    ``CODE_FINGERPRINT`` and its ``environment_record()``."""
     keep = _Keep()
     root = logging.getLogger()
     root.addHandler(keep)
@@ -373,7 +361,7 @@ def _call(fn, *args):
         value = fn(*args)
     finally:
         root.removeHandler(keep)
-    return value, keep.records, CODE_FINGERPRINT, worker_environment()
+    return value, keep.records, CODE_FINGERPRINT, environment_record()
 
 
 def ray_module():

@@ -22,8 +22,8 @@ from agents.evaluate import (custom_suite, deterministic_part, evaluate, run_fro
                              run_to_json)
 from agents.report import WALL_CLOCK_ROW_KEYS
 from agents.runners import WALL_CLOCK_METRICS
-from agents.sweep import (RUNS_DIR, RayBackend, RunStore, Task, make_backend, run_sweep,
-                          worker_environment)
+from agents.provenance import environment_record
+from agents.sweep import RUNS_DIR, RayBackend, RunStore, Task, make_backend, run_sweep
 from hsched_cli import simulation as cli_simulation
 from hsched_cli.learning import sweep_note
 from hsched_cli.main import build_parser, main
@@ -158,7 +158,7 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
     again = run_sweep(tasks, "serial", store=store, resume=True, progress=False)
     assert again.resumed == 5 and again.other_code == 1
     # each run file records where it ran; one made under other library versions is counted
-    assert record["environment"] == worker_environment() and again.other_environment == 0
+    assert record["environment"] == environment_record() and again.other_environment == 0
     path = store.path(tasks[1])
     other = json.loads(path.read_text())
     other["environment"] = {**other["environment"],
@@ -178,7 +178,7 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
     (tmp_path / "fresh").mkdir()                          # its own execution log
     fresh = run_sweep(_tasks(tmp_path / "fresh", 1), "serial", progress=False)
     fresh.outcomes[0].environment["python"] = "0.0"
-    assert worker_environment()["python"] != "0.0" and fresh.other_environment == 1
+    assert environment_record()["python"] != "0.0" and fresh.other_environment == 1
     # a changed configuration is not silently reused: those runs run again
     changed = _tasks(tmp_path, 5, config={"k": 2})
     result = run_sweep(changed, "serial", store=store, resume=True, progress=False)
@@ -284,7 +284,7 @@ def test_ray_retries_failed_tasks_and_dead_workers(ray_local, tmp_path):
     assert _executions(tmp_path) == [0, 1, 2]
     assert all(len(by[f"p{i}"].code) == 16 for i in range(3))    # the worker's sources
     # where each ran: the workers' environment, this machine's; none for a failed task
-    assert all(by[f"p{i}"].environment == worker_environment() for i in range(3))
+    assert all(by[f"p{i}"].environment == environment_record() for i in range(3))
     assert by["bad"].environment is None and result.other_environment == 0
     assert ray_local.is_initialized()                     # a caller's Ray is left running
     assert len(store.files()) == 6
