@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -108,16 +109,32 @@ def main(argv=None) -> int:
     for r in rows:
         r["jct_vs_lp"] = r["avg_jct_h"] / ref
     if args.json:
-        json.dump({"seeds": seeds, "rows": rows}, sys.stdout, indent=1)
+        # a figure a run does not have (a makespan of a run that did not finish every job)
+        # is null: JSON has no NaN
+        json.dump({"seeds": seeds, "rows": [{k: _json_number(v) for k, v in r.items()}
+                                            for r in rows]},
+                  sys.stdout, indent=1, allow_nan=False)
         print()
     else:
         print(f"{scenario.cluster} {scenario.workload}, held-out seeds {seeds}")
         print(f"{'policy':<28s} {'avg JCT h':>9s} {'× LP':>6s} {'makespan h':>10s} "
               f"{'FTF worst':>9s}")
         for r in rows:
-            print(f"{r['policy']:<28s} {r['avg_jct_h']:9.2f} {r['jct_vs_lp']:6.2f} "
-                  f"{r['makespan_h']:10.1f} {r['ftf_worst']:9.2f}")
+            print(f"{r['policy']:<28s} {_shown(r['avg_jct_h'], 9, 2)} "
+                  f"{_shown(r['jct_vs_lp'], 6, 2)} {_shown(r['makespan_h'], 10, 1)} "
+                  f"{_shown(r['ftf_worst'], 9, 2)}")
     return 0
+
+
+def _json_number(value):
+    """``value``, with a float that is not finite (a figure the run does not have) as None."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _shown(value: float, width: int, digits: int) -> str:
+    """``value`` right-aligned in ``width`` with ``digits`` decimals, or ``n/a`` when it is not
+    finite (a makespan of a run that did not finish every job)."""
+    return f"{value:{width}.{digits}f}" if math.isfinite(value) else f"{'n/a':>{width}s}"
 
 
 if __name__ == "__main__":
