@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import platform
 from importlib import metadata
 from pathlib import Path
@@ -45,14 +46,44 @@ def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str | None:
     return platform.processor() or None
 
 
+#: The environment variables that size the numeric libraries' thread pools (OpenMP: torch and
+#: HiGHS' parallel parts; the BLAS libraries under NumPy and SciPy). They change timings, not
+#: schedules.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def thread_settings() -> dict:
+    """The CPUs this process may run on (``cpus``) and each of ``THREAD_VARIABLES`` as set
+    (``None``: unset, the library's default)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):               # not on Linux
+        cpus = os.cpu_count()
+    return {"cpus": cpus, **{name: os.environ.get(name) for name in THREAD_VARIABLES}}
+
+
+#: The keys of ``environment_record`` that change timings only: left out where runs are
+#: compared for the set-up that made their schedules (``agents.sweep``; Ray starts its workers
+#: with ``OMP_NUM_THREADS=1`` unless told otherwise).
+TIMING_ONLY_KEYS = ("threads",)
+
+
 def environment_record() -> dict:
-    """Python's version, the machine's architecture, its processor and
-    ``library_versions()``, as one JSON-ready dict: read once per process (a sweep records it
-    with every run), a new dict each call (a caller may edit its copy)."""
+    """Python's version, the machine's architecture, its processor, ``library_versions()``
+    and ``thread_settings()`` (``threads``), as one JSON-ready dict: read once per process (a
+    sweep records it with every run), a new dict each call (a caller may edit its copy)."""
     return json.loads(_environment_json())
+
+
+def same_set_up(a: dict, b: dict) -> bool:
+    """Whether two ``environment_record``s name the same Python, machine, processor and
+    libraries (``TIMING_ONLY_KEYS`` aside)."""
+    return ({k: v for k, v in a.items() if k not in TIMING_ONLY_KEYS}
+            == {k: v for k, v in b.items() if k not in TIMING_ONLY_KEYS})
 
 
 @functools.lru_cache(maxsize=1)
 def _environment_json() -> str:
     return json.dumps({"python": platform.python_version(), "machine": platform.machine(),
-                       "cpu": cpu_model(), "libraries": library_versions()})
+                       "cpu": cpu_model(), "libraries": library_versions(),
+                       "threads": thread_settings()})

@@ -52,7 +52,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from agents.provenance import environment_record
+from agents.provenance import environment_record, same_set_up
 from hsched_env.errors import ConfigError, UnknownNameError
 
 #: ``--backend`` values of ``hsched evaluate`` / ``hsched compare``.
@@ -178,11 +178,11 @@ class SweepResult:
     @property
     def other_environment(self) -> int:
         """Finished runs (run now or resumed) made where the Python, machine, processor or
-        library versions differ from this process's (``environment_record``): a sweep
-        resumed after an upgrade, or Ray workers unlike the driver. Runs that recorded
-        none are not counted."""
+        library versions differ from this process's (``environment_record``; thread settings
+        aside, ``same_set_up``): a sweep resumed after an upgrade, or Ray workers unlike the
+        driver. Runs that recorded none are not counted."""
         here = environment_record()
-        return sum(o.ok and o.environment is not None and o.environment != here
+        return sum(o.ok and o.environment is not None and not same_set_up(o.environment, here)
                    for o in self.outcomes)
 
     @property

@@ -43,3 +43,21 @@ def test_environment_record_is_json_ready():
     assert rec["python"] == platform.python_version()
     assert rec["machine"] == platform.machine()
     assert json.loads(json.dumps(rec)) == rec
+
+
+def test_thread_settings_record_the_variables_as_set(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    got = provenance.thread_settings()
+    assert got["OMP_NUM_THREADS"] == "3" and got["MKL_NUM_THREADS"] is None
+    assert isinstance(got["cpus"], int) and got["cpus"] >= 1
+    assert set(environment_record()["threads"]) == {"cpus", *provenance.THREAD_VARIABLES}
+
+
+def test_thread_settings_alone_are_the_same_set_up():
+    here = environment_record()
+    threads = {**here, "threads": {**here["threads"], "OMP_NUM_THREADS": "7"}}
+    numpy = {**here, "libraries": {**here["libraries"], "numpy": "0.0"}}
+    assert provenance.same_set_up(here, threads)
+    assert not provenance.same_set_up(here, numpy)
+    assert not provenance.same_set_up(here, {k: v for k, v in here.items() if k != "cpu"})

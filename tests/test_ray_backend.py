@@ -22,7 +22,7 @@ from agents.evaluate import (custom_suite, deterministic_part, evaluate, run_fro
                              run_to_json)
 from agents.report import WALL_CLOCK_ROW_KEYS
 from agents.runners import WALL_CLOCK_METRICS
-from agents.provenance import environment_record
+from agents.provenance import environment_record, same_set_up
 from agents.sweep import RUNS_DIR, RayBackend, RunStore, Task, make_backend, run_sweep
 from hsched_cli import simulation as cli_simulation
 from hsched_cli.learning import sweep_note
@@ -283,8 +283,11 @@ def test_ray_retries_failed_tasks_and_dead_workers(ray_local, tmp_path):
     assert [by[f"p{i}"].payload for i in range(3)] == [{"value": i} for i in range(3)]
     assert _executions(tmp_path) == [0, 1, 2]
     assert all(len(by[f"p{i}"].code) == 16 for i in range(3))    # the worker's sources
-    # where each ran: the workers' environment, this machine's; none for a failed task
-    assert all(by[f"p{i}"].environment == environment_record() for i in range(3))
+    # where each ran: the workers' environment, this machine's set-up (their thread settings
+    # are Ray's: it starts workers with OMP_NUM_THREADS=1); none for a failed task
+    assert all(same_set_up(by[f"p{i}"].environment, environment_record()) for i in range(3))
+    assert all(by[f"p{i}"].environment["threads"]["OMP_NUM_THREADS"] is not None
+               for i in range(3))
     assert by["bad"].environment is None and result.other_environment == 0
     assert ray_local.is_initialized()                     # a caller's Ray is left running
     assert len(store.files()) == 6
