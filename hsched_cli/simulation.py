@@ -389,6 +389,11 @@ def cmd_compare(args) -> int:
     if args.out is not None:
         path = Path(args.out) / "metrics.json"
         path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        # where the sweep was driven from (metrics.json is a list, one entry per policy, so
+        # the record is a file of its own; each run file holds its worker's)
+        from agents.provenance import environment_record
+        (Path(args.out) / "environment.json").write_text(
+            json.dumps(environment_record(), indent=1), encoding="utf-8")
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         print()

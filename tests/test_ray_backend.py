@@ -255,6 +255,7 @@ def test_compare_on_ray_equals_serial(ray_local, tmp_path, capsys):
     assert strip(ray) == strip(serial) and [m["policy"] for m in ray] == ["fifo", "gavel",
                                                                          "heterosched-lp"]
     assert json.loads((out / "metrics.json").read_text()) == ray
+    assert json.loads((out / "environment.json").read_text()) == environment_record()
     # the per-job rows of a run file are those of the same run in this process
     files = sorted((out / RUNS_DIR).glob("*.json"))
     assert len(files) == 3
