@@ -1,12 +1,17 @@
-"""CPU-independent arithmetic for training (``hsched train --portable-math``).
+"""Instruction-set-independent arithmetic for training (``hsched train --portable-math``).
 
 PyTorch picks its CPU kernels by instruction set: MKL's matrix products take an SSE, AVX2,
 AVX-512 or AMX path, and ATen's own vectorized kernels (reductions, ``exp``, Adam's
 element-wise steps) a baseline, AVX2 or AVX-512 one. The paths round differently, and a
 training run of thousands of steps carries a last-bit difference into different weights: the
 same command wrote three different ranker files on an AMD EPYC, on an Intel Xeon and on that
-Xeon with MKL held to AVX2 (``agents/data/README.md``). Two settings take the same path on
-every x86-64 CPU with AVX2 (Intel since 2013, AMD since 2015):
+Xeon with MKL held to AVX2 (``agents/data/README.md``). Two settings take one path whatever
+the instruction sets of a CPU with AVX2 — the same fingerprint (below) on an Intel Xeon with its
+kernels held to AVX2 or SSE4.2 and, in session 44, on an AMD EPYC likewise — though not
+across the two vendors: the EPYC's fingerprint is ``9ee98a0f8f49caa5`` (also with MKL, oneDNN,
+ATen, NumPy and OpenBLAS held to AVX2, or MKL to SSE4.2), not the Xeon's reference, so a file
+trained on one vendor's CPU is not written byte for byte on the other's (which operation
+differs was not looked into):
 
 * ``MKL_CBWR=COMPATIBLE`` — MKL's conditional numerical reproducibility mode on its SSE2
   branch, the one branch whose results Intel states are the same on Intel and non-Intel
@@ -50,7 +55,7 @@ log = logging.getLogger(__name__)
 #: The environment variables of portable arithmetic and their values.
 PORTABLE_ENV = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2"}
 #: ``fingerprint()`` with portable arithmetic on the machine ``agents/data/ranker.pt`` was
-#: trained on (and on every x86-64 machine with AVX2 whose MKL honours ``MKL_CBWR=COMPATIBLE``).
+#: trained on, an Intel Xeon (the same with its kernels held to AVX2 or SSE4.2).
 REFERENCE_FINGERPRINT = "a027ceb7fa6eafff"
 
 
