@@ -7,12 +7,17 @@ setup:
 demo: setup
 	.venv/bin/hsched demo
 
+# The suite runs on TEST_WORKERS pytest-xdist workers (default: one per logical CPU; 0 runs it in this
+# process, one test after the other). --dist loadgroup keeps each xdist_group (the Ray tests)
+# in one worker.
+TEST_WORKERS ?= logical
+
 test: setup
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # Everything but the tests marked slow (half a second or more each).
 test-fast: setup
-	.venv/bin/python -m pytest -m "not slow"
+	.venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
 
 bench: setup
 	.venv/bin/python scripts/bench_planner.py --markdown

@@ -132,6 +132,7 @@ def test_a_forked_child_starts_its_own_pool():
 
 
 @slow
+@pytest.mark.xdist_group("ray")     # in the worker of tests/test_ray_backend.py: one Ray at a time
 def test_ray_parts_give_the_serial_answers():
     ray = pytest.importorskip("ray")
     problems = [random_problem(8, np.random.default_rng(s), n_types=3, total_gpus=64)

@@ -31,6 +31,10 @@ from hsched_env.errors import ConfigError
 from test_evaluate_own_policy import KeepAll, ReferenceScheduler
 
 slow = pytest.mark.slow
+#: Under ``pytest -n`` (``make test``) every test of this file runs in one worker, one after
+#: the other: they share a local Ray instance, and one checks that ``--address auto`` finds
+#: none (another worker's instance would be found).
+pytestmark = pytest.mark.xdist_group("ray")
 
 TINY = ("tiny-8", "gavel:rate=8,jobs=16,duration_scale=0.05")
 COMPARE = ["compare", "--cluster", "tiny-8", "--workload",
