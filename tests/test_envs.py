@@ -1058,6 +1058,39 @@ def test_replay_partial_episode_through_make(env_id):
     assert total == sum(t[1] for t in traj[1:])
 
 
+def test_a_cluster_that_is_no_preset_is_recorded_whole_and_replayed():
+    """A cluster under a preset's name but with other pools (or any non-preset cluster) is
+    recorded as itself, not by its name: the replay runs it, and a snapshot of the preset is
+    refused as another configuration."""
+    from hsched_env.cluster import get_cluster
+    spec = get_cluster("tiny-8").to_dict()
+    spec["nodes"][1]["count"] = 3                     # 'tiny-8' by name, 16 GPUs
+    env = gym.make("hsched/Schedule-Tiny-v0", cluster=spec)
+    assert env.unwrapped.cluster.num_gpus == 16
+    traj = rollout(env, seed=4, steps=40, rng_seed=1)
+    record = json.loads(json.dumps(env.unwrapped.episode_record()))
+    assert record["kwargs"]["cluster"] == spec
+    _, total = replay(record)
+    assert total == sum(t[1] for t in traj[1:])
+    preset = gym.make("hsched/Schedule-Tiny-v0")
+    assert preset.unwrapped.episode_record()["kwargs"]["cluster"] == "tiny-8"
+    preset.reset(seed=4)
+    with pytest.raises(ConfigError, match="configured otherwise.*cluster"):
+        env.unwrapped.set_state(preset.unwrapped.get_state())
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"reward": "x"}, "reward"), ({"candidate_filter": "x"}, "candidate_filter"),
+    ({"lp_policy": "nope"}, "lp_policy"), ({"lp_policy": None}, "lp_policy"),
+    ({"lp_objective": "nope"}, "lp_objective"), ({"cluster": "nope"}, "cluster"),
+    ({"workload": None}, "workload"), ({"workload": 5}, "workload"),
+    ({"lp_factory": lambda *a, **k: None}, "lp_factory")])
+def test_constructor_errors_name_the_argument(kwargs, field):
+    with pytest.raises(ConfigError) as err:
+        gym.make("hsched/Schedule-Tiny-v0", **kwargs).reset(seed=0)
+    assert err.value.field == field, str(err.value)
+
+
 # ---------------------------------------------------------------------------------- 11. copies
 @slow
 def test_select_get_set_state_branches_identically():

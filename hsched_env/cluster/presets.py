@@ -6,6 +6,7 @@ import json
 import os
 from functools import lru_cache
 from importlib import resources
+from collections.abc import Mapping
 from typing import Any, Union
 
 from hsched_env.cluster.files import _FILE_SUFFIXES, PathLike, cluster_from_dict, load_cluster
@@ -52,12 +53,14 @@ def cluster_presets() -> list[str]:
     return [s.get("name", k) for k, s in _preset_specs().items()]
 
 
-def get_cluster(name_or_path: Union[PathLike, Cluster]) -> Cluster:
+def get_cluster(name_or_path: Union[PathLike, Cluster, Mapping[str, Any]]) -> Cluster:
     """Return a preset by name (case-insensitive) or load a cluster file.
 
     Args:
         name_or_path: A preset name (see :func:`cluster_presets`), a path to a ``.yaml``,
-            ``.yml`` or ``.json`` cluster file, or a :class:`Cluster` (returned unchanged).
+            ``.yml`` or ``.json`` cluster file, a mapping as in a cluster file (e.g.
+            ``Cluster.to_dict()``, as an episode record holds it), or a :class:`Cluster`
+            (returned unchanged).
 
     Returns:
         The cluster.
@@ -68,9 +71,12 @@ def get_cluster(name_or_path: Union[PathLike, Cluster]) -> Cluster:
     """
     if isinstance(name_or_path, Cluster):
         return name_or_path
+    if isinstance(name_or_path, Mapping):
+        return cluster_from_dict(name_or_path, source="<cluster mapping>")
     if not isinstance(name_or_path, (str, os.PathLike)):
-        raise ConfigError(f"expected a preset name or a file path, got "
-                          f"{type(name_or_path).__name__}", field="cluster")
+        raise ConfigError(f"expected a preset name, a file path, a mapping as in a cluster "
+                          f"file or a Cluster, got {type(name_or_path).__name__}",
+                          field="cluster")
     text = os.fspath(name_or_path)
     key = text.strip().lower()
     if isinstance(name_or_path, str) and key in _preset_specs():

@@ -144,16 +144,23 @@ class HSchedEnvBase(gym.Env):
                               field=sorted(unknown)[0])
         slots = slot_count(slots, None, slots)
         if reward not in REWARDS:
-            raise UnknownNameError("reward", reward, list(REWARDS))
+            raise UnknownNameError("reward", reward, list(REWARDS), field="reward")
         if not (is_real_number(reward_scale) and reward_scale > 0
                 and math.isfinite(reward_scale)):
             raise ConfigError(f"reward_scale must be a positive number, got {reward_scale!r}",
                               field="reward_scale")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"])
-        self.cluster = get_cluster(cluster)
+            raise UnknownNameError("render mode", render_mode, self.metadata["render_modes"],
+                                   field="render_mode")
+        try:
+            self.cluster = get_cluster(cluster)
+        except UnknownNameError as exc:
+            raise _named(exc, "cluster") from None
         get_throughput_source(throughputs)      # an unknown name or missing file: say so now
-        self.workload_spec = str(workload)
+        if not isinstance(workload, str):
+            raise ConfigError(f"workload must be a workload spec string (as hsched simulate "
+                              f"--workload takes), got {show(workload)}", field="workload")
+        self.workload_spec = workload
         self.K = slots
         self.reward_kind, self.reward_scale = reward, float(reward_scale)
         self.render_mode = render_mode
@@ -164,6 +171,9 @@ class HSchedEnvBase(gym.Env):
                               f"{job_candidates!r}", field="job_candidates") from exc
         self.sim_config = SimConfig(round_s=round_s, restart_s=restart_s, planner=planner,
                                     throughputs=throughputs, max_time_s=max_time_s)
+        if not isinstance(lp_policy, str):
+            raise ConfigError(f"lp_policy must be a policy name (any LP of hsched simulate "
+                              f"--policy), got {show(lp_policy)}", field="lp_policy")
         self.lp_policy_name, self.lp_objective = lp_policy, lp_objective
         if lp_factory is not None and not callable(lp_factory):
             raise ConfigError(f"lp_factory must be a function f(lp_policy, objective=...) "
@@ -238,7 +248,17 @@ class HSchedEnvBase(gym.Env):
             if self._lp_given is not None:
                 self._lp = self._lp_given
             elif self._lp_factory is not None:
-                self._lp = self._lp_factory(self.lp_policy_name, objective=self.lp_objective)
+                try:
+                    made = self._lp_factory(self.lp_policy_name, objective=self.lp_objective)
+                except UnknownNameError as exc:       # the factory's names are ours
+                    raise _named(exc, {"policy": "lp_policy", "objective": "lp_objective"}.get(
+                        exc.kind, "lp_policy")) from None
+                if not all(callable(getattr(made, m, None)) for m in ("reset", "decide")):
+                    raise ConfigError(f"lp_factory({self.lp_policy_name!r}, objective="
+                                      f"{self.lp_objective!r}) returned {show(made)}, not an LP "
+                                      f"policy object (reset, decide(view, ...), like "
+                                      f"lp_baseline.policy.LPPolicy)", field="lp_factory")
+                self._lp = made
             else:
                 raise ConfigError(
                     f"{type(self).__name__} in this mode needs an LP policy: pass lp=<policy> "
@@ -747,7 +767,7 @@ class HSchedEnvBase(gym.Env):
 
     def _kwargs_record(self) -> dict:
         cfg = self.sim_config
-        return {"cluster": self.cluster.name if self.cluster.name in _presets() else
+        return {"cluster": self.cluster.name if _is_preset(self.cluster) else
                 self.cluster.to_dict(), "workload": self.workload_spec,
                 "slots": self.K, "job_candidates": cfg.planner.max_candidates,
                 "round_s": cfg.round_s, "restart_s": cfg.restart_s,
@@ -956,8 +976,17 @@ def _gpu_mem(name: str) -> float:
     return get_gpu(name).memory_gb
 
 
-def _presets() -> tuple[str, ...]:
-    return tuple(cluster_presets())
+def _named(exc: UnknownNameError, field: str) -> UnknownNameError:
+    """``exc`` naming the constructor argument ``field`` (the name look-ups it comes from do not
+    know which argument they serve)."""
+    return UnknownNameError(exc.kind, exc.name, exc.valid, field=field, source=exc.source,
+                            line=exc.line)
+
+
+def _is_preset(cluster: Cluster) -> bool:
+    """Whether ``cluster`` is the preset of its name (its pools, not only its name): a record
+    names it by that name, else it holds the cluster itself (``Cluster.to_dict()``)."""
+    return cluster.name in cluster_presets() and get_cluster(cluster.name) == cluster
 
 
 def _part_sizes(gpus, pa, pb, cluster):

@@ -88,7 +88,7 @@ class RankEnv(HSchedEnvBase):
     | Argument | Default | Meaning |
     |---|---|---|
     | ``keep_cost`` | 0.05 | λ, the reward's price of keeping every candidate |
-    | ``prune`` | ``"all"`` | what the kept set restricts: ``"all"`` — the LP solve, its rounding and the simulator's fallbacks (a job with no kept candidate waits); ``"lp"`` — the LP solve only: the rounding's repair and each assignment's fallbacks (smaller candidates on the same type) still see every candidate, so keeping the LP's support alone reproduces the pure LP's schedule; ``"seed"`` — nothing: the LP solves the whole round and the kept candidates are its column generation's first columns (``LPPolicy.decide``'s ``lp_start``), so without a time limit the schedule is the pure LP's optimum (its objective value, certified by pricing; possibly another optimal vertex) whatever is kept, and a kept set close to the LP's support makes it faster (on large rounds only: column generation is ``lp_method="auto"``'s from 2,000 LP columns up; smaller LPs ignore the start). ``keep_cost`` still prices the kept share, and nothing else in the reward depends on it, so this scope is for imitation-trained rankers, not for reward-driven RL |
+    | ``prune`` | ``"all"`` | what the kept set restricts: ``"all"`` — the LP solve, its rounding and the simulator's fallbacks (a job with no kept candidate waits); ``"lp"`` — the LP solve only: the rounding's repair and each assignment's fallbacks (smaller candidates on the same type) still see every candidate, so keeping the LP's support alone reproduces the pure LP's schedule (the default ``heterosched-lp``; an LP whose optimum is not unique or that draws random numbers — ``gavel``, ``agnostic-lp``, ``pop-K`` — may solve the restricted LP to another optimum, see ``reference_action``); ``"seed"`` — nothing: the LP solves the whole round and the kept candidates are its column generation's first columns (``LPPolicy.decide``'s ``lp_start``), so without a time limit the schedule is the pure LP's optimum (its objective value, certified by pricing; possibly another optimal vertex) whatever is kept, and a kept set close to the LP's support makes it faster (on large rounds only: column generation is ``lp_method="auto"``'s from 2,000 LP columns up; smaller LPs ignore the start). ``keep_cost`` still prices the kept share, and nothing else in the reward depends on it, so this scope is for imitation-trained rankers, not for reward-driven RL |
     | ``compare_full`` | ``False`` | also solve the full LP each round and report its objective |
     | ``measure_time`` | ``False`` | ``True`` adds the wall-clock ``decision_time_s`` (the LP's time) and ``observation_time_s`` (building the returned observation: its round's candidate slots and features, what a ranker needs before it can score them) to ``info``, the latter also to ``reset``'s (opt-in: they differ between two runs of the same episode, which Gymnasium's step-determinism check rejects) |
 
@@ -289,8 +289,13 @@ class RankEnv(HSchedEnvBase):
         which the simulator places when fragmentation blocks the first; the Gavel-style
         rounding lists every eligible candidate as a fallback, so there only the first
         counts). Under ``prune="lp"`` the rounding sees every candidate anyway, so the LP's
-        support is all it needs: the same schedule as the pure LP
-        (``tests/test_envs.py``)."""
+        support is all it needs: the same schedule as the pure LP for the default LP,
+        ``heterosched-lp`` (``tests/test_envs.py``). Not for every LP: where the optimum is not
+        unique (max-min: ``gavel``, ``agnostic-lp``) the LP over the support alone may end on
+        another optimal vertex, and a policy that draws random numbers (POP's partition, the
+        agnostic fill's type order) draws them on another problem — a session-44 audit on
+        ``Rank-Tiny-v0`` seeds 0–5 found 1 (``gavel``), 5 (``pop-4``) and 5 (``agnostic-lp``)
+        of 6 schedules other than ``hsched simulate``'s."""
         sl = self._slots
         if sl is None:
             return np.zeros(self.K, dtype=np.int8)

@@ -102,8 +102,10 @@ class ScheduleEnv(HSchedEnvBase):
     mask cannot look perfect by stalling; ``"noop"`` costs nothing (time does not move);
     ``"terminate"`` ends the episode (``terminated``, ``end_reason="invalid_action"``) with
     the penalty plus ``cost_to_go()``: the job-time of running the unfinished jobs one at a
-    time, in arrival order, on their requested GPUs, ÷ ``reward_scale`` — more than any
-    scheduler that runs jobs side by side accrues, so ending early does not pay.
+    time, in arrival order, on their requested GPUs (on the slowest type that holds them;
+    never faster than the reference speed), ÷ ``reward_scale`` — more than a scheduler that
+    runs jobs side by side accrues, so ending early does not pay (checked against the LP
+    reference on 20 episodes of ``Schedule-Tiny-v0``).
 
     ## Starting State
 
@@ -133,7 +135,7 @@ class ScheduleEnv(HSchedEnvBase):
 
     | Argument | Default | Meaning |
     |---|---|---|
-    | ``cluster`` | ``"sia-64"`` | preset name, cluster file, or ``Cluster`` |
+    | ``cluster`` | ``"sia-64"`` | preset name, cluster file, a mapping as in a cluster file, or ``Cluster`` (an episode record holds a preset by name, any other cluster whole) |
     | ``workload`` | ``"gavel:rate=4,jobs=100"`` | any ``hsched simulate --workload`` spec |
     | ``slots`` | 64 | K, the candidate slots (old name ``max_candidates``, still accepted) |
     | ``job_candidates`` | 16 | the planner's candidates per job |
@@ -171,7 +173,8 @@ class ScheduleEnv(HSchedEnvBase):
                  invalid_penalty: float | None = None, invalid_limit: int = INVALID_LIMIT,
                  **kwargs) -> None:
         if candidate_filter not in FILTERS:
-            raise UnknownNameError("candidate filter", candidate_filter, list(FILTERS))
+            raise UnknownNameError("candidate filter", candidate_filter, list(FILTERS),
+                                   field="candidate_filter")
         if invalid_action not in INVALID_ACTIONS:
             raise UnknownNameError("invalid_action", invalid_action, list(INVALID_ACTIONS),
                                    field="invalid_action")
@@ -234,10 +237,12 @@ class ScheduleEnv(HSchedEnvBase):
     def cost_to_go(self) -> float:
         """What ``invalid_action="terminate"`` charges for the rest of the episode: the
         job-time of running every unfinished job **one at a time** from now, in arrival order,
-        each on its requested GPUs at the reference speed (its remaining reference
-        duration), ÷ ``reward_scale`` — a schedule any scheduler that runs jobs side by side
-        beats, so ending the episode early costs more than playing on; 0 with
-        ``reward="completions"``."""
+        each at ``_serial_speed`` (its requested GPUs on the slowest GPU type here that runs
+        them, never above the reference speed), ÷ ``reward_scale`` — a schedule a scheduler
+        that runs jobs side by side beats, so ending the episode early costs more than playing on; 0 with
+        ``reward="completions"``. (Until session 44 it charged the reference speed, which a
+        job's candidates on this cluster may not reach: ending early then paid in 6 of 20
+        episodes of the LP reference on ``Schedule-Tiny-v0``.)"""
         self._require_episode("cost_to_go()")
         if self.reward_kind != "job-time":
             return 0.0
@@ -250,9 +255,22 @@ class ScheduleEnv(HSchedEnvBase):
             if run.state[j] >= DONE or job.work_samples <= 0:
                 continue
             start = max(clock, job.arrival_s)
-            clock = start + job.duration_s * left[j] / job.work_samples
+            clock = start + left[j] / self._serial_speed(job)
             total += clock - max(now, job.arrival_s)
         return total / self.reward_scale
+
+    def _serial_speed(self, job) -> float:
+        """Samples/s ``cost_to_go`` runs ``job`` at: its slowest ``requested`` candidate (its
+        requested GPUs with plain data parallelism, one row per GPU type that holds them) or,
+        when no type holds its request, its fastest candidate — in either case at most its
+        reference speed (work ÷ reference duration), which this cluster may not reach."""
+        table = self._sim.candidates_of(job)
+        thr = np.asarray(table.samples_per_s, dtype=np.float64)
+        requested = thr[np.asarray(table.requested, dtype=bool) & (thr > 0)]
+        reference = job.work_samples / job.duration_s if job.duration_s > 0 else math.inf
+        if requested.size:
+            return min(float(requested.min()), reference)
+        return min(float(thr.max(initial=0.0)) or reference, reference)
 
     # ------------------------------------------------------------------ rounds
     def _open_round(self) -> None:
