@@ -9,6 +9,11 @@ current candidate first, so it is not restarted needlessly:
   (GPUs are interchangeable to it).
 * ``fifo-fastest`` — FIFO, trying the type on which the job's requested configuration is fastest
   first (Gavel's ``fifo_perf``).
+
+  Both are strict FIFO, as Gavel's: the first job in arrival order whose request fits no GPU
+  type's free GPUs stops the pass, so no later job jumps ahead of it (``blocking``). (Until
+  session 44 later jobs were admitted past it, a backfill Gavel's FIFO does not do; with
+  single-GPU jobs the two are the same: a job that fits nowhere leaves no GPU free.)
 * ``srf`` — shortest remaining first (remaining time as submitted), fastest type first.
 * ``greedy`` — arrival order, each job takes its fastest candidate (any resource set and
   strategy) that fits: strategy co-optimization without an LP.
@@ -48,12 +53,16 @@ class _Greedy(ABC):
     #: Whether ``options`` depends on the job's candidate table alone (no view, no random
     #: draws): then it is computed once per table and kept (``_table_options``).
     options_per_table = False
+    #: Whether a job none of whose options fits stops the pass (strict FIFO: no later job
+    #: jumps ahead of it); else the later jobs are still tried (backfill).
+    blocking = False
 
     def __init_subclass__(cls, **kwargs) -> None:
-        # ``steady`` and ``options_per_table`` are promises about ``order`` / ``options``: a
-        # subclass makes them only by setting them itself, never by inheriting them
+        # ``steady``, ``settles`` and ``options_per_table`` are promises about ``order`` /
+        # ``options``, ``blocking`` a rule of the pass: a subclass makes them only by setting
+        # them itself, never by inheriting them (``srf`` is no FIFO)
         super().__init_subclass__(**kwargs)
-        for name in ("steady", "settles", "options_per_table"):
+        for name in ("steady", "settles", "options_per_table", "blocking"):
             if name not in cls.__dict__:
                 setattr(cls, name, False)
 
@@ -99,6 +108,8 @@ class _Greedy(ABC):
             rows = [r for r in options
                     if all(g <= f for g, f in zip(gpus[r], free))]
             if not rows:
+                if self.blocking:
+                    break
                 continue
             out[job_ids[k]] = rows
             free = [f - g for f, g in zip(free, gpus[rows[0]])]
@@ -109,6 +120,7 @@ class Fifo(_Greedy):
     """Heterogeneity-agnostic FIFO (see the module docstring)."""
 
     name = "fifo"
+    blocking = True
 
     def options(self, view, k):
         rows = requested_rows(view.candidates[k])
@@ -119,6 +131,7 @@ class FifoFastest(_Greedy):
     """FIFO trying the fastest type first."""
 
     name = "fifo-fastest"
+    blocking = True
     steady = True
     settles = True
     options_per_table = True

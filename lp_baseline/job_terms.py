@@ -111,11 +111,14 @@ class NormalizerMemo:
 
 
 def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
-    """Finish-time-fairness reference: time on the job's fair share (requested reference
-    GPUs, stretched by contention), from arrival."""
+    """Finish-time-fairness reference ``D_j``: the job's time on its fair share — its requested
+    reference GPUs, stretched by the contention ``max(1, N × requested_j ÷ G)`` (``N`` active
+    jobs, ``G`` GPUs), as the reported metric's ρ takes it (``hsched_env.metrics``) — from
+    arrival. (Until session 44 the stretch used the mean request of the active jobs for every
+    job, so the objective optimized another ρ than the one reported.)"""
     total = view.work_samples[ks] / view.reference_samples_per_s[ks]
-    contention = max(view.num_active * float(np.mean(view.requested_gpus))
-                     / max(view.capacity.sum(), 1), 1.0)
+    requested = np.asarray(view.requested_gpus, dtype=np.float64)[ks]
+    contention = np.maximum(view.num_active * requested / max(view.capacity.sum(), 1), 1.0)
     return total * contention
 
 

@@ -14,7 +14,8 @@ The other objectives (``fair-srpt`` / ``fair-las``: a max-min fairness floor, th
 (``normalizer``) and candidates capped at ``max(requested, G / N)`` GPUs (``size_cap``);
 ``max-min`` and the rest) use the Gavel-style rounding by default: the fractional X is turned
 into this round's integral assignment the way Gavel does it, at the level of jobs: a job's priority is its LP share (Σ_c X[j, c])
-÷ the share of time it has received since the last solve — jobs that have received nothing come
+÷ the share of time it has received since its allocation was made (a solve that returns the
+same allocation keeps that history: ``same_allocation``) — jobs that have received nothing come
 first — with its accumulated deficit (share × elapsed − received) as tie-breaker; jobs are
 admitted in priority order if they fit on the nodes (a dry run of the simulator's placement,
 ``rounding.PlacementDryRun``: jobs rerunning their current candidate keep their nodes first).
@@ -133,6 +134,19 @@ class _Part:
     fault: tuple[str, str] | None = None
     empty: bool = False
     seconds: float = 0.0
+
+
+def same_allocation(a: dict, b: dict) -> bool:
+    """Whether two allocations ``{job id: (rows, X)}`` are the same: the same jobs, each with
+    the same rows and shares."""
+    if a.keys() != b.keys():
+        return False
+    for j, (rows, x) in a.items():
+        other_rows, other_x = b[j]
+        if not ((rows is other_rows or np.array_equal(rows, other_rows))
+                and (x is other_x or np.array_equal(x, other_x))):
+            return False
+    return True
 
 
 @dataclass
@@ -262,6 +276,11 @@ class LPPolicy:
             restart a switch costs, ``H / (H + restart_s)`` with ``H`` the job's remaining time
             on that candidate; for ``sia-srpt`` / ``sia-las``, Sia's restart factor on a running
             job's other candidates (``job_terms.sia_gain``).
+        scale_factors: Gavel's scale factor s_m in the ``max-min`` objective: each job's
+            normalized throughput counts ``requested GPUs`` times, ``max_X min_m s_m ·
+            thr(m, X) / (w_m · thr(m, X_equal))`` (Gavel's ``max_min_fairness``: a job on one
+            GPU should get s_m times the time of a job on s_m GPUs); the LP's job weights are
+            ``1 / s_m``. Off: every job counts once.
         rounding: ``"integral"``: one candidate per job from the LP's vertex, no time slicing
             (``rounding.integral_assignment``); ``"gavel"``: the Gavel-style rounding of the
             module docstring. ``None``: the objective's default (integral for ``sia-*``).
@@ -277,7 +296,7 @@ class LPPolicy:
                  rounding: str | None = None, pop_workers: int | None = 1,
                  pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
                  lp_method: str = "auto", min_resolve_interval_s: float = 0.0,
-                 warm_start: bool = False) -> None:
+                 warm_start: bool = False, scale_factors: bool = False) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         if floor is not None and objective not in FLOOR_OBJECTIVES:
@@ -336,6 +355,10 @@ class LPPolicy:
         if not isinstance(warm_start, bool):
             raise ConfigError(f"must be True or False, got {warm_start!r}", field="warm_start")
         self.warm_start = warm_start
+        if not isinstance(scale_factors, bool):
+            raise ConfigError(f"must be True or False, got {scale_factors!r}",
+                              field="scale_factors")
+        self.scale_factors = scale_factors
         self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware
@@ -571,20 +594,25 @@ class LPPolicy:
     def _solve(self, view: SchedulerView, stats: PolicyStats, allowed=None,
                t0: float | None = None, norms: np.ndarray | None = None,
                lp_start=None) -> None:
-        # New allocation: move what each pair received into its deficit, restart the shares
-        # (Gavel-style rounding only; 160,000 Python steps at 2,400 jobs otherwise unused)
-        active = {int(j) for j in view.job_ids}
-        for j, (rows, x) in (self._x.items() if self.rounding == "gavel" else ()):
-            rec = self._received.get(j, {})
-            d = self._deficit.setdefault(j, {})
-            for r, xv in zip(rows, x):
-                d[int(r)] = d.get(int(r), 0.0) + xv * self._elapsed - rec.get(int(r), 0.0)
-        for j in [j for j in self._deficit if j not in active]:
-            del self._deficit[j]                    # finished jobs
-        self._received = {}
-        self._elapsed = 0.0
+        new = self._allocate(view, stats, allowed, t0, norms, lp_start=lp_start)
+        if self.rounding != "gavel" or not same_allocation(new, self._x):
+            # A new allocation: move what each pair received into its deficit and restart
+            # the shares (Gavel's reset). The same allocation again (a re-solve of an
+            # unchanged LP) keeps them: as in Gavel, the priorities measure the time received
+            # since the allocation was made, so a job with a share below 1 gets its turn.
+            # (Gavel-style rounding only; 160,000 Python steps at 2,400 jobs otherwise unused)
+            active = {int(j) for j in view.job_ids}
+            for j, (rows, x) in (self._x.items() if self.rounding == "gavel" else ()):
+                rec = self._received.get(j, {})
+                d = self._deficit.setdefault(j, {})
+                for r, xv in zip(rows, x):
+                    d[int(r)] = d.get(int(r), 0.0) + xv * self._elapsed - rec.get(int(r), 0.0)
+            for j in [j for j in self._deficit if j not in active]:
+                del self._deficit[j]                    # finished jobs
+            self._received = {}
+            self._elapsed = 0.0
         self._last_solve_t = view.time_s
-        self._x = self._allocate(view, stats, allowed, t0, norms, lp_start=lp_start)
+        self._x = new
         self._retry = bool(stats.extra.get("fallbacks"))
         stats.resolved = True
         self._solves += 1
@@ -632,6 +660,7 @@ class LPPolicy:
                     job_of=np.repeat(ks, sizes), gpus=np.concatenate([t.gpus for t in tabs]),
                     thr=np.concatenate([t.samples_per_s for t in tabs]),
                     capacity=view.capacity.astype(float), norm=norms,
+                    weight=self._job_weights(view, ks),
                     remaining=view.remaining_samples, age_s=view.time_s - view.arrival_s,
                     ftf_denominator_s=ftf_denominator(view, ks),
                     priority=priority, switch=switch, gain=gain)
@@ -751,6 +780,13 @@ class LPPolicy:
             stats.extra["pop_workers"] = self.pop_workers
         return out
 
+    def _job_weights(self, view: SchedulerView, ks: np.ndarray) -> np.ndarray | None:
+        """The LP's job weights of active jobs ``ks``: ``1 / requested GPUs`` with
+        ``scale_factors`` (Gavel's s_m), else ``None`` (all 1)."""
+        if not self.scale_factors:
+            return None
+        return 1.0 / np.maximum(np.asarray(view.requested_gpus, dtype=np.float64)[ks], 1.0)
+
     def _build_part(self, view, members, rows, norms, cap, deadline) -> "_Part":
         """One part's ``AllocationProblem`` (``problem=None`` with the fault when there is
         nothing to solve or the inputs are not a valid LP)."""
@@ -782,6 +818,7 @@ class LPPolicy:
                                                       [rows[k] for k in members[idx]], norms)
                 part.problem = AllocationProblem(
                     job_of=remap[job_of], gpus=gpus, thr=thr, capacity=cap, norm=norm[idx],
+                    weight=self._job_weights(view, members[idx]),
                     remaining=view.remaining_samples[members[idx]],
                     age_s=view.time_s - view.arrival_s[members[idx]],
                     ftf_denominator_s=ftf_denominator(view, members[idx]),

@@ -4,7 +4,7 @@ The LP policies (``lp_baseline.policy.LPPolicy``): ``heterosched-lp`` (the refer
 co-optimizer: all candidates, ``sia-srpt``, integral rounding), ``heterosched-lp-las`` (the same
 with the non-clairvoyant ``sia-las``), ``heterosched-lp-v1`` (the previous default: ``fair-srpt``
 with its fairness floor, size cap and Gavel-style rounding), ``gavel`` (Gavel's
-heterogeneity-aware max-min with its ``X_equal`` normalizer, only each job's requested GPU count
+heterogeneity-aware max-min with its ``X_equal`` normalizer and scale factors, only each job's requested GPU count
 with plain data parallelism on each type: no strategy co-optimization; a new allocation every round, re-solved when the LP changed),
 ``gavel-resets`` (the same LP recomputed on Gavel's own schedule: when the job set changed
 and at least 1,920 s after the last solve, ``GAVEL_MIN_RESET_S`` — another schedule, and
@@ -151,7 +151,7 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
     # normalized by X_equal
     gavel_like = dict(candidates="requested", normalizer="requested", size_cap=False,
                       backend=backend, time_limit_s=time_limit_s, objective="max-min",
-                      memoize=memoize)
+                      memoize=memoize, scale_factors=True)
     for key in ("lp_method", "warm_start"):  # how the LP is solved: every LP policy
         if key in lp_options:
             gavel_like[key] = lp_options[key]

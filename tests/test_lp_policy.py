@@ -191,3 +191,89 @@ def test_bad_co_optimizer_knobs():
         LPPolicy(las_tau_s=0)
     with pytest.raises(UnknownNameError, match="fair-share"):
         LPPolicy(normalizer="whole")
+
+
+def _csv_workload(tmp_path, gpus: list[int]) -> str:
+    """A ``csv:`` spec of resnet50 jobs arriving together, one per entry of ``gpus``."""
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type,batch\n" + "".join(
+        f"J{i},0,100000,{n},resnet50,,\n" for i, n in enumerate(gpus)))
+    return f"csv:path={path}"
+
+
+def test_gavel_weighs_each_job_by_its_scale_factor(simulate, tmp_path):
+    """Gavel's max-min objective multiplies a job's normalized throughput by its scale factor
+    s_m (its GPUs). One type of 4 GPUs, a 1-GPU and a 4-GPU job: the normalized throughputs
+    are their shares X, and the GPUs bound X_1 + 4 X_4 ≤ 4. Without s_m max-min gives both
+    0.8; with it the 1-GPU job reaches its cap, X_1 = 1 (the level min(X_1, 4 X_4) = 1), and
+    the throughput stage gives the 4-GPU job the rest, X_4 = 0.75."""
+    from hsched_env.cluster import Cluster, NodePool
+    cluster = Cluster("v100x4", (NodePool("V100-16GB", 4, 1),))
+    spec = _csv_workload(tmp_path, [1, 4])
+    rec, _ = simulate(make_policy("gavel"), spec, cluster, max_time_s=300)
+    view = rec.views[0]
+    requested = {int(j): int(g) for j, g in zip(view.job_ids, view.requested_gpus)}
+    for scale_factors, want in ((True, {1: 1.0, 4: 0.75}), (False, {1: 0.8, 4: 0.8})):
+        policy = LPPolicy("g", candidates="requested", normalizer="requested",
+                          size_cap=False, objective="max-min", scale_factors=scale_factors)
+        policy.reset(cluster, 0)
+        shares, _ = policy.shares(view)
+        got = {requested[j]: float(np.sum(x)) for j, (_, x) in shares.items()}
+        assert got == pytest.approx(want, abs=1e-6), scale_factors
+
+
+@slow
+def test_gavel_gives_a_job_with_a_share_below_one_its_turn(simulate, tmp_path):
+    """``gavel`` re-solves every round; an unchanged allocation must keep the time each job
+    received since it was made, or the priority (share ÷ share received) would rank every
+    job by its share alone, and a job below 1 would wait behind the others for ever. Three
+    resnet50 jobs (1, 4, 4 GPUs) on ``tiny-8`` (4 V100, 4 T4): one 4-GPU job's share is
+    fractional, and over 20 rounds every job runs (before the fix one never did), as under
+    Gavel's own recompute rule (``gavel-resets``), with the same GPU time per job."""
+    spec = _csv_workload(tmp_path, [1, 4, 4])
+    runs = {name: simulate(make_policy(name), spec, "tiny-8", max_time_s=6000)[1]
+            for name in ("gavel", "gavel-resets")}
+    gpu_s = {name: [sum(r.gpu_s_by_type.values()) for r in res.jobs]
+             for name, res in runs.items()}
+    assert all(s > 0 for s in gpu_s["gavel"]), gpu_s
+    assert gpu_s["gavel"] == gpu_s["gavel-resets"]
+
+
+def test_ftf_denominator_stretches_each_job_by_its_own_request(simulate, tmp_path):
+    """The ``ftf`` objective's D_j is the reported ρ's denominator: the job's reference
+    duration × max(1, N × its requested GPUs ÷ G). Jobs of 1, 4 and 4 GPUs on ``tiny-8``
+    (G = 8, N = 3): 1, 1.5 and 1.5 (the mean request would give 1.125 to all three)."""
+    from lp_baseline.job_terms import ftf_denominator
+    rec, _ = simulate(make_policy("fifo"), _csv_workload(tmp_path, [1, 4, 4]), "tiny-8",
+                      max_time_s=300)
+    view = rec.views[0]
+    duration = view.work_samples / view.reference_samples_per_s
+    stretch = ftf_denominator(view, np.arange(view.num_active)) / duration
+    want = np.maximum(3 * view.requested_gpus / 8, 1.0)
+    assert sorted(view.requested_gpus.tolist()) == [1, 4, 4]
+    assert stretch == pytest.approx(want) and sorted(stretch) == pytest.approx([1, 1.5, 1.5])
+
+
+@pytest.mark.parametrize("name", ["fifo", "fifo-fastest"])
+def test_fifo_lets_no_job_jump_ahead(simulate, tmp_path, name):
+    """Strict FIFO, as Gavel's: jobs of 4, 2, 4 and 1 GPUs arrive in that order on ``tiny-8``
+    (4 V100, 4 T4). The third fits no type while the first two run, so the 1-GPU job behind
+    it waits too, though a T4 is free; the same pass with backfill lets it through."""
+    from lp_baseline.baselines import FifoFastest
+
+    class Backfill(FifoFastest):
+        name = "fifo-backfill"
+
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type,batch\n"
+                    "A,0,3000,4,resnet50,,\nB,1,3000,2,resnet50,,\n"
+                    "C,2,3000,4,resnet50,,\nD,3,3000,1,resnet50,,\n")
+    starts = {}
+    for policy in (make_policy(name), Backfill()):
+        _, result = simulate(policy, f"csv:path={path}", "tiny-8")
+        starts[policy.name] = [r.first_start_s
+                               for r in sorted(result.jobs, key=lambda r: r.job_id)]
+    assert not Backfill.blocking
+    c, d = starts[name][2], starts[name][3]
+    assert d >= c > starts[name][1], starts
+    assert starts["fifo-backfill"][3] < starts["fifo-backfill"][2], starts
