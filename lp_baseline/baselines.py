@@ -14,7 +14,8 @@ current candidate first, so it is not restarted needlessly:
   type's free GPUs stops the pass, so no later job jumps ahead of it (``blocking``). (Until
   session 44 later jobs were admitted past it, a backfill Gavel's FIFO does not do; with
   single-GPU jobs the two are the same: a job that fits nowhere leaves no GPU free.)
-* ``srf`` — shortest remaining first (remaining time as submitted), fastest type first.
+* ``srf`` — shortest remaining first (remaining time as submitted), fastest type first, chosen
+  afresh every round (a running job has no claim on its current type).
 * ``greedy`` — arrival order, each job takes its fastest candidate (any resource set and
   strategy) that fits: strategy co-optimization without an LP.
 * ``random`` — random order, a random fitting candidate per job.
@@ -56,6 +57,10 @@ class _Greedy(ABC):
     #: Whether a job none of whose options fits stops the pass (strict FIFO: no later job
     #: jumps ahead of it); else the later jobs are still tried (backfill).
     blocking = False
+    #: Whether a running job tries its current row first (no needless restart); else it
+    #: takes its options in their own order every round, so a job pushed off its first choice
+    #: returns to it when it is free again.
+    keeps_current = True
 
     def __init_subclass__(cls, **kwargs) -> None:
         # ``steady``, ``settles`` and ``options_per_table`` are promises about ``order`` /
@@ -102,7 +107,7 @@ class _Greedy(ABC):
         job_ids = view.job_ids.tolist()
         for k in np.asarray(self.order(view)).tolist():
             options, gpus = self._table_options(view, k)
-            cur = current[k]
+            cur = current[k] if self.keeps_current else -1
             if cur >= 0 and cur in gpus:                  # a running job keeps what it runs
                 options = [cur] + [r for r in options if r != cur]
             rows = [r for r in options
@@ -143,11 +148,15 @@ class FifoFastest(_Greedy):
 
 
 class ShortestRemainingFirst(FifoFastest):
-    """Shortest remaining time (as submitted) first, fastest type first."""
+    """Shortest remaining time (as submitted) first, fastest type first — every round, so a
+    job a shorter one pushed to a slower type returns to the fastest when it is free again
+    (``keeps_current`` off: with it, such a job stayed on the slow type to its end, and
+    ``srf`` read 2.8× fifo-fastest's avg JCT on a lightly loaded LLM mix)."""
 
     name = "srf"
     steady = False
     options_per_table = True
+    keeps_current = False
 
     def order(self, view):
         left = view.remaining_samples / view.reference_samples_per_s

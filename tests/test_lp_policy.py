@@ -277,3 +277,27 @@ def test_fifo_lets_no_job_jump_ahead(simulate, tmp_path, name):
     c, d = starts[name][2], starts[name][3]
     assert d >= c > starts[name][1], starts
     assert starts["fifo-backfill"][3] < starts["fifo-backfill"][2], starts
+
+
+def test_srf_returns_a_displaced_job_to_the_fastest_type(simulate, tmp_path):
+    """``srf`` chooses afresh every round: a long 4-GPU job starts on ``tiny-8``'s V100s, a
+    shorter one takes them and pushes it to the T4s, and once the short one is done the long
+    one goes back to the V100s (a version that lets running jobs keep their row leaves it on
+    the T4s to its end)."""
+    from lp_baseline.baselines import ShortestRemainingFirst
+
+    class Sticky(ShortestRemainingFirst):
+        name = "srf-sticky"
+        options_per_table = True
+        keeps_current = True
+
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type,batch\n"
+                    "L,0,40000,4,resnet50,,\nS,400,3000,4,resnet50,,\n")
+    v100 = {}
+    for policy in (make_policy("srf"), Sticky()):
+        _, result = simulate(policy, f"csv:path={path}", "tiny-8")
+        long_job = min(result.jobs, key=lambda r: r.job_id)
+        v100[policy.name] = long_job.gpu_s_by_type["V100-16GB"]
+        assert all(r.finish_s > 0 for r in result.jobs)
+    assert v100["srf-sticky"] <= 4 * 600 < v100["srf"], v100
