@@ -502,6 +502,7 @@ def test_csv_loader(tmp_path):
     ("b,5,100,-1,resnet50,,", "num_gpus"),
     ("b,5,100,1,resnet50,,0", "batch"),
     ("b,5,100,1,,,32", "batch"),
+    ("b,5,100,1,LM (batch size 40),,80", "batch"),   # contradicts the job type's batch
     (",5,100,1,resnet50,,", "job_id"),
     ("b,5,100,1,resnet50", None),
 ])

@@ -281,6 +281,10 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                 model, type_batch = rows.model(opt["model"], "model")
                 if batch is None:
                     batch = type_batch
+                elif type_batch is not None and batch != type_batch:
+                    raise rows.error("batch", f"batch {batch} contradicts the model column's "
+                                     f"job type {show(opt['model'])} (batch {type_batch}): "
+                                     f"leave one of them out")
             elif batch is not None:
                 raise rows.error("batch", "a batch needs a model (the model column is empty)")
             else:
