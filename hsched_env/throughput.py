@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import math
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from hsched_env.catalog import ModelSpec, get_gpu
+from hsched_env.catalog import ModelSpec, get_gpu, model_catalog
 from hsched_env.errors import ConfigError, UnknownNameError, show
 from hsched_env.files import is_file, why_not_a_file
+
+log = logging.getLogger(__name__)
 
 # Gavel worker types → catalog GPU names. Gavel's V100s are 16 GB SXM2 parts.
 GAVEL_WORKER_TYPES = {"k80": "K80", "p100": "P100", "v100": "V100-16GB"}
@@ -96,20 +99,34 @@ class MeasuredTable(ThroughputSource):
                 field = f"{worker}.{key}"
                 try:
                     job_type, scale = ast.literal_eval(key)
-                    steps = float(entry["null"])
                     if not isinstance(job_type, str):
                         raise TypeError("job type")
-                except (ValueError, SyntaxError, TypeError, KeyError, MemoryError,
-                        RecursionError, OverflowError):
-                    raise ConfigError("expected key \"('<job type>', <scale factor>)\" with a "
-                                      "'null' (isolated) throughput", source=source,
-                                      field=field) from None
+                except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                    raise ConfigError("expected a key \"('<job type>', <scale factor>)\"",
+                                      source=source, field=field) from None
+                if not isinstance(entry, dict) or "null" not in entry:
+                    raise ConfigError("expected an object with a 'null' (isolated) throughput",
+                                      source=source, field=field)
+                try:
+                    steps = float(entry["null"])
+                except (ValueError, TypeError, OverflowError):
+                    raise ConfigError(f"the 'null' (isolated) throughput must be a number of "
+                                      f"steps/s, got {show(entry['null'])}", source=source,
+                                      field=f"{field}.null") from None
                 if not (isinstance(scale, int) and not isinstance(scale, bool) and scale > 0
                         and math.isfinite(steps)
                         and steps >= 0):
                     raise ConfigError(f"bad scale factor or throughput ({scale!r}, {steps!r})",
                                       source=source, field=field)
                 self._table[(GAVEL_WORKER_TYPES[base], consolidated, job_type, scale)] = steps
+        unused = sorted({key[2] for key in self._table} - _catalog_job_types(
+            {key[2] for key in self._table}))
+        if unused:
+            # not an error: a table may carry job types the catalog has no model for; but a
+            # misspelled one would otherwise fall back to the analytic model unnoticed
+            log.warning("throughput table %s: %d job type(s) match no model of the catalog and "
+                        "are never used (misspelled?): %s", source, len(unused),
+                        ", ".join(map(repr, unused[:5])) + (", ..." if len(unused) > 5 else ""))
 
     @staticmethod
     def shipped_path() -> Path:
@@ -129,6 +146,15 @@ class MeasuredTable(ThroughputSource):
         if steps is None and gpus == 1:
             steps = self.steps_per_s(model.gavel_job_type, gpu_type, 1, not consolidated)
         return None if steps is None else steps * model.global_batch
+
+
+def _catalog_job_types(job_types: set[str]) -> set[str]:
+    """Those of ``job_types`` that a catalog model reads: its Gavel job type, or — for the
+    batched ones (``"ResNet-50 (batch size 64)"``) — the same name at any batch size."""
+    named = {m.gavel_job_type for m in model_catalog().values() if m.gavel_job_type}
+    families = {t.split(" (batch size ")[0] for t in named if " (batch size " in t}
+    return {t for t in job_types
+            if t in named or (" (batch size " in t and t.split(" (batch size ")[0] in families)}
 
 
 @lru_cache(maxsize=None)

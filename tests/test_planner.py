@@ -201,6 +201,30 @@ def test_bad_measured_table_is_a_config_error(tmp_path):
         MeasuredTable(path)
 
 
+def test_a_table_value_that_is_no_number_is_named_as_such(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"k80": {"(\'A3C\', 1)": {"null": "fast"}}}')
+    with pytest.raises(ConfigError, match=r"k80\.\('A3C', 1\)\.null.*must be a number.*'fast'"):
+        MeasuredTable(path)
+
+
+def test_job_types_no_model_reads_are_a_warning(tmp_path, caplog):
+    """A misspelled job type would fall back to the analytic model unnoticed: it is named in a
+    warning. The shipped table's job types are all read (no warning)."""
+    raw = json.loads(MeasuredTable.shipped_path().read_text())
+    with caplog.at_level("WARNING", logger="hsched_env.throughput"):
+        MeasuredTable()
+        assert not caplog.records
+        raw["v100"] = {key.replace("ResNet-50", "Resnet-50"): value
+                       for key, value in raw["v100"].items()}
+        path = tmp_path / "typo.json"
+        path.write_text(json.dumps(raw))
+        MeasuredTable(path)
+    (record,) = caplog.records
+    assert "4 job type(s) match no model" in record.getMessage()
+    assert "'Resnet-50 (batch size 16)'" in record.getMessage()
+
+
 def test_unknown_model_lists_valid_names():
     with pytest.raises(UnknownNameError, match="llama2-70b"):
         plan("llama-9000", SIA)
