@@ -94,7 +94,11 @@ def _check_options_read(args, policies: list[str]) -> None:
     with ``gavel``) is an error naming the policies that do, not silently ignored."""
     for flag, option, given in _POLICY_FLAGS:
         if given(args) and not any(option in policy_options(p) for p in policies):
-            readers = [p for p in POLICY_NAMES if option in policy_options(p)]
+            readers = [p for p in POLICY_NAMES
+                       if option in policy_options(p) and not p.startswith("pop-")]
+            if option in policy_options("pop-2"):          # pop-K reads what pop-2 does
+                readers += ["pop-K"] + (["pop-K-serial"]
+                                        if option in policy_options("pop-2-serial") else [])
             raise ConfigError(f"{flag} is read by none of the policies given "
                               f"({', '.join(policies)}); it applies to {', '.join(readers)}",
                               field=flag)

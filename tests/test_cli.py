@@ -340,6 +340,8 @@ def test_bad_simulation_flags_fail_before_simulating(capsys, extra, needle):
     (["--policy", "gavel"], ["--topk", "3"], "it applies to topk, topk-dominance"),
     (["--policy", "sia"], ["--lp-time-limit-s", "0.5"], "--lp-time-limit-s is read by none"),
     (["--policy", "fifo"], ["--floor", "0.5"], "--floor is read by none"),
+    # pop-K reads them for any K (pop-3 too): the rule, not a list of examples
+    (["--policy", "fifo"], ["--objective", "max-min"], "support-reuse, pop-K, pop-K-serial"),
 ])
 def test_a_flag_no_policy_reads_is_refused(capsys, policies, extra, needle):
     """An LP flag none of the given policies reads is an error, not silently ignored."""
