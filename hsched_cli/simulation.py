@@ -169,37 +169,45 @@ def _run_policy(name, cluster, workload, config, args):
     return Simulator(cluster, workload, policy, config).run()
 
 
-def _done_jct(jobs, config) -> dict[int, float]:
-    """JCT of every finished job of the measured window (``config.measure_jobs``, else all),
-    by job id; ``jobs``: ``JobRecord``s or their ``asdict`` rows, in workload order."""
+def _done_jct(jobs, config, cluster_gpus: float) -> dict[int, tuple[float, float]]:
+    """``(JCT, finish-time fairness ρ)`` of every finished job of the measured window
+    (``config.measure_jobs``, else all), by job id; ``jobs``: ``JobRecord``s or their
+    ``asdict`` rows, in workload order; ρ as ``hsched_env.metrics.finish_time_fairness``."""
     if config.measure_jobs is not None:
         a, b = config.measure_jobs
         jobs = jobs[a:b]
     out = {}
     for r in jobs:
-        job_id, arrival_s, finish_s = ((r["job_id"], r["arrival_s"], r["finish_s"])
-                                       if isinstance(r, dict)
-                                       else (r.job_id, r.arrival_s, r.finish_s))
+        row = r if isinstance(r, dict) else dataclasses.asdict(r)
+        finish_s = row["finish_s"]
         if finish_s is not None and not math.isnan(finish_s):    # JSON: NaN may be None
-            out[int(job_id)] = finish_s - arrival_s
+            jct = finish_s - row["arrival_s"]
+            contention = row["contention_sum"] / max(row["rounds_active"], 1)
+            fair = row["duration_s"] * max(1.0, contention * row["requested_gpus"]
+                                           / cluster_gpus)
+            out[int(row["job_id"])] = (jct, jct / fair)
     return out
 
 
-def _add_common_jct(all_metrics: list[dict], done: list[dict[int, float] | None]) -> None:
+def _add_common_jct(all_metrics: list[dict],
+                    done: list[dict[int, tuple[float, float]] | None]) -> None:
     """Add to each run's metrics its avg JCT over the *common* jobs (those every run that did
-    not fail finished), ``avg_jct_common_s``, and its ratio to the first such run's,
-    ``avg_jct_common_ratio``: policies that finish different jobs (a ``--max-time-s``
-    window, a stalled run) are compared on the same ones."""
+    not fail finished), ``avg_jct_common_s``, its ratio to the first such run's,
+    ``avg_jct_common_ratio``, and its worst finish-time fairness over them,
+    ``ftf_worst_common``: policies that finish different jobs (a ``--max-time-s`` window, a
+    stalled run) are compared on the same ones (a policy that leaves a job waiting has it
+    out of its own ``ftf_worst``)."""
     common = finished_by_all(d for d in done if d is not None)
     first = None
     for m, d in zip(all_metrics, done):
         if d is None:
             continue
-        avg = sum(d[i] for i in common) / len(common) if common else math.nan
+        avg = sum(d[i][0] for i in common) / len(common) if common else math.nan
         first = avg if first is None else first
         m["common_jobs"] = len(common)
         m["avg_jct_common_s"] = avg
         m["avg_jct_common_ratio"] = avg / first if first else math.nan
+        m["ftf_worst_common"] = max(d[i][1] for i in common) if common else math.nan
 
 
 def _compare_task(name, cluster, workload, config, options) -> dict:
@@ -343,7 +351,7 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     for o in result.outcomes:
         if o.ok:
             rows.append(o.payload["metrics"])
-            done.append(_done_jct(o.payload["jobs"], config))
+            done.append(_done_jct(o.payload["jobs"], config, cluster.num_gpus))
         else:
             rows.append({"policy": o.task.policy, "status": "failed", "error": o.error,
                          "attempts": o.attempts})
@@ -387,7 +395,7 @@ def cmd_compare(args) -> int:
         for name in names:
             result = _run_policy(name, cluster, workload, config, args)
             results.append(result.metrics())
-            done.append(_done_jct(result.jobs, config))
+            done.append(_done_jct(result.jobs, config, cluster.num_gpus))
         _add_common_jct(results, done)
     data = [_jsonable(_with_workload(m, workload)) for m in results]
     if args.out is not None:
@@ -409,6 +417,10 @@ def cmd_compare(args) -> int:
             failed = " that did not fail" if len(ran) < len(results) else ""
             print(f"× first: avg JCT over the {ran[0]['common_jobs']} jobs every policy"
                   f"{failed} finished, ratio to {ran[0]['policy']}'s over the same jobs")
+            if any(m["jobs_completed"] != m["common_jobs"] for m in ran):
+                # FTF worst (and queue) above count each policy's own finished jobs only
+                print("worst FTF over those jobs: " + ", ".join(
+                    f"{m['policy']} {m['ftf_worst_common']:.2f}" for m in ran))
         for m in results:
             if m.get("status") == "failed":
                 print(f"{m['policy']}: FAILED after {m['attempts']} attempt(s): {m['error']}")

@@ -256,6 +256,11 @@ def test_compare_ratios_are_over_the_jobs_every_policy_finished():
     assert lp["avg_jct_common_ratio"] == 1.0
     assert fifo["avg_jct_common_ratio"] == pytest.approx(
         fifo["avg_jct_common_s"] / lp["avg_jct_common_s"])
+    # the worst FTF over the same jobs (over a subset of each policy's finished jobs)
+    assert 0 < lp["ftf_worst_common"] <= lp["ftf_worst"]
+    assert 0 < fifo["ftf_worst_common"] <= fifo["ftf_worst"]
+    assert (f"worst FTF over those jobs: heterosched-lp {lp['ftf_worst_common']:.2f}, "
+            f"fifo {fifo['ftf_worst_common']:.2f}") in table
 
 
 def test_common_jct_helpers():
