@@ -1009,7 +1009,8 @@ def policy_spec(config: TrainConfig):
 
 def rollout_plan(config: TrainConfig) -> dict:
     """The rollout length and mini-batch size that fit ``timesteps`` (``n_steps`` cut to
-    ``timesteps / n_envs``, ``batch_size`` to the rollout), the rollouts that will be
+    ``timesteps / n_envs``, ``batch_size`` to the rollout and, when the rollout was cut, to
+    the largest divisor of it not above the configured size), the rollouts that will be
     trained on and the steps of a last, partial one (taken, not trained on)."""
     n_steps = max(1, min(config.n_steps, config.timesteps // config.n_envs))
     rollout = n_steps * config.n_envs
@@ -1018,6 +1019,11 @@ def rollout_plan(config: TrainConfig) -> dict:
                           f"a rollout of {rollout} step: PPO needs at least 2",
                           field="--timesteps")
     batch = max(2, min(config.batch_size, rollout))
+    if n_steps != config.n_steps and rollout % batch:
+        # the rollout was cut to fit --timesteps: a mini-batch that divides it, else SB3
+        # trains on a truncated last one (and warns); the largest not above the configured
+        divisors = [d for d in range(batch, 1, -1) if rollout % d == 0]
+        batch = divisors[0] if divisors else batch
     full = config.timesteps // rollout
     return {"n_steps": n_steps, "batch_size": batch, "rollout": rollout, "updates": full,
             "partial_steps": config.timesteps - full * rollout,

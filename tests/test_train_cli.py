@@ -158,6 +158,13 @@ def test_rollout_plan_fits_the_timesteps():
     assert (plan["n_steps"], plan["batch_size"], plan["updates"]) == (64, 64, 1)
     plan = rollout_plan(TrainConfig(env=TINY, timesteps=100, n_steps=64, batch_size=32))
     assert (plan["n_steps"], plan["updates"], plan["partial_steps"]) == (64, 1, 36)
+    # a cut rollout gets a mini-batch that divides it (SB3 would train on a truncated one)
+    plan = rollout_plan(TrainConfig(env=TINY, timesteps=64, n_steps=1024, batch_size=24))
+    assert (plan["n_steps"], plan["batch_size"]) == (64, 16)
+    assert plan["adjusted"] == ["n_steps", "batch_size"]
+    # an uncut one keeps the configured size, even if it does not divide (the user's choice)
+    plan = rollout_plan(TrainConfig(env=TINY, timesteps=1000, n_steps=64, batch_size=24))
+    assert (plan["n_steps"], plan["batch_size"]) == (64, 24)
     with pytest.raises(ConfigError):
         rollout_plan(TrainConfig(env=TINY, timesteps=1))
 
