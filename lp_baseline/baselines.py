@@ -11,9 +11,11 @@ current candidate first, so it is not restarted needlessly:
   first (Gavel's ``fifo_perf``).
 
   Both are strict FIFO, as Gavel's: the first job in arrival order whose request fits no GPU
-  type's free GPUs stops the pass, so no later job jumps ahead of it (``blocking``). (Until
-  session 44 later jobs were admitted past it, a backfill Gavel's FIFO does not do; with
-  single-GPU jobs the two are the same: a job that fits nowhere leaves no GPU free.)
+  type's free GPUs stops the pass, so no later job jumps ahead of it (``blocking``) — unless
+  no type could hold it even empty (a request larger than every type: it can never run, and
+  would block the queue for good). (Until session 44 later jobs were admitted past a waiting
+  one, a backfill Gavel's FIFO does not do; with single-GPU jobs without a GPU-type constraint
+  the two are the same: a job that fits nowhere leaves no GPU free.)
 * ``srf`` — shortest remaining first (remaining time as submitted), fastest type first, chosen
   afresh every round (a running job has no claim on its current type).
 * ``greedy`` — arrival order, each job takes its fastest candidate (any resource set and
@@ -54,8 +56,9 @@ class _Greedy(ABC):
     #: Whether ``options`` depends on the job's candidate table alone (no view, no random
     #: draws): then it is computed once per table and kept (``_table_options``).
     options_per_table = False
-    #: Whether a job none of whose options fits stops the pass (strict FIFO: no later job
-    #: jumps ahead of it); else the later jobs are still tried (backfill).
+    #: Whether a job none of whose options fits the free GPUs, but one of which fits the
+    #: empty cluster, stops the pass (strict FIFO: no later job jumps ahead of it); else the
+    #: later jobs are still tried (backfill). A rule of the pass, inherited by subclasses.
     blocking = False
     #: Whether a running job tries its current row first (no needless restart); else it
     #: takes its options in their own order every round, so a job pushed off its first choice
@@ -64,10 +67,10 @@ class _Greedy(ABC):
 
     def __init_subclass__(cls, **kwargs) -> None:
         # ``steady``, ``settles`` and ``options_per_table`` are promises about ``order`` /
-        # ``options``, ``blocking`` a rule of the pass: a subclass makes them only by setting
-        # them itself, never by inheriting them (``srf`` is no FIFO)
+        # ``options``: a subclass makes them only by setting them itself, never by
+        # inheriting them
         super().__init_subclass__(**kwargs)
-        for name in ("steady", "settles", "options_per_table", "blocking"):
+        for name in ("steady", "settles", "options_per_table"):
             if name not in cls.__dict__:
                 setattr(cls, name, False)
 
@@ -101,7 +104,8 @@ class _Greedy(ABC):
         return make()
 
     def decide(self, view: SchedulerView) -> Assignment:
-        free = view.capacity.tolist()
+        capacity = view.capacity.tolist()
+        free = capacity[:]
         out: Assignment = {}
         current = view.current.tolist()
         job_ids = view.job_ids.tolist()
@@ -113,7 +117,11 @@ class _Greedy(ABC):
             rows = [r for r in options
                     if all(g <= f for g, f in zip(gpus[r], free))]
             if not rows:
-                if self.blocking:
+                # strict FIFO waits for a job that fits the cluster once GPUs free up; one
+                # that no type can ever hold (a request larger than every type) would block
+                # the queue for good, so the pass goes past it
+                if self.blocking and any(all(g <= c for g, c in zip(gpus[r], capacity))
+                                         for r in options):
                     break
                 continue
             out[job_ids[k]] = rows
@@ -157,6 +165,7 @@ class ShortestRemainingFirst(FifoFastest):
     steady = False
     options_per_table = True
     keeps_current = False
+    blocking = False            # no FIFO: a shorter job behind a waiting one may go first
 
     def order(self, view):
         left = view.remaining_samples / view.reference_samples_per_s

@@ -263,6 +263,7 @@ def test_fifo_lets_no_job_jump_ahead(simulate, tmp_path, name):
 
     class Backfill(FifoFastest):
         name = "fifo-backfill"
+        blocking = False
 
     path = tmp_path / "jobs.csv"
     path.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type,batch\n"
@@ -273,7 +274,6 @@ def test_fifo_lets_no_job_jump_ahead(simulate, tmp_path, name):
         _, result = simulate(policy, f"csv:path={path}", "tiny-8")
         starts[policy.name] = [r.first_start_s
                                for r in sorted(result.jobs, key=lambda r: r.job_id)]
-    assert not Backfill.blocking
     c, d = starts[name][2], starts[name][3]
     assert d >= c > starts[name][1], starts
     assert starts["fifo-backfill"][3] < starts["fifo-backfill"][2], starts
@@ -301,3 +301,16 @@ def test_srf_returns_a_displaced_job_to_the_fastest_type(simulate, tmp_path):
         v100[policy.name] = long_job.gpu_s_by_type["V100-16GB"]
         assert all(r.finish_s > 0 for r in result.jobs)
     assert v100["srf-sticky"] <= 4 * 600 < v100["srf"], v100
+
+
+@pytest.mark.parametrize("name", ["fifo", "fifo-fastest"])
+def test_fifo_does_not_wait_for_a_job_no_type_can_hold(simulate, tmp_path, name):
+    """A job asking for more GPUs than any one type of ``tiny-8`` has (8; 4 V100, 4 T4) has no
+    requested configuration here and can never run: strict FIFO goes past it (waiting for it
+    would stall the queue for good), and the jobs behind it run."""
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type,batch\n"
+                    "A,0,3000,8,resnet50,,\nB,1,3000,1,resnet50,,\nC,2,3000,2,resnet50,,\n")
+    _, result = simulate(make_policy(name), f"csv:path={path}", "tiny-8")
+    done = {r.job_id for r in result.jobs if r.done}
+    assert done == {1, 2}                               # A never runs (the run stalls on it)

@@ -313,17 +313,22 @@ def test_skipping_steady_rounds_changes_nothing(policy, cluster, spec):
     assert skipped > 0
 
 
-@pytest.mark.parametrize("policy", ["fifo-fastest", "greedy"])
-def test_a_settling_policy_skips_from_the_round_it_settled_in(policy):
+@pytest.mark.parametrize("policy,spec", [
+    ("fifo-fastest", "gavel:rate=4,jobs=80,seed=2,multi_gpu=0"),
+    ("greedy", "gavel:rate=4,jobs=80,seed=2,multi_gpu=0"),
+    # multi-GPU jobs: strict FIFO's pass stops at a waiting job (``blocking``)
+    ("fifo-fastest", "gavel:rate=4,jobs=80,seed=2")])
+def test_a_settling_policy_skips_from_the_round_it_settled_in(policy, spec):
     """``settles``: once every job runs the first row of the decision, the simulator skips
     from that round on instead of deciding the repeat round first — the same run, bit for
     bit, with fewer decisions."""
     cluster = get_cluster("gavel-108")
-    workload = load_workload("gavel:rate=4,jobs=80,seed=2,multi_gpu=0", cluster)
+    workload = load_workload(spec, cluster)
 
     class SteadyOnly(BASELINES[policy]):
         steady = True                       # the same decisions, without the promise
     assert SteadyOnly.settles is False and BASELINES[policy].settles is True
+    assert SteadyOnly.blocking is BASELINES[policy].blocking     # a rule, inherited
     cfg = SimConfig(round_s=360, seed=2)
     plain = Simulator(cluster, workload, BASELINES[policy](),
                       SimConfig(round_s=360, seed=2, skip_steady_rounds=False)).run()
