@@ -377,7 +377,8 @@ class LPPolicy:
         self._warm_starts = 0
         self._warm_retries = 0
         self._last_t: float | None = None
-        self._last_solve_t: float | None = None    # time of the last solve (the reset rule)
+        self._last_solve_t: float | None = None    # time of the last reset (the reset rule)
+        self._solved_inputs: tuple | None = None   # ``_lp_inputs`` of the last solve
         self._solves = 0
         self._fallbacks = 0
         self._fallback_kinds: dict[str, int] = {}
@@ -594,8 +595,16 @@ class LPPolicy:
     def _solve(self, view: SchedulerView, stats: PolicyStats, allowed=None,
                t0: float | None = None, norms: np.ndarray | None = None,
                lp_start=None) -> None:
+        inputs = (self._lp_inputs(view, self._norms(view) if norms is None else norms, allowed)
+                  if self.rounding == "gavel" else None)
+        unchanged = (inputs is not None and inputs == self._solved_inputs and not self._retry
+                     and bool(self._x))
         new = self._allocate(view, stats, allowed, t0, norms, lp_start=lp_start)
-        if self.rounding != "gavel" or not same_allocation(new, self._x):
+        if unchanged:
+            # the LP the allocation was made from, again: the allocation stands (a warm start
+            # or a solve without the memo may end on another optimal vertex of it)
+            new = self._x
+        if self.rounding != "gavel" or not (unchanged or same_allocation(new, self._x)):
             # A new allocation: move what each pair received into its deficit and restart
             # the shares (Gavel's reset). The same allocation again (a re-solve of an
             # unchanged LP) keeps them: as in Gavel, the priorities measure the time received
@@ -611,11 +620,25 @@ class LPPolicy:
                 del self._deficit[j]                    # finished jobs
             self._received = {}
             self._elapsed = 0.0
-        self._last_solve_t = view.time_s
+            self._last_solve_t = view.time_s      # a reset (Gavel's reset rule counts these)
+        self._solved_inputs = inputs
         self._x = new
         self._retry = bool(stats.extra.get("fallbacks"))
         stats.resolved = True
         self._solves += 1
+
+    def _lp_inputs(self, view: SchedulerView, norms: np.ndarray, allowed) -> tuple | None:
+        """What this decision's LP is a function of when its objective reads no per-round
+        field and it is one part: the jobs, their normalizers, the capacity, their candidate
+        tables and the allowed rows (as ``_allocate``'s static key); ``None`` otherwise (an
+        objective that reads the remaining work or the age changes every round, and POP
+        draws its parts anew)."""
+        if OBJECTIVE_FIELDS[self.objective] or self.pop > 1:
+            return None
+        return (view.job_ids.tobytes(), norms.tobytes(), view.capacity.tobytes(),
+                tuple(id(t) for t in view.candidates),
+                None if allowed is None else
+                tuple(np.asarray(a, dtype=np.int64).tobytes() for a in allowed))
 
     def shares(self, view: SchedulerView, allowed=None,
                lp_start=None) -> tuple[dict, PolicyStats]:

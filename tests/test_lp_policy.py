@@ -314,3 +314,37 @@ def test_fifo_does_not_wait_for_a_job_no_type_can_hold(simulate, tmp_path, name)
     _, result = simulate(make_policy(name), f"csv:path={path}", "tiny-8")
     done = {r.job_id for r in result.jobs if r.done}
     assert done == {1, 2}                               # A never runs (the run stalls on it)
+
+
+@pytest.mark.parametrize("options", [{"warm_start": True}, {"memoize": False},
+                                     {"warm_start": True, "memoize": False}])
+def test_an_unchanged_lp_keeps_its_allocation_and_history(options):
+    """``gavel`` re-solves every round; while the LP is the same (the same jobs, tables and
+    capacity) the allocation it was made from stands and so does the time each job received
+    since, even where the solve could end on another optimal vertex (a warm start, no memo):
+    the history is reset only by a new LP."""
+    from hsched_env.simulator import SimConfig, Simulator
+    from hsched_env.workloads import load_workload
+    policy = make_policy("gavel", **options)
+    seen = []
+
+    class Watch:
+        name = "watch"
+
+        def reset(self, cluster, seed):
+            policy.reset(cluster, seed)
+
+        def decide(self, view):
+            x, received, retry = policy._x, policy._received, policy._retry
+            out = policy.decide(view)
+            seen.append((view.job_ids.tobytes(), retry, policy._x is x,
+                         policy._received is received))
+            return out
+
+    cluster = get_cluster("tiny-8")
+    Simulator(cluster, load_workload("gavel:rate=4,jobs=30,seed=3,duration_scale=0.3",
+                                     cluster), Watch(), SimConfig(seed=0)).run()
+    repeats = [(kept_x, kept_history) for (jobs, *_), (jobs2, retry, kept_x, kept_history)
+               in zip(seen, seen[1:]) if jobs == jobs2 and not retry]
+    assert len(repeats) > 20
+    assert all(kept_x and kept_history for kept_x, kept_history in repeats), repeats
