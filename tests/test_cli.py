@@ -264,22 +264,26 @@ def test_compare_ratios_are_over_the_jobs_every_policy_finished():
 
 
 def test_common_jct_helpers():
+    import dataclasses
     from hsched_cli.simulation import _add_common_jct, _done_jct
     from hsched_env.simulator import JobRecord, SimConfig
     nan = float("nan")
+    # ρ = JCT / (duration × max(1, mean contention × requested / G)); G = 8 here
     recs = [JobRecord(job_id=i, name="j", model="m", arrival_s=10.0, work_samples=1.0,
-                      duration_s=1.0, requested_gpus=1, finish_s=f)
-            for i, f in enumerate([20.0, nan, 50.0])]
-    assert _done_jct(recs, SimConfig()) == {0: 10.0, 2: 40.0}
-    assert _done_jct(recs, SimConfig(measure_jobs=(1, 3))) == {2: 40.0}
-    rows = [{"job_id": 0, "arrival_s": 0.0, "finish_s": 30.0},
-            {"job_id": 2, "arrival_s": 0.0, "finish_s": None}]      # JSON rows of a sweep
-    assert _done_jct(rows, SimConfig()) == {0: 30.0}
+                      duration_s=5.0, requested_gpus=2, finish_s=f, contention_sum=c,
+                      rounds_active=2)
+            for i, (f, c) in enumerate([(20.0, 4.0), (nan, 2.0), (50.0, 16.0)])]
+    assert _done_jct(recs, SimConfig(), 8) == {0: (10.0, 2.0), 2: (40.0, 4.0)}
+    assert _done_jct(recs, SimConfig(measure_jobs=(1, 3)), 8) == {2: (40.0, 4.0)}
+    rows = [dataclasses.asdict(r) for r in recs]                 # JSON rows of a sweep
+    rows[2]["finish_s"] = None
+    assert _done_jct(rows, SimConfig(), 8) == {0: (10.0, 2.0)}
     metrics = [{"policy": "failed", "status": "failed"}, {}, {}]
-    _add_common_jct(metrics, [None, {0: 10.0, 2: 40.0}, {0: 30.0}])
+    _add_common_jct(metrics, [None, {0: (10.0, 2.0), 2: (40.0, 4.0)}, {0: (30.0, 1.5)}])
     assert "common_jobs" not in metrics[0]
     assert metrics[1]["common_jobs"] == metrics[2]["common_jobs"] == 1
     assert metrics[1]["avg_jct_common_ratio"] == 1.0 and metrics[2]["avg_jct_common_ratio"] == 3.0
+    assert metrics[1]["ftf_worst_common"] == 2.0 and metrics[2]["ftf_worst_common"] == 1.5
 
 
 @slow
