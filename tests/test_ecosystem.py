@@ -318,6 +318,7 @@ def run_example(python: str, *args: str, timeout: int = 600) -> list[dict]:
 
 
 @slow
+@pytest.mark.xdist_group("ray")     # its own Ray: one at a time (tests/test_ray_backend.py)
 def test_rllib_ppo_example_trains_two_iterations_with_masking():
     python = side_python("ray.rllib")
     (result,) = run_example(python, "examples/rllib_ppo_masked.py", "--iterations", "2")
