@@ -51,6 +51,10 @@ def test_thread_settings_record_the_variables_as_set(monkeypatch):
     got = provenance.thread_settings()
     assert got["OMP_NUM_THREADS"] == "3" and got["MKL_NUM_THREADS"] is None
     assert isinstance(got["cpus"], int) and got["cpus"] >= 1
+
+
+def test_the_environment_record_holds_the_thread_settings():
+    # (not under a patched environment: the record is read once per process)
     assert set(environment_record()["threads"]) == {"cpus", *provenance.THREAD_VARIABLES}
 
 
