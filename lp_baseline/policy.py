@@ -14,8 +14,8 @@ The other objectives (``fair-srpt`` / ``fair-las``: a max-min fairness floor, th
 (``normalizer``) and candidates capped at ``max(requested, G / N)`` GPUs (``size_cap``);
 ``max-min`` and the rest) use the Gavel-style rounding by default: the fractional X is turned
 into this round's integral assignment the way Gavel does it, at the level of jobs: a job's priority is its LP share (Σ_c X[j, c])
-÷ the share of time it has received since its allocation was made (a solve that returns the
-same allocation keeps that history: ``same_allocation``) — jobs that have received nothing come
+÷ the share of time it has received since its allocation was made (a re-solve of an unchanged
+LP, or one that returns the same allocation, keeps that history) — jobs that have received nothing come
 first — with its accumulated deficit (share × elapsed − received) as tie-breaker; jobs are
 admitted in priority order if they fit on the nodes (a dry run of the simulator's placement,
 ``rounding.PlacementDryRun``: jobs rerunning their current candidate keep their nodes first).

@@ -239,8 +239,8 @@ class ScheduleEnv(HSchedEnvBase):
         job-time of running every unfinished job **one at a time** from now, in arrival order,
         each at ``_serial_speed`` (its requested GPUs on the slowest GPU type here that runs
         them, never above the reference speed), ÷ ``reward_scale`` — a schedule a scheduler
-        that runs jobs side by side beats, so ending the episode early costs more than playing on; 0 with
-        ``reward="completions"``. (Until session 44 it charged the reference speed, which a
+        that runs jobs side by side beats, so ending the episode early costs more than
+        playing on; 0 with ``reward="completions"``. (Until session 44 it charged the reference speed, which a
         job's candidates on this cluster may not reach: ending early then paid in 6 of 20
         episodes of the LP reference on ``Schedule-Tiny-v0``.)"""
         self._require_episode("cost_to_go()")
