@@ -599,6 +599,7 @@ class LPPolicy:
                   if self.rounding == "gavel" else None)
         unchanged = (inputs is not None and inputs == self._solved_inputs and not self._retry
                      and bool(self._x))
+        limits_before = self._time_limits
         new = self._allocate(view, stats, allowed, t0, norms, lp_start=lp_start)
         if unchanged:
             # the LP the allocation was made from, again: the allocation stands (a warm start
@@ -621,7 +622,10 @@ class LPPolicy:
             self._received = {}
             self._elapsed = 0.0
             self._last_solve_t = view.time_s      # a reset (Gavel's reset rule counts these)
-        self._solved_inputs = inputs
+        # an allocation the time limit cut short (the solver's incumbent) is not final: the
+        # next decision solves the same LP again and takes its answer
+        self._solved_inputs = (inputs if self._time_limits == limits_before or unchanged
+                               else None)
         self._x = new
         self._retry = bool(stats.extra.get("fallbacks"))
         stats.resolved = True
