@@ -1010,7 +1010,8 @@ def policy_spec(config: TrainConfig):
 def rollout_plan(config: TrainConfig) -> dict:
     """The rollout length and mini-batch size that fit ``timesteps`` (``n_steps`` cut to
     ``timesteps / n_envs``, ``batch_size`` to the rollout and, when the rollout was cut, to
-    the largest divisor of it not above the configured size), the rollouts that will be
+    the largest divisor of it between half the configured size and that size, if any), the
+    rollouts that will be
     trained on and the steps of a last, partial one (taken, not trained on)."""
     n_steps = max(1, min(config.n_steps, config.timesteps // config.n_envs))
     rollout = n_steps * config.n_envs
@@ -1022,7 +1023,9 @@ def rollout_plan(config: TrainConfig) -> dict:
     if n_steps != config.n_steps and rollout % batch:
         # the rollout was cut to fit --timesteps: a mini-batch that divides it, else SB3
         # trains on a truncated last one (and warns); the largest not above the configured
-        divisors = [d for d in range(batch, 1, -1) if rollout % d == 0]
+        # size, and not below half of it (a rollout of 134 = 2 × 67 would give 2: keep the
+        # configured size and its truncated last mini-batch then)
+        divisors = [d for d in range(batch, 1, -1) if rollout % d == 0 and 2 * d >= batch]
         batch = divisors[0] if divisors else batch
     full = config.timesteps // rollout
     return {"n_steps": n_steps, "batch_size": batch, "rollout": rollout, "updates": full,

@@ -15,7 +15,11 @@ current candidate first, so it is not restarted needlessly:
   no type could hold it even empty (a request larger than every type: it can never run, and
   would block the queue for good). (Until session 44 later jobs were admitted past a waiting
   one, a backfill Gavel's FIFO does not do; with single-GPU jobs without a GPU-type constraint
-  the two are the same: a job that fits nowhere leaves no GPU free.)
+  the two are the same: a job that fits nowhere leaves no GPU free.) The pass counts GPUs per
+  type, as Gavel's does; Gavel has no nodes to fragment. Here a job that fits by count but on
+  no node (its part of a node in none with room) is still listed, fails its placement and
+  waits, while later jobs that fit in what the count left are placed: under fragmentation a
+  later job can start before it (a session-44 review; left as it is).
 * ``srf`` — shortest remaining first (remaining time as submitted), fastest type first, chosen
   afresh every round (a running job has no claim on its current type).
 * ``greedy`` — arrival order, each job takes its fastest candidate (any resource set and

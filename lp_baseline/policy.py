@@ -210,7 +210,7 @@ class LPPolicy:
         resolve: ``"every-round"`` or ``"on-change"``.
         min_resolve_interval_s: With ``resolve="on-change"``: a change of the job set (an
             arrival or a completion) triggers a re-solve only once at least this many seconds
-            have passed since the last solve; until then the jobs keep their allocation and a
+            have passed since the last reset (a solve that made a new allocation); until then the jobs keep their allocation and a
             new job runs only on GPUs the fill pass finds free. Gavel recomputes its
             allocation this way (``minimum_time_between_allocation_resets``, 1,920 s:
             ``GAVEL_MIN_RESET_S``, the ``gavel-resets`` policy). 0 (default): at the next
@@ -627,7 +627,8 @@ class LPPolicy:
         self._solved_inputs = (inputs if self._time_limits == limits_before or unchanged
                                else None)
         self._x = new
-        self._retry = bool(stats.extra.get("fallbacks"))
+        # a fallback of a re-solve whose answer was not taken (``unchanged``) asks for nothing
+        self._retry = bool(stats.extra.get("fallbacks")) and not unchanged
         stats.resolved = True
         self._solves += 1
 

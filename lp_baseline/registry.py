@@ -7,7 +7,7 @@ with its fairness floor, size cap and Gavel-style rounding), ``gavel`` (Gavel's
 heterogeneity-aware max-min with its ``X_equal`` normalizer and scale factors, only each job's requested GPU count
 with plain data parallelism on each type: no strategy co-optimization; a new allocation every round, re-solved when the LP changed),
 ``gavel-resets`` (the same LP recomputed on Gavel's own schedule: when the job set changed
-and at least 1,920 s after the last solve, ``GAVEL_MIN_RESET_S`` — another schedule, and
+and at least 1,920 s after the last reset, ``GAVEL_MIN_RESET_S`` — another schedule, and
 faster), ``agnostic-lp`` (the
 same, with every type's throughput taken as equal), ``heterosched-lp-v0`` (an ablation: max-min
 over every candidate with Gavel's normalizer and no size cap, on today's rounding and candidate

@@ -1,7 +1,7 @@
 """Rounding the LP's fractional allocation into one round's assignment (``LPPolicy``).
 
 ``round_allocation`` is the Gavel-style rounding at the job level described in
-``lp_baseline.policy``: jobs in priority order (LP share ÷ share received since the last solve,
+``lp_baseline.policy``: jobs in priority order (LP share ÷ share received since the last reset,
 then the accumulated deficit), each with its preference list — its LP candidates (the current
 one first when ``sticky``, then the most under-served), then its other candidates — tried on
 ``PlacementDryRun``, a dry run of the simulator's placement on a copy of the cluster's nodes;
@@ -55,10 +55,11 @@ def round_allocation(view: SchedulerView, allocation: dict, received: dict, defi
     Args:
         view: The scheduler view.
         allocation: The LP allocation, ``{job id: (candidate rows, X)}``.
-        received: ``{job id: {row: seconds run with it}}`` since the last solve.
+        received: ``{job id: {row: seconds run with it}}`` since the last reset (the
+            allocation's making).
         deficits: ``{job id: {row: seconds}}``, the accumulated share × elapsed − received
             of the earlier allocations.
-        elapsed: Seconds since the last solve.
+        elapsed: Seconds since the last reset.
         sticky, fill: As in ``LPPolicy``.
         others: ``others(k, exclude)``: active job ``k``'s candidates not in ``exclude`` in
             preference order (``other_candidates``), the tail of its preference list.

@@ -14,7 +14,7 @@ The policies (``--policies``):
 * ``lp``: Gavel's ``max_min_fairness_perf`` (its heterogeneity-aware max-min LP, solved with
   cvxpy + ECOS) against our ``gavel`` policy (the same LP, solved with HiGHS);
 * ``lp-resets``: the same Gavel run against our ``gavel-resets`` (the same LP, recomputed on
-  Gavel's own schedule: when the job set changed and at least 1,920 s after the last solve —
+  Gavel's own schedule: when the job set changed and at least 1,920 s after the last reset —
   see below); ``lp`` and ``lp-resets`` share Gavel's run of each round of the benchmark;
 * ``fifo``: Gavel's ``fifo_perf`` against our ``fifo-fastest``;
 * ``lp-warm`` and ``lp-resets-warm`` (not run unless asked for): ``lp`` and ``lp-resets`` with

@@ -162,6 +162,9 @@ def test_rollout_plan_fits_the_timesteps():
     plan = rollout_plan(TrainConfig(env=TINY, timesteps=64, n_steps=1024, batch_size=24))
     assert (plan["n_steps"], plan["batch_size"]) == (64, 16)
     assert plan["adjusted"] == ["n_steps", "batch_size"]
+    # no divisor of at least half the size (134 = 2 × 67): the configured size stays
+    plan = rollout_plan(TrainConfig(env=TINY, timesteps=134, n_steps=1024, batch_size=64))
+    assert (plan["n_steps"], plan["batch_size"]) == (134, 64)
     # an uncut one keeps the configured size, even if it does not divide (the user's choice)
     plan = rollout_plan(TrainConfig(env=TINY, timesteps=1000, n_steps=64, batch_size=24))
     assert (plan["n_steps"], plan["batch_size"]) == (64, 24)
