@@ -10,10 +10,11 @@ import math
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, decimal_int, show
-from hsched_env.metrics import finished_by_all
+from hsched_env.metrics import finish_time_fairness, finished_by_all
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.text import format_table
@@ -178,14 +179,12 @@ def _done_jct(jobs, config, cluster_gpus: float) -> dict[int, tuple[float, float
         jobs = jobs[a:b]
     out = {}
     for r in jobs:
-        row = r if isinstance(r, dict) else dataclasses.asdict(r)
-        finish_s = row["finish_s"]
-        if finish_s is not None and not math.isnan(finish_s):    # JSON: NaN may be None
-            jct = finish_s - row["arrival_s"]
-            contention = row["contention_sum"] / max(row["rounds_active"], 1)
-            fair = row["duration_s"] * max(1.0, contention * row["requested_gpus"]
-                                           / cluster_gpus)
-            out[int(row["job_id"])] = (jct, jct / fair)
+        if isinstance(r, dict):                  # a sweep's JSON row: the record's fields
+            if r["finish_s"] is None:            # JSON: NaN may be None
+                continue
+            r = SimpleNamespace(**r, jct_s=r["finish_s"] - r["arrival_s"])
+        if not math.isnan(r.finish_s):
+            out[int(r.job_id)] = (r.jct_s, finish_time_fairness(r, cluster_gpus))
     return out
 
 

@@ -635,9 +635,9 @@ class LPPolicy:
     def _lp_inputs(self, view: SchedulerView, norms: np.ndarray, allowed) -> tuple | None:
         """What this decision's LP is a function of when its objective reads no per-round
         field and it is one part: the jobs, their normalizers, the capacity, their candidate
-        tables and the allowed rows (as ``_allocate``'s static key); ``None`` otherwise (an
-        objective that reads the remaining work or the age changes every round, and POP
-        draws its parts anew)."""
+        tables and the allowed rows (``_allocate``'s key for reusing a static LP, and
+        ``_solve``'s test of an unchanged one); ``None`` otherwise (an objective that reads
+        the remaining work or the age changes every round, and POP draws its parts anew)."""
         if OBJECTIVE_FIELDS[self.objective] or self.pop > 1:
             return None
         return (view.job_ids.tobytes(), norms.tobytes(), view.capacity.tobytes(),
@@ -723,12 +723,9 @@ class LPPolicy:
         # such a repeat the previous decision's accepted answer is reused without building
         # the LP to fingerprint it (what the fingerprint's reuse would give, bit for bit)
         static_key = None
-        if (memo_update and self.memoize and self.time_limit_s is None and self.pop == 1
-                and not OBJECTIVE_FIELDS[self.objective]):
-            static_key = (view.job_ids.tobytes(), norms.tobytes(), view.capacity.tobytes(),
-                          [id(t) for t in view.candidates],
-                          None if allowed is None else
-                          [np.asarray(a, dtype=np.int64).tobytes() for a in allowed])
+        if memo_update and self.memoize and self.time_limit_s is None:
+            static_key = self._lp_inputs(view, norms, allowed)     # None: not a static LP
+        if static_key is not None:
             hit = self._static_lp
             if hit is not None and hit.key == static_key:
                 return hit.reuse(self, stats)
