@@ -23,6 +23,7 @@ import numpy as np
 import hsched_env  # noqa: F401
 from agents.evaluate import SMOKE, evaluate, heldout_seeds
 from agents.policy_entries import SB3Scheduler, load_sb3, observation_mismatch, parse_policies
+from agents.report import json_ready
 from hsched_env.errors import ConfigError
 from lp_baseline.registry import split_policy_list
 
@@ -111,9 +112,8 @@ def main(argv=None) -> int:
     if args.json:
         # a figure a run does not have (a makespan of a run that did not finish every job)
         # is null: JSON has no NaN
-        json.dump({"seeds": seeds, "rows": [{k: _json_number(v) for k, v in r.items()}
-                                            for r in rows]},
-                  sys.stdout, indent=1, allow_nan=False)
+        json.dump(json_ready({"seeds": seeds, "rows": rows}), sys.stdout, indent=1,
+                  allow_nan=False)
         print()
     else:
         print(f"{scenario.cluster} {scenario.workload}, held-out seeds {seeds}")
@@ -124,11 +124,6 @@ def main(argv=None) -> int:
                   f"{_shown(r['jct_vs_lp'], 6, 2)} {_shown(r['makespan_h'], 10, 1)} "
                   f"{_shown(r['ftf_worst'], 9, 2)}")
     return 0
-
-
-def _json_number(value):
-    """``value``, with a float that is not finite (a figure the run does not have) as None."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _shown(value: float, width: int, digits: int) -> str:

@@ -22,7 +22,7 @@ def test_missing_figures_are_null_in_json_and_na_in_the_table():
     script = _load()
     row = {"policy": "pure-lp", "avg_jct_h": 2.5, "makespan_h": math.nan,
            "ftf_worst": math.inf, "done": "3/4"}
-    shown = {k: script._json_number(v) for k, v in row.items()}
+    shown = script.json_ready(row)
     assert shown == {"policy": "pure-lp", "avg_jct_h": 2.5, "makespan_h": None,
                      "ftf_worst": None, "done": "3/4"}
     assert json.loads(json.dumps(shown, allow_nan=False)) == shown
