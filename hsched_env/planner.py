@@ -419,7 +419,7 @@ def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = Pl
     priced = _price(model, cluster, rs, sk, config, get_throughput_source(throughputs))
     best = priced.best_per_set()
     if config.prune_dominated and best.size > 1:
-        best = best[undominated_rows(_gpu_matrix(cluster, rs, priced.set_id[best]),
+        best = best[undominated_rows(_pool_matrix(cluster, rs, priced.set_id[best]),
                                      priced.thr[best])]
     if config.max_candidates is not None and best.size > config.max_candidates:
         best = _keep_efficient(best, priced.thr, (rs.n_a + rs.n_b)[priced.set_id],
@@ -435,7 +435,8 @@ def plan_set(model: ModelSpec | str, cluster: Cluster, gpus: dict[str, int], *,
 
     Args:
         model: A ``ModelSpec`` or a catalog name.
-        cluster: The cluster whose pools (the first pool of each named type) supply the GPUs.
+        cluster: The cluster whose pools (of each named type, the first pool with that many
+            GPUs) supply the GPUs.
         gpus: GPU type → count, one or two types; counts need not be Sia configurations.
         best_only: Return only the fastest feasible strategy (0 or 1 row); otherwise every
             feasible strategy priced (for each shape and micro-batch count, the cheapest ZeRO
@@ -492,7 +493,8 @@ def _plan_inputs(model, cluster, config) -> tuple[ModelSpec, Cluster]:
 
 def _set_tuple(cluster: Cluster, gpus: dict[str, int]) -> tuple[int, int, int, int, int]:
     """``(pool A, pool B or -1, GPUs on A, GPUs on B, nodes)`` of an explicit resource set
-    (the first pool of each named type), checked (``plan_set``'s errors)."""
+    (of each named type, the first pool with that many GPUs), checked (``plan_set``'s
+    errors)."""
     if not isinstance(gpus, dict):
         raise ConfigError(f"a resource set is a mapping {{GPU type: count}}, got {show(gpus)}",
                           field="gpus")
@@ -508,13 +510,14 @@ def _set_tuple(cluster: Cluster, gpus: dict[str, int]) -> tuple[int, int, int, i
             raise ConfigError(f"a GPU count is a whole number, got {show(n)}",
                               field=f"gpus.{name}")
         t = get_gpu(name).name
-        pool = next((i for i, p in enumerate(pools) if p.gpu_type == t), None)
-        if pool is None or not 0 < n <= pools[pool].num_gpus:
+        of_type = [i for i, p in enumerate(pools) if p.gpu_type == t]
+        pool = next((i for i in of_type if n <= pools[i].num_gpus), None)
+        if pool is None or not 0 < n:
             more = ""
-            if pool is not None and n > 0 and sum(p.num_gpus for p in pools
-                                                  if p.gpu_type == t) >= n:
-                more = (f": resource sets take one node pool per GPU type, and its first "
-                        f"{t} pool, {pools[pool].name!r}, has {pools[pool].num_gpus}")
+            if of_type and n > 0 and sum(pools[i].num_gpus for i in of_type) >= n:
+                largest = max(of_type, key=lambda i: pools[i].num_gpus)
+                more = (f": resource sets take one node pool per GPU type, and its largest "
+                        f"{t} pool, {pools[largest].name!r}, has {pools[largest].num_gpus}")
             raise ConfigError(f"{n} GPUs of type {t} not available in cluster "
                               f"{cluster.name}{more}", field=f"gpus.{name}")
         parts.append((pool, int(n)))
@@ -838,6 +841,20 @@ def _gpu_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.n
     g[rows, pool_type[rs.pool_a[set_ids]]] += rs.n_a[set_ids]
     has_b = rs.pool_b[set_ids] >= 0
     g[rows[has_b], pool_type[rs.pool_b[set_ids[has_b]]]] += rs.n_b[set_ids[has_b]]
+    return g
+
+
+def _pool_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.ndarray:
+    """(len(set_ids), pools) GPUs of each set on each node pool: what the planner's dominance
+    pruning compares. A set is placed on its own pools, so a set on one pool never stands in
+    for a set on another pool of the same GPU type (by GPUs per type, the first pool's sets
+    would prune every equal set of the second, which then got no candidate at all); with one
+    pool per type (every preset) the columns are the types' and the pruning is the same."""
+    g = np.zeros((set_ids.size, len(cluster.pools)), dtype=np.int64)
+    rows = np.arange(set_ids.size)
+    g[rows, rs.pool_a[set_ids]] += rs.n_a[set_ids]
+    has_b = rs.pool_b[set_ids] >= 0
+    g[rows[has_b], rs.pool_b[set_ids[has_b]]] += rs.n_b[set_ids[has_b]]
     return g
 
 

@@ -261,12 +261,15 @@ class Simulator:
         dp_only = dataclasses.replace(cfg.planner, data_parallel_only=True)
         # Every plain data-parallel set asked for below, priced in one pass (``plan_sets``:
         # the tables ``plan_set`` gives one by one): the requested count and its doublings on
-        # each type, and Sia's sizes on each type's first pool.
-        first_pool = {}
+        # each type, and Sia's sizes on each type's largest pool (its only one in every
+        # preset; ``plan_set`` prices a set on the first pool of the type that holds it).
+        largest_pool = {}
         for pool in self.cluster.pools:
-            first_pool.setdefault(pool.gpu_type, pool)
+            held = largest_pool.get(pool.gpu_type)
+            if held is None or pool.num_gpus > held.num_gpus:
+                largest_pool[pool.gpu_type] = pool
         wanted = []
-        for t, pool in first_pool.items():
+        for t, pool in largest_pool.items():
             n = job.requested_gpus
             while 0 < n <= pool.num_gpus:
                 wanted.append((t, n))
@@ -293,8 +296,8 @@ class Simulator:
         extra: list[CandidateTable] = []
         for t in self.cluster.gpu_types:
             # The requested count, or the smallest power-of-two multiple of it on which
-            # plain data parallelism fits on this type (in its first node pool, as plan_set).
-            pool_gpus = next(p.num_gpus for p in self.cluster.pools if p.gpu_type == t)
+            # plain data parallelism fits on this type (in one node pool, as plan_set).
+            pool_gpus = largest_pool[t].num_gpus
             n, row = job.requested_gpus, None
             while n <= pool_gpus:
                 row = dp_row(t, n)
@@ -322,10 +325,7 @@ class Simulator:
 
         for tab in [table] + extra:
             index_plain_dp(tab)
-        for pool in self.cluster.pools:
-            t = pool.gpu_type
-            if pool is not next(p for p in self.cluster.pools if p.gpu_type == t):
-                continue                           # plan_set uses a type's first pool
+        for t, pool in largest_pool.items():      # (in the cluster's order of types)
             for n in sia_sizes(pool.gpus_per_node, pool.num_gpus):
                 row = dp_row(t, n)
                 if not len(row):

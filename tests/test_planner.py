@@ -634,6 +634,22 @@ def test_divisors_match_trial_division():
         assert list(_divisors(n)) == [k for k in range(1, n + 1) if n % k == 0]
 
 
+def test_every_pool_of_a_type_gets_its_own_sets():
+    """Dominance pruning compares GPUs per pool: a set on the second pool of a GPU type is not
+    pruned by the same set on the first (it used to be, leaving that pool no candidate),
+    and ``plan_set`` takes the first pool of the type that holds the count."""
+    from hsched_env.cluster import cluster_from_dict
+    c = cluster_from_dict({"name": "two-t4", "nodes": [
+        {"name": "small", "gpu_type": "T4", "gpus_per_node": 4, "count": 1},
+        {"name": "big", "gpu_type": "T4", "gpus_per_node": 8, "count": 2}]})
+    t = plan("resnet50", c)
+    on = {(t.pool_names[p], int(n)) for p, n in zip(t.pool_a, t.gpus.sum(axis=1))}
+    assert {("small", 4), ("big", 4), ("big", 8), ("big", 16)} <= on
+    assert len(plan("resnet50", c, config=PlannerConfig(prune_dominated=False))) >= len(t)
+    row = plan_set("resnet50", c, {"T4": 8})
+    assert len(row) == 1 and row.pool_names[row.pool_a[0]] == "big"
+
+
 def test_plan_set_names_the_pool_when_a_type_spans_two_pools():
     from hsched_env.cluster import cluster_from_dict
     c = cluster_from_dict({"name": "two-a100", "nodes": [
