@@ -133,28 +133,30 @@ class Suite:
 
 SMOKE = Suite(
     "smoke",
-    (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=30",
+    (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=30,multi_gpu_recommendation=1",
               note="30 Gavel-style jobs on Sia's 64-GPU cluster; a check that runs in seconds"),),
     seeds=1,
     description="sia-64, 30 jobs (under a minute a seed)")
 STANDARD = Suite(
     "standard",
-    (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=100",
+    (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=100,multi_gpu_recommendation=1",
               note="RankEnv's default scenario: 100 jobs at 4/h on 64 GPUs of 3 types"),
-     Scenario("modern-512", "modern-512", "gavel:rate=30,jobs=200",
+     Scenario("modern-512", "modern-512", "gavel:rate=30,jobs=200,multi_gpu_recommendation=1",
               note="200 jobs at 30/h on 512 GPUs: up to ~110 active jobs")),
     seeds=3,
     description="sia-64 (100 jobs) and modern-512 (200 jobs)")
 LARGE = Suite(
     "large",
-    (Scenario("large-2048", "large-2048", "gavel:rate=20000,jobs=1000", max_time_s=3 * 3600.0,
+    (Scenario("large-2048", "large-2048", "gavel:rate=20000,jobs=1000,multi_gpu_recommendation=1",
+              max_time_s=3 * 3600.0,
               note="a burst of 1,000 jobs (all arrive within ~3 min) on 2,048 GPUs of 5 types, "
                    "first 3 simulated hours (36 rounds): 500-1,000 active jobs, ~68 candidates "
                    "each, ~35,000 LP variables per round on average"),),
     seeds=1,
     description="large-2048, 1,000-job burst, 3 h window")
 def _burst(jobs: int, active: int, mean_active: int) -> Scenario:
-    return Scenario(f"large-2048-{active}", "large-2048", f"gavel:rate=20000,jobs={jobs}",
+    return Scenario(f"large-2048-{active}", "large-2048",
+                    f"gavel:rate=20000,jobs={jobs},multi_gpu_recommendation=1",
                     max_time_s=5400.0,
                     note=f"a burst of {jobs:,} jobs on 2,048 GPUs of 5 types, first 1.5 simulated "
                          f"hours (18 rounds): the burst arrives within ~7 minutes; "

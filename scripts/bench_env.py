@@ -32,7 +32,9 @@ import hsched_env  # noqa: F401  (registers the environments)
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
 from script_args import positive_int, positive_number  # noqa: E402
 
-WORKLOAD = "gavel:rate=4,jobs=100"
+#: The environments' default scenario, with the jobs it drew before session 45 (Recommendation
+#: on 2-8 GPUs too, docs/workloads.md), so the rates compare with the earlier sessions'.
+WORKLOAD = "gavel:rate=4,jobs=100,multi_gpu_recommendation=1"
 CLUSTER = "sia-64"
 
 

@@ -50,6 +50,19 @@ WORKLOAD = "gavel:rate=4,jobs=100"
 HERE = Path(__file__).resolve().parents[1]          # this checkout
 
 
+def workload() -> str:
+    """``WORKLOAD`` as the checkout imported here draws it, the same jobs on both sides of
+    ``--against``: a checkout from session 45 on draws Recommendation at one GPU unless told
+    ``multi_gpu_recommendation=1`` (docs/workloads.md), an older one knows no such key."""
+    try:
+        from hsched_env.workloads import spec
+    except ImportError:                  # (before the workloads package was split up)
+        return WORKLOAD
+    keys = getattr(spec, "_SPEC_KEYS", {}).get("gavel", ())
+    return WORKLOAD + (",multi_gpu_recommendation=1" if "multi_gpu_recommendation" in keys
+                       else "")
+
+
 def measure_round(keep: float, rounds: int, warmup: int, seed: int = 0) -> dict:
     """CPU-ms and wall-ms per Rank-v0 round, keeping each candidate with probability
     ``keep``, and the mean active jobs of the measured rounds."""
@@ -58,7 +71,7 @@ def measure_round(keep: float, rounds: int, warmup: int, seed: int = 0) -> dict:
 
     import hsched_env  # noqa: F401  (registers the environments)
 
-    env = gym.make("hsched/Rank-v0", cluster=CLUSTER, workload=WORKLOAD, measure_time=True)
+    env = gym.make("hsched/Rank-v0", cluster=CLUSTER, workload=workload(), measure_time=True)
     K = env.unwrapped.K
     rng = np.random.default_rng(seed)
     _, opened = env.reset(seed=seed)

@@ -429,7 +429,8 @@ def test_large_family_suite():
     fam = SUITES["large-family"]
     assert [s.name for s in fam.scenarios] == ["large-2048-500", "large-2048-1000",
                                                "large-2048-2000"]
-    assert SUITES["large"].scenarios[0].workload == "gavel:rate=20000,jobs=1000"  # unchanged
+    assert SUITES["large"].scenarios[0].workload == (   # unchanged jobs (session 45 pin)
+        "gavel:rate=20000,jobs=1000,multi_gpu_recommendation=1")
 
 
 def test_fair_share_inputs_score_only_candidates_the_lp_may_use(tmp_path):

@@ -130,13 +130,27 @@ def test_generator_job_types(big_classic):
     types = Counter((j.model, j.batch) for j in big_classic.jobs)
     assert set(types) == set(GAVEL_TEMPLATES)         # all 26 templates, nothing else
     for j in big_classic.jobs:
-        if j.model in ("a3c", "cyclegan"):
+        if j.model in ("recommendation", "a3c", "cyclegan"):   # not distributed in Gavel
             assert j.requested_gpus == 1
         assert j.gpu_type is None
     # uniform over templates among single-GPU jobs (no redraw there): each ≈ 1/26
     single = Counter((j.model, j.batch) for j in big_classic.jobs if j.requested_gpus == 1)
     total = sum(single.values())
     assert max(single.values()) / total < 2.0 / 26 and min(single.values()) / total > 0.5 / 26
+
+
+def test_generator_recommendation_is_single_gpu_as_in_gavel():
+    """Gavel's job table makes its Recommendation templates without ``distributed=True``, so
+    its generator redraws them above one GPU (and its measured table has them at one GPU
+    only); ``multi_gpu_recommendation=1`` keeps the draws before that fix."""
+    fixed = load_workload("gavel:jobs=2000,seed=0", "gavel-108").jobs
+    multi = [j for j in fixed if j.requested_gpus > 1]
+    assert multi and {j.model for j in multi} == {"resnet18", "resnet50", "transformer", "lm"}
+    before = load_workload("gavel:jobs=2000,seed=0,multi_gpu_recommendation=1",
+                           "gavel-108").jobs
+    assert sum(j.model == "recommendation" and j.requested_gpus > 1 for j in before) > 50
+    with pytest.raises(ConfigError, match="multi_gpu_recommendation must be 0 or 1"):
+        load_workload("gavel:jobs=5,multi_gpu_recommendation=2", "gavel-108")
 
 
 def test_generator_work_is_duration_times_reference(big_classic, big_llm):

@@ -38,8 +38,13 @@ GAVEL_TEMPLATES: tuple[tuple[str, int | None], ...] = (
     ("a3c", None),
     ("cyclegan", None),
 )
-#: Gavel templates that are not distributed (redrawn when the scale factor is above 1).
-NON_DISTRIBUTED = frozenset({"a3c", "cyclegan"})
+#: Gavel templates that are not distributed (redrawn when the scale factor is above 1): in
+#: Gavel's ``scheduler/job_table.py`` only ResNet-18/50, Transformer and LM are made with
+#: ``distributed=True``, and its measured table has Recommendation at one GPU only.
+NON_DISTRIBUTED = frozenset({"recommendation", "a3c", "cyclegan"})
+#: ``multi_gpu_recommendation=1``: the draws before session 45, which let Recommendation take
+#: 2–8 GPUs (Gavel never does); kept so earlier figures can be reproduced.
+NON_DISTRIBUTED_BEFORE_S45 = frozenset({"a3c", "cyclegan"})
 #: ``mix=llm``: share of jobs drawn from Gavel's classic templates; the rest from LLM_MIX.
 LLM_MIX_CLASSIC_SHARE = 0.5
 #: ``mix=llm``: weights of the LLM-era models (our choice; big models are rarer).
@@ -62,14 +67,17 @@ def _duration(rng: np.random.Generator) -> float:
     return 60.0 * 10.0 ** rng.uniform(3.0, 4.0)
 
 
-def _job_type(rng: np.random.Generator, mix: str, scale: int) -> tuple[str, int | None]:
+def _job_type(rng: np.random.Generator, mix: str, scale: int,
+              single_gpu: frozenset = NON_DISTRIBUTED) -> tuple[str, int | None]:
+    """A job type for scale factor ``scale``: as Gavel, a template in ``single_gpu`` is
+    redrawn while the scale factor is above 1."""
     weights = np.array([w for _, w in LLM_MIX])
     weights = weights / weights.sum()
     while True:
         if mix == "llm" and rng.random() >= LLM_MIX_CLASSIC_SHARE:
             return LLM_MIX[int(rng.choice(len(LLM_MIX), p=weights))][0], None
         model, batch = GAVEL_TEMPLATES[int(rng.integers(len(GAVEL_TEMPLATES)))]
-        if scale == 1 or model not in NON_DISTRIBUTED:
+        if scale == 1 or model not in single_gpu:
             return model, batch
 
 
@@ -88,6 +96,11 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
     multi_gpu = params.integer("multi_gpu", 1, lo=0)
     if multi_gpu not in (0, 1):
         raise params.error("multi_gpu", f"multi_gpu must be 0 or 1, got {multi_gpu}")
+    multi_rec = params.integer("multi_gpu_recommendation", 0, lo=0)
+    if multi_rec not in (0, 1):
+        raise params.error("multi_gpu_recommendation",
+                           f"multi_gpu_recommendation must be 0 or 1, got {multi_rec}")
+    single_gpu = NON_DISTRIBUTED_BEFORE_S45 if multi_rec else NON_DISTRIBUTED
     mix = (params.text("mix", "classic") or "").lower()
     if mix not in _MIXES:
         raise params.error("mix", f"unknown mix {show(mix)}; valid: {', '.join(_MIXES)}")
@@ -100,7 +113,7 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
             t += float(rng.exponential(mean_gap))
         for _attempt in range(1000):
             sf = _scale_factor(rng) if multi_gpu else 1
-            model, batch = _job_type(rng, mix, sf)
+            model, batch = _job_type(rng, mix, sf, single_gpu)
             spec_i = _variant(model, batch)
             try:
                 n, thr = _fit_reference(spec_i, sf, throughputs)
@@ -123,7 +136,9 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
                                   None, sf))
     notes = [f"Gavel generator: Poisson arrivals at {rate:g} jobs/h (first job at t=0), "
              f"mix={mix}, seed={seed}" + (f", durations ×{scale:g}" if scale != 1 else "")
-             + ("" if multi_gpu else ", single-GPU jobs only")]
+             + ("" if multi_gpu else ", single-GPU jobs only")
+             + (", Recommendation on 2-8 GPUs too (the draws before session 45)"
+                if multi_rec and multi_gpu else "")]
     if redrawn:
         notes.append(f"redrew {redrawn} draws whose model needs more GPUs than cluster "
                      f"{show(cluster.name)} has ({cluster.num_gpus}) or fits on none of its "

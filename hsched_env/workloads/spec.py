@@ -17,7 +17,8 @@ __all__ = ["workload_kinds", "KINDS"]
 KINDS = ("gavel", "philly", "gavel-trace", "pollux", "csv")
 
 _SPEC_KEYS: dict[str, tuple[str, ...]] = {
-    "gavel": ("rate", "jobs", "seed", "mix", "duration_scale", "multi_gpu"),
+    "gavel": ("rate", "jobs", "seed", "mix", "duration_scale", "multi_gpu",
+              "multi_gpu_recommendation"),
     "philly": ("start", "hours", "vc", "max_jobs", "path"),
     "gavel-trace": ("path", "vc", "max_jobs"),
     "pollux": ("path", "workload", "max_jobs"),
