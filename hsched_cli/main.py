@@ -96,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "this fraction of the max-min optimum (0..1; default 0 for "
                              "sia-srpt / sia-las, 0.5 for fair-srpt / fair-las); the "
                              "co-optimizer's policies only")
+        sp.add_argument("--ftf-guard", type=_number, default=None, metavar="RHO",
+                        help="starvation guard of sia-srpt (the default objective): a job whose "
+                             "projected finish-time fairness exceeds RHO takes the top SRPT "
+                             "weight (default: none; docs/lp.md); the co-optimizer's policies "
+                             "only")
         sp.add_argument("--throughputs", default="analytic",
                         help="'analytic' (default), 'gavel' (Gavel's measured table where it "
                              "has an entry) or a table file in Gavel's format")

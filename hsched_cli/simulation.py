@@ -33,6 +33,9 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     get_throughput_source(args.throughputs)
     if args.floor is not None and not 0.0 <= args.floor <= 1.0:
         raise ConfigError(f"must be a fraction in [0, 1], got {args.floor}", field="--floor")
+    if args.ftf_guard is not None and not args.ftf_guard > 0:
+        raise ConfigError(f"must be a finish-time fairness > 0, got {args.ftf_guard:g}",
+                          field="--ftf-guard")
     flag_of = {option: flag for flag, option, _ in _POLICY_FLAGS}
     for name in policies:
         try:
@@ -82,6 +85,7 @@ TOPK_DEFAULT = 4
 #: command line gave it (argparse's defaults: not given).
 _POLICY_FLAGS = (("--objective", "objective", lambda a: a.objective is not None),
                  ("--floor", "floor", lambda a: a.floor is not None),
+                 ("--ftf-guard", "ftf_guard", lambda a: getattr(a, "ftf_guard", None) is not None),
                  ("--topk", "topk", lambda a: a.topk != TOPK_DEFAULT),
                  ("--lp-time-limit-s", "time_limit_s", lambda a: a.lp_time_limit_s is not None),
                  ("--lp-method", "lp_method", lambda a: getattr(a, "lp_method", "auto") != "auto"),
@@ -141,11 +145,14 @@ def _measure(text: str) -> tuple[int, int]:
 
 
 def _lp_options(args, name: str) -> dict:
-    """LP knobs given on the command line for policy ``name``: ``--floor`` (the policies
-    that read it, ``policy_options``), ``--lp-method`` and ``--lp-warm-start`` (every LP
-    policy)."""
+    """LP knobs given on the command line for policy ``name``: ``--floor`` and
+    ``--ftf-guard`` (the policies that read them, ``policy_options``), ``--lp-method`` and
+    ``--lp-warm-start`` (every LP policy)."""
     reads_floor = args.floor is not None and "floor" in policy_options(name)
     options = {"floor": args.floor} if reads_floor else {}
+    guard = getattr(args, "ftf_guard", None)
+    if guard is not None and "ftf_guard" in policy_options(name):
+        options["ftf_guard"] = guard
     method = getattr(args, "lp_method", "auto")
     if method != "auto":
         options["lp_method"] = method
@@ -333,7 +340,8 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     config = dataclasses.replace(config, progress=False)      # no bars inside the workers
     options = argparse.Namespace(objective=args.objective, backend=None,
                                  lp_backend=_lp_backend(args), topk=args.topk,
-                                 floor=args.floor, lp_time_limit_s=args.lp_time_limit_s,
+                                 floor=args.floor, ftf_guard=args.ftf_guard,
+                                 lp_time_limit_s=args.lp_time_limit_s,
                                  lp_method=args.lp_method,
                                  lp_warm_start=args.lp_warm_start)
     inputs = {"cluster": args.cluster, "cluster_sha256": fingerprint(cluster),

@@ -24,6 +24,8 @@ NORMALIZERS = ("fair-share", "requested")
 DEFAULT_LAS_TAU_S = 1800.0
 #: ``sia-srpt``: exponent α of the SRPT job weights (as ``heterosched-ilp``'s).
 SIA_SRPT_ALPHA = 0.5
+#: ``sia-srpt``: the largest SRPT job weight (and a guarded job's, ``srpt_weights``).
+SRPT_WEIGHT_MAX = 10.0
 
 
 def is_whole_table(rows, n: int) -> bool:
@@ -124,7 +126,8 @@ def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
 
 def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
                  objective: str, las_tau_s: float, restart_aware: bool,
-                 gain_cache: dict | None = None, table_cache: TableMemo | None = None):
+                 gain_cache: dict | None = None, table_cache: TableMemo | None = None,
+                 ftf_guard: float | None = None):
     """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
     order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
     None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
@@ -139,7 +142,8 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     candidate and for a job that never ran; ``H / (H + restart_s)`` for every other
     choice (it costs a restart), ``H`` the job's remaining time on that candidate —
     remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
-    las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work)."""
+    las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work).
+    ``ftf_guard``: ``sia-srpt``'s starvation guard (``srpt_weights``)."""
     if objective not in FLOOR_OBJECTIVES:
         return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
@@ -147,7 +151,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
         if gain_cache is not None and all(k in gain_cache for k in ks.tolist()):
             w = None                    # every job's gains are known: no weight is read
         else:
-            w = (srpt_weights(view, ks) if objective == "sia-srpt"
+            w = (srpt_weights(view, ks, ftf_guard=ftf_guard) if objective == "sia-srpt"
                  else las_weights(view, ks, las_tau_s))
         return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,
                                     cache=gain_cache, table_cache=table_cache)
@@ -206,15 +210,33 @@ def _median(x: np.ndarray) -> float:
     return float((s[n // 2 - 1] + s[n // 2]) / 2.0)
 
 
-def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_ALPHA) -> np.ndarray:
+def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_ALPHA,
+                 ftf_guard: float | None = None) -> np.ndarray:
     """(len(ks),) SRPT job weights ``clip((median R / R_j)^α, 0.1, 10)``, ``R`` a job's
     remaining time on its requested configuration (remaining work ÷ reference throughput),
-    the median over every active job of the view (so POP parts share one scale)."""
+    the median over every active job of the view (so POP parts share one scale).
+
+    ``ftf_guard`` (a starvation guard, ``LPPolicy(ftf_guard=)``): a job whose
+    ``projected_ftf`` is above it takes the top weight, 10, whatever its remaining time."""
     rem = view.remaining_samples / view.reference_samples_per_s
     if rem.size == 0:
         return np.zeros(0)
     med = _median(rem)
-    return np.clip((med / np.maximum(rem[ks], 1.0)) ** float(alpha), 0.1, 10.0)
+    w = np.clip((med / np.maximum(rem[ks], 1.0)) ** float(alpha), 0.1, SRPT_WEIGHT_MAX)
+    if ftf_guard is not None:
+        w = np.where(projected_ftf(view, ks) > ftf_guard, SRPT_WEIGHT_MAX, w)
+    return w
+
+
+def projected_ftf(view: SchedulerView, ks) -> np.ndarray:
+    """(len(ks),) each job's finish-time fairness ρ if it ran from now to its end on its
+    requested configuration: ``(age + remaining time) ÷ ftf_denominator`` — its time in the
+    system so far plus what is left, over its time on a fair share (the reported ρ's
+    denominator with the current contention). It only grows while the job waits."""
+    ks = np.asarray(ks, dtype=np.int64)
+    age = view.time_s - view.arrival_s[ks]
+    left = view.remaining_samples[ks] / view.reference_samples_per_s[ks]
+    return (age + left) / ftf_denominator(view, ks)
 
 
 def las_weights(view: SchedulerView, ks: np.ndarray, las_tau_s: float,

@@ -284,6 +284,11 @@ class LPPolicy:
         rounding: ``"integral"``: one candidate per job from the LP's vertex, no time slicing
             (``rounding.integral_assignment``); ``"gavel"``: the Gavel-style rounding of the
             module docstring. ``None``: the objective's default (integral for ``sia-*``).
+        ftf_guard: ``sia-srpt`` only: a starvation guard on the SRPT job weights. A job whose
+            projected finish-time fairness (``job_terms.projected_ftf``: its time in the
+            system so far plus its remaining time on its requested configuration, over its
+            time on a fair share) is above ``ftf_guard`` takes the top weight. ``None``
+            (default): no guard. docs/lp.md ("The starvation guard") has its measured effect.
     """
 
     def __init__(self, name: str = "heterosched-lp", *, objective: str = DEFAULT_OBJECTIVE,
@@ -296,9 +301,21 @@ class LPPolicy:
                  rounding: str | None = None, pop_workers: int | None = 1,
                  pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
                  lp_method: str = "auto", min_resolve_interval_s: float = 0.0,
-                 warm_start: bool = False, scale_factors: bool = False) -> None:
+                 warm_start: bool = False, scale_factors: bool = False,
+                 ftf_guard: float | None = None) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
+        if ftf_guard is not None:
+            if not (isinstance(ftf_guard, numbers.Real) and not isinstance(ftf_guard, bool)
+                    and math.isfinite(ftf_guard) and ftf_guard > 0):
+                raise ConfigError(f"must be a positive finish-time fairness, got "
+                                  f"{ftf_guard!r}", field="ftf_guard")
+            if objective != "sia-srpt":
+                raise ConfigError(f"the starvation guard weighs sia-srpt's SRPT job weights "
+                                  f"(it reads the remaining work); objective {objective!r} "
+                                  f"has none, so ftf_guard={ftf_guard!r} would be ignored",
+                                  field="ftf_guard")
+        self.ftf_guard = None if ftf_guard is None else float(ftf_guard)
         if floor is not None and objective not in FLOOR_OBJECTIVES:
             raise ConfigError(f"the fairness floor applies to the two-stage objectives "
                               f"({', '.join(FLOOR_OBJECTIVES)}); objective {objective!r} has "
@@ -935,7 +952,8 @@ class LPPolicy:
         return stage2_terms(view, ks, rows, norms, objective=self.objective,
                             las_tau_s=self.las_tau_s, restart_aware=self.restart_aware,
                             gain_cache=memo.gains if memo is not None and memo.view is view
-                            else None, table_cache=self._goodput_memo)
+                            else None, table_cache=self._goodput_memo,
+                            ftf_guard=self.ftf_guard)
 
     # ------------------------------------------------------------------ rounding
     def _values(self, view: SchedulerView, allowed, norms: np.ndarray) -> dict:

@@ -87,6 +87,8 @@ def policy_options(name: str) -> frozenset[str]:
     from lp_baseline.problem import FLOOR_OBJECTIVES
     if name not in FIXED_OBJECTIVE or fixed_objective(name) in FLOOR_OBJECTIVES:
         own.add("floor")
+    if name not in FIXED_OBJECTIVE:
+        own.add("ftf_guard")           # (read under sia-srpt, refused under the others)
     if name in ("topk", "topk-dominance"):
         own.add("topk")
     return frozenset(own)

@@ -331,6 +331,8 @@ def test_simulate_errors(tmp_path):
     (["--throughputs", "nope.json"], "nope.json': no such file"),
     (["--jobs-out", "/nonexistent-dir/x.csv"], "--jobs-out"),
     (["--floor", "1.5"], "--floor"),
+    (["--ftf-guard", "0"], "field '--ftf-guard'"),
+    (["--ftf-guard", "2", "--objective", "fair-srpt"], "field '--ftf-guard'"),
     (["--objective", "fastest"], "fair-srpt"),
     (["--lp-method", "colgen", "--lp-backend", "pulp"], "colgen"),
     (["--round-s", "0"], "field '--round-s'"),
@@ -349,6 +351,7 @@ def test_bad_simulation_flags_fail_before_simulating(capsys, extra, needle):
     (["--policy", "gavel"], ["--topk", "3"], "it applies to topk, topk-dominance"),
     (["--policy", "sia"], ["--lp-time-limit-s", "0.5"], "--lp-time-limit-s is read by none"),
     (["--policy", "fifo"], ["--floor", "0.5"], "--floor is read by none"),
+    (["--policy", "heterosched-lp-las"], ["--ftf-guard", "2"], "--ftf-guard is read by none"),
     # pop-K reads them for any K (pop-3 too): the rule, not a list of examples
     (["--policy", "fifo"], ["--objective", "max-min"], "support-reuse, pop-K, pop-K-serial"),
 ])
@@ -444,8 +447,8 @@ def test_compare_checks_every_policy_name_first(capsys):
 
 @slow
 def test_objective_and_floor_reach_the_co_optimizer():
-    """--objective / --floor change heterosched-lp's schedule; gavel, which reads neither,
-    refuses them (they would be silently ignored)."""
+    """--objective / --floor / --ftf-guard change heterosched-lp's schedule; gavel, which
+    reads none of them, refuses them (they would be silently ignored)."""
     def avg(*extra, policy="heterosched-lp"):
         out = subprocess.run([sys.executable, "-m", "hsched_cli", "simulate", "--cluster",
                               "sia-64", "--workload", "gavel:rate=30,jobs=40,seed=3",
@@ -457,6 +460,8 @@ def test_objective_and_floor_reach_the_co_optimizer():
     assert avg("--objective", "sia-las") != base
     assert avg("--objective", "fair-srpt") != base
     assert avg("--floor", "0.5") != base
+    assert avg("--ftf-guard", "1000") == base          # no job near it: the same schedule
+    assert avg("--ftf-guard", "0.5") != base
     refused = subprocess.run([sys.executable, "-m", "hsched_cli", "simulate", "--cluster",
                               "sia-64", "--workload", "gavel:rate=30,jobs=40,seed=3",
                               "--policy", "gavel", "--floor", "0"], capture_output=True,

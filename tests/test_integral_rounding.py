@@ -233,3 +233,36 @@ def test_integral_assignment_is_the_plain_per_job_rule(seed, vector_min_jobs, mo
         for _ in range(2):
             assert integral_assignment(view, allocation, values, eligible,
                                        fallbacks=memo) == want
+
+
+def test_the_ftf_guard_lifts_a_job_past_its_projected_ftf_to_the_top_weight():
+    """``ftf_guard``: a job whose projected finish-time fairness (time in the system so far
+    plus its remaining time, over its fair-share time) exceeds the guard takes the top SRPT
+    weight, and so the one GPU the others would otherwise get first."""
+    from lp_baseline.job_terms import SRPT_WEIGHT_MAX, projected_ftf
+    tabs = [_one_type_table() for _ in range(3)]
+    view = make_view(tabs, [1, 0], arrival=[0.0, 0.0, 9e5], time_s=1e6)
+    # reference throughput 1: remaining time = remaining samples; fair-share time = 1e6 s
+    # (3 jobs of one GPU on 1 GPU: contention 3, so 3e6 s)
+    view = dataclasses.replace(view, remaining_samples=np.array([1e3, 9e5, 1e3]))
+    ks = np.arange(3)
+    np.testing.assert_allclose(projected_ftf(view, ks),
+                               [(1e6 + 1e3) / 3e6, (1e6 + 9e5) / 3e6, (1e5 + 1e3) / 3e6])
+    plain, guarded = srpt_weights(view, ks), srpt_weights(view, ks, ftf_guard=0.5)
+    assert plain[1] < plain[0] == plain[2]
+    assert guarded[1] == SRPT_WEIGHT_MAX and list(guarded[[0, 2]]) == list(plain[[0, 2]])
+
+    def runs(policy) -> set:
+        return {j for j, rows in policy.decide(view).items() if rows}
+    assert 1 not in runs(LPPolicy())
+    assert runs(LPPolicy(ftf_guard=0.5)) == {1}
+    assert runs(LPPolicy(ftf_guard=0.7)) == runs(LPPolicy())      # 0.63 is under the guard
+
+
+def test_the_ftf_guard_is_refused_where_it_would_be_ignored():
+    from hsched_env.errors import ConfigError
+    with pytest.raises(ConfigError, match="ftf_guard.*sia-srpt.*'sia-las'"):
+        LPPolicy(objective="sia-las", ftf_guard=2.0)
+    for bad in (0, -1.0, float("nan"), True, "2"):
+        with pytest.raises(ConfigError, match="ftf_guard.*positive"):
+            LPPolicy(ftf_guard=bad)
