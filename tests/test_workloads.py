@@ -436,6 +436,34 @@ def test_gavel_trace_invalid_rows(tmp_path, line, field):
 
 # ------------------------------------------------------------------------------ pollux
 @needs_traces
+def test_philly_window_note_prints_the_window_applied():
+    """Seconds in a bound are printed (the note gave 06:13 for a start of 06:13:30)."""
+    w = load_workload("philly:start=2017-10-09T06:13:30,hours=0.01", GAVEL108)
+    assert any("[2017-10-09 06:13:30, 2017-10-09 06:14:06)" in n for n in w.notes)
+    w = load_workload("philly:start=2017-10-09T06:00,hours=8", GAVEL108)
+    assert any("[2017-10-09 06:00, 2017-10-09 14:00)" in n for n in w.notes)
+
+
+@needs_traces
+def test_skipped_rows_note_says_it_counts_before_max_jobs():
+    """The rows are checked before max_jobs keeps the first jobs; the note says so (the 5
+    skipped 16-GPU jobs of this window arrive hours after the 40 kept)."""
+    spec = "philly:start=2017-10-09T06:00,hours=8"
+    cut = load_workload(spec + ",max_jobs=40", "tiny-8", skip_invalid=True)
+    whole = load_workload(spec, "tiny-8", skip_invalid=True)
+    assert cut.skipped == whole.skipped == 5 and len(cut.jobs) == 40
+    assert any("skipped 5 invalid rows (counted before max_jobs kept the first 40" in n
+               for n in cut.notes)
+    assert "skipped 5 invalid rows" in whole.notes
+
+
+def test_pollux_workload_number_is_checked():
+    with pytest.raises(ConfigError, match="field 'workload': Pollux has workloads 1, 2, 3, 4, "
+                                          "got 5"):
+        load_workload("pollux:workload=5", GAVEL108)
+
+
+@needs_traces
 def test_pollux_workload():
     w = load_workload("pollux:workload=1", GAVEL108)
     assert len(w.jobs) == 160

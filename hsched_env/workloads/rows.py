@@ -193,6 +193,7 @@ class _Rows:
 def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
               what: str) -> Workload:
     pending = sorted(rows.jobs, key=lambda p: (p.arrival_s, p.order))
+    cut = max_jobs is not None and len(pending) > max_jobs
     if max_jobs is not None:
         pending = pending[:max_jobs]
     if not pending:
@@ -203,7 +204,11 @@ def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
         notes.append(f"raised requested GPUs of {raised} jobs to the smallest power of two "
                      f"on which their model trains with data parallelism on the reference GPUs")
     if rows.skipped:
-        notes.append(f"skipped {rows.skipped} invalid rows")
+        # the rows are checked before max_jobs keeps the first jobs: a skipped row may lie
+        # past the jobs kept, so the note says where it counted
+        notes.append(f"skipped {rows.skipped} invalid rows" + (
+            f" (counted before max_jobs kept the first {len(pending)} jobs: some may lie "
+            f"past them)" if cut else ""))
         log.warning("%s: skipped %d invalid rows (hsched -v, or logging at INFO, lists the "
                     "first %d with their errors)", rows.source, rows.skipped, MAX_SKIPS_LOGGED)
     jobs = tuple(Job(job_id=i, name=p.name, model=p.model, batch=p.batch,

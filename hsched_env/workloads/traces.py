@@ -92,6 +92,14 @@ def _datetime(text: str, pattern: re.Pattern) -> datetime | None:
         return None
 
 
+
+def _moment(t) -> str:
+    """A window bound as the note prints it: to the minute, or to the second (and its
+    fraction) when it has them, so the printed window is the one applied."""
+    if t.microsecond:
+        return f"{t:%Y-%m-%d %H:%M:%S.%f}".rstrip("0")
+    return f"{t:%Y-%m-%d %H:%M:%S}" if t.second else f"{t:%Y-%m-%d %H:%M}"
+
 def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                  skip_invalid: bool) -> Workload:
     start_text = params.text("start")
@@ -145,7 +153,7 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                      duration_field="duration")
     if vc is not None and vc not in vcs:
         raise params.error("vc", f"no VC {show(vc)} in {path}; VCs: {', '.join(sorted(vcs))}")
-    window = f"[{start:%Y-%m-%d %H:%M}, {end:%Y-%m-%d %H:%M})" + (f" in VC {vc}" if vc else "")
+    window = f"[{_moment(start)}, {_moment(end)})" + (f" in VC {vc}" if vc else "")
     if not rows.jobs and first is not None:
         window += f"; the trace spans {first} to {last}"
     notes = [f"Philly jobs submitted in {window}; models by GPU-time bucket: <1 GPU-h "
@@ -206,13 +214,20 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
 
 
 # ---------------------------------------------------------------------------------- pollux
+#: ``pollux:workload=N``: the workloads of Pollux's artifact (``pollux/workloads/``).
+POLLUX_WORKLOADS = (1, 2, 3, 4)
 def _load_pollux(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                  skip_invalid: bool) -> Workload:
     if params.has("workload") and params.has("path"):
         raise params.error("workload", "give either path= or workload=, not both")
     default = None
     if params.has("workload"):
-        default = f"pollux/workloads/workload-{params.integer('workload')}.csv"
+        k = params.integer("workload")
+        if k not in POLLUX_WORKLOADS:
+            raise params.error("workload", f"Pollux has workloads "
+                               f"{', '.join(map(str, POLLUX_WORKLOADS))}, got {k} (path=FILE "
+                               f"reads another workload CSV)")
+        default = f"pollux/workloads/workload-{k}.csv"
     path = _trace_file(params, default, "workload=N, one of Pollux's workloads 1-4")
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
