@@ -858,6 +858,22 @@ def _pool_matrix(cluster: Cluster, rs: ResourceSets, set_ids: np.ndarray) -> np.
     return g
 
 
+def table_pool_gpus(table: CandidateTable, rows: np.ndarray) -> np.ndarray:
+    """(len(rows), pools) GPUs of each of ``table``'s ``rows`` on each node pool, what
+    dominance compares (``_pool_matrix``; ``LPPolicy(dominance=True)``): a set takes one pool
+    per GPU type, so a row's GPUs of a type are on that part's pool."""
+    rows = np.asarray(rows, dtype=np.int64)
+    type_of_pool = np.array([table.gpu_types.index(t) for t in table.pool_types],
+                            dtype=np.int64)
+    g = np.zeros((rows.size, len(table.pool_types)), dtype=np.int64)
+    at = np.arange(rows.size)
+    pa, pb = table.pool_a[rows], table.pool_b[rows]
+    g[at, pa] = table.gpus[rows, type_of_pool[pa]]
+    two = pb >= 0
+    g[at[two], pb[two]] = table.gpus[rows[two], type_of_pool[pb[two]]]
+    return g
+
+
 #: Rows ``undominated_rows`` tests together (a block of columns of its comparison matrix).
 _DOMINANCE_BLOCK = 256
 

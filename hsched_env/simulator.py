@@ -261,17 +261,19 @@ class Simulator:
         dp_only = dataclasses.replace(cfg.planner, data_parallel_only=True)
         # Every plain data-parallel set asked for below, priced in one pass (``plan_sets``:
         # the tables ``plan_set`` gives one by one): the requested count and its doublings on
-        # each type, and Sia's sizes on each type's largest pool (its only one in every
-        # preset; ``plan_set`` prices a set on the first pool of the type that holds it).
-        largest_pool = {}
+        # each type, up to its largest pool, and Sia's sizes on each type's first pool (a
+        # type has one pool in every preset; ``plan_set`` prices a set on the first pool of
+        # the type that holds it, so Sia's sizes land on the pool they are computed from).
+        first_pool, largest_pool = {}, {}
         for pool in self.cluster.pools:
+            first_pool.setdefault(pool.gpu_type, pool)
             held = largest_pool.get(pool.gpu_type)
             if held is None or pool.num_gpus > held.num_gpus:
                 largest_pool[pool.gpu_type] = pool
         wanted = []
-        for t, pool in largest_pool.items():
+        for t, pool in first_pool.items():
             n = job.requested_gpus
-            while 0 < n <= pool.num_gpus:
+            while 0 < n <= largest_pool[t].num_gpus:
                 wanted.append((t, n))
                 n *= 2
             wanted += [(t, k) for k in sia_sizes(pool.gpus_per_node, pool.num_gpus)]
@@ -325,7 +327,7 @@ class Simulator:
 
         for tab in [table] + extra:
             index_plain_dp(tab)
-        for t, pool in largest_pool.items():      # (in the cluster's order of types)
+        for t, pool in first_pool.items():      # (in the cluster's order of types)
             for n in sia_sizes(pool.gpus_per_node, pool.num_gpus):
                 row = dp_row(t, n)
                 if not len(row):

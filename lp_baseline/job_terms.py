@@ -232,7 +232,8 @@ def projected_ftf(view: SchedulerView, ks) -> np.ndarray:
     """(len(ks),) each job's finish-time fairness ρ if it ran from now to its end on its
     requested configuration: ``(age + remaining time) ÷ ftf_denominator`` — its time in the
     system so far plus what is left, over its time on a fair share (the reported ρ's
-    denominator with the current contention). It only grows while the job waits."""
+    denominator with the current contention). While the job waits it grows with its age
+    (and falls when arrivals shrink its fair share)."""
     ks = np.asarray(ks, dtype=np.int64)
     age = view.time_s - view.arrival_s[ks]
     left = view.remaining_samples[ks] / view.reference_samples_per_s[ks]

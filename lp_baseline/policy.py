@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hsched_env.errors import ConfigError, UnknownNameError
-from hsched_env.planner import undominated_rows
+from hsched_env.planner import table_pool_gpus, undominated_rows
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
 from lp_baseline.delivery import DeliveryTracker
 from lp_baseline.fallback import FALLBACK_KINDS, greedy_allocation
@@ -506,7 +506,7 @@ class LPPolicy:
         table = view.candidates[k]
         rows = self._eligible(view, k, allowed)
         if self.dominance and rows.size > 1:
-            rows = rows[undominated_rows(table.gpus[rows], table.samples_per_s[rows])]
+            rows = rows[undominated_rows(table_pool_gpus(table, rows), table.samples_per_s[rows])]
         if self.topk is not None and rows.size > self.topk:
             with np.errstate(all="ignore"):
                 score = table.samples_per_s[rows] / norm / table.gpus[rows].sum(axis=1)

@@ -69,10 +69,11 @@ def split_policy_list(text: str, field: str = "--policies") -> list[str]:
 
 
 def policy_options(name: str) -> frozenset[str]:
-    """The ``make_policy`` options policy ``name`` reads (``objective``, ``floor``, ``topk``
-    and ``SOLVER_OPTIONS``); it ignores the others. The non-LP baselines, ``sia`` and
-    ``heterosched-ilp`` read none; Gavel's policies only the solver's; the co-optimizer's
-    also ``objective`` (unless ``FIXED_OBJECTIVE``) and ``floor``, except a fixed objective
+    """The ``make_policy`` options policy ``name`` reads (``objective``, ``floor``,
+    ``ftf_guard``, ``topk`` and ``SOLVER_OPTIONS``); it ignores the others. The non-LP
+    baselines, ``sia`` and ``heterosched-ilp`` read none; Gavel's policies only the solver's;
+    the co-optimizer's also ``objective`` and ``ftf_guard`` (unless ``FIXED_OBJECTIVE``) and
+    ``floor``, except a fixed objective
     without a floor (``heterosched-lp-v0``: max-min). Under an ``objective`` without a floor
     (not one of ``FLOOR_OBJECTIVES``) ``LPPolicy`` refuses a given floor, with the reason;
     ``topk`` and ``topk-dominance`` also ``topk``."""

@@ -645,7 +645,11 @@ def test_every_pool_of_a_type_gets_its_own_sets():
     t = plan("resnet50", c)
     on = {(t.pool_names[p], int(n)) for p, n in zip(t.pool_a, t.gpus.sum(axis=1))}
     assert {("small", 4), ("big", 4), ("big", 8), ("big", 16)} <= on
-    assert len(plan("resnet50", c, config=PlannerConfig(prune_dominated=False))) >= len(t)
+    # LPPolicy(dominance=True) compares per pool too: it keeps both pools' 4-GPU rows
+    from hsched_env.planner import table_pool_gpus, undominated_rows
+    keep = undominated_rows(table_pool_gpus(t, np.arange(len(t))), t.samples_per_s)
+    four = [i for i in range(len(t)) if t.gpus[i].sum() == 4]
+    assert len(four) == 2 and keep[four].all()
     row = plan_set("resnet50", c, {"T4": 8})
     assert len(row) == 1 and row.pool_names[row.pool_a[0]] == "big"
 
