@@ -7,3 +7,7 @@ ROUND_S = 300.0
 RESTART_S = 60.0
 #: Candidates the planner keeps per job (the most efficient ones, and the fastest).
 JOB_CANDIDATES = 16
+#: The environments' default scenario's jobs (on ``sia-64``): 100 of Gavel's generator at 4/h,
+#: with the draws the environments were registered with — ``multi_gpu_recommendation=1``, since
+#: session 45 the generator draws Recommendation at one GPU, as Gavel does (docs/workloads.md).
+ENV_WORKLOAD = "gavel:rate=4,jobs=100,multi_gpu_recommendation=1"

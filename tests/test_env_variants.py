@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import hsched_env
+from hsched_env.defaults import ENV_WORKLOAD
 from hsched_env.envs import ENV_IDS, VARIANT_IDS
 from hsched_env.envs.episode import EpisodeEndInfo
 from hsched_env.errors import ConfigError, UnknownNameError
@@ -50,7 +51,9 @@ def test_variant_makes_its_scenario(env_id):
     env = gym.make(env_id)
     u = env.unwrapped
     assert u.cluster.name == v.kwargs.get("cluster", "sia-64")
-    assert u.workload_spec == v.kwargs.get("workload", "gavel:rate=4,jobs=100")
+    assert u.workload_spec == v.kwargs.get("workload", ENV_WORKLOAD)
+    # a registered variant keeps the jobs it was defined with (docs/environments.md)
+    assert "multi_gpu_recommendation=1" in u.workload_spec
     assert u.K == v.kwargs.get("slots", 64 if v.env == "Schedule" else 1024)
     obs, info = env.reset(seed=0)
     assert env.observation_space.contains(obs)

@@ -118,7 +118,7 @@ def test_every_registered_id_trains_on_its_registered_scenario():
         assert cfg.algo == ("ppo" if "Rank" in env_id else "maskable-ppo")
     sc = TrainConfig(env=TINY).scenario()
     assert (sc["cluster"], sc["slots"], sc["max_episode_steps"]) == ("tiny-8", 32, 2000)
-    assert sc["workload"] == "gavel:rate=8,jobs=16,duration_scale=0.05"
+    assert sc["workload"] == "gavel:rate=8,jobs=16,duration_scale=0.05,multi_gpu_recommendation=1"
     sc = TrainConfig(env=TINY, slots=16, episode_hours=2).scenario()
     assert sc["slots"] == 16 and sc["max_time_s"] == 7200
     assert TrainConfig(env="hsched/Rank-Large-v0", episode_hours=0).env_kwargs() == {

@@ -19,7 +19,7 @@ import numpy as np
 
 from hsched_env.catalog import get_gpu
 from hsched_env.cluster import Cluster, cluster_presets, get_cluster
-from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
+from hsched_env.defaults import ENV_WORKLOAD, JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.envs.features import (CLUSTER_COLUMN, CLUSTER_FEATURES, GLOBAL_COLUMN,
                                       GLOBAL_FEATURES, LOG_CAP, CandidateColumns,
                                       observation_space)
@@ -132,7 +132,7 @@ class HSchedEnvBase(gym.Env):
     places_within_round = True
 
     def __init__(self, cluster: str | Cluster = "sia-64",
-                 workload: str = "gavel:rate=4,jobs=100", *, slots: int = 32,
+                 workload: str = ENV_WORKLOAD, *, slots: int = 32,
                  job_candidates: int = JOB_CANDIDATES, round_s: float = ROUND_S,
                  restart_s: float = RESTART_S, throughputs: str | None = None,
                  reward: str = "job-time", reward_scale: float = 3600.0,

@@ -9,6 +9,7 @@ import math
 import numpy as np
 from gymnasium import spaces
 
+from hsched_env.defaults import ENV_WORKLOAD
 from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
 from hsched_env.errors import ConfigError, check_switch, is_real_number, shorten
 
@@ -107,7 +108,7 @@ class RankEnv(HSchedEnvBase):
     _mode = "rank"
     places_within_round = False
 
-    def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
+    def __init__(self, cluster="sia-64", workload=ENV_WORKLOAD, *,
                  slots: int | None = None, max_candidates: int | None = None,
                  keep_cost: float = 0.05, prune: str = "all",
                  compare_full: bool = False, measure_time: bool = False, **kwargs) -> None:

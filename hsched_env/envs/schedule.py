@@ -7,6 +7,7 @@ import math
 import numpy as np
 from gymnasium import logger, spaces
 
+from hsched_env.defaults import ENV_WORKLOAD
 from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
 from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
                                       JOB_FEATURES)
@@ -136,7 +137,7 @@ class ScheduleEnv(HSchedEnvBase):
     | Argument | Default | Meaning |
     |---|---|---|
     | ``cluster`` | ``"sia-64"`` | preset name, cluster file, a mapping as in a cluster file, or ``Cluster`` (an episode record holds a preset by name, any other cluster whole) |
-    | ``workload`` | ``"gavel:rate=4,jobs=100"`` | any ``hsched simulate --workload`` spec |
+    | ``workload`` | ``"gavel:rate=4,jobs=100,multi_gpu_recommendation=1"`` (``ENV_WORKLOAD``) | any ``hsched simulate --workload`` spec |
     | ``slots`` | 64 | K, the candidate slots (old name ``max_candidates``, still accepted) |
     | ``job_candidates`` | 16 | the planner's candidates per job |
     | ``round_s`` / ``restart_s`` | 300 / 60 | round length, restart cost (s) |
@@ -167,7 +168,7 @@ class ScheduleEnv(HSchedEnvBase):
     _mode = "select"
     places_within_round = True
 
-    def __init__(self, cluster="sia-64", workload="gavel:rate=4,jobs=100", *,
+    def __init__(self, cluster="sia-64", workload=ENV_WORKLOAD, *,
                  slots: int | None = None, max_candidates: int | None = None,
                  candidate_filter: str = "lp", invalid_action: str = "penalize",
                  invalid_penalty: float | None = None, invalid_limit: int = INVALID_LIMIT,
