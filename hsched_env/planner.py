@@ -888,7 +888,8 @@ def undominated_rows(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
     ``lp_baseline.policy.LPPolicy(dominance=True)`` prunes a job's candidates the same way.
 
     Args:
-        g: (n, T) GPUs of each type per row.
+        g: (n, T) GPUs of each resource per row (the planner and ``LPPolicy`` pass GPUs per
+            node pool, ``table_pool_gpus``; GPUs per type compare the same way).
         thr: (n,) throughput per row.
 
     Returns:

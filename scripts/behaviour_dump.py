@@ -5,7 +5,9 @@ evaluate --suite smoke` metrics and the environments' seeded rollouts, without w
     .venv/bin/python scripts/behaviour_dump.py --out after.json      # on the new one
     .venv/bin/python scripts/behaviour_dump.py --diff before.json after.json
 
-A refactor keeps behaviour when ``--diff`` prints nothing and exits 0. The Pollux trace case
+A refactor keeps behaviour when ``--diff`` prints nothing and exits 0. (Against a commit before
+session 45 every ``gavel:`` case differs: the generator now draws Recommendation at one GPU,
+as Gavel does, docs/workloads.md.) The Pollux trace case
 reads ``../shared`` beside the repository; from a worktree elsewhere give ``--shared DIR``.
 The CLI runs go through
 the installed ``hsched`` command (so the dump does not depend on where the CLI module lives);

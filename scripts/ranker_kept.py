@@ -12,8 +12,8 @@ over the jobs both finished. Example (the figures of BENCHMARKS.md, "The unsure 
     .venv/bin/python scripts/ranker_kept.py --cluster sia-64 \\
         --workload philly:start=2017-10-09T06:00,hours=72 --max-time-s 172800
     .venv/bin/python scripts/ranker_kept.py --cluster large-2048 \\
-        --workload gavel:rate=20000,jobs=2200 --max-time-s 5400
-    .venv/bin/python scripts/ranker_kept.py --cluster sia-64 --workload gavel:rate=40,jobs=60 \\
+        --workload gavel:rate=20000,jobs=2200,multi_gpu_recommendation=1 --max-time-s 5400
+    .venv/bin/python scripts/ranker_kept.py --cluster sia-64 --workload gavel:rate=40,jobs=60,multi_gpu_recommendation=1 \\
         --max-time-s 7200 --gate-candidates 0        # small rounds: one kept per job is a lot
 
 ``--json FILE`` writes the rounds (kept share, recall); ``--plot FILE.png`` draws recall

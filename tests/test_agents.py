@@ -560,7 +560,8 @@ def test_shipped_ranker_beats_random_pruning_at_the_same_budget():
     assert path.is_file(), "agents/data/ranker.pt is missing (see agents/data/README.md)"
     ranker = Ranker.load(path, min_per_job=0)            # exactly the budget, nothing more
     budget = 0.2
-    env = gym.make("hsched/Rank-v0", cluster="sia-64", workload="gavel:rate=4,jobs=30",
+    env = gym.make("hsched/Rank-v0", cluster="sia-64",
+                   workload="gavel:rate=4,jobs=30,multi_gpu_recommendation=1",
                    max_candidates=1024, keep_cost=0.0,
                    **ranker.env_kwargs).unwrapped       # the prune scope it was trained for
     rng = np.random.default_rng(0)

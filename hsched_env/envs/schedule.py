@@ -131,7 +131,7 @@ class ScheduleEnv(HSchedEnvBase):
     ```python
     import gymnasium as gym
     import hsched_env
-    env = gym.make("hsched/Schedule-v0", cluster="sia-64", workload="gavel:rate=4,jobs=100")
+    env = gym.make("hsched/Schedule-v0", cluster="sia-64", workload="gavel:rate=8,jobs=50")
     ```
 
     | Argument | Default | Meaning |

@@ -92,13 +92,13 @@ def _datetime(text: str, pattern: re.Pattern) -> datetime | None:
         return None
 
 
-
 def _moment(t) -> str:
     """A window bound as the note prints it: to the minute, or to the second (and its
     fraction) when it has them, so the printed window is the one applied."""
     if t.microsecond:
         return f"{t:%Y-%m-%d %H:%M:%S.%f}".rstrip("0")
     return f"{t:%Y-%m-%d %H:%M:%S}" if t.second else f"{t:%Y-%m-%d %H:%M}"
+
 
 def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                  skip_invalid: bool) -> Workload:
@@ -216,6 +216,8 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
 # ---------------------------------------------------------------------------------- pollux
 #: ``pollux:workload=N``: the workloads of Pollux's artifact (``pollux/workloads/``).
 POLLUX_WORKLOADS = (1, 2, 3, 4)
+
+
 def _load_pollux(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                  skip_invalid: bool) -> Workload:
     if params.has("workload") and params.has("path"):
