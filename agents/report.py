@@ -210,19 +210,32 @@ def summarize(suite: Suite, entries: list[PolicyEntry], runs: list[Run],
     rows = []
     common = common_job_stats(runs)
     for sc in suite.scenarios:
-        block = []
-        for e in entries:
-            mine = [r for r in runs if r.scenario == sc.name and r.label == e.label]
+        block, runs_of = [], {}
+
+        def row_of(e: PolicyEntry, mine: list[Run]) -> dict:
             row = _row(e.label, e.kind, sc.name, mine)
-            row["failed_seeds"] = [f["seed"] for f in failures
-                                   if f["scenario"] == sc.name and f["policy"] == e.label]
             stats = [common[(r.scenario, r.label, r.seed)] for r in mine]
             row["common_jobs"] = int(sum(c["common_jobs"] for c in stats))
             for key in ("avg_jct_common_s", "ftf_worst_common"):
                 row[key] = _nanmean(c[key] for c in stats)
+            return row
+
+        for e in entries:
+            mine = [r for r in runs if r.scenario == sc.name and r.label == e.label]
+            runs_of[e.label] = mine
+            row = row_of(e, mine)
+            row["failed_seeds"] = [f["seed"] for f in failures
+                                   if f["scenario"] == sc.name and f["policy"] == e.label]
             block.append(row)
-        ref = next((r for r in block if r["policy"] == "pure-lp"), None)
+        ref_entry = next((e for e in entries if e.label == "pure-lp"), None)
+        whole_ref = next((r for r in block if r["policy"] == "pure-lp"), None)
         for r in block:
+            # the reference over this row's own seeds: a run that failed in a sweep leaves
+            # a row with fewer seeds than the pure LP's, and seeds differ in their rounds
+            ref = whole_ref
+            if ref is not None and sorted(r["seeds"]) != sorted(ref["seeds"]):
+                same = [x for x in runs_of["pure-lp"] if x.seed in set(r["seeds"])]
+                ref = row_of(ref_entry, same) if same else None
             r["avg_jct_ratio"] = _ratio(r["avg_jct_s"], ref and ref["avg_jct_s"])
             r["avg_jct_common_ratio"] = _ratio(r["avg_jct_common_s"],
                                                ref and ref["avg_jct_common_s"])

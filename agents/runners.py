@@ -184,7 +184,8 @@ def merge_timing_repeats(runs: list[Run]) -> Run:
     repeats' totals. The decision-time metrics are recomputed from the merged ``decision_s``
     and ``wall_s`` is the repeats' median. A one-off slow round (a machine's load spike, a
     collection) then needs to hit most repeats of the same round to count. So does a one-off
-    cost of the first repeat: the merged times are those of warm runs (the ranker reserves
+    cost of the first repeat, from three repeats up (with two, the mean of both halves it): the
+    merged times are then those of warm runs (the ranker reserves
     its inference buffers in its first call on a new environment, which is its round 0, once
     per process, again for a larger K: 12–15 ms on ``large-2048-500``)."""
     if not runs:

@@ -355,6 +355,27 @@ def test_rows_and_table_use_the_common_jobs_and_skip_a_seed_with_a_failed_run():
     assert "JCT ×LP over the 2 jobs every policy finished" in table
 
 
+def test_a_row_missing_a_seed_is_compared_with_the_pure_lp_on_its_own_seeds():
+    """A ranker's run failed on seed 2 (a sweep); its ratios take the pure LP over seed 1
+    only: on that seed it schedules as the LP does, so every ratio is 1 (against the LP's
+    two-seed average it read 3.5x and 7x its decision time)."""
+    from agents.report import summarize
+    from agents.suites import Scenario, Suite
+    suite = Suite("t", (Scenario("s", "sia-64", "gavel:jobs=3"),), seeds=2)
+    entries = [PolicyEntry("pure-lp", "simulator", "heterosched-lp"),
+               PolicyEntry("ranker", "simulator", "heterosched-lp")]
+    runs = [_run("pure-lp", 1, [3600, 7200]), _run("pure-lp", 2, [36000, 36000]),
+            _run("ranker", 1, [3600, 7200])]
+    runs[0].decision_s = runs[2].decision_s = np.full(3, 0.01)
+    runs[1].decision_s = np.full(3, 0.13)
+    failures = [{"scenario": "s", "policy": "ranker", "seed": 2, "error": "x", "attempts": 1}]
+    lp, rk = summarize(suite, entries, runs, failures)
+    assert lp["seeds"] == [1, 2] and rk["seeds"] == [1] and rk["failed_seeds"] == [2]
+    assert rk["avg_jct_ratio"] == rk["avg_jct_common_ratio"] == 1.0
+    assert rk["decision_time_ratio"] == pytest.approx(1.0)
+    assert lp["decision_time_mean_s"] == pytest.approx(0.07)       # its own row: both seeds
+
+
 def test_pareto_plot_places_a_ranker_also_with_its_observations():
     from agents.plots import decision_points
     lp = {"decision_time_mean_s": 0.100}
