@@ -876,3 +876,15 @@ def test_rank_slots_bound_stays_within_the_environments_maximum(monkeypatch):
     assert full > 30                       # 30 jobs, several candidates each
     monkeypatch.setattr(runners, "MAX_SLOTS", 25)
     assert runners.rank_slots_bound(SMOKE, scenario, cluster, workload) == 25
+
+
+def test_a_serial_evaluation_warms_the_process_up_before_its_first_timed_run(monkeypatch):
+    """The process's one-off costs go to an untimed warm-up, not to the first run's rounds."""
+    import agents.evaluate as ev
+    calls = []
+    real_warm, real_run = ev.warm_up_process, ev.run_one
+    monkeypatch.setattr(ev, "warm_up_process", lambda: (calls.append("warm"), real_warm())[1])
+    monkeypatch.setattr(ev, "run_one", lambda *a, **k: (calls.append("run"), real_run(*a, **k))[1])
+    suite = ev.custom_suite("tiny-8", "gavel:rate=8,jobs=4,duration_scale=0.05")
+    ev.evaluate(suite, ["fifo"], progress=False)
+    assert calls == ["warm", "run"]
