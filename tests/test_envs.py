@@ -1406,3 +1406,23 @@ def test_episode_methods_before_reset_say_so(method):
     env.close()
     with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
         call()
+
+
+def test_rank_decision_time_counts_turning_the_keep_bits_into_rows():
+    """A ranked decision's time includes building each job's rows from the keep bits (the
+    pure LP's decision has no such step), in the prune scopes and in seed mode."""
+    import time
+    for prune in ("lp", "seed"):
+        env = rank_env(CLUSTER, SMALL, measure_time=True, prune=prune).unwrapped
+        allowed = env._allowed
+
+        def slow_allowed(*args, **kwargs):               # 30 ms more per conversion
+            time.sleep(0.03)
+            return allowed(*args, **kwargs)
+
+        env._allowed = slow_allowed
+        env.reset(seed=0)
+        keep = np.zeros(env.K, dtype=np.int8)
+        keep[0] = 1                                       # not every candidate: rows built
+        info = env.step(keep)[4]
+        assert info["decision_time_s"] >= 0.03, prune

@@ -200,6 +200,12 @@ class RankEnv(HSchedEnvBase):
                               f"got {b.dtype} of shape {b.shape}", field="bits")
         self._lp_start_next = b.astype(bool)[:self._slots.k.size]
 
+    def _kept_rows(self, keep: np.ndarray, hint, whole: bool) -> tuple:
+        """The LP's rows from the keep bits (``None``: every candidate kept, and none cut by
+        the slots) and its column-generation start (``lp_start``, from ``set_lp_start``)."""
+        rows = None if whole and keep.all() else self._allowed(keep)
+        return rows, ({} if hint is None else {"lp_start": self._allowed(hint)})
+
     def _allowed(self, keep: np.ndarray) -> list[np.ndarray]:
         sl = self._slots
         A = sl.view.num_active
@@ -236,19 +242,22 @@ class RankEnv(HSchedEnvBase):
         view = sl.view
         lp = self.lp
         hint, self._lp_start_next = self._lp_start_next, None     # set_lp_start's
+        # the decision's time includes turning the keep bits into each job's rows (a ranked
+        # decision pays it, the pure LP's does not; 4.5-7.1 ms a round at 2,200 jobs)
         if self.prune == "seed":
             # nothing restricted: the kept rows are the first columns of the whole LP
             start = keep if hint is None else keep | hint
-            decision, dt = timed(lp.decide, view, lp_start=self._allowed(start))
+            start_rows, prep = timed(self._allowed, start)
+            decision, dt = timed(lp.decide, view, lp_start=start_rows)
         else:
             # every candidate kept (and none cut by the slots): the whole LP, with nothing to
             # intersect — the same allocation as ``allowed`` = every row, without its cost
-            rows = None if keep.all() and sl.total == M else self._allowed(keep)
-            start = {} if hint is None else {"lp_start": self._allowed(hint)}
+            (rows, start), prep = timed(self._kept_rows, keep, hint, sl.total == M)
             if self.prune == "lp":
                 decision, dt = timed(lp.decide, view, lp_rows=rows, **start)
             else:
                 decision, dt = timed(lp.decide, view, allowed=rows, **start)
+        dt += prep
         stats = lp.last_stats
         self._sim.record_decision(dt, getattr(stats, "lp_vars", 0) or 0)
         extra = {}
