@@ -27,6 +27,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from hsched_env.catalog import get_model
+from hsched_env.defaults import EARLIER_DRAWS
 from agents.evaluate import Scenario, Suite, evaluate, format_report, write_outputs
 from agents.report import tensorboard_command
 from agents.ranker import shipped_ranker_path
@@ -37,10 +38,10 @@ from hsched_env.text import candidates_text, format_table
 
 # + a held-out seed; the jobs drawn before session 45 (Recommendation on 2-8 GPUs too), as
 # the demo's documented figures were measured (docs/workloads.md)
-DEMO_WORKLOAD = "gavel:rate=3,jobs=60,mix=llm,duration_scale=0.25,multi_gpu_recommendation=1"
+DEMO_WORKLOAD = f"gavel:rate=3,jobs=60,mix=llm,duration_scale=0.25,{EARLIER_DRAWS}"
 DEMO_POLICIES = ("pure-lp", "topk", "pop-4", "ranker", "sia", "gavel", "fifo")
 #: Part 3's scenario: (cluster, workload, simulated seconds)
-RANKER_SCENARIO = ("large-2048", "gavel:rate=20000,jobs=1100,multi_gpu_recommendation=1", 5400.0)
+RANKER_SCENARIO = ("large-2048", f"gavel:rate=20000,jobs=1100,{EARLIER_DRAWS}", 5400.0)
 
 
 def run_demo(cluster: str, out: Path, models: tuple[str, ...],

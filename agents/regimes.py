@@ -28,6 +28,7 @@ import numpy as np
 import torch as th
 
 from agents.imitation import EVAL_SORT_POOL, batch_demos, batches
+from hsched_env.defaults import EARLIER_DRAWS
 
 #: Recall of the LP's support the shipped operating point is chosen for (issue 12's target).
 DEFAULT_TARGET_RECALL = 0.95
@@ -77,30 +78,27 @@ class Regime:
 
 
 #: The regimes ``hsched train --algo imitation --regimes mixed`` collects on.
-#: ``multi_gpu_recommendation=1``: the ``gavel:`` draws before session 45 (Recommendation
-#: on 2-8 GPUs too), which the shipped ranker was trained on (docs/agents.md, "Suites").
-_BEFORE_S45 = "multi_gpu_recommendation=1"
 MIXED = (
-    Regime("sia-64", f"gavel:rate=4,jobs=100,{_BEFORE_S45}", seeds=4, rounds=60),
-    Regime("sia-64", f"gavel:rate=8,jobs=100,mix=llm,{_BEFORE_S45}", seeds=4, rounds=60),
-    Regime("modern-512", f"gavel:rate=30,jobs=200,{_BEFORE_S45}", seeds=3, rounds=48),
-    Regime("modern-512", f"gavel:rate=60,jobs=300,mix=llm,{_BEFORE_S45}", seeds=3, rounds=48),
+    Regime("sia-64", f"gavel:rate=4,jobs=100,{EARLIER_DRAWS}", seeds=4, rounds=60),
+    Regime("sia-64", f"gavel:rate=8,jobs=100,mix=llm,{EARLIER_DRAWS}", seeds=4, rounds=60),
+    Regime("modern-512", f"gavel:rate=30,jobs=200,{EARLIER_DRAWS}", seeds=3, rounds=48),
+    Regime("modern-512", f"gavel:rate=60,jobs=300,mix=llm,{EARLIER_DRAWS}", seeds=3, rounds=48),
     # K holds every candidate of these bursts (at most ~20,300 / ~67,700 a round): with
     # K = 8,192 / 16,384 the rounds were cut to each job's best candidates, the LP solved and
     # labelled the cut round (on a 1,000-job round its LP used ~400 candidates, the whole
     # round's ~850), and a ranker trained there kept 0.98 of the support of a cut round but
     # 0.70 of a whole one at the same threshold: run time (``hsched evaluate``) shows every
     # candidate. One round in 2 of the 1,000-job burst's first 12 is recorded.
-    Regime("large-2048", f"gavel:rate=20000,jobs=300,{_BEFORE_S45}", seeds=3, rounds=24,
+    Regime("large-2048", f"gavel:rate=20000,jobs=300,{EARLIER_DRAWS}", seeds=3, rounds=24,
            slots=32768),
-    Regime("large-2048", f"gavel:rate=20000,jobs=1000,{_BEFORE_S45}", seeds=3, rounds=6,
+    Regime("large-2048", f"gavel:rate=20000,jobs=1000,{EARLIER_DRAWS}", seeds=3, rounds=6,
            slots=131072, every=2),
     # the same light loads over whole episodes (one round in 10 / 4 of episodes of hundreds
     # of rounds): a ranker that has seen only their first 3 hours misses most of the support
     # later on (recall 0.07 after round 100 on `standard`'s sia-64)
-    Regime("sia-64", f"gavel:rate=4,jobs=100,{_BEFORE_S45}", seeds=4, rounds=None, every=10,
+    Regime("sia-64", f"gavel:rate=4,jobs=100,{EARLIER_DRAWS}", seeds=4, rounds=None, every=10,
            whole=True),
-    Regime("modern-512", f"gavel:rate=30,jobs=200,{_BEFORE_S45}", seeds=3, rounds=None,
+    Regime("modern-512", f"gavel:rate=30,jobs=200,{EARLIER_DRAWS}", seeds=3, rounds=None,
            every=4, whole=True),
 )
 #: ``mixed`` widened to the regimes issue 12 names that it lacks: the smallest preset
@@ -109,7 +107,7 @@ MIXED = (
 #: to ~1,200 active jobs, the trace's own model mix and durations). The training windows avoid
 #: 2017-10-02 to 2017-10-12, whose windows BENCHMARKS.md's held-out Philly evaluation uses.
 MIXED_WIDE = MIXED + (
-    Regime("tiny-8", f"gavel:rate=2,jobs=30,{_BEFORE_S45}", seeds=4, rounds=None, every=4,
+    Regime("tiny-8", f"gavel:rate=2,jobs=30,{EARLIER_DRAWS}", seeds=4, rounds=None, every=4,
            whole=True),
     Regime("sia-64", "philly:start={window},hours=72", seeds=4, rounds=36, every=16,
            slots=65536, hours=48.0,

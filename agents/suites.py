@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hsched_env.cluster import get_cluster
+from hsched_env.defaults import EARLIER_DRAWS
 from hsched_env.errors import ConfigError, UnknownNameError
 from hsched_env.workloads import Workload, load_workload, spec_has_key, spec_kind, with_spec_item
 
@@ -133,21 +134,21 @@ class Suite:
 
 SMOKE = Suite(
     "smoke",
-    (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=30,multi_gpu_recommendation=1",
+    (Scenario("sia-64", "sia-64", f"gavel:rate=4,jobs=30,{EARLIER_DRAWS}",
               note="30 Gavel-style jobs on Sia's 64-GPU cluster; a check that runs in seconds"),),
     seeds=1,
     description="sia-64, 30 jobs (under a minute a seed)")
 STANDARD = Suite(
     "standard",
-    (Scenario("sia-64", "sia-64", "gavel:rate=4,jobs=100,multi_gpu_recommendation=1",
+    (Scenario("sia-64", "sia-64", f"gavel:rate=4,jobs=100,{EARLIER_DRAWS}",
               note="RankEnv's default scenario: 100 jobs at 4/h on 64 GPUs of 3 types"),
-     Scenario("modern-512", "modern-512", "gavel:rate=30,jobs=200,multi_gpu_recommendation=1",
+     Scenario("modern-512", "modern-512", f"gavel:rate=30,jobs=200,{EARLIER_DRAWS}",
               note="200 jobs at 30/h on 512 GPUs: up to ~110 active jobs")),
     seeds=3,
     description="sia-64 (100 jobs) and modern-512 (200 jobs)")
 LARGE = Suite(
     "large",
-    (Scenario("large-2048", "large-2048", "gavel:rate=20000,jobs=1000,multi_gpu_recommendation=1",
+    (Scenario("large-2048", "large-2048", f"gavel:rate=20000,jobs=1000,{EARLIER_DRAWS}",
               max_time_s=3 * 3600.0,
               note="a burst of 1,000 jobs (all arrive within ~3 min) on 2,048 GPUs of 5 types, "
                    "first 3 simulated hours (36 rounds): 500-1,000 active jobs, ~68 candidates "
@@ -156,7 +157,7 @@ LARGE = Suite(
     description="large-2048, 1,000-job burst, 3 h window")
 def _burst(jobs: int, active: int, mean_active: int) -> Scenario:
     return Scenario(f"large-2048-{active}", "large-2048",
-                    f"gavel:rate=20000,jobs={jobs},multi_gpu_recommendation=1",
+                    f"gavel:rate=20000,jobs={jobs},{EARLIER_DRAWS}",
                     max_time_s=5400.0,
                     note=f"a burst of {jobs:,} jobs on 2,048 GPUs of 5 types, first 1.5 simulated "
                          f"hours (18 rounds): the burst arrives within ~7 minutes; "

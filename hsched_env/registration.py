@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 from gymnasium.envs.registration import WrapperSpec
 
-from hsched_env.defaults import ENV_WORKLOAD
+from hsched_env.defaults import EARLIER_DRAWS, ENV_WORKLOAD
 
 ENTRY_POINTS = {"Schedule": "lp_baseline.environments:schedule_env",
                 "Rank": "lp_baseline.environments:rank_env"}
@@ -57,12 +57,12 @@ class Variant:
 # name): they keep the ``gavel:`` draws they were registered with, ``multi_gpu_recommendation=1``
 # (since session 45 the generator draws Recommendation at one GPU, as Gavel does).
 _TINY = {"cluster": "tiny-8",
-         "workload": "gavel:rate=8,jobs=16,duration_scale=0.05,multi_gpu_recommendation=1"}
+         "workload": f"gavel:rate=8,jobs=16,duration_scale=0.05,{EARLIER_DRAWS}"}
 _SMALL = {"cluster": "sia-64",
-          "workload": "gavel:rate=6,jobs=30,duration_scale=0.25,multi_gpu_recommendation=1"}
+          "workload": f"gavel:rate=6,jobs=30,duration_scale=0.25,{EARLIER_DRAWS}"}
 _MEDIUM = {"cluster": "sia-64", "workload": ENV_WORKLOAD}
 _LARGE = {"cluster": "large-2048",
-          "workload": "gavel:rate=20000,jobs=1000,multi_gpu_recommendation=1",
+          "workload": f"gavel:rate=20000,jobs=1000,{EARLIER_DRAWS}",
           "max_time_s": 3 * 3600.0}
 
 VARIANTS: tuple[Variant, ...] = (

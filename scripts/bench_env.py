@@ -28,13 +28,14 @@ import gymnasium as gym
 import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments)
+from hsched_env.defaults import EARLIER_DRAWS
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
 from script_args import positive_int, positive_number  # noqa: E402
 
 #: The environments' default scenario, with the jobs it drew before session 45 (Recommendation
 #: on 2-8 GPUs too, docs/workloads.md), so the rates compare with the earlier sessions'.
-WORKLOAD = "gavel:rate=4,jobs=100,multi_gpu_recommendation=1"
+WORKLOAD = f"gavel:rate=4,jobs=100,{EARLIER_DRAWS}"
 CLUSTER = "sia-64"
 
 

@@ -42,21 +42,22 @@ import numpy as np
 import hsched_env  # noqa: F401  (registers the environments)
 from agents.ranker import GATE_NEVER, Ranker, load_ranker_net, save_ranker
 from agents.runners import settled_heap
+from hsched_env.defaults import EARLIER_DRAWS
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
 from script_args import one_line_errors, positive_int  # noqa: E402
 
 #: (cluster, workload, rounds to advance before probing, probes) from small to large rounds.
 PROBES = (
-    ("sia-64", "gavel:rate=4,jobs=100,seed=5000,multi_gpu_recommendation=1", (4, 12, 24)),
-    ("modern-512", "gavel:rate=30,jobs=200,seed=5000,multi_gpu_recommendation=1", (4, 12, 24)),
-    ("large-2048", "gavel:rate=20000,jobs=40,seed=5000,multi_gpu_recommendation=1", (1, 4)),
-    ("large-2048", "gavel:rate=20000,jobs=80,seed=5000,multi_gpu_recommendation=1", (1, 4)),
-    ("large-2048", "gavel:rate=20000,jobs=150,seed=5000,multi_gpu_recommendation=1", (1, 4)),
-    ("large-2048", "gavel:rate=20000,jobs=300,seed=5000,multi_gpu_recommendation=1", (1, 4)),
-    ("large-2048", "gavel:rate=20000,jobs=600,seed=5000,multi_gpu_recommendation=1", (1, 4)),
-    ("large-2048", "gavel:rate=20000,jobs=1200,seed=5000,multi_gpu_recommendation=1", (1, 4)),
-    ("large-2048", "gavel:rate=20000,jobs=2400,seed=5000,multi_gpu_recommendation=1", (1,)),
+    ("sia-64", f"gavel:rate=4,jobs=100,seed=5000,{EARLIER_DRAWS}", (4, 12, 24)),
+    ("modern-512", f"gavel:rate=30,jobs=200,seed=5000,{EARLIER_DRAWS}", (4, 12, 24)),
+    ("large-2048", f"gavel:rate=20000,jobs=40,seed=5000,{EARLIER_DRAWS}", (1, 4)),
+    ("large-2048", f"gavel:rate=20000,jobs=80,seed=5000,{EARLIER_DRAWS}", (1, 4)),
+    ("large-2048", f"gavel:rate=20000,jobs=150,seed=5000,{EARLIER_DRAWS}", (1, 4)),
+    ("large-2048", f"gavel:rate=20000,jobs=300,seed=5000,{EARLIER_DRAWS}", (1, 4)),
+    ("large-2048", f"gavel:rate=20000,jobs=600,seed=5000,{EARLIER_DRAWS}", (1, 4)),
+    ("large-2048", f"gavel:rate=20000,jobs=1200,seed=5000,{EARLIER_DRAWS}", (1, 4)),
+    ("large-2048", f"gavel:rate=20000,jobs=2400,seed=5000,{EARLIER_DRAWS}", (1,)),
 )
 
 

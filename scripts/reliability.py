@@ -50,12 +50,13 @@ if str(ROOT) not in sys.path:
 import gymnasium as gym
 
 import hsched_env  # noqa: F401  (registers the environments)
+from hsched_env.defaults import EARLIER_DRAWS
 
 SCHEDULE = {"env_id": "hsched/Schedule-v0", "cluster": "sia-64",
-            "workload": "gavel:rate=4,jobs=100,multi_gpu_recommendation=1", "kwargs": {}}
+            "workload": f"gavel:rate=4,jobs=100,{EARLIER_DRAWS}", "kwargs": {}}
 # Rank steps are one LP round each (~4 ms with the default workload): a lighter scenario
 RANK = {"env_id": "hsched/Rank-v0", "cluster": "sia-64",
-        "workload": "gavel:rate=2,jobs=30,multi_gpu_recommendation=1",
+        "workload": f"gavel:rate=2,jobs=30,{EARLIER_DRAWS}",
         "kwargs": {"lp_policy": "lp-on-change"}}
 MODES = {"schedule": SCHEDULE, "rank": RANK}
 FAULT_KINDS = ("exception", "infeasible", "error", "unavailable", "time_limit",
@@ -364,7 +365,7 @@ def fault_injection(seed: int) -> dict:
     logging.getLogger("lp_baseline.policy").setLevel(logging.ERROR)   # warnings expected
     cluster = get_cluster("sia-64")
     workload = load_workload(
-        "gavel:rate=6,jobs=30,seed=2,duration_scale=0.2,multi_gpu_recommendation=1", cluster)
+        f"gavel:rate=6,jobs=30,seed=2,duration_scale=0.2,{EARLIER_DRAWS}", cluster)
     rows = []
     for i, kind in enumerate(FAULT_KINDS):
         for target in ("simulator", "schedule", "rank"):
@@ -397,7 +398,7 @@ def _fault_episode(target: str, seed: int, inj) -> tuple[dict, bool]:
     mode = target
     extra = {"measure_time": False} if mode == "rank" else {}
     env = gym.make(MODES[mode]["env_id"], cluster="sia-64",
-                   workload="gavel:rate=6,jobs=20,multi_gpu_recommendation=1",
+                   workload=f"gavel:rate=6,jobs=20,{EARLIER_DRAWS}",
                    slots=64 if mode == "schedule" else 256, **extra)
     u = env.unwrapped
     u.sim_config = dataclasses.replace(u.sim_config, check_invariants=True)
