@@ -117,13 +117,17 @@ def traces_root() -> Path:
     return Path(env).resolve() if env else (REPO.parent / "shared" / "traces").resolve()
 
 
-def build_cases(groups=GROUPS, seeds: int = 3, quick: bool = False) -> list[Case]:
-    """The benchmark's cases of the named groups, in a stable order."""
+def build_cases(groups=GROUPS, seeds: int = 3, quick: bool = False,
+                first_seed: int = 0) -> list[Case]:
+    """The benchmark's cases of the named groups, in a stable order: the generator cases with
+    seeds ``first_seed .. first_seed + seeds - 1`` (held-out seeds: ``first_seed=3``)."""
     unknown = [g for g in groups if g not in GROUPS]
     if unknown:
         raise ValueError(f"unknown case group(s) {', '.join(unknown)}; valid: {', '.join(GROUPS)}")
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    if first_seed < 0:
+        raise ValueError(f"--first-seed must be >= 0, got {first_seed}")
     seeds = 1 if quick else seeds
     cases: list[Case] = []
     for group in GROUPS:
@@ -136,7 +140,7 @@ def build_cases(groups=GROUPS, seeds: int = 3, quick: bool = False) -> list[Case
                 if quick:
                     params = ",".join(f"jobs={QUICK_JOBS}" if p.startswith("jobs=") else p
                                       for p in params.split(","))
-                for seed in range(seeds):
+                for seed in range(first_seed, first_seed + seeds):
                     cases.append(Case(f"{group}/{cluster}/s{seed}", group, cluster,
                                       f"gavel:{params},seed={seed},mix={mix}", thr))
         elif group == "philly":
@@ -634,7 +638,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=_split, default=",".join(GROUPS),
                     help=f"comma-separated case groups ({', '.join(GROUPS)}; default all)")
-    ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 of the generator cases")
+    ap.add_argument("--seeds", type=int, default=3,
+                    help="how many seeds of the generator cases (default 3: seeds 0..2)")
+    ap.add_argument("--first-seed", type=int, default=0, metavar="K",
+                    help="the generator cases' first seed (default 0); e.g. --first-seed 3 "
+                         "for seeds held out from the published table")
     ap.add_argument("--policies", default=DEFAULT_POLICIES,
                     help=f"comma-separated; the first is checked against the targets "
                          f"(default {DEFAULT_POLICIES})")
@@ -663,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         ap.error("--workers must be >= 1")
     try:
-        cases = build_cases(args.cases, args.seeds, args.quick)
+        cases = build_cases(args.cases, args.seeds, args.quick, args.first_seed)
     except ValueError as exc:
         ap.error(str(exc))
     if not cases:
@@ -679,6 +687,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.provenance import environment_record
     settings = {"policies": policies, "objective": args.objective,
                 "case_groups": args.cases, "seeds": 1 if args.quick else args.seeds,
+                "first_seed": args.first_seed,
                 "quick": args.quick, "workers": args.workers, "git": _git_state(),
                 "python": sys.version.split()[0], "environment": environment_record(),
                 "started": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -125,6 +125,12 @@ def test_cases_of_the_benchmark():
     assert all("jobs=40" in c.workload or "max_jobs=40" in c.workload for c in quick)
     with pytest.raises(ValueError, match="unknown case group"):
         bq.build_cases(["nope"])
+    held_out = bq.build_cases(["gavel-llm"], seeds=2, first_seed=3)
+    assert [c.name for c in held_out] == [f"gavel-llm/{k}/s{s}" for k in
+                                          ("gavel-108", "sia-64", "modern-512") for s in (3, 4)]
+    assert all(c.workload.endswith(f",seed={c.name[-1]},mix=llm") for c in held_out)
+    with pytest.raises(ValueError, match="--first-seed must be >= 0"):
+        bq.build_cases(seeds=1, first_seed=-1)
 
 
 @slow
