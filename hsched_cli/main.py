@@ -13,6 +13,7 @@ from hsched_env.errors import HSchedError, command_line_value, decimal_float, de
 from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
 from hsched_cli.simulation import TOPK_DEFAULT, cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
+from lp_baseline.policy import FTF_GUARD_OFF
 from lp_baseline.registry import POLICY_NAMES_SPELLED
 
 
@@ -96,11 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "this fraction of the max-min optimum (0..1; default 0 for "
                              "sia-srpt / sia-las, 0.5 for fair-srpt / fair-las); the "
                              "co-optimizer's policies only")
-        sp.add_argument("--ftf-guard", type=_number, default=None, metavar="RHO",
+        sp.add_argument("--ftf-guard", type=_ftf_guard, default=None, metavar="RHO|off",
                         help="starvation guard of sia-srpt (the default objective): a job whose "
                              "projected finish-time fairness exceeds RHO takes the top SRPT "
-                             "weight (default: none; docs/lp.md); the co-optimizer's policies "
-                             "only")
+                             "weight (default: 2 under sia-srpt; 'off': none; docs/lp.md); "
+                             "the co-optimizer's policies only")
         sp.add_argument("--throughputs", default="analytic",
                         help="'analytic' (default), 'gavel' (Gavel's measured table where it "
                              "has an entry) or a table file in Gavel's format")
@@ -377,6 +378,13 @@ def _add_ray_flags(sp, run: str, out: bool) -> None:
 def _number(text: str) -> float:
     """A flag's number."""
     return command_line_value(text, decimal_float, "a number")
+
+
+def _ftf_guard(text: str) -> float | str:
+    """``--ftf-guard``: a number, or ``off``."""
+    if text.strip().lower() == FTF_GUARD_OFF:
+        return FTF_GUARD_OFF
+    return command_line_value(text, decimal_float, f"a number or {FTF_GUARD_OFF!r}")
 
 
 def _integer(text: str) -> int:

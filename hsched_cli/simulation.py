@@ -33,7 +33,7 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     get_throughput_source(args.throughputs)
     if args.floor is not None and not 0.0 <= args.floor <= 1.0:
         raise ConfigError(f"must be a fraction in [0, 1], got {args.floor}", field="--floor")
-    if args.ftf_guard is not None and not args.ftf_guard > 0:
+    if isinstance(args.ftf_guard, float) and not args.ftf_guard > 0:
         raise ConfigError(f"must be a finish-time fairness > 0, got {args.ftf_guard:g}",
                           field="--ftf-guard")
     flag_of = {option: flag for flag, option, _ in _POLICY_FLAGS}

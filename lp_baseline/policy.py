@@ -109,14 +109,24 @@ ROUNDINGS = ("gavel", "integral")
 INTEGRAL_OBJECTIVES = ("sia-srpt", "sia-las")
 
 
+#: ``sia-srpt``'s default starvation guard (``LPPolicy(ftf_guard=)``): a job whose projected
+#: finish-time fairness exceeds it takes the top SRPT weight. Chosen among 1.5, 2 and 3 on the
+#: quality benchmark and checked on held-out seeds (docs/lp.md, "The starvation guard").
+DEFAULT_FTF_GUARD = 2.0
+#: ``LPPolicy(ftf_guard=FTF_GUARD_OFF)`` (``--ftf-guard off``): no starvation guard.
+FTF_GUARD_OFF = "off"
+
+
 def objective_defaults(objective: str) -> dict:
-    """``LPPolicy``'s defaults of ``rounding``, ``size_cap`` and ``floor`` for ``objective``:
-    ``sia-srpt`` / ``sia-las``: integral rounding, no size cap, no floor (measured best:
-    docs/lp.md); every other objective: Gavel-style rounding, the size cap and
-    ``DEFAULT_FLOOR`` (the policies of the earlier defaults, unchanged)."""
+    """``LPPolicy``'s defaults of ``rounding``, ``size_cap``, ``floor`` and ``ftf_guard`` for
+    ``objective``: ``sia-srpt`` / ``sia-las``: integral rounding, no size cap, no floor
+    (measured best: docs/lp.md), and for ``sia-srpt`` the starvation guard
+    ``DEFAULT_FTF_GUARD``; every other objective: Gavel-style rounding, the size cap and
+    ``DEFAULT_FLOOR`` (the policies of the earlier defaults, unchanged), no guard."""
+    guard = DEFAULT_FTF_GUARD if objective == "sia-srpt" else None
     if objective in INTEGRAL_OBJECTIVES:
-        return {"rounding": "integral", "size_cap": False, "floor": 0.0}
-    return {"rounding": "gavel", "size_cap": True, "floor": DEFAULT_FLOOR}
+        return {"rounding": "integral", "size_cap": False, "floor": 0.0, "ftf_guard": guard}
+    return {"rounding": "gavel", "size_cap": True, "floor": DEFAULT_FLOOR, "ftf_guard": guard}
 log = logging.getLogger(__name__)
 
 
@@ -287,8 +297,10 @@ class LPPolicy:
         ftf_guard: ``sia-srpt`` only: a starvation guard on the SRPT job weights. A job whose
             projected finish-time fairness (``job_terms.projected_ftf``: its time in the
             system so far plus its remaining time on its requested configuration, over its
-            time on a fair share) is above ``ftf_guard`` takes the top weight. ``None``
-            (default): no guard. docs/lp.md ("The starvation guard") has its measured effect.
+            time on a fair share) is above ``ftf_guard`` takes the top weight. ``None``: the
+            objective's default (``objective_defaults``: ``DEFAULT_FTF_GUARD`` = 2 for
+            ``sia-srpt``, none for the others); ``"off"`` (``FTF_GUARD_OFF``): no guard.
+            docs/lp.md ("The starvation guard") has its measured effect.
     """
 
     def __init__(self, name: str = "heterosched-lp", *, objective: str = DEFAULT_OBJECTIVE,
@@ -302,10 +314,18 @@ class LPPolicy:
                  pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
                  lp_method: str = "auto", min_resolve_interval_s: float = 0.0,
                  warm_start: bool = False, scale_factors: bool = False,
-                 ftf_guard: float | None = None) -> None:
+                 ftf_guard: float | str | None = None) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
-        if ftf_guard is not None:
+        defaults = objective_defaults(objective)
+        if ftf_guard is None:
+            ftf_guard = defaults["ftf_guard"]
+        elif isinstance(ftf_guard, str):
+            if ftf_guard != FTF_GUARD_OFF:
+                raise ConfigError(f"must be a positive finish-time fairness or "
+                                  f"{FTF_GUARD_OFF!r}, got {ftf_guard!r}", field="ftf_guard")
+            ftf_guard = None
+        else:
             if not (isinstance(ftf_guard, numbers.Real) and not isinstance(ftf_guard, bool)
                     and math.isfinite(ftf_guard) and ftf_guard > 0):
                 raise ConfigError(f"must be a positive finish-time fairness, got "
@@ -320,7 +340,6 @@ class LPPolicy:
             raise ConfigError(f"the fairness floor applies to the two-stage objectives "
                               f"({', '.join(FLOOR_OBJECTIVES)}); objective {objective!r} has "
                               f"none, so floor={floor!r} would be ignored", field="floor")
-        defaults = objective_defaults(objective)
         rounding = defaults["rounding"] if rounding is None else rounding
         size_cap = defaults["size_cap"] if size_cap is None else size_cap
         floor = defaults["floor"] if floor is None else floor

@@ -132,6 +132,15 @@ def test_bad_max_candidates_is_a_usage_error(capsys):
                    "integer, got '0' (see 'hsched candidates --help')\n")
 
 
+def test_a_bad_ftf_guard_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--cluster", "tiny-8", "--ftf-guard", "none"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == ("hsched simulate: error: argument --ftf-guard: expected "
+                                       "a number or 'off', got 'none' (see 'hsched simulate "
+                                       "--help')\n")
+
+
 def test_an_unknown_flag_is_refused_by_its_subcommand(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["evaluate", "--suite", "smoke", "--bogus", "x"])
@@ -462,11 +471,28 @@ def test_objective_and_floor_reach_the_co_optimizer():
     assert avg("--floor", "0.5") != base
     assert avg("--ftf-guard", "1000") == base          # no job near it: the same schedule
     assert avg("--ftf-guard", "0.5") != base
+    assert avg("--ftf-guard", "off") == base           # nor near the default guard, 2
     refused = subprocess.run([sys.executable, "-m", "hsched_cli", "simulate", "--cluster",
                               "sia-64", "--workload", "gavel:rate=30,jobs=40,seed=3",
                               "--policy", "gavel", "--floor", "0"], capture_output=True,
                              text=True)
     assert refused.returncode == 2 and "--floor is read by none" in refused.stderr
+
+
+@slow
+def test_the_starvation_guard_is_on_by_default_and_off_turns_it_off():
+    """sia-srpt's default guard is 2 (docs/lp.md): on a workload where SRPT keeps a job
+    waiting past it, the default schedule is ``--ftf-guard 2``'s, not ``--ftf-guard off``'s."""
+    def avg(*extra):
+        out = subprocess.run([sys.executable, "-m", "hsched_cli", "simulate", "--cluster",
+                              "sia-64", "--workload", "gavel:rate=8,jobs=30,seed=3,mix=llm",
+                              "--json", "--no-progress", *extra],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)["avg_jct_s"]
+    base = avg()
+    assert avg("--ftf-guard", "2") == base
+    assert avg("--ftf-guard", "OFF") != base
+    assert avg("--objective", "sia-las", "--ftf-guard", "off") == avg("--objective", "sia-las")
 
 
 @pytest.mark.parametrize("given", [None, "1"])

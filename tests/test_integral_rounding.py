@@ -259,10 +259,33 @@ def test_the_ftf_guard_lifts_a_job_past_its_projected_ftf_to_the_top_weight():
     assert runs(LPPolicy(ftf_guard=0.7)) == runs(LPPolicy())      # 0.63 is under the guard
 
 
+def test_sia_srpt_is_guarded_by_default_and_off_turns_the_guard_off():
+    """``LPPolicy()``: ``sia-srpt`` with the guard at ``DEFAULT_FTF_GUARD`` (2); ``"off"``: none;
+    the other objectives: none. A job waiting long enough to project ρ = 2.63 runs under the
+    default and waits with the guard off."""
+    from lp_baseline.job_terms import projected_ftf
+    from lp_baseline.policy import DEFAULT_FTF_GUARD
+    assert LPPolicy().ftf_guard == DEFAULT_FTF_GUARD == 2.0
+    assert LPPolicy(ftf_guard="off").ftf_guard is None
+    for objective in ("sia-las", "fair-srpt", "max-min"):
+        assert LPPolicy(objective=objective).ftf_guard is None
+        assert LPPolicy(objective=objective, ftf_guard="off").ftf_guard is None
+    tabs = [_one_type_table() for _ in range(3)]
+    view = make_view(tabs, [1, 0], arrival=[6.5e6, 0.0, 6.9e6], time_s=7e6)
+    view = dataclasses.replace(view, remaining_samples=np.array([1e3, 9e5, 1e3]))
+    np.testing.assert_allclose(projected_ftf(view, np.arange(3)),
+                               [(5e5 + 1e3) / 3e6, (7e6 + 9e5) / 3e6, (1e5 + 1e3) / 3e6])
+
+    def runs(policy) -> set:
+        return {j for j, rows in policy.decide(view).items() if rows}
+    assert runs(LPPolicy()) == runs(LPPolicy(ftf_guard=2.0)) == {1}
+    assert 1 not in runs(LPPolicy(ftf_guard="off"))
+
+
 def test_the_ftf_guard_is_refused_where_it_would_be_ignored():
     from hsched_env.errors import ConfigError
     with pytest.raises(ConfigError, match="ftf_guard.*sia-srpt.*'sia-las'"):
         LPPolicy(objective="sia-las", ftf_guard=2.0)
-    for bad in (0, -1.0, float("nan"), True, "2"):
+    for bad in (0, -1.0, float("nan"), True, "2", "none"):
         with pytest.raises(ConfigError, match="ftf_guard.*positive"):
             LPPolicy(ftf_guard=bad)
