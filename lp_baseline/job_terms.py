@@ -127,7 +127,7 @@ def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
 def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
                  objective: str, las_tau_s: float, restart_aware: bool,
                  gain_cache: dict | None = None, table_cache: TableMemo | None = None,
-                 ftf_guard: float | None = None):
+                 ftf_guard: float | None = None, guarded: np.ndarray | None = None):
     """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
     order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
     None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
@@ -143,7 +143,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     choice (it costs a restart), ``H`` the job's remaining time on that candidate —
     remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
     las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work).
-    ``ftf_guard``: ``sia-srpt``'s starvation guard (``srpt_weights``)."""
+    ``ftf_guard`` / ``guarded``: ``sia-srpt``'s starvation guard (``srpt_weights``)."""
     if objective not in FLOOR_OBJECTIVES:
         return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
@@ -151,7 +151,8 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
         if gain_cache is not None and all(k in gain_cache for k in ks.tolist()):
             w = None                    # every job's gains are known: no weight is read
         else:
-            w = (srpt_weights(view, ks, ftf_guard=ftf_guard) if objective == "sia-srpt"
+            w = (srpt_weights(view, ks, ftf_guard=ftf_guard, guarded=guarded)
+                 if objective == "sia-srpt"
                  else las_weights(view, ks, las_tau_s))
         return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,
                                     cache=gain_cache, table_cache=table_cache)
@@ -211,13 +212,16 @@ def _median(x: np.ndarray) -> float:
 
 
 def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_ALPHA,
-                 ftf_guard: float | None = None) -> np.ndarray:
+                 ftf_guard: float | None = None,
+                 guarded: np.ndarray | None = None) -> np.ndarray:
     """(len(ks),) SRPT job weights ``clip((median R / R_j)^α, 0.1, 10)``, ``R`` a job's
     remaining time on its requested configuration (remaining work ÷ reference throughput),
     the median over every active job of the view (so POP parts share one scale).
 
-    ``ftf_guard`` (a starvation guard, ``LPPolicy(ftf_guard=)``): a job whose
-    ``projected_ftf`` is above it takes the top weight, 10, whatever its remaining time."""
+    ``ftf_guard`` (a starvation guard): a job whose ``projected_ftf`` is above it takes the
+    top weight, 10, whatever its remaining time. ``guarded`` ((len(ks),) bools): jobs that take
+    the top weight anyway — ``LPPolicy(ftf_guard=)`` passes the jobs it has seen above the
+    guard in any earlier decision, so a job keeps the weight once it has earned it."""
     rem = view.remaining_samples / view.reference_samples_per_s
     if rem.size == 0:
         return np.zeros(0)
@@ -225,6 +229,8 @@ def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_AL
     w = np.clip((med / np.maximum(rem[ks], 1.0)) ** float(alpha), 0.1, SRPT_WEIGHT_MAX)
     if ftf_guard is not None:
         w = np.where(projected_ftf(view, ks) > ftf_guard, SRPT_WEIGHT_MAX, w)
+    if guarded is not None:
+        w = np.where(guarded, SRPT_WEIGHT_MAX, w)
     return w
 
 

@@ -75,7 +75,7 @@ from lp_baseline.delivery import DeliveryTracker
 from lp_baseline.fallback import FALLBACK_KINDS, greedy_allocation
 from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominator,
                                    NormalizerMemo, job_normalizer, job_normalizers,
-                                   stage2_terms, take_rows)
+                                   projected_ftf, stage2_terms, take_rows)
 from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome, PartSolve,
                                         default_workers, solve_parts)
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIELDS, OBJECTIVES,
@@ -406,6 +406,7 @@ class LPPolicy:
     def reset(self, cluster, seed) -> None:
         self.rng = np.random.default_rng(seed)
         self._x: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # job -> (rows, x)
+        self._guarded: set[int] = set()   # jobs the starvation guard has latched (ftf_guard)
         self._received: dict[int, dict[int, float]] = {}
         self._deficit: dict[int, dict[int, float]] = {}
         self._elapsed = 0.0
@@ -972,7 +973,26 @@ class LPPolicy:
                             las_tau_s=self.las_tau_s, restart_aware=self.restart_aware,
                             gain_cache=memo.gains if memo is not None and memo.view is view
                             else None, table_cache=self._goodput_memo,
-                            ftf_guard=self.ftf_guard)
+                            guarded=self._guarded_jobs(view, ks))
+
+    def _guarded_jobs(self, view: SchedulerView, ks: np.ndarray) -> np.ndarray | None:
+        """(len(ks),) whether each job takes the starvation guard's top weight: its
+        ``projected_ftf`` is above ``ftf_guard`` now or was in an earlier decision of this
+        run (the guard latches: a job whose projection falls back under it — more jobs
+        arriving raise its fair share's contention — keeps the weight until it finishes,
+        instead of being preempted and guarded again, a restart each time). ``None``: no
+        guard, or an objective without SRPT weights."""
+        if self.ftf_guard is None or self.objective != "sia-srpt":
+            return None
+        ks = np.asarray(ks, dtype=np.int64)
+        ids = view.job_ids[ks]
+        over = projected_ftf(view, ks) > self.ftf_guard
+        if over.any():
+            self._guarded.update(ids[over].tolist())
+        if not self._guarded:
+            return over
+        return over | np.fromiter((j in self._guarded for j in ids.tolist()), dtype=bool,
+                                  count=ids.size)
 
     # ------------------------------------------------------------------ rounding
     def _values(self, view: SchedulerView, allowed, norms: np.ndarray) -> dict:

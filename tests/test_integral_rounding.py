@@ -282,6 +282,30 @@ def test_sia_srpt_is_guarded_by_default_and_off_turns_the_guard_off():
     assert 1 not in runs(LPPolicy(ftf_guard="off"))
 
 
+def test_the_guard_latches_a_job_keeps_the_top_weight_when_its_projection_falls_back():
+    """Once a job's projected ρ has passed the guard it keeps the top weight until it
+    finishes: two arrivals raise the contention and bring job 1's projection back under 2,
+    and the guarded policy keeps running it where a fresh one (that never saw it above the
+    guard) would preempt it for a shorter job. ``reset`` forgets the latch."""
+    from lp_baseline.job_terms import projected_ftf
+    tabs = [_one_type_table() for _ in range(5)]
+    first = make_view(tabs[:3], [1, 0], arrival=[6.5e6, 0.0, 6.9e6], time_s=7e6)
+    first = dataclasses.replace(first, remaining_samples=np.array([1e3, 9e5, 1e3]))
+    later = make_view(tabs, [1, 0], arrival=[6.5e6, 0.0, 6.9e6, 7.05e6, 7.05e6],
+                      time_s=7.1e6, current=[-1, 0, -1, -1, -1])
+    later = dataclasses.replace(later, remaining_samples=np.array([1e3, 8e5, 1e3, 1e3, 1e3]))
+    assert projected_ftf(first, np.arange(3))[1] > 2.0 > projected_ftf(later, np.arange(5))[1]
+
+    def runs(policy, view) -> set:
+        return {j for j, rows in policy.decide(view).items() if rows}
+    guarded = LPPolicy()
+    assert runs(guarded, first) == {1}
+    assert runs(guarded, later) == {1}                 # latched: job 1 keeps the GPU
+    assert 1 not in runs(LPPolicy(), later)            # never saw it above the guard
+    guarded.reset(None, 0)
+    assert 1 not in runs(guarded, later)
+
+
 def test_the_ftf_guard_is_refused_where_it_would_be_ignored():
     from hsched_env.errors import ConfigError
     with pytest.raises(ConfigError, match="ftf_guard.*sia-srpt.*'sia-las'"):
