@@ -13,7 +13,6 @@ from hsched_env.errors import HSchedError, command_line_value, decimal_float, de
 from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
 from hsched_cli.simulation import TOPK_DEFAULT, cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
-from lp_baseline.policy import FTF_GUARD_OFF
 from lp_baseline.registry import POLICY_NAMES_SPELLED
 
 
@@ -382,6 +381,7 @@ def _number(text: str) -> float:
 
 def _ftf_guard(text: str) -> float | str:
     """``--ftf-guard``: a number, or ``off``."""
+    from lp_baseline.policy import FTF_GUARD_OFF    # (the LP modules load only when asked)
     if text.strip().lower() == FTF_GUARD_OFF:
         return FTF_GUARD_OFF
     return command_line_value(text, decimal_float, f"a number or {FTF_GUARD_OFF!r}")

@@ -347,9 +347,9 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     inputs = {"cluster": args.cluster, "cluster_sha256": fingerprint(cluster),
               "workload": args.workload, "jobs_sha256": fingerprint(workload.jobs),
               "skip_invalid": args.skip_invalid, "sim_config": repr(config),
-              # (--ftf-guard only when given: a sweep started before the flag resumes)
-              "policy_options": {k: v for k, v in vars(options).items()
-                                 if k != "backend" and not (k == "ftf_guard" and v is None)}}
+              # (ftf_guard always, None included: the default's guard changed in session
+              # 46, so a sweep started before that, whose key lacks it, does not resume)
+              "policy_options": {k: v for k, v in vars(options).items() if k != "backend"}}
     tasks = [Task(cluster.name, name, args.seed, inputs, _compare_task,
                   (name, cluster, workload, config, options)) for name in names]
     store = RunStore(Path(args.out) / RUNS_DIR) if args.out is not None else None

@@ -9,7 +9,8 @@ Usage:
 Cases (a cluster preset + a workload spec; same spec ⇒ bit-identical jobs in every process):
 
 * ``gavel-classic`` / ``gavel-llm``: Gavel's generator (``gavel:...,mix=classic|llm``) on
-  ``gavel-108``, ``sia-64`` and ``modern-512``, seeds 0..N-1 (``--seeds``, default 3). Chosen so
+  ``gavel-108``, ``sia-64`` and ``modern-512``, seeds 0..N-1 (``--seeds``, default 3; with
+  ``--first-seed K``, seeds K..K+N-1: seeds held out from the published table). Chosen so
   that each run is loaded yet a simulation takes about 2-11 s on one core (2-core machine):
 
   | cluster | classic | llm | throughputs |

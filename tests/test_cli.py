@@ -659,3 +659,14 @@ def test_a_folder_given_as_cluster_file_and_a_file_given_as_out_folder(capsys, t
                        "--policies", "fifo", "--out", str(afile / "sub"))
     assert code == 2 and f"{str(afile)!r} is a file, not a folder" in err
     assert afile.read_text() == "x"
+
+
+def test_the_command_line_loads_the_lp_modules_only_when_asked():
+    """``hsched`` starts without SciPy's sparse module, HiGHS or the LP policy: a non-LP
+    simulation does not pay for them (registry.make_policy imports them lazily)."""
+    code = ("import sys, hsched_cli.main; "
+            "print(sorted(m for m in ('highspy', 'scipy.sparse', 'lp_baseline.policy') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
