@@ -33,9 +33,9 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     get_throughput_source(args.throughputs)
     if args.floor is not None and not 0.0 <= args.floor <= 1.0:
         raise ConfigError(f"must be a fraction in [0, 1], got {args.floor}", field="--floor")
-    if isinstance(args.ftf_guard, float) and not args.ftf_guard > 0:
-        raise ConfigError(f"must be a finish-time fairness > 0, got {args.ftf_guard:g}",
-                          field="--ftf-guard")
+    if isinstance(args.ftf_guard, float) and not (0 < args.ftf_guard < math.inf):
+        raise ConfigError(f"must be a finite finish-time fairness > 0 or 'off', got "
+                          f"{args.ftf_guard:g}", field="--ftf-guard")
     flag_of = {option: flag for flag, option, _ in _POLICY_FLAGS}
     for name in policies:
         try:

@@ -328,8 +328,8 @@ class LPPolicy:
         else:
             if not (isinstance(ftf_guard, numbers.Real) and not isinstance(ftf_guard, bool)
                     and math.isfinite(ftf_guard) and ftf_guard > 0):
-                raise ConfigError(f"must be a positive finish-time fairness, got "
-                                  f"{ftf_guard!r}", field="ftf_guard")
+                raise ConfigError(f"must be a finite positive finish-time fairness or "
+                                  f"{FTF_GUARD_OFF!r}, got {ftf_guard!r}", field="ftf_guard")
             if objective != "sia-srpt":
                 raise ConfigError(f"the starvation guard weighs sia-srpt's SRPT job weights "
                                   f"(it reads the remaining work); objective {objective!r} "

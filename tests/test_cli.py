@@ -341,6 +341,7 @@ def test_simulate_errors(tmp_path):
     (["--jobs-out", "/nonexistent-dir/x.csv"], "--jobs-out"),
     (["--floor", "1.5"], "--floor"),
     (["--ftf-guard", "0"], "field '--ftf-guard'"),
+    (["--ftf-guard", "inf"], "must be a finite finish-time fairness > 0 or 'off'"),
     (["--ftf-guard", "2", "--objective", "fair-srpt"], "field '--ftf-guard'"),
     (["--objective", "fastest"], "fair-srpt"),
     (["--lp-method", "colgen", "--lp-backend", "pulp"], "colgen"),

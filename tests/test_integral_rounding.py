@@ -310,6 +310,6 @@ def test_the_ftf_guard_is_refused_where_it_would_be_ignored():
     from hsched_env.errors import ConfigError
     with pytest.raises(ConfigError, match="ftf_guard.*sia-srpt.*'sia-las'"):
         LPPolicy(objective="sia-las", ftf_guard=2.0)
-    for bad in (0, -1.0, float("nan"), True, "2", "none"):
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "2", "none"):
         with pytest.raises(ConfigError, match="ftf_guard.*positive"):
             LPPolicy(ftf_guard=bad)
