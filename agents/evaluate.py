@@ -116,8 +116,11 @@ def run_one(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, clu
     """One run of ``entry`` on ``scenario`` and held-out ``seed`` (its ``workload`` and
     ``cluster`` loaded), by the entry's kind: ``run_ranker`` (``slots``: K, default
     ``rank_slots_bound``), ``run_scheduler`` or ``run_simulator_policy``; ``support_lp``: the
-    full LP whose support recall@k is measured against. Each run starts from a settled
-    heap (``settled_heap``)."""
+    full LP whose support recall@k is measured against, reset first (its starvation guard
+    latches jobs by id as it is asked for each round's shares: a latch must not carry into
+    another run, whose job ids start over). Each run starts from a settled heap
+    (``settled_heap``)."""
+    support_lp.reset(None, 0)
     if entry.kind == "ranker" and slots is None and entry.slots is None:
         slots = rank_slots_bound(suite, scenario, cluster, workload)
     with settled_heap():                    # the same starting heap for every run

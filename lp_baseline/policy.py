@@ -686,7 +686,10 @@ class LPPolicy:
                lp_start=None) -> tuple[dict, PolicyStats]:
         """Solve the LP for ``view`` without touching the rounding state: ``({job id: (rows,
         X)}, stats)`` — X is the share of time the job should run with each of those
-        candidate rows; ``stats.extra["objective"]`` is the LP's primary objective.
+        candidate rows; ``stats.extra["objective"]`` is the LP's primary objective. The
+        starvation guard's latch (``ftf_guard``) is updated as by ``decide``, so a policy
+        asked for every round's shares of a run tracks that run's latch: ``reset`` it
+        before another run (job ids start over).
         ``lp_start``: as ``decide``'s (per active job, rows column generation starts from;
         ``stats.extra["restricted_solves"]`` counts its solves)."""
         stats = PolicyStats()

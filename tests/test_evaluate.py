@@ -888,3 +888,22 @@ def test_a_serial_evaluation_warms_the_process_up_before_its_first_timed_run(mon
     suite = ev.custom_suite("tiny-8", "gavel:rate=8,jobs=4,duration_scale=0.05")
     ev.evaluate(suite, ["fifo"], progress=False)
     assert calls == ["warm", "run"]
+
+
+@slow
+def test_timing_repeats_repeat_where_the_starvation_guard_latches():
+    """The support LP that recall@k is measured against latches the default LP's starvation
+    guard by job id; each run resets it, so a repeat (and a run after another scenario or
+    seed, whose job ids start over) measures the same recall. On this workload the guard
+    fires; before the reset the second repeat's recall differed and the merge refused it."""
+    from agents.evaluate import _run_task
+    from agents.runners import run_from_json
+    from agents.suites import Scenario, Suite
+    from hsched_env.cluster import get_cluster
+    sc = Scenario("sia-64-llm", "sia-64", "gavel:rate=8,jobs=30,mix=llm")
+    suite = Suite("custom", (sc,), seeds=1)
+    cluster = get_cluster("sia-64")
+    entry = PolicyEntry("topk", "simulator", policy_name="topk")
+    run = run_from_json(_run_task(entry, suite, sc, 3, cluster, sc.load(3, cluster),
+                                  timing_repeats=2))
+    assert 0 < float(np.mean(run.recall)) < 1
