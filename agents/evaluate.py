@@ -120,7 +120,8 @@ def run_one(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, clu
     latches jobs by id as it is asked for each round's shares: a latch must not carry into
     another run, whose job ids start over). Each run starts from a settled heap
     (``settled_heap``)."""
-    support_lp.reset(None, 0)
+    if support_lp is not None:
+        support_lp.reset(None, 0)
     if entry.kind == "ranker" and slots is None and entry.slots is None:
         slots = rank_slots_bound(suite, scenario, cluster, workload)
     with settled_heap():                    # the same starting heap for every run
