@@ -9,9 +9,10 @@ Xeon with MKL held to AVX2 (``agents/data/README.md``). Two settings take one pa
 the instruction sets of a CPU with AVX2 — the same fingerprint (below) on an Intel Xeon with its
 kernels held to AVX2 or SSE4.2 and, in session 44, on an AMD EPYC likewise — though not
 across the two vendors: the EPYC's fingerprint is ``9ee98a0f8f49caa5`` (also with MKL, oneDNN,
-ATen, NumPy and OpenBLAS held to AVX2, or MKL to SSE4.2), not the Xeon's reference, so a file
-trained on one vendor's CPU is not written byte for byte on the other's (which operation
-differs was not looked into):
+ATen, NumPy and OpenBLAS held to AVX2, or MKL to SSE4.2), the Xeon's ``a027ceb7fa6eafff``
+(``KNOWN_FINGERPRINTS``), so a file trained on one vendor's CPU is not written byte for byte
+on the other's (which operation differs was not looked into; the shipped file is the EPYC's
+since session 46):
 
 * ``MKL_CBWR=COMPATIBLE`` — MKL's conditional numerical reproducibility mode on its SSE2
   branch, the one branch whose results Intel states are the same on Intel and non-Intel
@@ -54,9 +55,14 @@ log = logging.getLogger(__name__)
 
 #: The environment variables of portable arithmetic and their values.
 PORTABLE_ENV = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2"}
+#: ``fingerprint()`` with portable arithmetic on the CPUs it was measured on, by vendor
+#: (``/proc/cpuinfo``'s ``vendor_id``): an Intel Xeon (session 42; the same with its kernels
+#: held to AVX2 or SSE4.2) and an AMD EPYC (session 44; the same with its kernels held to
+#: AVX2, or MKL to SSE4.2). Other models of either vendor were not measured.
+KNOWN_FINGERPRINTS = {"GenuineIntel": "a027ceb7fa6eafff", "AuthenticAMD": "9ee98a0f8f49caa5"}
 #: ``fingerprint()`` with portable arithmetic on the machine ``agents/data/ranker.pt`` was
-#: trained on, an Intel Xeon (the same with its kernels held to AVX2 or SSE4.2).
-REFERENCE_FINGERPRINT = "a027ceb7fa6eafff"
+#: trained on: since session 46 an AMD EPYC (session 42's file was trained on the Xeon).
+REFERENCE_FINGERPRINT = KNOWN_FINGERPRINTS["AuthenticAMD"]
 
 
 def check_environment() -> None:

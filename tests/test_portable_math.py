@@ -3,8 +3,9 @@
 The instruction sets another CPU would use are imitated here by holding this CPU's kernels to
 fewer of them (MKL to AVX2 or SSE4.2, oneDNN, ATen, NumPy's dispatch and OpenBLAS to AVX2):
 under portable arithmetic the fingerprint and a trained ranker's weights must not change. On an
-Intel CPU the fingerprint must be the one recorded for the shipped ranker's machine (an Intel
-Xeon); an AMD EPYC gives another (session 44), so there the reference is not asserted."""
+Intel or AMD CPU the fingerprint must be the one measured for that vendor
+(``KNOWN_FINGERPRINTS``: an Intel Xeon, session 42; an AMD EPYC, session 44), and the reference
+(the shipped ranker's machine, an AMD EPYC since session 46) is the AMD one."""
 
 from __future__ import annotations
 
@@ -31,16 +32,25 @@ reference_build = pytest.mark.skipif(
     reason="the reference fingerprint is torch 2.13.0's with MKL on x86-64")
 
 
-def _is_intel() -> bool:
+def _cpu_vendor() -> str | None:
     cpuinfo = Path("/proc/cpuinfo")
-    return cpuinfo.is_file() and "GenuineIntel" in cpuinfo.read_text(errors="replace")
+    if not cpuinfo.is_file():
+        return None
+    for line in cpuinfo.read_text(errors="replace").splitlines():
+        if line.startswith("vendor_id"):
+            return line.split(":", 1)[1].strip()
+    return None
 
 
-#: The shipped ranker's reference fingerprint was taken on an Intel Xeon; an AMD EPYC with the
-#: same software gives another one (agents/data/README.md).
-intel_cpu = pytest.mark.skipif(
-    not _is_intel(), reason="the reference fingerprint is an Intel CPU's; other vendors give "
-                            "their own")
+def _is_intel() -> bool:
+    return _cpu_vendor() == "GenuineIntel"
+
+
+#: Portable arithmetic's fingerprint was measured on an Intel Xeon and an AMD EPYC with the
+#: same software, one value per vendor (agents/data/README.md).
+known_vendor = pytest.mark.skipif(
+    _cpu_vendor() not in portable_math.KNOWN_FINGERPRINTS,
+    reason="portable arithmetic's fingerprint was measured on Intel and AMD CPUs only")
 #: Holding this CPU's kernels to AVX2 changes nothing where they are AVX2 already.
 wider_than_avx2 = pytest.mark.skipif(
     th.backends.cpu.get_cpu_capability() in ("AVX2", "DEFAULT"),
@@ -87,12 +97,16 @@ def test_the_fingerprint_is_the_same_whatever_the_instruction_set():
 
 @slow
 @reference_build
-@intel_cpu
-def test_the_fingerprint_is_the_reference_on_an_intel_cpu():
+@known_vendor
+def test_the_fingerprint_is_the_one_measured_for_this_cpu_vendor():
+    """An Intel CPU gives the Xeon's fingerprint, an AMD CPU the EPYC's, and ``enable()``
+    warns exactly where it is not the shipped file's machine's (the EPYC's)."""
+    known = portable_math.KNOWN_FINGERPRINTS[_cpu_vendor()]
     proc = _python(FINGERPRINT)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == [portable_math.REFERENCE_FINGERPRINT]
-    assert "not match" not in proc.stderr                # enable()'s warning
+    assert proc.stdout.split() == [known]
+    assert ("not match" in proc.stderr) == (known != portable_math.REFERENCE_FINGERPRINT)
+    assert portable_math.REFERENCE_FINGERPRINT == portable_math.KNOWN_FINGERPRINTS["AuthenticAMD"]
 
 
 @slow
