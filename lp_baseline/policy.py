@@ -110,8 +110,9 @@ INTEGRAL_OBJECTIVES = ("sia-srpt", "sia-las")
 
 
 #: ``sia-srpt``'s default starvation guard (``LPPolicy(ftf_guard=)``): a job whose projected
-#: finish-time fairness exceeds it takes the top SRPT weight. Chosen among 1.5, 2 and 3 on the
-#: quality benchmark and checked on held-out seeds (docs/lp.md, "The starvation guard").
+#: finish-time fairness exceeds it takes the top SRPT weight until it finishes. Chosen among
+#: 1.5, 2 and 3 on the quality benchmark and checked on held-out seeds (docs/lp.md, "The
+#: starvation guard").
 DEFAULT_FTF_GUARD = 2.0
 #: ``LPPolicy(ftf_guard=FTF_GUARD_OFF)`` (``--ftf-guard off``): no starvation guard.
 FTF_GUARD_OFF = "off"
@@ -297,7 +298,8 @@ class LPPolicy:
         ftf_guard: ``sia-srpt`` only: a starvation guard on the SRPT job weights. A job whose
             projected finish-time fairness (``job_terms.projected_ftf``: its time in the
             system so far plus its remaining time on its requested configuration, over its
-            time on a fair share) is above ``ftf_guard`` takes the top weight. ``None``: the
+            time on a fair share) is above ``ftf_guard`` takes the top weight, and keeps it
+            until it finishes (the guard latches, ``_guarded_jobs``). ``None``: the
             objective's default (``objective_defaults``: ``DEFAULT_FTF_GUARD`` = 2 for
             ``sia-srpt``, none for the others); ``"off"`` (``FTF_GUARD_OFF``): no guard.
             docs/lp.md ("The starvation guard") has its measured effect.
