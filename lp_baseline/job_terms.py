@@ -127,7 +127,7 @@ def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
 def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
                  objective: str, las_tau_s: float, restart_aware: bool,
                  gain_cache: dict | None = None, table_cache: TableMemo | None = None,
-                 ftf_guard: float | None = None, guarded: np.ndarray | None = None):
+                 guarded: np.ndarray | None = None):
     """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
     order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
     None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
@@ -143,7 +143,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     choice (it costs a restart), ``H`` the job's remaining time on that candidate —
     remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
     las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work).
-    ``ftf_guard`` / ``guarded``: ``sia-srpt``'s starvation guard (``srpt_weights``)."""
+    ``guarded``: the jobs ``sia-srpt``'s starvation guard gives the top weight (``srpt_weights``)."""
     if objective not in FLOOR_OBJECTIVES:
         return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
@@ -151,7 +151,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
         if gain_cache is not None and all(k in gain_cache for k in ks.tolist()):
             w = None                    # every job's gains are known: no weight is read
         else:
-            w = (srpt_weights(view, ks, ftf_guard=ftf_guard, guarded=guarded)
+            w = (srpt_weights(view, ks, guarded=guarded)
                  if objective == "sia-srpt"
                  else las_weights(view, ks, las_tau_s))
         return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,

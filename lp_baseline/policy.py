@@ -987,17 +987,14 @@ class LPPolicy:
         arriving raise its fair share's contention — keeps the weight until it finishes,
         instead of being preempted and guarded again, a restart each time). ``None``: no
         guard, or an objective without SRPT weights."""
-        if self.ftf_guard is None or self.objective != "sia-srpt":
+        if self.ftf_guard is None:             # (the constructor allows it under sia-srpt only)
             return None
         ks = np.asarray(ks, dtype=np.int64)
         ids = view.job_ids[ks]
         over = projected_ftf(view, ks) > self.ftf_guard
-        if over.any():
-            self._guarded.update(ids[over].tolist())
-        if not self._guarded:
-            return over
-        return over | np.fromiter((j in self._guarded for j in ids.tolist()), dtype=bool,
-                                  count=ids.size)
+        self._guarded.update(ids[over].tolist())
+        return np.fromiter((j in self._guarded for j in ids.tolist()), dtype=bool,
+                           count=ids.size)
 
     # ------------------------------------------------------------------ rounding
     def _values(self, view: SchedulerView, allowed, norms: np.ndarray) -> dict:
