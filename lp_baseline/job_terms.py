@@ -127,7 +127,7 @@ def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
 def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
                  objective: str, las_tau_s: float, restart_aware: bool,
                  gain_cache: dict | None = None, table_cache: TableMemo | None = None,
-                 guarded: np.ndarray | None = None):
+                 ftf_guard: float | None = None, guarded: np.ndarray | None = None):
     """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
     order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
     None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
@@ -143,7 +143,8 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     choice (it costs a restart), ``H`` the job's remaining time on that candidate —
     remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
     las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work).
-    ``guarded``: the jobs ``sia-srpt``'s starvation guard gives the top weight (``srpt_weights``)."""
+    ``ftf_guard``, ``guarded``: ``sia-srpt``'s starvation guard and the jobs it has latched
+    (``srpt_weights``)."""
     if objective not in FLOOR_OBJECTIVES:
         return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
@@ -151,7 +152,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
         if gain_cache is not None and all(k in gain_cache for k in ks.tolist()):
             w = None                    # every job's gains are known: no weight is read
         else:
-            w = (srpt_weights(view, ks, guarded=guarded)
+            w = (srpt_weights(view, ks, ftf_guard=ftf_guard, guarded=guarded)
                  if objective == "sia-srpt"
                  else las_weights(view, ks, las_tau_s))
         return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,
@@ -218,20 +219,35 @@ def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_AL
     remaining time on its requested configuration (remaining work ÷ reference throughput),
     the median over every active job of the view (so POP parts share one scale).
 
-    ``ftf_guard`` (a starvation guard): a job whose ``projected_ftf`` is above it takes the
-    top weight, 10, whatever its remaining time. ``guarded`` ((len(ks),) bools): jobs that take
-    the top weight anyway — ``LPPolicy(ftf_guard=)`` passes the jobs it has seen above the
-    guard in any earlier decision, so a job keeps the weight once it has earned it."""
+    ``ftf_guard`` ρ_max (a starvation guard): a job whose ``projected_ftf`` ρ̂ is above it
+    weighs ``10 · ρ̂ / ρ_max`` (``guard_weights``) whatever its remaining time: above every
+    unguarded job, and the most starved guarded job first. ``guarded`` ((len(ks),) bools):
+    jobs guarded anyway, at ``10 · max(1, ρ̂ / ρ_max)`` (10 without ``ftf_guard``) —
+    ``LPPolicy(ftf_guard=)`` passes the jobs it has seen above the guard in any earlier
+    decision, so a job keeps its place once it has earned it."""
     rem = view.remaining_samples / view.reference_samples_per_s
     if rem.size == 0:
         return np.zeros(0)
     med = _median(rem)
     w = np.clip((med / np.maximum(rem[ks], 1.0)) ** float(alpha), 0.1, SRPT_WEIGHT_MAX)
-    if ftf_guard is not None:
-        w = np.where(projected_ftf(view, ks) > ftf_guard, SRPT_WEIGHT_MAX, w)
+    if ftf_guard is None and guarded is None:
+        return w
+    if ftf_guard is None:
+        return np.where(guarded, SRPT_WEIGHT_MAX, w)
+    top, over = guard_weights(view, ks, ftf_guard)
     if guarded is not None:
-        w = np.where(guarded, SRPT_WEIGHT_MAX, w)
-    return w
+        over = over | guarded
+    return np.where(over, top, w)
+
+
+def guard_weights(view: SchedulerView, ks, ftf_guard: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(weight, over)``, each (len(ks),): the SRPT weight the starvation guard ρ_max gives
+    each job, ``10 · max(1, ρ̂ / ρ_max)`` (ρ̂ its ``projected_ftf``), and whether ρ̂ is above
+    ρ_max. The weight grows with ρ̂ so that the guarded jobs are served most starved first
+    (session 47: with one flat top weight they competed with the shortest unguarded jobs
+    and among themselves by goodput alone; BENCHMARKS.md "Schedule quality")."""
+    proj = projected_ftf(view, ks)
+    return SRPT_WEIGHT_MAX * np.maximum(1.0, proj / float(ftf_guard)), proj > ftf_guard
 
 
 def projected_ftf(view: SchedulerView, ks) -> np.ndarray:

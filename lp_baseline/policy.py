@@ -110,7 +110,8 @@ INTEGRAL_OBJECTIVES = ("sia-srpt", "sia-las")
 
 
 #: ``sia-srpt``'s default starvation guard (``LPPolicy(ftf_guard=)``): a job whose projected
-#: finish-time fairness exceeds it takes the top SRPT weight until it finishes. Chosen among
+#: finish-time fairness ρ̂ exceeds it weighs ``10 · ρ̂ / 2`` (above every unguarded job, the most
+#: starved first; at least 10 until it finishes: ``job_terms.srpt_weights``). Chosen among
 #: 1.5, 2 and 3 on the quality benchmark and checked on held-out seeds (docs/lp.md, "The
 #: starvation guard").
 DEFAULT_FTF_GUARD = 2.0
@@ -298,8 +299,9 @@ class LPPolicy:
         ftf_guard: ``sia-srpt`` only: a starvation guard on the SRPT job weights. A job whose
             projected finish-time fairness (``job_terms.projected_ftf``: its time in the
             system so far plus its remaining time on its requested configuration, over its
-            time on a fair share) is above ``ftf_guard`` takes the top weight, and keeps it
-            until it finishes (the guard latches, ``_guarded_jobs``). ``None``: the
+            time on a fair share) ρ̂ is above ``ftf_guard`` weighs ``10 · ρ̂ / ftf_guard``, above
+            every unguarded job and the most starved first, and keeps at least the top weight,
+            10, until it finishes (the guard latches, ``_guarded_jobs``). ``None``: the
             objective's default (``objective_defaults``: ``DEFAULT_FTF_GUARD`` = 2 for
             ``sia-srpt``, none for the others); ``"off"`` (``FTF_GUARD_OFF``): no guard.
             docs/lp.md ("The starvation guard") has its measured effect.
@@ -978,10 +980,10 @@ class LPPolicy:
                             las_tau_s=self.las_tau_s, restart_aware=self.restart_aware,
                             gain_cache=memo.gains if memo is not None and memo.view is view
                             else None, table_cache=self._goodput_memo,
-                            guarded=self._guarded_jobs(view, ks))
+                            ftf_guard=self.ftf_guard, guarded=self._guarded_jobs(view, ks))
 
     def _guarded_jobs(self, view: SchedulerView, ks: np.ndarray) -> np.ndarray | None:
-        """(len(ks),) whether each job takes the starvation guard's top weight: its
+        """(len(ks),) whether each job takes the starvation guard's weight: its
         ``projected_ftf`` is above ``ftf_guard`` now or was in an earlier decision of this
         run (the guard latches: a job whose projection falls back under it — more jobs
         arriving raise its fair share's contention — keeps the weight until it finishes,

@@ -250,7 +250,9 @@ def test_the_ftf_guard_lifts_a_job_past_its_projected_ftf_to_the_top_weight():
                                [(1e6 + 1e3) / 3e6, (1e6 + 9e5) / 3e6, (1e5 + 1e3) / 3e6])
     plain, guarded = srpt_weights(view, ks), srpt_weights(view, ks, ftf_guard=0.5)
     assert plain[1] < plain[0] == plain[2]
-    assert guarded[1] == SRPT_WEIGHT_MAX and list(guarded[[0, 2]]) == list(plain[[0, 2]])
+    # above the top weight by its projection over the guard: 10 × 0.633 / 0.5
+    assert guarded[1] == pytest.approx(SRPT_WEIGHT_MAX * (1.9e6 / 3e6) / 0.5)
+    assert list(guarded[[0, 2]]) == list(plain[[0, 2]])
 
     def runs(policy) -> set:
         return {j for j, rows in policy.decide(view).items() if rows}
@@ -304,6 +306,39 @@ def test_the_guard_latches_a_job_keeps_the_top_weight_when_its_projection_falls_
     assert 1 not in runs(LPPolicy(), later)            # never saw it above the guard
     guarded.reset(None, 0)
     assert 1 not in runs(guarded, later)
+
+
+def test_the_guard_serves_the_most_starved_guarded_job_first():
+    """Guarded jobs weigh ``10 · ρ̂ / ρ_max``: of two jobs over the guard (ρ̂ 2.63 and 2.17)
+    and a short unguarded job at the top SRPT weight, 10, the one GPU goes to the most
+    starved — whichever index it has (with one flat weight the three tied). A latched job
+    whose projection fell back under the guard keeps the weight 10 (``max(1, ρ̂ / ρ_max)``)."""
+    from lp_baseline.job_terms import SRPT_WEIGHT_MAX, guard_weights, projected_ftf
+    tabs = [_one_type_table() for _ in range(3)]
+
+    def view_of(arrival, remaining):
+        v = make_view(tabs, [1, 0], arrival=arrival, time_s=7e6)
+        return dataclasses.replace(v, remaining_samples=np.array(remaining))
+
+    for starved, other in ((0, 2), (2, 0)):
+        arrival, remaining = [0.0] * 3, [0.0] * 3
+        arrival[starved], remaining[starved] = 0.0, 9e5        # ρ̂ = 7.9e6 / 3e6 = 2.63
+        arrival[other], remaining[other] = 1e6, 5e5            # ρ̂ = 6.5e6 / 3e6 = 2.17
+        arrival[1], remaining[1] = 6.9e6, 1e3                  # short and fresh: weight 10
+        view = view_of(arrival, remaining)
+        ks = np.arange(3)
+        proj = projected_ftf(view, ks)
+        np.testing.assert_allclose(proj[[starved, other]], [7.9e6 / 3e6, 6.5e6 / 3e6])
+        w = srpt_weights(view, ks, ftf_guard=2.0)
+        np.testing.assert_allclose(w[[starved, other]], SRPT_WEIGHT_MAX * proj[[starved, other]]
+                                   / 2.0)
+        assert w[1] == SRPT_WEIGHT_MAX < w[other] < w[starved]
+        assert {j for j, rows in LPPolicy().decide(view).items() if rows} == {starved}
+    # latched under the guard: the top weight, not less
+    w, over = guard_weights(view, ks, 3.0)
+    assert not over.any() and list(w) == [SRPT_WEIGHT_MAX] * 3
+    latched = srpt_weights(view, ks, ftf_guard=3.0, guarded=np.array([False, False, True]))
+    assert latched[2] == SRPT_WEIGHT_MAX
 
 
 def test_the_ftf_guard_is_refused_where_it_would_be_ignored():
