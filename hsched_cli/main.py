@@ -98,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "co-optimizer's policies only")
         sp.add_argument("--ftf-guard", type=_ftf_guard, default=None, metavar="RHO|off",
                         help="starvation guard of sia-srpt (the default objective): a job whose "
-                             "projected finish-time fairness exceeds RHO takes the top SRPT "
-                             "weight (default: 2 under sia-srpt; 'off': none; docs/lp.md); "
+                             "projected finish-time fairness F exceeds RHO weighs 10*F/RHO, "
+                             "above every unguarded job (default: 2 under sia-srpt; 'off': "
+                             "none; docs/lp.md); "
                              "the co-optimizer's policies only")
         sp.add_argument("--throughputs", default="analytic",
                         help="'analytic' (default), 'gavel' (Gavel's measured table where it "

@@ -24,7 +24,8 @@ NORMALIZERS = ("fair-share", "requested")
 DEFAULT_LAS_TAU_S = 1800.0
 #: ``sia-srpt``: exponent α of the SRPT job weights (as ``heterosched-ilp``'s).
 SIA_SRPT_ALPHA = 0.5
-#: ``sia-srpt``: the largest SRPT job weight (and a guarded job's, ``srpt_weights``).
+#: ``sia-srpt``: the largest SRPT job weight of an unguarded job, and the least of a guarded
+#: one (``srpt_weights``, ``guard_weights``).
 SRPT_WEIGHT_MAX = 10.0
 
 
@@ -247,7 +248,10 @@ def guard_weights(view: SchedulerView, ks, ftf_guard: float) -> tuple[np.ndarray
     (session 47: with one flat top weight they competed with the shortest unguarded jobs
     and among themselves by goodput alone; BENCHMARKS.md "Schedule quality")."""
     proj = projected_ftf(view, ks)
-    return SRPT_WEIGHT_MAX * np.maximum(1.0, proj / float(ftf_guard)), proj > ftf_guard
+    # a degenerate job (no work: ρ̂ infinite or NaN) weighs the top weight, not inf or NaN,
+    # which would take it out of the rounding
+    ratio = np.where(np.isfinite(proj), proj / float(ftf_guard), 1.0)
+    return SRPT_WEIGHT_MAX * np.maximum(1.0, ratio), proj > ftf_guard
 
 
 def projected_ftf(view: SchedulerView, ks) -> np.ndarray:

@@ -235,10 +235,11 @@ def test_integral_assignment_is_the_plain_per_job_rule(seed, vector_min_jobs, mo
                                        fallbacks=memo) == want
 
 
-def test_the_ftf_guard_lifts_a_job_past_its_projected_ftf_to_the_top_weight():
-    """``ftf_guard``: a job whose projected finish-time fairness (time in the system so far
-    plus its remaining time, over its fair-share time) exceeds the guard takes the top SRPT
-    weight, and so the one GPU the others would otherwise get first."""
+def test_the_ftf_guard_lifts_a_job_past_its_projected_ftf_above_the_top_weight():
+    """``ftf_guard``: a job whose projected finish-time fairness ρ̂ (time in the system so far
+    plus its remaining time, over its fair-share time) exceeds the guard weighs
+    ``10 · ρ̂ / ftf_guard``, above the top SRPT weight, and so takes the one GPU the others
+    would otherwise get first."""
     from lp_baseline.job_terms import SRPT_WEIGHT_MAX, projected_ftf
     tabs = [_one_type_table() for _ in range(3)]
     view = make_view(tabs, [1, 0], arrival=[0.0, 0.0, 9e5], time_s=1e6)
@@ -339,6 +340,12 @@ def test_the_guard_serves_the_most_starved_guarded_job_first():
     assert not over.any() and list(w) == [SRPT_WEIGHT_MAX] * 3
     latched = srpt_weights(view, ks, ftf_guard=3.0, guarded=np.array([False, False, True]))
     assert latched[2] == SRPT_WEIGHT_MAX
+    # a degenerate job (no work: ρ̂ infinite) weighs the top weight, not inf
+    empty = dataclasses.replace(view, work_samples=np.array([0.0, 1e6, 1e6]),
+                                remaining_samples=np.array([0.0, 1e6, 1e6]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w, over = guard_weights(empty, ks, 2.0)
+    assert over[0] and w[0] == SRPT_WEIGHT_MAX and np.isfinite(w).all()
 
 
 def test_the_ftf_guard_is_refused_where_it_would_be_ignored():
