@@ -1317,6 +1317,27 @@ def test_select_observations_copy_the_features_rank_hands_the_rounds_matrix_over
         seen.append(obs["candidates"])
 
 
+def test_rank_observations_are_zero_past_the_rounds_candidates():
+    """The slots past a round's M candidates read zero in every observation — also after a
+    round with more candidates (the matrix is a fresh ``np.zeros`` whose tail is never
+    written, session 47), and every slot before M holds a candidate's features."""
+    rank = make_rank()
+    obs, _ = rank.reset(seed=0)
+    rng = np.random.default_rng(1)
+    sizes = []
+    for _ in range(40):
+        M = rank.slots.k.size
+        cand = obs["candidates"].reshape(rank.K, -1)
+        assert 0 < M < rank.K and not cand[M:].any()
+        assert np.array_equal(obs["valid"] > 0.5, np.arange(rank.K) < M)
+        assert cand[:M].any(axis=1).all()
+        sizes.append(M)
+        obs, _, term, trunc, _ = rank.step(random_action(rank, rng))
+        if term or trunc:
+            break
+    assert any(b < a for a, b in zip(sizes, sizes[1:]))      # a round smaller than the last
+
+
 
 @pytest.mark.parametrize("make", [make_select, make_rank])
 def test_set_state_restores_a_snapshot_of_another_episode(make):
