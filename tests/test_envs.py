@@ -1319,8 +1319,8 @@ def test_select_observations_copy_the_features_rank_hands_the_rounds_matrix_over
 
 def test_rank_observations_are_zero_past_the_rounds_candidates():
     """The slots past a round's M candidates read zero in every observation — also after a
-    round with more candidates (the matrix is a fresh ``np.zeros`` whose tail is never
-    written, session 47), and every slot before M holds a candidate's features."""
+    round with more candidates (each round's matrix is new and its tail zeroed), and every
+    slot before M holds a candidate's features."""
     rank = make_rank()
     obs, _ = rank.reset(seed=0)
     rng = np.random.default_rng(1)

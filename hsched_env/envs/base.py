@@ -555,11 +555,9 @@ class HSchedEnvBase(gym.Env):
         M = order.size
         # the static columns are gathered, completed and clipped in place in the slots'
         # matrix: on a round of ~150,000 candidates a fresh 25 MB temporary per step cost more
-        # in page faults than the arithmetic. The rows past M are left as np.zeros gives them
-        # (the allocator's untouched zero pages), not written: zeroing them wrote K rows a
-        # round — 27 MB on a 72-hour Philly window's K of ~280,000 — and evicted the LP's data
-        # from the caches, so the LP solved after it ran up to 1.5-2.5x slower (session 47)
-        feats = np.zeros((self.K, len(self.feature_names)), dtype=np.float32)
+        # in page faults than the arithmetic
+        feats = np.empty((self.K, len(self.feature_names)), dtype=np.float32)
+        feats[M:] = 0.0
         if M:
             C = self.columns
             f = feats[:M]
