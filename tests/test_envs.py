@@ -1338,7 +1338,6 @@ def test_rank_observations_are_zero_past_the_rounds_candidates():
     assert any(b < a for a, b in zip(sizes, sizes[1:]))      # a round smaller than the last
 
 
-
 @pytest.mark.parametrize("make", [make_select, make_rank])
 def test_set_state_restores_a_snapshot_of_another_episode(make):
     """A snapshot restores its own episode's jobs, also after a reset into another episode
