@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "above every unguarded job (default: 2 under sia-srpt; 'off': "
                              "none; docs/lp.md); "
                              "the co-optimizer's policies only")
+        sp.add_argument("--round-restart", action="store_true",
+                        help="sia-srpt / sia-las: a candidate that costs a restart counts "
+                             "(round - restart) / round of its goodput, what it delivers in "
+                             "the round decided (about half the restarts, measured; off by "
+                             "default; docs/lp.md); the co-optimizer's policies only")
         sp.add_argument("--throughputs", default="analytic",
                         help="'analytic' (default), 'gavel' (Gavel's measured table where it "
                              "has an entry) or a table file in Gavel's format")

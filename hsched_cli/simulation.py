@@ -86,6 +86,7 @@ TOPK_DEFAULT = 4
 _POLICY_FLAGS = (("--objective", "objective", lambda a: a.objective is not None),
                  ("--floor", "floor", lambda a: a.floor is not None),
                  ("--ftf-guard", "ftf_guard", lambda a: getattr(a, "ftf_guard", None) is not None),
+                 ("--round-restart", "round_restart", lambda a: getattr(a, "round_restart", False)),
                  ("--topk", "topk", lambda a: a.topk != TOPK_DEFAULT),
                  ("--lp-time-limit-s", "time_limit_s", lambda a: a.lp_time_limit_s is not None),
                  ("--lp-method", "lp_method", lambda a: getattr(a, "lp_method", "auto") != "auto"),
@@ -145,14 +146,16 @@ def _measure(text: str) -> tuple[int, int]:
 
 
 def _lp_options(args, name: str) -> dict:
-    """LP knobs given on the command line for policy ``name``: ``--floor`` and
-    ``--ftf-guard`` (the policies that read them, ``policy_options``), ``--lp-method`` and
-    ``--lp-warm-start`` (every LP policy)."""
+    """LP knobs given on the command line for policy ``name``: ``--floor``, ``--ftf-guard``
+    and ``--round-restart`` (the policies that read them, ``policy_options``), ``--lp-method``
+    and ``--lp-warm-start`` (every LP policy)."""
     reads_floor = args.floor is not None and "floor" in policy_options(name)
     options = {"floor": args.floor} if reads_floor else {}
     guard = getattr(args, "ftf_guard", None)
     if guard is not None and "ftf_guard" in policy_options(name):
         options["ftf_guard"] = guard
+    if getattr(args, "round_restart", False) and "round_restart" in policy_options(name):
+        options["round_restart"] = True
     method = getattr(args, "lp_method", "auto")
     if method != "auto":
         options["lp_method"] = method
@@ -341,6 +344,7 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     options = argparse.Namespace(objective=args.objective, backend=None,
                                  lp_backend=_lp_backend(args), topk=args.topk,
                                  floor=args.floor, ftf_guard=args.ftf_guard,
+                                 round_restart=args.round_restart,
                                  lp_time_limit_s=args.lp_time_limit_s,
                                  lp_method=args.lp_method,
                                  lp_warm_start=args.lp_warm_start)
@@ -349,7 +353,9 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
               "skip_invalid": args.skip_invalid, "sim_config": repr(config),
               # (ftf_guard always, None included: the default's guard changed in session
               # 46, so a sweep started before that, whose key lacks it, does not resume)
-              "policy_options": {k: v for k, v in vars(options).items() if k != "backend"}}
+              # (round_restart only when given: off, a sweep from before it resumes)
+              "policy_options": {k: v for k, v in vars(options).items()
+                                 if k != "backend" and (k != "round_restart" or v)}}
     tasks = [Task(cluster.name, name, args.seed, inputs, _compare_task,
                   (name, cluster, workload, config, options)) for name in names]
     store = RunStore(Path(args.out) / RUNS_DIR) if args.out is not None else None

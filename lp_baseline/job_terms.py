@@ -128,7 +128,8 @@ def ftf_denominator(view: SchedulerView, ks) -> np.ndarray:
 def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndarray, *,
                  objective: str, las_tau_s: float, restart_aware: bool,
                  gain_cache: dict | None = None, table_cache: TableMemo | None = None,
-                 ftf_guard: float | None = None, guarded: np.ndarray | None = None):
+                 ftf_guard: float | None = None, guarded: np.ndarray | None = None,
+                 round_restart: bool = False):
     """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
     order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
     None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
@@ -145,7 +146,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
     las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work).
     ``ftf_guard``, ``guarded``: ``sia-srpt``'s starvation guard and the jobs it has latched
-    (``srpt_weights``)."""
+    (``srpt_weights``). ``round_restart``: ``sia-*`` only, ``sia_gain``'s."""
     if objective not in FLOOR_OBJECTIVES:
         return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
@@ -157,7 +158,8 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
                  if objective == "sia-srpt"
                  else las_weights(view, ks, las_tau_s))
         return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,
-                                    cache=gain_cache, table_cache=table_cache)
+                                    cache=gain_cache, table_cache=table_cache,
+                                    round_restart=round_restart)
     rem = view.remaining_samples[ks]
     norm = norms[ks]
     if objective == "fair-srpt":
@@ -284,7 +286,7 @@ def las_weights(view: SchedulerView, ks: np.ndarray, las_tau_s: float,
 
 def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
              restart_aware: bool = True, cache: dict | None = None,
-             table_cache: TableMemo | None = None) -> np.ndarray:
+             table_cache: TableMemo | None = None, round_restart: bool = False) -> np.ndarray:
     """(Σ len(rows),) ``sia-srpt``'s second-stage coefficient of each candidate: the gain of
     running job ``j`` on candidate ``c`` over leaving it waiting in Sia's objective,
     ``w_j · (λ − min(G_jc^p, clip))`` (``lp_baseline.sia``: ``G`` the goodput normalized by
@@ -292,11 +294,17 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
     or ``las_weights``), aligned with ``ks`` (``None`` when ``cache`` holds every job);
     ``rows``: each job's candidate rows, ascending and unique (as ``LPPolicy`` gives them).
     With ``restart_aware``, Sia's restart factor multiplies ``G`` of a running job's other
-    candidates.
+    candidates. With ``round_restart`` too, every candidate that costs a restart — a running
+    job's other candidates, and any candidate of a job that has run before and is not
+    running — delivers ``(round_s − restart_s) / round_s`` of its goodput in this round (the
+    simulator charges the restart in the round it happens), and ``G`` is multiplied by that
+    as well: the LP, solved round by round, weighs a switch by what it delivers in the round
+    it decides.
 
     A job's gains do not depend on which of its rows are asked for (the weights are scaled by
     the median over every active job, ``G`` by the job's smallest valid candidate), so
-    ``cache`` (a dict, for one view, one weighting and one ``restart_aware``; the LP policy
+    ``cache`` (a dict, for one view, one weighting, one ``restart_aware`` and one
+    ``round_restart``; the LP policy
     keeps one per decision) holds each job's gains over its whole table, by active index,
     and later calls only index them: the LP's build and the rounding's values ask for the
     same jobs in one decision. Each gain is computed element by element as without it.
@@ -314,16 +322,21 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
         gs, job_factor, current_row = [], [], []   # per job: G, its factor, its running row
         tables, current = view.candidates, view.current.tolist()
         arrival, restarts = view.arrival_s.tolist(), view.restarts.tolist()
+        # what a candidate that costs a restart delivers of this round (round_restart)
+        this_round = (max(view.round_s - view.restart_s, 0.0) / view.round_s
+                      if restart_aware and round_restart and view.round_s > 0 else 1.0)
+        started = (view.attained_s > 0).tolist()
         for i in todo:
             k = ks[i]
             gs.append(table_goodput(tables[k], table_cache))
             cur = current[k]
             if restart_aware and cur >= 0:
-                job_factor.append(restart_factor(view.time_s - arrival[k], restarts[k],
-                                                 view.restart_s))
+                job_factor.append(this_round * restart_factor(
+                    view.time_s - arrival[k], restarts[k], view.restart_s))
                 current_row.append(cur)
             else:
-                job_factor.append(1.0)
+                # a job that ran before pays a restart on any candidate; a first start, none
+                job_factor.append(this_round if started[k] else 1.0)
                 current_row.append(-1)
         sizes = [g.size for g in gs]
         # each job's factor on every row, 1 on a running job's current row

@@ -305,6 +305,11 @@ class LPPolicy:
             objective's default (``objective_defaults``: ``DEFAULT_FTF_GUARD`` = 2 for
             ``sia-srpt``, none for the others); ``"off"`` (``FTF_GUARD_OFF``): no guard.
             docs/lp.md ("The starvation guard") has its measured effect.
+        round_restart: ``sia-srpt`` / ``sia-las`` with ``restart_aware`` only: a candidate
+            that costs a restart (a running job's other candidates; any candidate of a job
+            that ran before and is not running) counts ``(round_s − restart_s) / round_s`` of
+            its goodput in the gain, what it delivers in the round the LP decides
+            (``job_terms.sia_gain``).
     """
 
     def __init__(self, name: str = "heterosched-lp", *, objective: str = DEFAULT_OBJECTIVE,
@@ -318,7 +323,7 @@ class LPPolicy:
                  pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
                  lp_method: str = "auto", min_resolve_interval_s: float = 0.0,
                  warm_start: bool = False, scale_factors: bool = False,
-                 ftf_guard: float | str | None = None) -> None:
+                 ftf_guard: float | str | None = None, round_restart: bool = False) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         defaults = objective_defaults(objective)
@@ -340,6 +345,14 @@ class LPPolicy:
                                   f"has none, so ftf_guard={ftf_guard!r} would be ignored",
                                   field="ftf_guard")
         self.ftf_guard = None if ftf_guard is None else float(ftf_guard)
+        if not isinstance(round_restart, bool):
+            raise ConfigError(f"must be True or False, got {round_restart!r}",
+                              field="round_restart")
+        if round_restart and objective not in ("sia-srpt", "sia-las"):
+            raise ConfigError(f"round_restart discounts sia-srpt / sia-las gains; objective "
+                              f"{objective!r} has none, so it would be ignored",
+                              field="round_restart")
+        self.round_restart = round_restart
         if floor is not None and objective not in FLOOR_OBJECTIVES:
             raise ConfigError(f"the fairness floor applies to the two-stage objectives "
                               f"({', '.join(FLOOR_OBJECTIVES)}); objective {objective!r} has "
@@ -980,7 +993,8 @@ class LPPolicy:
                             las_tau_s=self.las_tau_s, restart_aware=self.restart_aware,
                             gain_cache=memo.gains if memo is not None and memo.view is view
                             else None, table_cache=self._goodput_memo,
-                            ftf_guard=self.ftf_guard, guarded=self._guarded_jobs(view, ks))
+                            ftf_guard=self.ftf_guard, guarded=self._guarded_jobs(view, ks),
+                            round_restart=self.round_restart)
 
     def _guarded_jobs(self, view: SchedulerView, ks: np.ndarray) -> np.ndarray | None:
         """(len(ks),) whether each job takes the starvation guard's weight: its

@@ -70,9 +70,10 @@ def split_policy_list(text: str, field: str = "--policies") -> list[str]:
 
 def policy_options(name: str) -> frozenset[str]:
     """The ``make_policy`` options policy ``name`` reads (``objective``, ``floor``,
-    ``ftf_guard``, ``topk`` and ``SOLVER_OPTIONS``); it ignores the others. The non-LP
-    baselines, ``sia`` and ``heterosched-ilp`` read none; Gavel's policies only the solver's;
-    the co-optimizer's also ``objective`` and ``ftf_guard`` (unless ``FIXED_OBJECTIVE``) and
+    ``ftf_guard``, ``round_restart``, ``topk`` and ``SOLVER_OPTIONS``); it ignores the others.
+    The non-LP baselines, ``sia`` and ``heterosched-ilp`` read none; Gavel's policies only the
+    solver's; the co-optimizer's also ``objective``, ``ftf_guard`` and ``round_restart``
+    (unless ``FIXED_OBJECTIVE``) and
     ``floor``, except a fixed objective
     without a floor (``heterosched-lp-v0``: max-min). Under an ``objective`` without a floor
     (not one of ``FLOOR_OBJECTIVES``) ``LPPolicy`` refuses a given floor, with the reason;
@@ -90,6 +91,7 @@ def policy_options(name: str) -> frozenset[str]:
         own.add("floor")
     if name not in FIXED_OBJECTIVE:
         own.add("ftf_guard")           # (read under sia-srpt, refused under the others)
+        own.add("round_restart")       # (read under sia-srpt / sia-las, refused elsewhere)
     if name in ("topk", "topk-dominance"):
         own.add("topk")
     return frozenset(own)

@@ -355,3 +355,50 @@ def test_the_ftf_guard_is_refused_where_it_would_be_ignored():
     for bad in (0, -1.0, float("nan"), float("inf"), True, "2", "none"):
         with pytest.raises(ConfigError, match="ftf_guard.*positive"):
             LPPolicy(ftf_guard=bad)
+
+
+def test_round_restart_counts_what_a_restart_leaves_of_the_round_in_the_gain():
+    """``round_restart``: a candidate that costs a restart delivers ``(round_s − restart_s) /
+    round_s`` of its goodput in the round the LP decides, so ``G`` is multiplied by that (on
+    top of Sia's restart factor for a running job's other candidates): a running job's other
+    rows and every row of a job that ran before and waits; a running job's current row and a
+    first start keep their gains bit for bit."""
+    from lp_baseline.job_terms import table_goodput
+    from lp_baseline.sia import config_cost, restart_factor
+    tabs = [_one_type_table() for _ in range(3)]
+    view = make_view(tabs, [4, 4], current=[2, -1, -1], restarts=[1, 1, 0], time_s=1000.0)
+    # job 0 runs (row 2), job 1 ran before and waits, job 2 never ran
+    view = dataclasses.replace(view, attained_s=np.array([600.0, 300.0, 0.0]))
+    ks, rows, w = np.arange(3), [np.arange(5)] * 3, np.ones(3)
+    before = sia_gain(view, ks, rows, w).reshape(3, 5)
+    after = sia_gain(view, ks, rows, w, round_restart=True).reshape(3, 5)
+    g = table_goodput(tabs[0])
+    this_round = (300.0 - 60.0) / 300.0
+    pollux = restart_factor(1000.0, 1, 60.0)
+    others = [0, 1, 3, 4]
+    np.testing.assert_array_equal(after[0, 2], before[0, 2])
+    np.testing.assert_allclose(before[0, others],
+                               SIA_LAMBDA - config_cost(g[others] * pollux), rtol=1e-12)
+    np.testing.assert_allclose(after[0, others],
+                               SIA_LAMBDA - config_cost(g[others] * pollux * this_round),
+                               rtol=1e-12)
+    np.testing.assert_array_equal(before[1], before[2])         # no factor while waiting
+    np.testing.assert_allclose(after[1], SIA_LAMBDA - config_cost(g * this_round), rtol=1e-12)
+    np.testing.assert_array_equal(after[2], before[2])
+    assert np.all(after[:2] <= before[:2]) and np.all(after[1] < before[1])
+    # without restart awareness there is no restart to count
+    np.testing.assert_array_equal(
+        sia_gain(view, ks, rows, w, restart_aware=False, round_restart=True),
+        sia_gain(view, ks, rows, w, restart_aware=False))
+
+
+def test_round_restart_is_a_sia_objective_switch():
+    """``LPPolicy(round_restart=)`` takes True or False, and only under ``sia-srpt`` /
+    ``sia-las`` (the objectives whose gains it discounts)."""
+    from hsched_env.errors import ConfigError
+    assert LPPolicy().round_restart is False
+    assert LPPolicy(objective="sia-las", round_restart=True).round_restart is True
+    with pytest.raises(ConfigError, match="round_restart"):
+        LPPolicy(objective="fair-srpt", round_restart=True)
+    with pytest.raises(ConfigError, match="True or False"):
+        LPPolicy(round_restart=1)
