@@ -325,7 +325,8 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
         # what a candidate that costs a restart delivers of this round (round_restart)
         this_round = (max(view.round_s - view.restart_s, 0.0) / view.round_s
                       if restart_aware and round_restart and view.round_s > 0 else 1.0)
-        started = (view.attained_s > 0).tolist()
+        # (a job has started iff it has run: every round it runs adds to attained_s)
+        started = (view.attained_s > 0).tolist() if this_round != 1.0 else None
         for i in todo:
             k = ks[i]
             gs.append(table_goodput(tables[k], table_cache))
@@ -336,7 +337,7 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
                 current_row.append(cur)
             else:
                 # a job that ran before pays a restart on any candidate; a first start, none
-                job_factor.append(this_round if started[k] else 1.0)
+                job_factor.append(this_round if started is not None and started[k] else 1.0)
                 current_row.append(-1)
         sizes = [g.size for g in gs]
         # each job's factor on every row, 1 on a running job's current row

@@ -352,6 +352,10 @@ class LPPolicy:
             raise ConfigError(f"round_restart discounts sia-srpt / sia-las gains; objective "
                               f"{objective!r} has none, so it would be ignored",
                               field="round_restart")
+        if round_restart and not restart_aware:
+            raise ConfigError("round_restart counts restarts in the gain, which "
+                              "restart_aware=False leaves out: it would be ignored",
+                              field="round_restart")
         self.round_restart = round_restart
         if floor is not None and objective not in FLOOR_OBJECTIVES:
             raise ConfigError(f"the fairness floor applies to the two-stage objectives "

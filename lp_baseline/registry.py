@@ -72,8 +72,9 @@ def policy_options(name: str) -> frozenset[str]:
     """The ``make_policy`` options policy ``name`` reads (``objective``, ``floor``,
     ``ftf_guard``, ``round_restart``, ``topk`` and ``SOLVER_OPTIONS``); it ignores the others.
     The non-LP baselines, ``sia`` and ``heterosched-ilp`` read none; Gavel's policies only the
-    solver's; the co-optimizer's also ``objective``, ``ftf_guard`` and ``round_restart``
-    (unless ``FIXED_OBJECTIVE``) and
+    solver's; the co-optimizer's also ``objective`` and ``ftf_guard`` (unless
+    ``FIXED_OBJECTIVE``), ``round_restart`` (unless fixed to an objective other than
+    ``sia-srpt`` / ``sia-las``: ``heterosched-lp-las`` reads it) and
     ``floor``, except a fixed objective
     without a floor (``heterosched-lp-v0``: max-min). Under an ``objective`` without a floor
     (not one of ``FLOOR_OBJECTIVES``) ``LPPolicy`` refuses a given floor, with the reason;
@@ -91,6 +92,7 @@ def policy_options(name: str) -> frozenset[str]:
         own.add("floor")
     if name not in FIXED_OBJECTIVE:
         own.add("ftf_guard")           # (read under sia-srpt, refused under the others)
+    if name not in FIXED_OBJECTIVE or fixed_objective(name) in ("sia-srpt", "sia-las"):
         own.add("round_restart")       # (read under sia-srpt / sia-las, refused elsewhere)
     if name in ("topk", "topk-dominance"):
         own.add("topk")

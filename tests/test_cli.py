@@ -500,7 +500,8 @@ def test_the_starvation_guard_is_on_by_default_and_off_turns_it_off():
 def test_round_restart_is_off_by_default_and_cuts_restarts_when_given():
     """``--round-restart`` (``LPPolicy(round_restart=True)``, docs/lp.md): off by default;
     given, a candidate that costs a restart counts 240 of its 300 s round, and on this
-    workload a quarter of the restarts go (1.0 → 0.75 a job)."""
+    workload at least a fifth of the restarts go (1.0 → 0.75 a job when written) and the
+    avg JCT falls; ``heterosched-lp-las`` (``sia-las``) reads it too."""
     def metrics(*extra):
         out = subprocess.run([sys.executable, "-m", "hsched_cli", "simulate", "--cluster",
                               "sia-64", "--workload",
@@ -509,13 +510,16 @@ def test_round_restart_is_off_by_default_and_cuts_restarts_when_given():
                              capture_output=True, text=True, check=True).stdout
         return json.loads(out)
     base, counted = metrics(), metrics("--round-restart")
-    assert base["restarts_per_job"] == 1.0 and counted["restarts_per_job"] == 0.75
+    assert 0 < counted["restarts_per_job"] <= 0.8 * base["restarts_per_job"]
     assert counted["avg_jct_s"] < base["avg_jct_s"]
+    las = metrics("--policy", "heterosched-lp-las")
+    las_counted = metrics("--policy", "heterosched-lp-las", "--round-restart")
+    assert 0 < las_counted["restarts_per_job"] <= 0.8 * las["restarts_per_job"]
     refused = subprocess.run([sys.executable, "-m", "hsched_cli", "simulate", "--cluster",
                               "tiny-8", "--workload", "gavel:rate=8,jobs=5,seed=1",
                               "--objective", "fair-srpt", "--round-restart"],
                              capture_output=True, text=True)
-    assert refused.returncode == 2 and "round_restart" in refused.stderr
+    assert refused.returncode == 2 and "field '--round-restart'" in refused.stderr
 
 
 @pytest.mark.parametrize("given", [None, "1"])

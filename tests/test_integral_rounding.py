@@ -365,13 +365,15 @@ def test_round_restart_counts_what_a_restart_leaves_of_the_round_in_the_gain():
     first start keep their gains bit for bit."""
     from lp_baseline.job_terms import table_goodput
     from lp_baseline.sia import config_cost, restart_factor
-    tabs = [_one_type_table() for _ in range(3)]
-    view = make_view(tabs, [4, 4], current=[2, -1, -1], restarts=[1, 1, 0], time_s=1000.0)
-    # job 0 runs (row 2), job 1 ran before and waits, job 2 never ran
-    view = dataclasses.replace(view, attained_s=np.array([600.0, 300.0, 0.0]))
-    ks, rows, w = np.arange(3), [np.arange(5)] * 3, np.ones(3)
-    before = sia_gain(view, ks, rows, w).reshape(3, 5)
-    after = sia_gain(view, ks, rows, w, round_restart=True).reshape(3, 5)
+    tabs = [_one_type_table() for _ in range(4)]
+    view = make_view(tabs, [4, 4], current=[2, -1, -1, -1], restarts=[1, 1, 0, 0],
+                     time_s=1000.0)
+    # job 0 runs (row 2), job 1 ran before and waits, job 2 never ran, job 3 was preempted
+    # after its first start without a restart yet (what counts is having run, not restarts)
+    view = dataclasses.replace(view, attained_s=np.array([600.0, 300.0, 0.0, 300.0]))
+    ks, rows, w = np.arange(4), [np.arange(5)] * 4, np.ones(4)
+    before = sia_gain(view, ks, rows, w).reshape(4, 5)
+    after = sia_gain(view, ks, rows, w, round_restart=True).reshape(4, 5)
     g = table_goodput(tabs[0])
     this_round = (300.0 - 60.0) / 300.0
     pollux = restart_factor(1000.0, 1, 60.0)
@@ -384,8 +386,9 @@ def test_round_restart_counts_what_a_restart_leaves_of_the_round_in_the_gain():
                                rtol=1e-12)
     np.testing.assert_array_equal(before[1], before[2])         # no factor while waiting
     np.testing.assert_allclose(after[1], SIA_LAMBDA - config_cost(g * this_round), rtol=1e-12)
+    np.testing.assert_array_equal(after[3], after[1])
     np.testing.assert_array_equal(after[2], before[2])
-    assert np.all(after[:2] <= before[:2]) and np.all(after[1] < before[1])
+    assert np.all(after <= before) and np.all(after[[1, 3]] < before[[1, 3]])
     # without restart awareness there is no restart to count
     np.testing.assert_array_equal(
         sia_gain(view, ks, rows, w, restart_aware=False, round_restart=True),
@@ -402,3 +405,18 @@ def test_round_restart_is_a_sia_objective_switch():
         LPPolicy(objective="fair-srpt", round_restart=True)
     with pytest.raises(ConfigError, match="True or False"):
         LPPolicy(round_restart=1)
+    with pytest.raises(ConfigError, match="restart_aware=False"):
+        LPPolicy(round_restart=True, restart_aware=False)
+
+
+def test_round_restart_reaches_every_policy_on_a_sia_objective():
+    """``--round-restart`` is read by the co-optimizer's policies whose objective can be a
+    ``sia-*`` one, ``heterosched-lp-las`` (fixed to ``sia-las``) included, and by none of the
+    others; ``make_policy`` hands it on."""
+    from lp_baseline.registry import policy_options
+    for name in ("heterosched-lp", "heterosched-lp-las", "lp-on-change", "topk", "pop-4",
+                 "support-reuse"):
+        assert "round_restart" in policy_options(name), name
+    for name in ("heterosched-lp-v0", "heterosched-lp-v1", "gavel", "sia", "fifo"):
+        assert "round_restart" not in policy_options(name), name
+    assert make_policy("heterosched-lp-las", round_restart=True).round_restart is True
