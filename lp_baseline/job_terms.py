@@ -16,7 +16,7 @@ import numpy as np
 
 from hsched_env.policy import SchedulerView
 from hsched_env.table_memo import TableMemo
-from lp_baseline.problem import FLOOR_OBJECTIVES
+from lp_baseline.problem import FLOOR_OBJECTIVES, SIA_OBJECTIVES
 
 #: Normalizers of a job's throughput (``LPPolicy(normalizer=)``).
 NORMALIZERS = ("fair-share", "requested")
@@ -150,7 +150,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     if objective not in FLOOR_OBJECTIVES:
         return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
-    if objective in ("sia-srpt", "sia-las"):
+    if objective in SIA_OBJECTIVES:
         if gain_cache is not None and all(k in gain_cache for k in ks.tolist()):
             w = None                    # every job's gains are known: no weight is read
         else:

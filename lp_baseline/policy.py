@@ -79,8 +79,8 @@ from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominat
 from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome, PartSolve,
                                         default_workers, solve_parts)
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIELDS, OBJECTIVES,
-                                 AllocationProblem, check_feasible, evaluate_objective,
-                                 problem_fingerprint)
+                                 SIA_OBJECTIVES, AllocationProblem, check_feasible,
+                                 evaluate_objective, problem_fingerprint)
 from lp_baseline.rounding import (TINY, RoundingMemo, integral_assignment, other_candidates,
                                   round_allocation)
 from lp_baseline.solver import METHOD_OPTIONS, solve_allocation
@@ -106,7 +106,7 @@ DEFAULT_OBJECTIVE = "sia-srpt"
 ROUNDINGS = ("gavel", "integral")
 #: The objectives whose LP is the relaxation of a one-candidate-per-job problem: by default
 #: solved without a floor or a size cap and rounded integrally (``objective_defaults``).
-INTEGRAL_OBJECTIVES = ("sia-srpt", "sia-las")
+INTEGRAL_OBJECTIVES = SIA_OBJECTIVES
 
 
 #: ``sia-srpt``'s default starvation guard (``LPPolicy(ftf_guard=)``): a job whose projected
@@ -348,7 +348,7 @@ class LPPolicy:
         if not isinstance(round_restart, bool):
             raise ConfigError(f"must be True or False, got {round_restart!r}",
                               field="round_restart")
-        if round_restart and objective not in ("sia-srpt", "sia-las"):
+        if round_restart and objective not in SIA_OBJECTIVES:
             raise ConfigError(f"round_restart discounts sia-srpt / sia-las gains; objective "
                               f"{objective!r} has none, so it would be ignored",
                               field="round_restart")

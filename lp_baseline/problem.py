@@ -23,6 +23,8 @@ OBJECTIVES = ("max-min", "max-throughput", "min-makespan", "ftf", "fair-srpt", "
 #: The two-stage objectives: a max-min floor, then a weighted-throughput (JCT) objective
 #: (``sia-srpt``, ``sia-las``: a per-candidate gain, ``AllocationProblem.gain``).
 FLOOR_OBJECTIVES = ("fair-srpt", "fair-las", "sia-srpt", "sia-las")
+#: The objectives whose second stage is Sia's per-candidate gain (``job_terms.sia_gain``).
+SIA_OBJECTIVES = ("sia-srpt", "sia-las")
 #: Default fairness floor of the two-stage objectives (fraction of the max-min optimum).
 DEFAULT_FLOOR = 0.5
 #: ``LPResult.status`` values.

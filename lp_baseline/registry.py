@@ -87,12 +87,12 @@ def policy_options(name: str) -> frozenset[str]:
     own = set(SOLVER_OPTIONS)
     if name not in FIXED_OBJECTIVE:
         own.add("objective")
-    from lp_baseline.problem import FLOOR_OBJECTIVES
+    from lp_baseline.problem import FLOOR_OBJECTIVES, SIA_OBJECTIVES
     if name not in FIXED_OBJECTIVE or fixed_objective(name) in FLOOR_OBJECTIVES:
         own.add("floor")
     if name not in FIXED_OBJECTIVE:
         own.add("ftf_guard")           # (read under sia-srpt, refused under the others)
-    if name not in FIXED_OBJECTIVE or fixed_objective(name) in ("sia-srpt", "sia-las"):
+    if name not in FIXED_OBJECTIVE or fixed_objective(name) in SIA_OBJECTIVES:
         own.add("round_restart")       # (read under sia-srpt / sia-las, refused elsewhere)
     if name in ("topk", "topk-dominance"):
         own.add("topk")

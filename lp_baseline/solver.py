@@ -71,8 +71,9 @@ from lp_baseline.backends import (BACKENDS, HIGHSPY_IMPORT_ERROR, HighsDriver, P
                                   SolverRun, highspy)
 from lp_baseline.colgen import ColumnGenerationDriver
 from lp_baseline.formulation import LPSpec, build_spec
-from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, AllocationProblem,
-                                 LPResult, evaluate_objective, require_field)
+from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVES, SIA_OBJECTIVES,
+                                 AllocationProblem, LPResult, evaluate_objective,
+                                 require_field)
 from lp_baseline.warm_start import BasisKeys, LabeledBasis, lp_labels
 # Re-exported: callers (tests, scripts, docs/lp.md) import these from ``lp_baseline.solver``,
 # where they were before the split.
@@ -198,7 +199,7 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
         start = _candidate_indices(start, p.n_candidates)
     if objective in ("min-makespan", "ftf"):
         require_field(p, "remaining", objective)
-    if objective in ("sia-srpt", "sia-las"):
+    if objective in SIA_OBJECTIVES:
         require_field(p, "gain", objective)
     if objective == "ftf":
         require_field(p, "age_s", objective)
