@@ -178,7 +178,9 @@ class FlatActionMaskObservation(_MaskMixin, gym.ObservationWrapper,
 
 class MultiBinaryAsMultiDiscrete(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
     """``MultiBinary(K)`` actions as ``MultiDiscrete([2] * K)`` (same bits, int64); the
-    environment receives them as int8 bits."""
+    environment receives the array as given and checks it itself: a value other than 0 or 1
+    (a probability, 2, −1) is its error, not cast to a bit (an ``astype(int8)`` here read
+    0.7 as 0, 1.9 as 1 and 257 as 1, session 49)."""
 
     def __init__(self, env: gym.Env) -> None:
         gym.utils.RecordConstructorArgs.__init__(self)
@@ -191,7 +193,7 @@ class MultiBinaryAsMultiDiscrete(gym.ActionWrapper, gym.utils.RecordConstructorA
                                                  seed=None)
 
     def action(self, action) -> np.ndarray:
-        return np.asarray(action).astype(np.int8)
+        return np.asarray(action)
 
 
 def wrap_masked(env: gym.Env, *, flat: bool = False, multidiscrete: bool = True,

@@ -24,6 +24,7 @@ import pytest
 from gymnasium import spaces
 
 import hsched_env  # noqa: F401  registers the ids
+from hsched_env.errors import ConfigError
 from hsched_env.wrappers import (MASK_KEY, OBSERVATIONS_KEY, ActionMaskObservation,
                                  FlatActionMaskObservation, MultiBinaryAsMultiDiscrete,
                                  make_masked, mask_shape, wrap_masked)
@@ -293,6 +294,21 @@ def test_errors():
         ActionMaskObservation(make(SCHEDULE))
     with pytest.raises(ValueError, match="dtype"):
         make(SCHEDULE, mask_dtype="complex64")
+
+
+@pytest.mark.parametrize("value", [0.7, 1.9, 2, 257, -255])
+def test_multidiscrete_wrapper_keeps_the_rank_check(value):
+    """A value that is not a keep bit reaches ``Rank-v0``'s own check through the wrapper (it
+    was cast to int8: 0.7 kept nothing, 257 kept everything); 0/1 int64 actions still run."""
+    env = make(RANK)
+    env.reset(seed=0)
+    K = env.unwrapped.K
+    bad = np.zeros(K, dtype=np.asarray(value).dtype)
+    bad[3] = value
+    with pytest.raises(ConfigError, match=r"slot 3 holds"):
+        env.step(bad)
+    obs, reward, *_ = env.step(np.ones(K, dtype=np.int64))
+    assert np.isfinite(reward) and obs["action_mask"].shape == (K, 2)
 
 
 class _DictEnv(gym.Env):
