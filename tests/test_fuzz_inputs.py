@@ -1029,6 +1029,10 @@ def test_cluster_json_malformations(tmp_path, name, doc, error, needles):
     ('{"nodes": ' + "[" * 100000 + "]" * 100000 + "}", ["nested too deeply"]),
     ('{"nodes": [' + HUGE_DIGITS + "]}", ["too many digits"]),
     ('{"nodes": [], "nodes": []}', ["duplicate key 'nodes'"]),
+    # a duplicate inside a pool: its path and line, as in a YAML file (JSON is YAML)
+    ('{"nodes": [\n {"gpu_type": "T4", "gpus_per_node": 4, "count": 1},\n'
+     ' {"gpu_type": "V100", "gpus_per_node": 4, "count": 1, "count": 2}\n]}',
+     ["duplicate key 'count'", ":3", "field 'nodes[1].count'"]),
     ('{"nodes": [}', ["invalid JSON", ":1"]),
     ("", ["file is empty"]),
 ])

@@ -530,6 +530,30 @@ def test_csv_loader(tmp_path):
     assert [j.name for j in w2.jobs] == ["x", "y"]
 
 
+def test_csv_comments_are_lines_not_quoted_fields(tmp_path):
+    """A line starting with ``#`` is a comment (after blanks, whatever it holds, an unbalanced
+    quote too); a quoted ``"#2"`` is a job id, not a comment dropped without a word."""
+    p = _write(tmp_path, "hash.csv", "job_id,submit_time_s,duration_s,num_gpus\n"
+               "#1,0,60,1\n"
+               '"#2",1,60,1\n'
+               '  # a "note\n'
+               "3,2,60,1\n")
+    w = load_workload(f"csv:path={p}", TINY)
+    assert [j.name for j in w.jobs] == ["#2", "3"]
+    bad = _write(tmp_path, "bad.csv", "job_id,submit_time_s,duration_s,num_gpus\n"
+                 "# skipped\n1,0,60,1\n2,0,\"60,1\n")
+    with pytest.raises(TraceError) as ei:
+        load_workload(f"csv:path={bad}", TINY)
+    assert ei.value.line == 4                   # the file's line, comments counted
+
+
+def test_csv_header_with_unnamed_columns_says_so(tmp_path):
+    p = _write(tmp_path, "trail.csv", "job_id,submit_time_s,duration_s,num_gpus,,\n"
+               "a,0,60,1,,\n")
+    with pytest.raises(ConfigError, match=r"column 5 of the header has no name"):
+        load_workload(f"csv:path={p}", TINY)
+
+
 @pytest.mark.parametrize("row,field", [
     ("b,5,100,1,nosuchmodel,,", "model"),
     ("b,5,100,1,resnet50,Z100,", "gpu_type"),

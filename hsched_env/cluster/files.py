@@ -199,7 +199,15 @@ def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, i
         except json.JSONDecodeError as e:
             raise ConfigError(f"invalid JSON: {e.msg} (column {e.colno})", source=source,
                               line=e.lineno) from None
-        except ConfigError as e:
+        except ConfigError as e:         # a duplicate key: JSON's hook cannot say where
+            try:
+                yaml_key_lines(text)             # JSON is YAML: the same check, with the
+            except ConfigError as located:       # key's path and line
+                if located.line is not None:
+                    raise ConfigError(located.reason, source=source, field=located.field,
+                                      line=located.line) from None
+            except Exception:                    # (this JSON is no YAML PyYAML reads)
+                pass
             raise ConfigError(e.reason, source=source, field=e.field) from None
         except ValueError as e:  # an integer literal beyond Python's digit limit
             raise ConfigError(f"invalid JSON: {_value_error_text(e)}", source=source) from None

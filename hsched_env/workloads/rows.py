@@ -220,24 +220,43 @@ def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
     return Workload(jobs=jobs, spec=spec, skipped=rows.skipped, notes=tuple(notes))
 
 
-def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
-    """(first line number, fields) of each non-blank CSV record."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _csv_rows(text: str, source: str, *,
+              comments: bool = False) -> Iterator[tuple[int, list[str]]]:
+    """(first line number, fields) of each non-blank CSV record; with ``comments``, lines
+    whose first character other than blanks is ``#`` are skipped before the CSV is read (a
+    quoted ``"#1"`` is a field, not a comment)."""
+    numbers: list[int] = []              # the file's line number of each line the reader gets
+
+    def lines() -> Iterator[str]:
+        for number, line in enumerate(io.StringIO(text, newline=""), start=1):
+            if comments and line.lstrip().startswith("#"):
+                continue
+            numbers.append(number)
+            yield line
+
+    reader = csv.reader(lines())
+
+    def line_of(index: int) -> int:      # the file line of the reader's line ``index`` (1-based)
+        return numbers[index - 1] if 0 < index <= len(numbers) else (numbers[-1] if numbers
+                                                                     else 1)
     while True:
-        start = reader.line_num + 1
+        start_index = reader.line_num + 1
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
-            raise TraceError(f"malformed CSV: {exc}", source=source, line=start) from None
+            raise TraceError(f"malformed CSV: {exc}", source=source,
+                             line=line_of(start_index)) from None
+        start = line_of(start_index)
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if any("\n" in f or "\r" in f for f in row):
             # a quoted field ran over line ends: in a job trace, an unbalanced double quote
             # (csv reads on to the next quote, possibly the end of the file)
-            span = (f"runs from line {start} to line {reader.line_num}"
-                    if reader.line_num > start else f"on line {start} is not closed")
+            end = line_of(reader.line_num)
+            span = (f"runs from line {start} to line {end}"
+                    if end > start else f"on line {start} is not closed")
             raise TraceError(f"a quoted field {span}: an unbalanced double quote? (job "
                              f"traces have no multi-line fields)", source=source, line=start)
         yield start, row
@@ -253,6 +272,9 @@ def _header(rows: _Rows, records: Iterator[tuple[int, list[str]]], required: tup
     cols: dict[str, int] = {}
     for i, raw in enumerate(names):
         name = raw.strip().lower()
+        if not name:
+            raise rows.error(f"column {i + 1}", f"column {i + 1} of the header has no name "
+                             f"(a trailing comma, or a column left unnamed?)", line)
         if name in cols:
             raise rows.error(name, f"duplicate column {show(name)}", line)
         cols[name] = i

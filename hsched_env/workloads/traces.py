@@ -279,7 +279,7 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
     rows = _Rows(str(path), cluster, throughputs, skip_invalid)
-    records = (r for r in _csv_rows(text, str(path)) if not r[1][0].lstrip().startswith("#"))
+    records = _csv_rows(text, str(path), comments=True)
     _, cols = _header(rows, records, CSV_REQUIRED, CSV_OPTIONAL)
     seen: dict[str, int] = {}
     assigned = 0
