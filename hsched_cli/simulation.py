@@ -14,12 +14,13 @@ from types import SimpleNamespace
 
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, decimal_int, show
+from hsched_env.files import user_path
 from hsched_env.metrics import finish_time_fairness, finished_by_all
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.text import format_table
 from hsched_env.throughput import get_throughput_source
-from hsched_env.workloads import load_workload
+from hsched_env.workloads import load_workload, spec_value
 from hsched_cli.learning import interrupted_note, sweep_note
 from hsched_cli.outdirs import make_output_dir, removed_if_failed_empty
 from hsched_cli.world import check_throughputs
@@ -36,19 +37,19 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     if isinstance(args.ftf_guard, float) and not (0 < args.ftf_guard < math.inf):
         raise ConfigError(f"must be a finite finish-time fairness > 0 or 'off', got "
                           f"{args.ftf_guard:g}", field="--ftf-guard")
-    flag_of = {option: flag for flag, option, _ in _POLICY_FLAGS}
+    if args.lp_time_limit_s is not None and not (args.lp_time_limit_s > 0
+                                                 and math.isfinite(args.lp_time_limit_s)):
+        raise ConfigError(f"must be a positive number of seconds, got {args.lp_time_limit_s}",
+                          field="--lp-time-limit-s")
+    flag_of = {option: _flag_given(args, flag) for flag, option, _ in _POLICY_FLAGS}
     for name in policies:
         try:
-            make_policy(name, objective=args.objective, **_lp_options(args, name))
+            _make_policy(name, args)         # the policy each run makes, built once now
         except ConfigError as exc:                # named by the flag that set it
             if exc.field not in flag_of:
                 raise
             raise ConfigError(f"{name}: {exc.reason}", field=flag_of[exc.field]) from None
     _check_options_read(args, policies)
-    if args.lp_time_limit_s is not None and not (args.lp_time_limit_s > 0
-                                                 and math.isfinite(args.lp_time_limit_s)):
-        raise ConfigError(f"must be a positive number of seconds, got {args.lp_time_limit_s}",
-                          field="--lp-time-limit-s")
     if args.max_time_s is not None and not (args.max_time_s > 0
                                             and math.isfinite(args.max_time_s)):
         raise ConfigError(f"must be a positive number of seconds, got {args.max_time_s}",
@@ -58,6 +59,27 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     jobs_out = getattr(args, "jobs_out", None)
     if jobs_out:
         _check_writable(Path(jobs_out), "--jobs-out")
+        _check_not_an_input(user_path(jobs_out, field="--jobs-out"), args, "--jobs-out")
+
+
+def _check_not_an_input(out: Path, args, flag: str) -> None:
+    """That ``out`` is none of the files the run reads — the workload's ``path=``, a cluster
+    file, a throughput table — which writing it would overwrite."""
+    if not out.is_file():
+        return
+    inputs = (("--workload", spec_value(args.workload, "path")), ("--cluster", args.cluster),
+              ("--throughputs", args.throughputs))
+    for name, text in inputs:
+        if not isinstance(text, str) or not text:
+            continue
+        try:
+            path = user_path(text)
+            same = path.is_file() and os.path.samefile(path, out)
+        except (ConfigError, OSError):
+            continue                            # not a file path: a preset name, a spec
+        if same:
+            raise ConfigError(f"{str(out)!r} is the {name} file this run reads: writing the "
+                              f"jobs there would overwrite it; give another path", field=flag)
 
 
 def _check_writable(path: Path, flag: str) -> None:
@@ -95,10 +117,19 @@ _POLICY_FLAGS = (("--objective", "objective", lambda a: a.objective is not None)
                   lambda a: bool(a.lp_backend) or a.backend in ("highs", "pulp")))
 
 
+def _flag_given(args, flag: str) -> str:
+    """``flag`` as the command line spelled it: ``--backend``, the old name of
+    ``--lp-backend``, when that is what was given."""
+    if flag == "--lp-backend" and not args.lp_backend and args.backend in ("highs", "pulp"):
+        return "--backend"
+    return flag
+
+
 def _check_options_read(args, policies: list[str]) -> None:
     """A flag that none of the policies reads (``--objective`` with ``fifo``, ``--topk``
     with ``gavel``) is an error naming the policies that do, not silently ignored."""
     for flag, option, given in _POLICY_FLAGS:
+        flag = _flag_given(args, flag)
         if given(args) and not any(option in policy_options(p) for p in policies):
             readers = [p for p in POLICY_NAMES
                        if option in policy_options(p) and not p.startswith("pop-")]
@@ -116,6 +147,9 @@ def _simulation_args(args):
                              throughputs=args.throughputs)
     # skipped rows: the loader's warning says how many; the notes (table, JSON) say so too
     measure = _measure(args.measure_jobs) if args.measure_jobs else None
+    if measure is not None and measure[1] > len(workload):
+        raise ConfigError(f"{measure[0]}:{measure[1]} reaches beyond the {len(workload)} "
+                          f"jobs of the workload", field="--measure-jobs")
     try:
         config = SimConfig(round_s=args.round_s, restart_s=args.restart_s,
                            planner=PlannerConfig(max_candidates=args.max_candidates),
@@ -173,11 +207,16 @@ def _lp_backend(args) -> str:
     return args.lp_backend or old or "highs"
 
 
+def _make_policy(name, args):
+    """Policy ``name`` with the LP flags of the command line (``_lp_options``, the backend,
+    ``--topk``, ``--lp-time-limit-s``)."""
+    return make_policy(name, objective=args.objective, backend=_lp_backend(args),
+                       topk=args.topk, **_lp_options(args, name),
+                       time_limit_s=args.lp_time_limit_s)
+
+
 def _run_policy(name, cluster, workload, config, args):
-    policy = make_policy(name, objective=args.objective, backend=_lp_backend(args),
-                         topk=args.topk, **_lp_options(args, name),
-                         time_limit_s=args.lp_time_limit_s)
-    return Simulator(cluster, workload, policy, config).run()
+    return Simulator(cluster, workload, _make_policy(name, args), config).run()
 
 
 def _done_jct(jobs, config, cluster_gpus: float) -> dict[int, tuple[float, float]]:

@@ -348,6 +348,7 @@ def test_simulate_errors(tmp_path):
     (["--round-s", "0"], "field '--round-s'"),
     (["--restart-s", "-1"], "field '--restart-s'"),
     (["--measure-jobs", "5:2"], "field '--measure-jobs'"),
+    (["--measure-jobs", "0:100"], "field '--measure-jobs': 0:100 reaches beyond the 3 jobs"),
 ])
 def test_bad_simulation_flags_fail_before_simulating(capsys, extra, needle):
     code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
@@ -376,6 +377,34 @@ def test_a_flag_one_of_the_policies_reads_is_taken(capsys):
     code, out, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
                          "gavel:rate=4,jobs=3,seed=0", "--policies", "fifo,topk", "--topk", "3")
     assert code == 0, err
+
+
+def test_lp_flags_that_cannot_work_together_fail_before_any_policy_runs(capsys):
+    """``--lp-method colgen`` needs the highs backend: refused, named by its flag, before
+    ``fifo`` and ``greedy`` run (it was found only when the LP policy's turn came)."""
+    code, out, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
+                         "gavel:rate=4,jobs=3", "--policies", "fifo,greedy,heterosched-lp",
+                         "--lp-method", "colgen", "--lp-backend", "pulp")
+    assert code == 2 and out == "" and "field '--lp-method': heterosched-lp:" in err
+    # a flag no policy reads is named as it was typed (--backend: --lp-backend's old name)
+    code, _, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
+                       "gavel:rate=4,jobs=3", "--policies", "fifo", "--backend", "highs")
+    assert code == 2 and "field '--backend': --backend is read by none" in err
+
+
+def test_jobs_out_may_not_overwrite_an_input(capsys, tmp_path):
+    trace = tmp_path / "jobs.csv"
+    text = "job_id,submit_time_s,duration_s,num_gpus\na,0,60,1\n"
+    trace.write_text(text)
+    code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
+                         f"csv:PATH={trace}", "--policy", "fifo", "--jobs-out",
+                         str(tmp_path / "." / "jobs.csv"))
+    assert code == 2 and out == "" and "is the --workload file this run reads" in err
+    assert trace.read_text() == text
+    code, _, _ = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
+                     f"csv:path={trace}", "--policy", "fifo", "--jobs-out",
+                     str(tmp_path / "out.csv"))
+    assert code == 0 and (tmp_path / "out.csv").read_text().startswith("job_id,")
 
 
 def test_overwrite_without_out_is_refused(capsys):
