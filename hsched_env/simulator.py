@@ -68,7 +68,8 @@ class SimConfig:
         throughputs: ``"analytic"`` or ``"gavel"`` (measured table where it has an entry).
         seed: Seed handed to the policy (``Policy.reset``).
         max_time_s: Stop at this simulated time even if jobs remain (they are reported
-            unfinished); ``None``: run until every job completes.
+            unfinished); a round it falls inside is cut short there, so no job runs or
+            finishes past it; ``None``: run until every job completes.
         measure_jobs: ``(a, b)``: stop once jobs ``a..b-1`` have completed and compute the
             metrics over them only (Gavel's steady-state method); ``None``: all jobs.
         check_invariants: Verify the simulator's invariants every round (slower): each
@@ -623,7 +624,10 @@ class Simulator:
         types = self.cluster.gpu_types
         t, active, new_alloc = s.t, s.active, s.new_alloc
         remaining, records, current, alloc = s.remaining, s.records, s.current, s.alloc
-        end = t + R
+        end, length = t + R, R
+        if cfg.max_time_s is not None and end > cfg.max_time_s:
+            # the time limit cuts the round short: nothing runs or finishes past it
+            end, length = cfg.max_time_s, cfg.max_time_s - t
         changed_state = []
         jobs = active.tolist()
         for j in jobs:
@@ -648,7 +652,7 @@ class Simulator:
             unchanged = unchanged and same
             started = not math.isnan(rec.first_start_s)
             restart = cfg.restart_s if not same and started else 0.0
-            if restart:
+            if not same and started:        # counted even when it costs no time (restart_s 0)
                 rec.restarts += 1
             if not started:
                 rec.first_start_s = t
@@ -669,9 +673,10 @@ class Simulator:
                 finish_of[j] = finish
                 changed_state.append(j)
             else:
-                held = R
-                rec.samples_done += thr * (R - restart)
-                remaining[j] = max(left - thr * (R - restart), 0.0)
+                held = length
+                ran = length - restart if length > restart else 0.0
+                rec.samples_done += thr * ran
+                remaining[j] = max(left - thr * ran, 0.0)
                 state[j] = RUNNING
             attained[j] += held
             rec.run_s += held
@@ -753,6 +758,8 @@ class Simulator:
             if cfg.max_time_s is not None and t >= cfg.max_time_s:
                 break
             end = t + R
+            if cfg.max_time_s is not None and end > cfg.max_time_s:
+                break                     # the limit cuts this round short: ``advance`` runs it
             if np.any(t + remaining / thr <= end):     # a job would finish in this round
                 break
             # ``advance``'s arithmetic, elementwise (each job's sums in the same order)

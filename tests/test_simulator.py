@@ -90,6 +90,33 @@ def test_restart_cost_is_charged_on_change():
     assert r1.metrics()["avg_jct_s"] > r0.metrics()["avg_jct_s"]
 
 
+def test_restarts_are_counted_when_they_cost_nothing():
+    """A free restart (``restart_s=0``) is still a restart: a job that ran several candidates
+    restarted (the count hung on the cost, so it read 0; session 49)."""
+    spec = "gavel:rate=30,jobs=20,seed=2,mix=llm,duration_scale=0.05"
+    _, result = run(SIA, spec, "random", restart_s=0)
+    moved = [r for r in result.jobs if len(r.candidates_used) > 1]
+    assert moved and all(r.restarts >= 1 for r in moved)
+    assert result.metrics()["restarts_per_job"] > 0
+
+
+@pytest.mark.parametrize("policy", ["fifo-fastest", "random"])
+def test_a_time_limit_inside_a_round_cuts_that_round_short(policy):
+    """``max_time_s`` off the round grid: no job finishes or holds GPUs past it (the round it
+    falls in ran to its end, and jobs finishing after the limit counted as completed; session
+    49); with steady rounds skipped the run is the one stepped round by round."""
+    limit = 2 * 3600 + 10.0                    # 300-s rounds: 10 s into a round
+    spec = "gavel:rate=20,jobs=60,seed=3,duration_scale=0.3"
+    _, result = run(SIA, spec, policy, max_time_s=limit)
+    assert result.end_s <= limit and any(not r.done for r in result.jobs)
+    assert all(r.finish_s <= limit for r in result.jobs if r.done)
+    assert all(r.first_start_s + r.run_s <= limit + 1e-6 for r in result.jobs if r.run_s > 0)
+    assert result.busy_until_s <= limit
+    _, stepped = run(SIA, spec, policy, max_time_s=limit, skip_steady_rounds=False)
+    assert [(r.finish_s, r.run_s, r.samples_done, r.gpu_s_by_type) for r in result.jobs] == \
+        [(r.finish_s, r.run_s, r.samples_done, r.gpu_s_by_type) for r in stepped.jobs]
+
+
 @slow
 def test_same_seed_same_result_across_processes():
     spec = "gavel:rate=30,jobs=30,seed=5,mix=llm,duration_scale=0.1"
