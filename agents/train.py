@@ -99,6 +99,18 @@ HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
 #: What a run writes into its directory (``overwrite`` deletes these, nothing else).
 RUN_ARTIFACTS = ("tb", "checkpoints", "model.zip", "ranker.pt", "imitation_ranker.pt",
                  "config.json", "summary.json", "returns.png", "imitation.png")
+
+
+def _holds_a_run(folder: Path) -> bool:
+    """Whether ``folder`` holds a training run: its ``config.json`` is one (a ``TrainConfig``:
+    written first, so an interrupted run has it too). Files named like a run's that are not
+    one (a user's ``config.json``, an evaluation's ``tb/``) are not, and ``--overwrite``
+    deletes nothing there."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and {"env", "algo", "timesteps"} <= set(config)
 #: Hyper-parameter file keys that name a ``TrainConfig`` field differently (rl-zoo's names).
 HYPERPARAM_ALIASES = {"n_timesteps": "timesteps", "normalize": "normalize_reward"}
 #: ``policy:`` values a hyper-parameter file may give, and what they mean here.
@@ -817,13 +829,14 @@ def prepare_run_dir(config: TrainConfig, overwrite: bool = False) -> Path:
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{str(out)!r} exists and is not a directory", field="--logdir")
     if out.is_dir() and any(out.iterdir()):
-        if not overwrite:
-            holds = ("a run" if any((out / name).exists() for name in RUN_ARTIFACTS)
-                     else "files of yours")
-            raise ConfigError(f"{str(out)!r} already holds {holds}; pass --overwrite to "
-                              f"replace a run there (only a run's own files are deleted), or "
-                              f"choose a new --logdir (without --logdir every run gets a new "
-                              f"directory)", field="--logdir")
+        run = _holds_a_run(out)
+        if not overwrite or not run:
+            holds = "a run" if run else "files of yours, not a training run's"
+            hint = ("pass --overwrite to replace the run there (only a run's own files are "
+                    "deleted), or " if run else "")
+            raise ConfigError(f"{str(out)!r} already holds {holds}; {hint}choose a new "
+                              f"--logdir (without --logdir every run gets a new directory)",
+                              field="--logdir")
         for name in RUN_ARTIFACTS:
             p = out / name
             if p.is_dir():

@@ -4,6 +4,7 @@ directories, the --timesteps bound, progress when piped, TensorBoard hparams and
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -141,6 +142,7 @@ def test_an_existing_run_dir_needs_overwrite(tmp_path, capsys):
     (run / "tb" / "events.out.tfevents.1").write_text("x")
     (run / "model.zip").write_text("x")
     (run / "notes.txt").write_text("mine")
+    (run / "config.json").write_text(json.dumps(dataclasses.asdict(TrainConfig(env=TINY))))
     with pytest.raises(ConfigError, match="--overwrite"):
         prepare_run_dir(TrainConfig(env=TINY, logdir=str(run)))
     assert (run / "model.zip").exists()
@@ -150,6 +152,21 @@ def test_an_existing_run_dir_needs_overwrite(tmp_path, capsys):
     assert not (run / "tb").exists() and not (run / "model.zip").exists()
     assert (run / "notes.txt").read_text() == "mine"          # not ours: kept
     prepare_run_dir(TrainConfig(env=TINY, logdir=str(tmp_path / "new")))   # new: fine
+
+
+def test_overwrite_deletes_nothing_in_a_folder_that_holds_no_run(tmp_path, capsys):
+    """Files named like a run's (a user's ``config.json``, an evaluation's ``tb/``) do not
+    make a folder a run: ``--overwrite`` there is refused and deletes nothing (it replaced
+    the user's config.json)."""
+    mine = tmp_path / "mine"
+    (mine / "tb").mkdir(parents=True)
+    (mine / "config.json").write_text('{"db": "prod"}')
+    with pytest.raises(ConfigError, match="files of yours, not a training run's"):
+        prepare_run_dir(TrainConfig(env=TINY, logdir=str(mine)), overwrite=True)
+    code = main(["train", "--env", TINY, "--timesteps", "64", "--logdir", str(mine),
+                 "--overwrite"])
+    assert code == 2 and "not a training run's" in capsys.readouterr().err
+    assert (mine / "config.json").read_text() == '{"db": "prod"}' and (mine / "tb").is_dir()
 
 
 # ---------------------------------------------------------------------------- the step bound
@@ -599,7 +616,10 @@ def test_a_logdir_with_only_the_users_files_is_not_called_a_run(tmp_path):
     config = TrainConfig(env=TINY, logdir=str(tmp_path))
     with pytest.raises(ConfigError, match="already holds files of yours"):
         prepare_run_dir(config)
-    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "config.json").write_text("{}")         # a file named as a run's: not one
+    with pytest.raises(ConfigError, match="already holds files of yours"):
+        prepare_run_dir(config)
+    (tmp_path / "config.json").write_text(json.dumps(dataclasses.asdict(config)))
     with pytest.raises(ConfigError, match="already holds a run"):
         prepare_run_dir(config)
 
