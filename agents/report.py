@@ -632,8 +632,10 @@ TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1
 def tensorboard_command(logdir) -> str:
     """The command that opens ``logdir`` in TensorBoard: the ``tensorboard`` installed beside
     this Python (a virtual environment's, which need not be on ``PATH``), else the bare name."""
+    import shlex
     beside = Path(sys.executable).with_name("tensorboard")
-    return f"{beside if beside.exists() else 'tensorboard'} --logdir {logdir}"
+    program = shlex.quote(str(beside)) if beside.exists() else "tensorboard"
+    return f"{program} --logdir {shlex.quote(str(logdir))}"    # a path with spaces, as typed
 
 
 def _write_tensorboard(report: Report, data: dict, path: Path) -> Path:

@@ -230,9 +230,12 @@ class RunStore:
                               f"{int(task.seed)}__{task.config_hash}.json")
 
     def files(self) -> list[Path]:
+        """The run files in the folder: named as ``path`` names them (another file there, a
+        user's ``notes.json``, is neither counted nor deleted)."""
         if not self.folder.is_dir():
             return []
-        return sorted(p for p in self.folder.glob("*.json") if p.is_file())
+        return sorted(p for p in self.folder.glob("*.json")
+                      if p.is_file() and _RUN_FILE_NAME.fullmatch(p.name))
 
     def read(self, task: Task) -> dict | None:
         """The finished run of ``task`` (its whole record), when its file exists, is readable
@@ -268,14 +271,14 @@ class RunStore:
 
     def prepare(self, tasks: list[Task], resume: bool, overwrite: bool) -> int:
         """Check the folder before a sweep: earlier run files need ``resume`` (reuse the
-        matching finished ones) or ``overwrite`` (delete them); a ``ConfigError`` otherwise.
-        Returns the number of files no task matches (kept, unused)."""
+        matching finished ones) or ``overwrite`` (``discard_earlier`` deletes them once the
+        backend has started); a ``ConfigError`` otherwise. Returns the number of files no
+        task matches (kept, unused)."""
+        if resume and overwrite:
+            raise ConfigError("--resume reuses the finished runs that --overwrite discards: "
+                              "give one of them", field="--overwrite")
         files = self.files()
-        if not files:
-            return 0
-        if overwrite:
-            for p in files:
-                p.unlink()
+        if not files or overwrite:
             return 0
         if not resume:
             raise ConfigError(f"{str(self.folder)!r} holds {len(files)} run file(s) of an "
@@ -284,6 +287,16 @@ class RunStore:
                               f"them, or choose another --out", field="--resume")
         mine = {self.path(t).name for t in tasks}
         return sum(p.name not in mine for p in files)
+
+    def discard_earlier(self) -> None:
+        """Delete the run files of an earlier sweep (``--overwrite``): called once the
+        backend has started, so that a backend that cannot start leaves them in place."""
+        for p in self.files():
+            p.unlink()
+
+
+#: A run file's name (``RunStore.path``): scenario, policy, seed and configuration hash.
+_RUN_FILE_NAME = re.compile(r".+__.+__-?[0-9]+__[0-9a-f]{16}\.json")
 
 
 def _json_default(value):
@@ -580,6 +593,8 @@ def run_sweep(tasks: list[Task], backend="serial", store: RunStore | None = None
     try:
         if todo:
             backend.start()
+            if overwrite and store is not None:
+                store.discard_earlier()
             for i in todo:
                 attempts[i] += 1
                 started[i] = time.perf_counter()

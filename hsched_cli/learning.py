@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hsched_cli.outdirs import make_output_dir, removed_if_failed_empty
+from hsched_cli.outdirs import (check_no_earlier_results, make_output_dir,
+                                removed_if_failed_empty)
 from hsched_env.errors import ConfigError
 from hsched_env.text import counted
 
@@ -23,6 +24,7 @@ DEMO_MODELS = ("resnet50", "transformer", "bert-large", "gpt2-xl", "vit-l", "lla
 def cmd_demo(args) -> int:
     from agents.demo import run_demo
     out = Path(args.out)
+    _check_demo_out(out)
     created = make_output_dir(out)              # an unwritable --out: one clear line
     with removed_if_failed_empty(created):
         for block in run_demo(cluster=args.cluster, out=out, models=DEMO_MODELS):
@@ -30,8 +32,34 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _check_demo_out(out: Path) -> None:
+    """The demo replaces its own results in ``out`` on every run, never another command's:
+    a ``metrics.json`` there that is not a demo's is refused."""
+    path = out / "metrics.json"
+    if not path.is_file():
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    if not (isinstance(data, dict) and data.get("suite") == "demo"):
+        raise ConfigError(f"{str(out)!r} holds a metrics.json that is not the demo's (an "
+                          f"evaluation's or a comparison's?): the demo would overwrite it; "
+                          f"choose another --out", field="--out")
+
+
+def check_resume_overwrite(args) -> None:
+    """``--resume`` and ``--overwrite`` together: refused (one reuses what the other
+    discards; overwrite won, silently)."""
+    if getattr(args, "resume", False) and getattr(args, "overwrite", False):
+        raise ConfigError("--resume reuses the finished runs that --overwrite discards: give "
+                          "one of them", field="--overwrite")
+
+
 def _check_backend_flags(args, out_given: bool) -> None:
-    """--num-cpus, --address and --resume belong to --backend ray; --resume needs --out."""
+    """--num-cpus, --address and --resume belong to --backend ray; --resume needs --out;
+    not with --overwrite."""
+    check_resume_overwrite(args)
     if args.backend != "ray":
         for flag, value in (("--num-cpus", args.num_cpus), ("--address", args.address),
                             ("--resume", args.resume)):
@@ -108,6 +136,7 @@ def cmd_evaluate(args) -> int:
                                 seed_fraction=args.seed_fraction)
     # never over results (a resumed sweep rewrites its own metrics.json). What this run
     # creates (folders, its claim on a default one) goes again if it fails before writing.
+    check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume)
     out, created, claim = claim_output_dir(args.out, suite.name,
                                            overwrite=args.overwrite or args.resume)
     created = make_output_dir(out) + created        # an unwritable --out fails before the runs

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 import textwrap
 from pathlib import Path
 
 from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
-from hsched_env.errors import HSchedError, command_line_value, decimal_float, decimal_int
+from hsched_env.errors import (ConfigError, HSchedError, command_line_value, decimal_float,
+                               decimal_int)
+from hsched_env.files import user_path
 from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
 from hsched_cli.simulation import TOPK_DEFAULT, cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
@@ -165,14 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--no-progress", action="store_true", help="no progress bar")
         sp.add_argument("--json", action="store_true", help="JSON on stdout")
         if cmd == "simulate":
-            sp.add_argument("--jobs-out", metavar="FILE.csv", help="one row per job")
+            sp.add_argument("--jobs-out", metavar="FILE.csv", type=_output_path, help="one row per job")
             sp.set_defaults(func=cmd_simulate)
         else:
             sp.set_defaults(func=cmd_compare)
 
     d = sub.add_parser("demo", help="end-to-end demo on the default scenario")
     d.add_argument("--cluster", default=DEMO_CLUSTER, help=f"default {DEMO_CLUSTER}")
-    d.add_argument("--out", default="runs/demo", help="output folder (plots, JSON)")
+    d.add_argument("--out", default="runs/demo", type=_output_path, help="output folder (plots, JSON)")
     d.set_defaults(func=cmd_demo)
 
     ev = sub.add_parser("evaluate", help="policies, rankers and your own agents on held-out "
@@ -203,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "inside it, so only for files you trust")
     ev.add_argument("--seeds", type=_positive_int, default=None, metavar="N",
                     help="first N held-out seeds (default: the suite's; custom: 1)")
-    ev.add_argument("--out", default=None, help="output folder (default runs/eval-SUITE, or "
+    ev.add_argument("--out", default=None, type=_output_path, help="output folder (default runs/eval-SUITE, or "
                     "runs/eval-SUITE-2, -3, ... when it holds an earlier evaluation); "
                     "--backend ray also writes one file per finished run to OUT/runs/")
     ev.add_argument("--overwrite", action="store_true",
@@ -270,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "(--imitation-seeds)")
     tr.add_argument("--n-envs", type=_positive_int, default=None)
     tr.add_argument("--seed", type=_integer, default=None, help="(default 0)")
-    tr.add_argument("--logdir", default=None, help="run directory (default: a new "
+    tr.add_argument("--logdir", default=None, type=_output_path, help="run directory (default: a new "
                     "runs/ID-ALGO-POLICY-sSEED-DATE-TIME); an existing non-empty one needs "
                     "--overwrite")
     tr.add_argument("--overwrite", action="store_true",
@@ -367,7 +371,7 @@ def _add_ray_flags(sp, run: str, out: bool) -> None:
                          "ray://HOST:10001) instead of starting one here; every node needs "
                          "this package installed")
     if out:
-        sp.add_argument("--out", default=None, metavar="DIR",
+        sp.add_argument("--out", default=None, metavar="DIR", type=_output_path,
                         help="--backend ray: write each finished policy run to DIR/runs/ as "
                              "it completes (one JSON file) and the metrics to "
                              "DIR/metrics.json; needed by --resume")
@@ -403,8 +407,40 @@ def _positive_int(text: str) -> int:
     return command_line_value(text, decimal_int, "a positive integer", lambda value: value > 0)
 
 
+def _output_path(text: str) -> str:
+    """An output path (``--out``, ``--logdir``, ``--jobs-out``) with ``~`` expanded, as the
+    input paths are (``hsched_env.files.user_path``): ``--out ~/x`` made a folder named ``~``."""
+    try:
+        return str(user_path(text))
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.reason) from None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``), raised where the command is so that it unwinds as
+    Ctrl-C does: the folders and claims a run made are removed again, a sweep names its run
+    files. Exit status 143."""
+
+
+def _terminate(signum, frame) -> None:
+    if os.getpid() != _MAIN_PID:           # a forked child: die as a child does
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    raise Terminated()
+
+
+_MAIN_PID = os.getpid()
+
+
 def main(argv: list[str] | None = None) -> int:
+    global _MAIN_PID
     args = build_parser().parse_args(argv)
+    _MAIN_PID = os.getpid()
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:                     # not the main thread: signals stay as they are
+        previous = None
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -412,14 +448,18 @@ def main(argv: list[str] | None = None) -> int:
     except HSchedError as exc:
         print(f"hsched {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        # Ctrl-C: one line, the shell's code for SIGINT; a training run's folder keeps what
-        # it wrote (checkpoints, TensorBoard), so say where it is (``cmd_train`` sets
-        # ``run_dir`` once it has made the folder)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C or SIGTERM: one line, the shell's code for the signal; a training run's
+        # folder keeps what it wrote (checkpoints, TensorBoard), so say where it is
+        # (``cmd_train`` sets ``run_dir`` once it has made the folder)
         run_dir = getattr(args, "run_dir", None)
         left = (f"; the partial run is in {run_dir} (--overwrite starts over)"
                 if run_dir and Path(run_dir).is_dir() and any(Path(run_dir).iterdir()) else "")
-        print(f"hsched {args.command}: interrupted{left}", file=sys.stderr)
-        return 130
+        how = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"hsched {args.command}: {how}{left}", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
     except BrokenPipeError:
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

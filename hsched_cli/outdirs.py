@@ -47,3 +47,25 @@ def removed_if_failed_empty(created: list[Path], own_files: tuple[Path, ...] = (
             with contextlib.suppress(OSError):
                 Path(folder).rmdir()            # only an empty folder goes
         raise
+
+
+def sweep_to_resume(out: str | Path | None) -> bool:
+    """Whether ``out/runs/`` holds run files of an earlier Ray sweep: what ``--resume``
+    continues, and the only earlier results it may replace ``out``'s ``metrics.json`` with."""
+    if out is None:
+        return False
+    from agents.sweep import RUNS_DIR, RunStore
+    return bool(RunStore(Path(out) / RUNS_DIR).files())
+
+
+def check_no_earlier_results(out: str | Path | None, *, overwrite: bool, resume: bool) -> None:
+    """``out`` holding a ``metrics.json`` (of this command or another) is refused unless
+    ``--overwrite``, or ``--resume`` with the run files of the sweep that wrote it."""
+    if out is None or not (Path(out) / "metrics.json").exists() or overwrite:
+        return
+    if resume and sweep_to_resume(out):
+        return
+    more = (" (--resume continues a sweep from its run files in runs/: there are none)"
+            if resume else "")
+    raise ConfigError(f"{str(out)!r} already holds a metrics.json of an earlier run{more}: "
+                      f"pass --overwrite to replace it, or choose another --out", field="--out")

@@ -21,8 +21,9 @@ from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.text import format_table
 from hsched_env.throughput import get_throughput_source
 from hsched_env.workloads import load_workload, spec_value
-from hsched_cli.learning import interrupted_note, sweep_note
-from hsched_cli.outdirs import make_output_dir, removed_if_failed_empty
+from hsched_cli.learning import check_resume_overwrite, interrupted_note, sweep_note
+from hsched_cli.outdirs import (check_no_earlier_results, make_output_dir,
+                                removed_if_failed_empty)
 from hsched_cli.world import check_throughputs
 from lp_baseline.registry import (POLICY_NAMES, make_policy, policy_options,
                                    split_policy_list)
@@ -355,7 +356,9 @@ def _with_workload(metrics: dict, workload) -> dict:
 
 
 def _check_sweep_args(args) -> None:
-    """The flags of ``compare --backend ray`` only with it; ``--resume`` needs ``--out``."""
+    """The flags of ``compare --backend ray`` only with it; ``--resume`` needs ``--out``, and
+    not with ``--overwrite``."""
+    check_resume_overwrite(args)
     if args.backend != "ray":
         for flag, value in (("--num-cpus", args.num_cpus), ("--address", args.address),
                             ("--out", args.out), ("--overwrite", args.overwrite),
@@ -429,6 +432,7 @@ def cmd_compare(args) -> int:
                           f"schedule)",
                           field="--policies")
     _check_sweep_args(args)
+    check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume)
     _check_simulation_args(args, names)
     cluster, workload, config = _simulation_args(args)
     # an unwritable --out fails before the runs; a Ray that cannot start (or --address with

@@ -192,6 +192,39 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
     assert len(store.files()) == 5
 
 
+class _NoStart:
+    """A backend that cannot start (a Ray cluster that does not answer)."""
+
+    def start(self):
+        raise ConfigError("no cluster answers", field="--address")
+
+    def stop(self):
+        pass
+
+
+def test_overwrite_discards_only_run_files_and_only_once_the_backend_started(tmp_path,
+                                                                          monkeypatch):
+    """``--overwrite`` deletes the earlier run files, not a user's file beside them, and not
+    before the backend started (a Ray start that failed left runs/ empty); ``--resume`` with
+    ``--overwrite`` is refused (overwrite won, silently)."""
+    tasks = _tasks(tmp_path, 2)
+    store = RunStore(tmp_path / RUNS_DIR)
+    run_sweep(tasks, "serial", store=store, progress=False)
+    notes = store.folder / "notes.json"
+    notes.write_text('{"my": "notes"}')
+    assert len(store.files()) == 2 and notes not in store.files()
+    monkeypatch.setattr("agents.sweep.make_backend", lambda backend: _NoStart())
+    with pytest.raises(ConfigError, match="no cluster answers"):
+        run_sweep(tasks, "ray", store=store, overwrite=True, progress=False)
+    assert len(store.files()) == 2                         # kept: nothing ran
+    monkeypatch.undo()
+    with pytest.raises(ConfigError, match="--resume reuses the finished runs"):
+        run_sweep(tasks, "serial", store=store, resume=True, overwrite=True, progress=False)
+    result = run_sweep(tasks, "serial", store=store, overwrite=True, progress=False)
+    assert [o.status for o in result.outcomes] == ["ok", "ok"] and result.stale == 0
+    assert notes.read_text() == '{"my": "notes"}' and len(store.files()) == 2
+
+
 def test_sweep_configuration_errors(tmp_path, monkeypatch):
     tasks = _tasks(tmp_path, 2)
     with pytest.raises(ConfigError, match="same scenario, policy and seed"):
@@ -217,6 +250,10 @@ def test_sweep_configuration_errors(tmp_path, monkeypatch):
     (COMPARE + ["--out", "x"], "--backend ray"),
     (COMPARE + ["--address", "auto"], "--backend ray"),
     (COMPARE + ["--backend", "pulp", "--lp-backend", "highs"], "disagree"),
+    (COMPARE + ["--backend", "ray", "--out", "x", "--resume", "--overwrite"],
+     "--resume reuses the finished runs that --overwrite discards"),
+    (["evaluate", "--policies", "fifo", "--backend", "ray", "--out", "x", "--resume",
+      "--overwrite"], "--resume reuses the finished runs that --overwrite discards"),
 ])
 def test_cli_backend_flag_errors(capsys, tmp_path, monkeypatch, argv, needle):
     monkeypatch.chdir(tmp_path)
