@@ -111,6 +111,8 @@ def _holds_a_run(folder: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(config, dict) and {"env", "algo", "timesteps"} <= set(config)
+
+
 #: Hyper-parameter file keys that name a ``TrainConfig`` field differently (rl-zoo's names).
 HYPERPARAM_ALIASES = {"n_timesteps": "timesteps", "normalize": "normalize_reward"}
 #: ``policy:`` values a hyper-parameter file may give, and what they mean here.

@@ -169,14 +169,16 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--no-progress", action="store_true", help="no progress bar")
         sp.add_argument("--json", action="store_true", help="JSON on stdout")
         if cmd == "simulate":
-            sp.add_argument("--jobs-out", metavar="FILE.csv", type=_output_path, help="one row per job")
+            sp.add_argument("--jobs-out", metavar="FILE.csv", type=_output_path,
+                            help="one row per job")
             sp.set_defaults(func=cmd_simulate)
         else:
             sp.set_defaults(func=cmd_compare)
 
     d = sub.add_parser("demo", help="end-to-end demo on the default scenario")
     d.add_argument("--cluster", default=DEMO_CLUSTER, help=f"default {DEMO_CLUSTER}")
-    d.add_argument("--out", default="runs/demo", type=_output_path, help="output folder (plots, JSON)")
+    d.add_argument("--out", default="runs/demo", type=_output_path,
+                   help="output folder (plots, JSON)")
     d.set_defaults(func=cmd_demo)
 
     ev = sub.add_parser("evaluate", help="policies, rankers and your own agents on held-out "
@@ -207,9 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "inside it, so only for files you trust")
     ev.add_argument("--seeds", type=_positive_int, default=None, metavar="N",
                     help="first N held-out seeds (default: the suite's; custom: 1)")
-    ev.add_argument("--out", default=None, type=_output_path, help="output folder (default runs/eval-SUITE, or "
-                    "runs/eval-SUITE-2, -3, ... when it holds an earlier evaluation); "
-                    "--backend ray also writes one file per finished run to OUT/runs/")
+    ev.add_argument("--out", default=None, type=_output_path,
+                    help="output folder (default runs/eval-SUITE, or runs/eval-SUITE-2, -3, "
+                         "... when it holds an earlier evaluation); --backend ray also writes "
+                         "one file per finished run to OUT/runs/")
     ev.add_argument("--overwrite", action="store_true",
                     help="replace the metrics.json and plots of an earlier evaluation in the "
                          "output folder (TensorBoard runs are always kept side by side) and, "
@@ -274,9 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "(--imitation-seeds)")
     tr.add_argument("--n-envs", type=_positive_int, default=None)
     tr.add_argument("--seed", type=_integer, default=None, help="(default 0)")
-    tr.add_argument("--logdir", default=None, type=_output_path, help="run directory (default: a new "
-                    "runs/ID-ALGO-POLICY-sSEED-DATE-TIME); an existing non-empty one needs "
-                    "--overwrite")
+    tr.add_argument("--logdir", default=None, type=_output_path,
+                    help="run directory (default: a new runs/ID-ALGO-POLICY-sSEED-DATE-TIME); "
+                         "an existing non-empty one needs --overwrite")
     tr.add_argument("--overwrite", action="store_true",
                     help="reuse an existing --logdir: delete the files an earlier run wrote "
                          "there (tb/, checkpoints/, model.zip, ranker.pt, config.json, ...)")
