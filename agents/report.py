@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -632,7 +633,6 @@ TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1
 def tensorboard_command(logdir) -> str:
     """The command that opens ``logdir`` in TensorBoard: the ``tensorboard`` installed beside
     this Python (a virtual environment's, which need not be on ``PATH``), else the bare name."""
-    import shlex
     beside = Path(sys.executable).with_name("tensorboard")
     program = shlex.quote(str(beside)) if beside.exists() else "tensorboard"
     return f"{program} --logdir {shlex.quote(str(logdir))}"    # a path with spaces, as typed

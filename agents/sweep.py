@@ -44,6 +44,8 @@ import json
 import logging
 import os
 import re
+import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -295,6 +297,19 @@ class RunStore:
             p.unlink()
 
 
+def _sigterm_handler():
+    """This process's SIGTERM handler, ``None`` outside the main thread or when it was set
+    from C (then there is nothing to put back)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGTERM)
+
+
+def _restore_sigterm(handler) -> None:
+    if handler is not None:
+        signal.signal(signal.SIGTERM, handler)
+
+
 #: A run file's name (``RunStore.path``): scenario, policy, seed and configuration hash.
 _RUN_FILE_NAME = re.compile(r".+__.+__-?[0-9]+__[0-9a-f]{16}\.json")
 
@@ -430,6 +445,7 @@ class RayBackend:
             saved = os.environ.get("PYTHONPATH")
             if self.address is None:
                 os.environ["PYTHONPATH"] = os.pathsep.join(_user_paths())
+            sigterm = _sigterm_handler()
             try:
                 ray.init(**kw)
             except (ConnectionError, ValueError, RuntimeError) as exc:
@@ -442,6 +458,9 @@ class RayBackend:
                     os.environ.pop("PYTHONPATH", None)
                 else:
                     os.environ["PYTHONPATH"] = saved
+                # ray.init installs its own SIGTERM handler (sys.exit): the caller's (the
+                # CLI's, which unwinds a sweep as Ctrl-C does) comes back
+                _restore_sigterm(sigterm)
             self._owned = True
         self._remote = ray.remote(num_cpus=1, max_retries=0)(_call)
 

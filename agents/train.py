@@ -832,12 +832,19 @@ def prepare_run_dir(config: TrainConfig, overwrite: bool = False) -> Path:
         raise ConfigError(f"{str(out)!r} exists and is not a directory", field="--logdir")
     if out.is_dir() and any(out.iterdir()):
         run = _holds_a_run(out)
-        if not overwrite or not run:
-            holds = "a run" if run else "files of yours, not a training run's"
-            hint = ("pass --overwrite to replace the run there (only a run's own files are "
-                    "deleted), or " if run else "")
-            raise ConfigError(f"{str(out)!r} already holds {holds}; {hint}choose a new "
-                              f"--logdir (without --logdir every run gets a new directory)",
+        # files named as a run's that no run wrote (a config.json of yours) are never deleted
+        named = any((out / name).exists() for name in RUN_ARTIFACTS)
+        if not overwrite or (named and not run):
+            if run:
+                holds = ("a run; pass --overwrite to replace it (only a run's own files are "
+                         "deleted), or")
+            elif named:
+                holds = ("files of yours, not a training run's, named as a run's files "
+                         "(--overwrite would delete them);")
+            else:
+                holds = "files of yours; pass --overwrite to write a run beside them, or"
+            raise ConfigError(f"{str(out)!r} already holds {holds} choose a new --logdir "
+                              f"(without --logdir every run gets a new directory)",
                               field="--logdir")
         for name in RUN_ARTIFACTS:
             p = out / name

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hsched_cli.outdirs import (check_no_earlier_results, make_output_dir,
-                                removed_if_failed_empty)
+from hsched_cli.interrupts import exit_status, what_happened
+from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite,
+                                make_output_dir, removed_if_failed_empty)
 from hsched_env.errors import ConfigError
 from hsched_env.text import counted
 
@@ -46,14 +47,6 @@ def _check_demo_out(out: Path) -> None:
         raise ConfigError(f"{str(out)!r} holds a metrics.json that is not the demo's (an "
                           f"evaluation's or a comparison's?): the demo would overwrite it; "
                           f"choose another --out", field="--out")
-
-
-def check_resume_overwrite(args) -> None:
-    """``--resume`` and ``--overwrite`` together: refused (one reuses what the other
-    discards; overwrite won, silently)."""
-    if getattr(args, "resume", False) and getattr(args, "overwrite", False):
-        raise ConfigError("--resume reuses the finished runs that --overwrite discards: give "
-                          "one of them", field="--overwrite")
 
 
 def _check_backend_flags(args, out_given: bool) -> None:
@@ -96,13 +89,16 @@ def sweep_note(sweep: dict) -> str:
     return "; ".join(parts)
 
 
-def interrupted_note(runs_dir: Path) -> str:
-    """What to do after a Ray sweep was interrupted (Ctrl-C); when its output folder is gone
-    (the run removed what it had created), that there is nothing to resume."""
+def interrupted_note(runs_dir: Path, exc: KeyboardInterrupt) -> str:
+    """What to do after a Ray sweep was interrupted (Ctrl-C, SIGTERM: ``exc``); when its
+    output folder is gone (the run removed what it had created), that there is nothing to
+    resume."""
+    how = what_happened(exc)
     if not runs_dir.parent.exists():
-        return "interrupted before any run finished: nothing to resume"
-    n = len(list(runs_dir.glob("*.json"))) if runs_dir.is_dir() else 0
-    return (f"interrupted: {n} run file(s) in {runs_dir}; run the same command with --resume "
+        return f"{how} before any run finished: nothing to resume"
+    from agents.sweep import RunStore
+    n = len(RunStore(runs_dir).files())
+    return (f"{how}: {n} run file(s) in {runs_dir}; run the same command with --resume "
             f"to finish the sweep without redoing them")
 
 
@@ -151,11 +147,11 @@ def cmd_evaluate(args) -> int:
                                  runs_dir=out / ev.RUNS_DIR if ray else None,
                                  resume=args.resume, overwrite=args.overwrite,
                                  timing_repeats=args.timing_repeats)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if not ray:
             raise
-        print(interrupted_note(out / ev.RUNS_DIR), file=sys.stderr)
-        return 130
+        print(interrupted_note(out / ev.RUNS_DIR, exc), file=sys.stderr)
+        return exit_status(exc)
     data = ev.report_json(report)
     written = ev.write_outputs(report, out, data, overwrite=True)   # checked above
     where = f"wrote {', '.join(str(p) for p in written)}"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -14,6 +12,7 @@ from hsched_env.defaults import JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.errors import (ConfigError, HSchedError, command_line_value, decimal_float,
                                decimal_int)
 from hsched_env.files import user_path
+from hsched_cli.interrupts import exit_status, sigterm_raises, what_happened
 from hsched_cli.learning import DEMO_CLUSTER, cmd_demo, cmd_evaluate, cmd_train
 from hsched_cli.simulation import TOPK_DEFAULT, cmd_compare, cmd_simulate
 from hsched_cli.world import cmd_candidates, cmd_clusters, cmd_models
@@ -419,35 +418,13 @@ def _output_path(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.reason) from None
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, ``timeout``), raised where the command is so that it unwinds as
-    Ctrl-C does: the folders and claims a run made are removed again, a sweep names its run
-    files. Exit status 143."""
-
-
-def _terminate(signum, frame) -> None:
-    if os.getpid() != _MAIN_PID:           # a forked child: die as a child does
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        return
-    raise Terminated()
-
-
-_MAIN_PID = os.getpid()
-
-
 def main(argv: list[str] | None = None) -> int:
-    global _MAIN_PID
     args = build_parser().parse_args(argv)
-    _MAIN_PID = os.getpid()
-    try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
-    except ValueError:                     # not the main thread: signals stay as they are
-        previous = None
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        return args.func(args)
+        with sigterm_raises():
+            return args.func(args)
     except HSchedError as exc:
         print(f"hsched {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -458,11 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = getattr(args, "run_dir", None)
         left = (f"; the partial run is in {run_dir} (--overwrite starts over)"
                 if run_dir and Path(run_dir).is_dir() and any(Path(run_dir).iterdir()) else "")
-        how = "terminated" if isinstance(exc, Terminated) else "interrupted"
-        print(f"hsched {args.command}: {how}{left}", file=sys.stderr)
-        return 143 if isinstance(exc, Terminated) else 130
+        print(f"hsched {args.command}: {what_happened(exc)}{left}", file=sys.stderr)
+        return exit_status(exc)
     except BrokenPipeError:
         return 0
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)

@@ -69,3 +69,11 @@ def check_no_earlier_results(out: str | Path | None, *, overwrite: bool, resume:
             if resume else "")
     raise ConfigError(f"{str(out)!r} already holds a metrics.json of an earlier run{more}: "
                       f"pass --overwrite to replace it, or choose another --out", field="--out")
+
+
+def check_resume_overwrite(args) -> None:
+    """``--resume`` and ``--overwrite`` together: refused (one reuses what the other
+    discards; overwrite won, silently)."""
+    if getattr(args, "resume", False) and getattr(args, "overwrite", False):
+        raise ConfigError("--resume reuses the finished runs that --overwrite discards: give "
+                          "one of them", field="--overwrite")

@@ -20,10 +20,11 @@ from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.text import format_table
 from hsched_env.throughput import get_throughput_source
-from hsched_env.workloads import load_workload, spec_value
-from hsched_cli.learning import check_resume_overwrite, interrupted_note, sweep_note
-from hsched_cli.outdirs import (check_no_earlier_results, make_output_dir,
-                                removed_if_failed_empty)
+from hsched_env.workloads import load_workload
+from hsched_cli.interrupts import exit_status
+from hsched_cli.learning import interrupted_note, sweep_note
+from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite,
+                                make_output_dir, removed_if_failed_empty)
 from hsched_cli.world import check_throughputs
 from lp_baseline.registry import (POLICY_NAMES, make_policy, policy_options,
                                    split_policy_list)
@@ -60,15 +61,15 @@ def _check_simulation_args(args, policies: list[str]) -> None:
     jobs_out = getattr(args, "jobs_out", None)
     if jobs_out:
         _check_writable(Path(jobs_out), "--jobs-out")
-        _check_not_an_input(user_path(jobs_out, field="--jobs-out"), args, "--jobs-out")
 
 
-def _check_not_an_input(out: Path, args, flag: str) -> None:
-    """That ``out`` is none of the files the run reads — the workload's ``path=``, a cluster
-    file, a throughput table — which writing it would overwrite."""
+def _check_not_an_input(out: Path, args, workload, flag: str) -> None:
+    """That ``out`` is none of the files the run reads — the workload's trace (its ``path=``
+    or its kind's default under the traces folder), a cluster file, a throughput table —
+    which writing it would overwrite."""
     if not out.is_file():
         return
-    inputs = (("--workload", spec_value(args.workload, "path")), ("--cluster", args.cluster),
+    inputs = (("--workload", workload.source_file), ("--cluster", args.cluster),
               ("--throughputs", args.throughputs))
     for name, text in inputs:
         if not isinstance(text, str) or not text:
@@ -146,6 +147,9 @@ def _simulation_args(args):
     cluster = get_cluster(args.cluster)
     workload = load_workload(args.workload, cluster, skip_invalid=args.skip_invalid,
                              throughputs=args.throughputs)
+    jobs_out = getattr(args, "jobs_out", None)
+    if jobs_out:
+        _check_not_an_input(Path(jobs_out), args, workload, "--jobs-out")
     # skipped rows: the loader's warning says how many; the notes (table, JSON) say so too
     measure = _measure(args.measure_jobs) if args.measure_jobs else None
     if measure is not None and measure[1] > len(workload):
@@ -443,11 +447,11 @@ def cmd_compare(args) -> int:
         try:
             with removed_if_failed_empty(created):
                 results, sweep = _compare_sweep(args, names, cluster, workload, config)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             if args.out is None:
                 raise
-            print(interrupted_note(Path(args.out) / "runs"), file=sys.stderr)
-            return 130
+            print(interrupted_note(Path(args.out) / "runs", exc), file=sys.stderr)
+            return exit_status(exc)
     else:
         results, done = [], []
         for name in names:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hsched_cli.main import main
+from hsched_env.workloads import traces_dir
 
 slow = pytest.mark.slow
 
@@ -407,6 +408,21 @@ def test_jobs_out_may_not_overwrite_an_input(capsys, tmp_path):
     assert code == 0 and (tmp_path / "out.csv").read_text().startswith("job_id,")
 
 
+def test_jobs_out_may_not_overwrite_a_default_trace(capsys, tmp_path, monkeypatch):
+    """A kind's default trace (``pollux:workload=1`` reads the traces folder's file) is an
+    input too (on a copy of the traces folder: a failing check must not touch the real one)."""
+    source = traces_dir() / "pollux" / "workloads" / "workload-1.csv"
+    copy = tmp_path / "pollux" / "workloads" / "workload-1.csv"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(source.read_bytes())
+    monkeypatch.setenv("HSCHED_TRACES", str(tmp_path))
+    code, out, err = run(capsys, "simulate", "--cluster", "sia-64", "--workload",
+                         "pollux:workload=1,max_jobs=3", "--policy", "fifo", "--jobs-out",
+                         str(copy))
+    assert code == 2 and out == "" and "is the --workload file this run reads" in err
+    assert copy.read_bytes() == source.read_bytes()
+
+
 def test_overwrite_without_out_is_refused(capsys):
     code, out, err = run(capsys, "compare", "--cluster", "tiny-8", "--workload",
                          "gavel:rate=4,jobs=3", "--policies", "fifo,gavel", "--backend", "ray",
@@ -606,12 +622,17 @@ def test_a_cut_off_run_shows_no_makespan(capsys):
 
 
 def test_interrupted_note_says_whether_there_is_anything_to_resume(tmp_path):
+    from hsched_cli.interrupts import Terminated
     from hsched_cli.learning import interrupted_note
-    assert interrupted_note(tmp_path / "gone" / "runs") == (
+    assert interrupted_note(tmp_path / "gone" / "runs", KeyboardInterrupt()) == (
         "interrupted before any run finished: nothing to resume")
     (tmp_path / "out" / "runs").mkdir(parents=True)
-    (tmp_path / "out" / "runs" / "a.json").write_text("{}")
-    assert interrupted_note(tmp_path / "out" / "runs").startswith("interrupted: 1 run file(s)")
+    (tmp_path / "out" / "runs" / "tiny-8__fifo__0__0123456789abcdef.json").write_text("{}")
+    (tmp_path / "out" / "runs" / "notes.json").write_text("{}")      # not a run file
+    assert interrupted_note(tmp_path / "out" / "runs", KeyboardInterrupt()).startswith(
+        "interrupted: 1 run file(s)")
+    assert interrupted_note(tmp_path / "out" / "runs", Terminated()).startswith(
+        "terminated: 1 run file(s)")
 
 
 def test_policy_help_and_errors_list_every_policy(capsys):

@@ -388,6 +388,25 @@ def test_killed_ray_sweep_resumes_from_its_run_files(ray_local, tmp_path, capsys
     assert (out / "metrics.json").exists()
 
 
+@slow
+def test_starting_ray_keeps_the_callers_sigterm_handler(tmp_path):
+    """``ray.init`` installs its own SIGTERM handler (``sys.exit``), which made a killed
+    sweep exit 1 with Ray's line instead of the CLI's note and 143: the caller's comes back."""
+    pytest.importorskip("ray")
+    code = ("import signal, ray\n"
+            "from agents.sweep import RayBackend\n"
+            "def mine(signum, frame): pass\n"
+            "signal.signal(signal.SIGTERM, mine)\n"
+            "backend = RayBackend(num_cpus=1)\n"
+            "backend.start()\n"
+            "print(signal.getsignal(signal.SIGTERM) is mine)\n"
+            "ray.shutdown()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "True"
+
+
 def test_an_unreachable_address_is_refused_at_once():
     """--address with nothing listening fails in seconds naming --address (Ray itself retries
     for minutes); a listening address and Ray's own forms ("auto") pass the check."""

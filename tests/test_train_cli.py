@@ -169,6 +169,23 @@ def test_overwrite_deletes_nothing_in_a_folder_that_holds_no_run(tmp_path, capsy
     assert (mine / "config.json").read_text() == '{"db": "prod"}' and (mine / "tb").is_dir()
 
 
+def test_overwrite_through_the_cli_replaces_a_run_beside_the_users_files(tmp_path, capsys):
+    """``hsched train --overwrite`` prepares the folder twice (the command, then ``train``):
+    the second time the earlier run's files are gone and only the user's are left, which must
+    not stop the run (it deleted the earlier run and then refused to train)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(dataclasses.asdict(TrainConfig(env=TINY))))
+    (run / "model.zip").write_text("old")
+    (run / "notes.txt").write_text("mine")
+    code = main(["train", "--env", TINY, "--timesteps", "64", "--logdir", str(run),
+                 "--overwrite"])
+    assert code == 0, capsys.readouterr().err
+    assert (run / "notes.txt").read_text() == "mine"
+    assert json.loads((run / "config.json").read_text())["timesteps"] == 64
+    assert (run / "model.zip").read_bytes() != b"old"
+
+
 # ---------------------------------------------------------------------------- the step bound
 def test_rollout_plan_fits_the_timesteps():
     plan = rollout_plan(TrainConfig(env=TINY, timesteps=64, n_steps=1024, batch_size=128))

@@ -54,7 +54,6 @@ from hsched_env.workloads.model_mapping import gavel_job_type_to_model, model_fo
 from hsched_env.workloads.reference import (MAX_REFERENCE_GPUS, REFERENCE_GPUS, reference_gpu,
                                             reference_throughput)
 from hsched_env.workloads.spec import (KINDS, _Params, _parse_spec, spec_has_key, spec_kind,
-                                       spec_value,
                                        with_spec_item, workload_kinds)
 from hsched_env.workloads.traces import (CSV_OPTIONAL, CSV_REQUIRED, POLLUX_APPLICATIONS,
                                          POLLUX_GPU_HOURS, _load_csv, _load_gavel_trace,
@@ -63,8 +62,7 @@ from hsched_env.workloads.types import MAX_SECONDS, Job, Workload
 
 __all__ = [
     "Job", "Workload", "load_workload", "reference_throughput", "reference_gpu",
-    "workload_kinds", "with_spec_item", "spec_kind", "spec_has_key", "spec_value",
-    "model_for_gpu_time",
+    "workload_kinds", "with_spec_item", "spec_kind", "spec_has_key", "model_for_gpu_time",
     "gavel_job_type_to_model", "traces_dir",
     "REFERENCE_GPUS", "MAX_REFERENCE_GPUS", "MAX_SECONDS", "MAX_BATCH", "MAX_GENERATED_JOBS",
     "POLLUX_APPLICATIONS", "POLLUX_GPU_HOURS",

@@ -191,7 +191,7 @@ class _Rows:
 
 
 def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
-              what: str) -> Workload:
+              what: str, source_file: str | None = None) -> Workload:
     pending = sorted(rows.jobs, key=lambda p: (p.arrival_s, p.order))
     cut = max_jobs is not None and len(pending) > max_jobs
     if max_jobs is not None:
@@ -217,7 +217,8 @@ def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
                  for i, p in enumerate(pending))
     for note in notes:
         log.info("%s: %s", spec, note)
-    return Workload(jobs=jobs, spec=spec, skipped=rows.skipped, notes=tuple(notes))
+    return Workload(jobs=jobs, spec=spec, skipped=rows.skipped, notes=tuple(notes),
+                    source_file=source_file)
 
 
 def _csv_rows(text: str, source: str, *,

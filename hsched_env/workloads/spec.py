@@ -43,17 +43,6 @@ def spec_has_key(spec: str, key: str) -> bool:
     return any(item.partition("=")[0].strip().lower() == key for item in rest.split(","))
 
 
-def spec_value(spec: str, key: str) -> str | None:
-    """The value ``spec`` gives ``key`` (stripped, as the parser reads it; the first one if
-    given twice, which the parser refuses), ``None`` if it gives none."""
-    rest = spec.strip().partition(":")[2]
-    for item in rest.split(","):
-        name, eq, value = item.partition("=")
-        if eq and name.strip().lower() == key:
-            return value.strip()
-    return None
-
-
 def with_spec_item(spec: str, item: str) -> str:
     """``spec`` with ``item`` (``key=value``) appended: ``gavel`` → ``gavel:item``,
     ``gavel:`` or ``gavel:rate=4,`` → without a second separator, else after a comma."""

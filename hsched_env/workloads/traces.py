@@ -158,7 +158,7 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
         window += f"; the trace spans {first} to {last}"
     notes = [f"Philly jobs submitted in {window}; models by GPU-time bucket: <1 GPU-h "
              f"resnet18/recommendation, 1-10 bert-large/lm, >=10 resnet50"]
-    return _assemble(rows, spec, notes, max_jobs, f"the window {window}")
+    return _assemble(rows, spec, notes, max_jobs, f"the window {window}", str(path))
 
 
 # ---------------------------------------------------------------------------------- gavel TSV
@@ -210,7 +210,7 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
         order += 1
     notes = ["Gavel trace: work = total_steps × batch samples; duration = work / reference "
              "throughput on scale_factor GPUs"]
-    return _assemble(rows, spec, notes, max_jobs, "the trace")
+    return _assemble(rows, spec, notes, max_jobs, "the trace", str(path))
 
 
 # ---------------------------------------------------------------------------------- pollux
@@ -265,7 +265,7 @@ def _load_pollux(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
              f"num_replicas",
              f"Pollux stand-in models: {stand}; requested GPUs = num_replicas (Pollux's initial "
              f"allocation); batch_size ignored (catalog batch)"]
-    return _assemble(rows, spec, notes, max_jobs, "the file")
+    return _assemble(rows, spec, notes, max_jobs, "the file", str(path))
 
 
 # ---------------------------------------------------------------------------------- csv
@@ -316,4 +316,4 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     notes = []
     if assigned:
         notes.append(f"assigned models to {assigned} jobs without one by GPU-time bucket")
-    return _assemble(rows, spec, notes, max_jobs, "the file")
+    return _assemble(rows, spec, notes, max_jobs, "the file", str(path))

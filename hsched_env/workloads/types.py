@@ -72,12 +72,15 @@ class Workload:
         spec: The spec string it came from.
         skipped: Invalid rows skipped under ``skip_invalid=True``.
         notes: Human-readable notes on assumptions and adjustments.
+        source_file: The file the jobs were read from (``path=``, or a kind's default
+            trace under ``traces_dir()``); ``None`` for a generated workload.
     """
 
     jobs: tuple[Job, ...]
     spec: str
     skipped: int = 0
     notes: tuple[str, ...] = ()
+    source_file: str | None = None
 
     def __len__(self) -> int:
         return len(self.jobs)
