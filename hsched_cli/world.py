@@ -72,9 +72,30 @@ def cmd_candidates(args) -> int:
         print(_no_fit_reason(model, cluster, config))
         return 0
     print(candidates_text(table))
-    if table.measured.any():
-        print("* measured (Gavel's table); the others are predicted by the analytic cost model")
+    note = _sources_note(table, args.throughputs)
+    if note:
+        print(note)
     return 0
+
+
+def _sources_note(table, throughputs: str | None) -> str:
+    """Where the table's samples/s come from, under it, when a measured table was given."""
+    if throughputs in (None, "", "analytic"):
+        return ""
+    name = "Gavel's table" if throughputs == "gavel" else f"the table {throughputs}"
+    measured, scaled = int(table.measured.sum()), int((table.bootstrap != 1.0).sum())
+    if not measured and not scaled:
+        return (f"{name} has no entry for this model on these GPU types: every row is "
+                f"predicted by the analytic cost model")
+    parts = []
+    if measured:
+        parts.append(f"* measured ({name}, {measured} row(s))")
+    if scaled:
+        parts.append(f"~ predicted by the analytic cost model and scaled by {name}'s one-GPU "
+                     f"measurement of the type ({scaled} row(s), docs/cost_model.md)")
+    if measured + scaled < len(table):
+        parts.append("the others are predicted by the analytic cost model")
+    return "; ".join(parts)
 
 
 

@@ -45,6 +45,11 @@ def _num(x: float) -> str:
     return f"{x:.3g}"
 
 
+#: The mark after a candidate's samples/s: measured in a table (``*``) or the analytic figure
+#: scaled by a table's one-GPU measurement (``~``, bootstrapped); analytic ones have none.
+_SOURCE_MARK = {"measured": "*", "bootstrapped": "~"}
+
+
 def candidates_text(table: CandidateTable, limit: int | None = None) -> str:
     """The human-readable candidate table printed by ``hsched candidates``."""
     recs = table.to_records()[:limit]
@@ -61,7 +66,7 @@ def candidates_text(table: CandidateTable, limit: int | None = None) -> str:
         row = [str(i + 1), _gpus_text(r["gpus"]), str(r["nodes"]), layout, str(r["dp"]),
                str(r["tp"]), str(r["pp"]), str(r["microbatches"]), str(r["zero"]),
                "yes" if r["recompute"] else "no", _num(r["step_time_s"]),
-               _num(r["samples_per_s"]) + ("*" if r["source"] == "measured" else "")]
+               _num(r["samples_per_s"]) + _SOURCE_MARK.get(r["source"], "")]
         if token_model:
             row.append(_num(r["tokens_per_s_per_gpu"]))
         row.append(" / ".join(f"{v:.1f}" + (f" {t}" if len(r["mem_gb_by_type"]) > 1 else "")

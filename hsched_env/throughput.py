@@ -25,8 +25,8 @@ from importlib import resources
 from pathlib import Path
 
 from hsched_env.catalog import ModelSpec, get_gpu, model_catalog
-from hsched_env.errors import ConfigError, UnknownNameError, show
-from hsched_env.files import is_file, why_not_a_file
+from hsched_env.errors import ConfigError, UnknownNameError, is_real_number, show
+from hsched_env.files import is_file, json_object_no_duplicates, why_not_a_file
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,11 @@ class ThroughputSource:
         return None
 
 
+#: The largest throughput a table may give (steps/s): far above any measured training step
+#: rate, and small enough that samples/s (× the batch) stays a finite float.
+MAX_STEPS_PER_S = 1e9
+
+
 class MeasuredTable(ThroughputSource):
     """A measured throughput table in Gavel's ``simulation_throughputs.json`` format.
 
@@ -72,10 +77,15 @@ class MeasuredTable(ThroughputSource):
     name = "gavel"
 
     def __init__(self, path: str | Path | None = None) -> None:
+        if path is not None:
+            self.name = str(path)              # a user's table is named by its file
         path = Path(path) if path is not None else self.shipped_path()
         source = str(path)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = json.loads(path.read_text(encoding="utf-8"),
+                             object_pairs_hook=json_object_no_duplicates)
+        except ConfigError as exc:             # a key given twice: JSON would keep the last
+            raise ConfigError(exc.reason, source=source, field=exc.field) from None
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             # ValueError covers json.JSONDecodeError and integers beyond Python's digit limit
             raise ConfigError(f"cannot read throughput table: {str(exc)[:200]}",
@@ -86,6 +96,7 @@ class MeasuredTable(ThroughputSource):
             raise ConfigError("the table is empty: expected an object {worker_type: {...}} "
                               "with at least one worker type", source=source)
         self._table: dict[tuple[str, bool, str, int], float] = {}
+        written_as: dict[tuple[str, bool, str, int], str] = {}      # each row's first spelling
         for worker, rows in raw.items():
             base = worker.removesuffix("_unconsolidated")
             if base not in GAVEL_WORKER_TYPES:
@@ -107,18 +118,27 @@ class MeasuredTable(ThroughputSource):
                 if not isinstance(entry, dict) or "null" not in entry:
                     raise ConfigError("expected an object with a 'null' (isolated) throughput",
                                       source=source, field=field)
-                try:
-                    steps = float(entry["null"])
-                except (ValueError, TypeError, OverflowError):
+                value = entry["null"]
+                if not is_real_number(value):      # not true (1.0), not "4.5"
                     raise ConfigError(f"the 'null' (isolated) throughput must be a number of "
-                                      f"steps/s, got {show(entry['null'])}", source=source,
-                                      field=f"{field}.null") from None
+                                      f"steps/s, got {show(value)}", source=source,
+                                      field=f"{field}.null")
+                steps = float(value)
                 if not (isinstance(scale, int) and not isinstance(scale, bool) and scale > 0
-                        and math.isfinite(steps)
-                        and steps >= 0):
-                    raise ConfigError(f"bad scale factor or throughput ({scale!r}, {steps!r})",
-                                      source=source, field=field)
-                self._table[(GAVEL_WORKER_TYPES[base], consolidated, job_type, scale)] = steps
+                        and math.isfinite(steps) and 0 <= steps <= MAX_STEPS_PER_S):
+                    raise ConfigError(f"bad scale factor or throughput ({scale!r}, {steps!r}): "
+                                      f"a whole number of GPUs > 0 and 0 to "
+                                      f"{MAX_STEPS_PER_S:g} steps/s", source=source, field=field)
+                row = (GAVEL_WORKER_TYPES[base], consolidated, job_type, scale)
+                if row in written_as:
+                    raise ConfigError(f"the row of {job_type!r} on {scale} GPU(s) is given twice "
+                                      f"(first as {written_as[row]!r})", source=source,
+                                      field=field)
+                written_as[row] = f"{worker}.{key}"
+                self._table[row] = steps
+        if not self._table:
+            raise ConfigError("the table has no rows: every worker type's object is empty",
+                              source=source)
         unused = sorted({key[2] for key in self._table} - _catalog_job_types(
             {key[2] for key in self._table}))
         if unused:

@@ -1396,6 +1396,51 @@ def test_bad_throughput_tables_are_rejected_cleanly(tmp_path, table):
         MeasuredTable(path)
 
 
+@pytest.mark.parametrize("table,words", [
+    # a key given twice (JSON keeps the last, silently) or one row spelled two ways
+    ('{"v100": {"(\'ResNet-50 (batch size 64)\', 1)": {"null": 1.0}}, '
+     '"v100": {"(\'ResNet-50 (batch size 64)\', 1)": {"null": 9.0}}}', "duplicate key 'v100'"),
+    ('{"v100": {"(\'ResNet-50 (batch size 64)\', 1)": {"null": 1.0}, '
+     '"(\'ResNet-50 (batch size 64)\',1)": {"null": 9.0}}}', "given twice"),
+    ('{"v100": {"(\'a\', 1)": {"null": true}}}', "must be a number"),          # read as 1.0
+    ('{"v100": {"(\'a\', 1)": {"null": "4.5"}}}', "must be a number"),         # read as 4.5
+    ('{"v100": {"(\'a\', 1)": {"null": 1e308}}}', "0 to 1e+09 steps/s"),       # inf samples/s
+    ('{"v100": {}}', "the table has no rows"),                                # nothing in it
+])
+def test_throughput_tables_that_were_read_wrongly_are_refused(tmp_path, table, words):
+    """Session 49's audit: each of these was read without a word (the last row of a duplicate
+    winning, a bool or a string as a throughput, a row whose samples/s overflowed to inf, an
+    empty table that left every row analytic)."""
+    from hsched_env.throughput import MeasuredTable
+    path = tmp_path / "t.json"
+    path.write_text(table)
+    with pytest.raises(HSchedError, match="t.json") as err:
+        MeasuredTable(path)
+    assert words in str(err.value)
+
+
+def test_the_candidate_table_says_where_each_throughput_comes_from(capsys, tmp_path):
+    """Measured rows are marked ``*``, rows scaled by a one-GPU measurement ``~`` (they were
+    called analytic), and the note names the table given (it said "Gavel's table" for any)."""
+    from hsched_cli.main import main
+    assert main(["candidates", "--model", "recommendation", "--cluster", "gavel-108",
+                 "--throughputs", "gavel"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.strip()[:1].isdigit()]
+    assert any(ln.rstrip().split()[-2].endswith("~") for ln in rows)
+    assert any(ln.rstrip().split()[-2].endswith("*") for ln in rows)
+    assert "~ predicted by the analytic cost model and scaled by Gavel's table" in out
+    table = tmp_path / "mine.json"
+    table.write_text('{"v100": {"(\'ResNet-50 (batch size 64)\', 1)": {"null": 3.0}}}')
+    assert main(["candidates", "--model", "resnet50", "--cluster", "gavel-108",
+                 "--throughputs", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert f"* measured (the table {table}, 1 row(s))" in out and "Gavel's" not in out
+    assert main(["candidates", "--model", "llama2-7b", "--cluster", "sia-64",
+                 "--throughputs", "gavel"]) == 0
+    assert "Gavel's table has no entry for this model" in capsys.readouterr().out
+
+
 def test_odd_throughput_source_names_and_tiny_rounds():
     from hsched_env.simulator import SimConfig
     from hsched_env.throughput import get_throughput_source
