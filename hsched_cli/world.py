@@ -69,7 +69,14 @@ def cmd_candidates(args) -> int:
           f"in {elapsed * 1e3:.0f} ms, fastest first; one sample = {model.sample}, "
           f"batch {model.global_batch}{' per replica' if model.batch_per_replica else ''}")
     if len(table) == 0:
-        print(_no_fit_reason(model, cluster, config))
+        unmeasured = (0 if args.throughputs in (None, "", "analytic")
+                      else len(plan(model, cluster, config=config)))
+        if unmeasured:              # the memory fits: the table says none of the sets can run
+            print(f"{model.name} fits in memory on {cluster.name} ({unmeasured} candidate(s) "
+                  f"by the analytic cost model), but the table {args.throughputs} measures "
+                  f"their resource sets as unable to run it (0 steps/s)")
+        else:
+            print(_no_fit_reason(model, cluster, config))
         return 0
     print(candidates_text(table))
     note = _sources_note(table, args.throughputs)

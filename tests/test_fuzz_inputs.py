@@ -1441,6 +1441,23 @@ def test_the_candidate_table_says_where_each_throughput_comes_from(capsys, tmp_p
     assert "Gavel's table has no entry for this model" in capsys.readouterr().out
 
 
+def test_no_candidate_because_the_table_measures_zero_says_so(capsys, tmp_path):
+    """Every set the model fits on measured at 0 steps/s: the reason is the table, not memory
+    (it said the activations did not fit, beside 7.4 GB used of 16)."""
+    from hsched_cli.main import main
+    cluster = tmp_path / "v100x4.yaml"
+    cluster.write_text("nodes:\n  - gpu_type: V100-16GB\n    gpus_per_node: 4\n"
+                       "    count: 1\n")
+    table = tmp_path / "zeros.json"
+    table.write_text(json.dumps({"v100": {f"('ResNet-50 (batch size 64)', {n})": {"null": 0.0}
+                                          for n in (1, 2, 4)}}))
+    assert main(["candidates", "--model", "resnet50", "--cluster", str(cluster),
+                 "--throughputs", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert "0 candidates" in out and f"the table {table} measures their resource sets" in out
+    assert "activations" not in out
+
+
 def test_odd_throughput_source_names_and_tiny_rounds():
     from hsched_env.simulator import SimConfig
     from hsched_env.throughput import get_throughput_source
