@@ -54,6 +54,9 @@ def candidates_text(table: CandidateTable, limit: int | None = None) -> str:
     """The human-readable candidate table printed by ``hsched candidates``."""
     recs = table.to_records()[:limit]
     token_model = bool(len(table)) and table.tokens_per_s_per_gpu.max() > 0
+    # a GPU type on several pools (nodes of other sizes or networks): the pools are named,
+    # else two rows of the same type on different pools read alike
+    shared = {t for t in table.pool_types if table.pool_types.count(t) > 1}
     headers = ["#", "GPUs", "nodes", "layout", "dp", "tp", "pp", "mb", "ZeRO", "recomp",
                "step s", "samples/s"] + (["tok/s/GPU"] if token_model else []) + ["mem GB/GPU"]
     rows = []
@@ -63,7 +66,10 @@ def candidates_text(table: CandidateTable, limit: int | None = None) -> str:
             layout += " dp " + " + ".join(f"{v} {t}" for t, v in r["dp_per_type"].items())
         if r["pp_per_type"]:
             layout += " pp " + " + ".join(f"{v} {t}" for t, v in r["pp_per_type"].items())
-        row = [str(i + 1), _gpus_text(r["gpus"]), str(r["nodes"]), layout, str(r["dp"]),
+        gpus = _gpus_text(r["gpus"])
+        if shared & set(r["gpus"]):
+            gpus += " (" + " + ".join(part["pool"] for part in r["layout"]) + ")"
+        row = [str(i + 1), gpus, str(r["nodes"]), layout, str(r["dp"]),
                str(r["tp"]), str(r["pp"]), str(r["microbatches"]), str(r["zero"]),
                "yes" if r["recompute"] else "no", _num(r["step_time_s"]),
                _num(r["samples_per_s"]) + _SOURCE_MARK.get(r["source"], "")]

@@ -1458,6 +1458,21 @@ def test_no_candidate_because_the_table_measures_zero_says_so(capsys, tmp_path):
     assert "activations" not in out
 
 
+def test_rows_on_pools_of_one_gpu_type_name_their_pool(capsys, tmp_path):
+    """Two pools of A100s (other node sizes and networks): each row names its pool (rows 5
+    and 6 read alike, character for character)."""
+    from hsched_cli.main import main
+    cluster = tmp_path / "same.yaml"
+    cluster.write_text("nodes:\n"
+                       "  - {gpu_type: A100-80GB, gpus_per_node: 8, count: 2}\n"
+                       "  - {gpu_type: A100-80GB, gpus_per_node: 4, count: 3,"
+                       " inter_node_bw_gbps: 1.25}\n")
+    assert main(["candidates", "--model", "llama2-7b", "--cluster", str(cluster)]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()[:1].isdigit()]
+    assert rows and all("(a100-80gb-x8)" in ln or "(a100-80gb-x4)" in ln for ln in rows)
+    assert len({ln.split(None, 1)[1] for ln in rows}) == len(rows)      # no two rows alike
+
+
 def test_odd_throughput_source_names_and_tiny_rounds():
     from hsched_env.simulator import SimConfig
     from hsched_env.throughput import get_throughput_source
