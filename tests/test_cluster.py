@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -459,6 +460,18 @@ def test_yaml_exponent_read_as_text_gets_a_hint(tmp_path):
                                     "count: 2, inter_node_bw_gbps: 1.6e3}\n")
     with pytest.raises(ConfigError, match=r"write it as 1600"):
         get_cluster(str(p))
+
+
+@pytest.mark.parametrize("written,advice", [("1e-5", "0.00001"), ("1.0e300", "1.0e+300")])
+def test_the_yaml_exponent_hint_is_a_number_yaml_reads(tmp_path, written, advice):
+    """The advice itself must read as a number (``1e-05`` is text to YAML too) and stay short
+    (``1.0e300`` was advised as 301 digits)."""
+    import yaml
+    p = write(tmp_path, "e.yaml", "name: e\nnodes:\n  - {gpu_type: A100-80GB, gpus_per_node: 8, "
+                                  f"count: 2, inter_node_bw_gbps: {written}}}\n")
+    with pytest.raises(ConfigError, match=rf"write it as {re.escape(advice)} ") as err:
+        get_cluster(str(p))
+    assert isinstance(yaml.safe_load(f"x: {advice}")["x"], float) and len(str(err.value)) < 400
 
 
 def test_load_cluster_of_a_preset_name_points_to_get_cluster():

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import textwrap
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -82,9 +83,18 @@ def _is_float_text(text: str) -> bool:
 
 
 def _plain_number(text: str) -> str:
-    """``text``, a number, written without an exponent (``"1.6e3"`` → ``1600``)."""
+    """``text``, a number, as YAML reads a number: without an exponent where that is short
+    (``"1.6e3"`` → ``1600``, ``"1e-5"`` → ``0.00001``), else with a dot and a signed exponent
+    (``"1e300"`` → ``1.0e+300``; ``repr`` gave ``1e-05``, text to YAML too, and 301 digits)."""
     value = float(text)
-    return f"{value:.0f}" if value.is_integer() else repr(value)
+    plain = format(Decimal(repr(value)), "f")
+    if "." in plain:
+        plain = plain.rstrip("0").rstrip(".") or "0"
+    if len(plain) <= 20:
+        return plain
+    mantissa, exponent = f"{value:.6e}".split("e")
+    mantissa = mantissa.rstrip("0")
+    return f"{mantissa}{'0' if mantissa.endswith('.') else ''}e{int(exponent):+d}"
 
 
 def _check_bw(value: Any, what: str, **where) -> float:
