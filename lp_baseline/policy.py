@@ -68,9 +68,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError, is_real_number
 from hsched_env.planner import table_pool_gpus, undominated_rows
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
+from lp_baseline.backends import BACKENDS
 from lp_baseline.delivery import DeliveryTracker
 from lp_baseline.fallback import FALLBACK_KINDS, greedy_allocation
 from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominator,
@@ -416,6 +417,15 @@ class LPPolicy:
             raise ConfigError(f"must be True or False, got {scale_factors!r}",
                               field="scale_factors")
         self.scale_factors = scale_factors
+        # checked here, not at the first solve: a bad one made every decision of the run
+        # the greedy fallback, under the policy's name
+        if backend not in BACKENDS:
+            raise UnknownNameError("LP backend", backend, list(BACKENDS))
+        if time_limit_s is not None and not (is_real_number(time_limit_s)
+                                             and math.isfinite(time_limit_s)
+                                             and time_limit_s > 0):
+            raise ConfigError(f"time_limit_s must be None or a finite number of seconds > 0, "
+                              f"got {time_limit_s!r}", field="time_limit_s")
         self.time_limit_s, self.sticky, self.fill = time_limit_s, sticky, fill
         self.normalizer, self.size_cap, self.floor = normalizer, size_cap, float(floor)
         self.las_tau_s, self.restart_aware = float(las_tau_s), restart_aware

@@ -106,6 +106,37 @@ def _lp_options() -> frozenset[str]:
     return frozenset(inspect.signature(LPPolicy.__init__).parameters) - {"self", "name"}
 
 
+#: ``LPPolicy`` options some policies fix by their definition: given to them, an error (it
+#: was ignored, overridden or a ``TypeError``). Gavel's policies take the solver's only.
+_FIXED_OPTIONS = {"lp-on-change": frozenset({"resolve"}),
+                  "topk-dominance": frozenset({"dominance"}),
+                  "heterosched-lp-v0": frozenset({"normalizer", "size_cap"})}
+_GAVEL_OPTIONS = frozenset({"lp_method", "warm_start"})
+
+
+def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
+    """An ``LPPolicy`` option given to a policy that ignores it (``sia`` with ``floor``,
+    ``gavel`` with ``normalizer``) or fixes it (``pop-4`` with ``pop``): a ``ConfigError``,
+    as the command line refuses a flag no policy given reads. ``lp_method`` and
+    ``warm_start`` reach every policy (the command line hands them to all: those without an
+    LP ignore them, as documented)."""
+    from lp_baseline.baselines import BASELINES
+    if name in BASELINES or name in ("sia", "heterosched-ilp", "gavel", "gavel-resets",
+                                     "agnostic-lp"):
+        ignored = set(lp_options) - _GAVEL_OPTIONS
+    elif name not in POLICY_NAMES and not name.startswith("pop-"):
+        return                                   # an unknown name: make_policy says so
+    else:             # (LPPolicy refuses a floor, guard or round_restart its objective ignores)
+        ignored = set(lp_options) & _FIXED_OPTIONS.get(name, frozenset())
+        if name.startswith("pop-"):
+            ignored |= set(lp_options) & ({"pop", "pop_workers"} if name.endswith("-serial")
+                                          else {"pop"})
+    if ignored:
+        raise ConfigError(f"{name} does not take option(s) {', '.join(sorted(ignored))}: its "
+                          f"definition fixes them, or it does not read them",
+                          field=sorted(ignored)[0])
+
+
 def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
                 topk: int = 4, time_limit_s: float | None = None, memoize: bool = True,
                 **lp_options):
@@ -132,15 +163,16 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         raise ConfigError(f"a policy is named by a string, got {show(name)}", field="policy")
     if not is_whole_number(topk) or topk < 1:
         raise ConfigError(f"topk must be a whole number >= 1, got {show(topk)}", field="topk")
+    unknown = sorted(set(lp_options) - _lp_options())
+    if unknown:
+        raise ConfigError(f"unknown LP policy option(s) {', '.join(unknown)}; LPPolicy takes "
+                          f"{', '.join(sorted(_lp_options()))}", field=unknown[0])
+    _refuse_options_it_does_not_take(name, lp_options)
     if name in BASELINES:
         return BASELINES[name]()
     # the LP policies' modules (scipy, HiGHS) load only when an LP policy is asked for, so a
     # ``hsched simulate --policy fifo-fastest`` starts without them
     from lp_baseline.policy import DEFAULT_OBJECTIVE, GAVEL_MIN_RESET_S, LPPolicy
-    unknown = sorted(set(lp_options) - _lp_options())
-    if unknown:
-        raise ConfigError(f"unknown LP policy option(s) {', '.join(unknown)}; LPPolicy takes "
-                          f"{', '.join(sorted(_lp_options()))}", field=unknown[0])
     if name == "sia":
         from lp_baseline.sia import SiaPolicy
         return SiaPolicy()

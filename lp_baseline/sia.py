@@ -86,6 +86,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from hsched_env.errors import is_real_number
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
 from lp_baseline.job_terms import srpt_weights
 from lp_baseline.rounding import smaller_on_same_type
@@ -213,6 +214,15 @@ class SiaPolicy:
             raise ValueError(f"time_limit_s must be > 0, got {time_limit_s!r}")
         if not mip_gap >= 0:
             raise ValueError(f"mip_gap must be >= 0, got {mip_gap!r}")
+        # λ is what leaving a job without GPUs costs: at 0 or below every job waits and the
+        # cluster idles while the ILP "succeeds"; a NaN p makes every solve fail
+        for what, value in (("p", p), ("lam", lam), ("clip", clip)):
+            if not (is_real_number(value) and math.isfinite(value)):
+                raise ValueError(f"{what} must be a finite number, got {value!r}")
+        if not (lam > 0 and clip > 0):
+            raise ValueError(f"lam and clip must be > 0 (the cost of leaving a job without an "
+                             f"allocation, and the cap of a configuration's cost), got "
+                             f"lam={lam!r}, clip={clip!r}")
         self.name = name
         self.p, self.lam, self.clip = float(p), float(lam), float(clip)
         self.restart_s = restart_s

@@ -10,7 +10,7 @@ import pytest
 
 from hsched_env.cluster import get_cluster
 from hsched_env.cluster.files import load_cluster
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, UnknownNameError
 from hsched_env.simulator import SimConfig, Simulator
 from hsched_env.workloads import load_workload
 from lp_baseline.instances import random_problem
@@ -116,6 +116,51 @@ def test_make_policy_refuses_bad_arguments(name, kwargs, field):
         make_policy(name, **kwargs)
     assert err.value.field == field
     assert make_policy("topk", topk=np.int64(3)).topk == 3
+
+
+@pytest.mark.parametrize("name,kwargs,field", [
+    # each ran under its name while doing something else (session 49's audit): every decision
+    # the greedy fallback (a bad backend or time limit), an option ignored, overridden or a
+    # TypeError mid-construction
+    ("heterosched-lp", {"time_limit_s": -1}, "time_limit_s"),
+    ("heterosched-lp", {"time_limit_s": float("nan")}, "time_limit_s"),
+    ("heterosched-lp", {"time_limit_s": "5"}, "time_limit_s"),
+    ("fifo", {"bogus": 1}, "bogus"),
+    ("gavel", {"pop": 4}, "pop"), ("gavel", {"floor": 0.5}, "floor"),
+    ("agnostic-lp", {"agnostic": False}, "agnostic"),
+    ("gavel-resets", {"min_resolve_interval_s": 600}, "min_resolve_interval_s"),
+    ("sia", {"floor": 0.5}, "floor"), ("heterosched-ilp", {"ftf_guard": 2}, "ftf_guard"),
+    ("heterosched-lp-v0", {"normalizer": "fair-share"}, "normalizer"),
+    ("heterosched-lp-v0", {"ftf_guard": 2}, "ftf_guard"),
+    ("pop-4", {"pop": 8}, "pop"), ("pop-4-serial", {"pop_workers": 4}, "pop_workers"),
+    ("lp-on-change", {"resolve": "every-round"}, "resolve"),
+    ("topk-dominance", {"dominance": False}, "dominance")])
+def test_make_policy_refuses_options_it_would_not_honour(name, kwargs, field):
+    with pytest.raises(ConfigError) as err:
+        make_policy(name, **kwargs)
+    assert err.value.field == field
+
+
+def test_make_policy_still_takes_what_its_policies_read():
+    """The solver's options reach every policy (the command line hands them to all); the
+    co-optimizer's own options reach it."""
+    make_policy("fifo", lp_method="simplex", warm_start=True)
+    make_policy("gavel", warm_start=True)
+    assert make_policy("pop-4", pop_workers=1).pop_workers == 1
+    assert make_policy("heterosched-lp", floor=0.5, las_tau_s=60, time_limit_s=5).floor == 0.5
+    with pytest.raises(UnknownNameError, match="LP backend"):
+        make_policy("heterosched-lp", backend="higs")
+
+
+@pytest.mark.parametrize("kwargs,says", [({"lam": 0.0}, "lam and clip must be > 0"),
+                                         ({"lam": -5.0}, "lam and clip must be > 0"),
+                                         ({"p": float("nan")}, "p must be a finite number"),
+                                         ({"clip": 0.0}, "lam and clip must be > 0")])
+def test_sia_refuses_a_cost_that_idles_the_cluster_or_fails_every_solve(kwargs, says):
+    """lam <= 0 made every job wait while the ILP "succeeded"; p = NaN failed every solve."""
+    from lp_baseline.sia import SiaPolicy
+    with pytest.raises(ValueError, match=says):
+        SiaPolicy(**kwargs)
 
 
 def test_solver_argument_errors_are_config_errors():
