@@ -68,32 +68,35 @@ def cmd_candidates(args) -> int:
     print(f"{model.display} on {cluster.name} ({cluster.num_gpus} GPUs): {len(table)} {noun} "
           f"in {elapsed * 1e3:.0f} ms, fastest first; one sample = {model.sample}, "
           f"batch {model.global_batch}{' per replica' if model.batch_per_replica else ''}")
+    name = _table_name(args.throughputs)
     if len(table) == 0:
-        unmeasured = (0 if args.throughputs in (None, "", "analytic")
-                      else len(plan(model, cluster, config=config)))
+        unmeasured = len(plan(model, cluster, config=config)) if name else 0
         if unmeasured:              # the memory fits: the table says none of the sets can run
             print(f"{model.name} fits in memory on {cluster.name} ({unmeasured} candidate(s) "
-                  f"by the analytic cost model), but the table {args.throughputs} measures "
-                  f"their resource sets as unable to run it (0 steps/s)")
+                  f"by the analytic cost model), but {name} measures their resource sets as "
+                  f"unable to run it (0 steps/s)")
         else:
             print(_no_fit_reason(model, cluster, config))
         return 0
     print(candidates_text(table))
-    note = _sources_note(table, args.throughputs)
-    if note:
-        print(note)
+    if name:
+        print(_sources_note(table, name))
     return 0
 
 
-def _sources_note(table, throughputs: str | None) -> str:
-    """Where the table's samples/s come from, under it, when a measured table was given."""
+def _table_name(throughputs: str | None) -> str:
+    """The measured table given, as the notes name it (``""``: the analytic model alone)."""
     if throughputs in (None, "", "analytic"):
         return ""
-    name = "Gavel's table" if throughputs == "gavel" else f"the table {throughputs}"
+    return "Gavel's table" if throughputs == "gavel" else f"the table {throughputs}"
+
+
+def _sources_note(table, name: str) -> str:
+    """Where the table's samples/s come from, under it, when a measured table was given."""
     measured, scaled = int(table.measured.sum()), int((table.bootstrap != 1.0).sum())
     if not measured and not scaled:
-        return (f"{name} has no entry for this model on these GPU types: every row is "
-                f"predicted by the analytic cost model")
+        return (f"no row is measured in {name} or scaled by it: every row is predicted by the "
+                f"analytic cost model (resource sets it measures at 0 steps/s are left out)")
     parts = []
     if measured:
         parts.append(f"* measured ({name}, {measured} row(s))")

@@ -123,7 +123,10 @@ class MeasuredTable(ThroughputSource):
                     raise ConfigError(f"the 'null' (isolated) throughput must be a number of "
                                       f"steps/s, got {show(value)}", source=source,
                                       field=f"{field}.null")
-                steps = float(value)
+                try:
+                    steps = float(value)
+                except OverflowError:          # an integer beyond floats: past the bound too
+                    steps = math.inf
                 if not (isinstance(scale, int) and not isinstance(scale, bool) and scale > 0
                         and math.isfinite(steps) and 0 <= steps <= MAX_STEPS_PER_S):
                     raise ConfigError(f"bad scale factor or throughput ({scale!r}, {steps!r}): "

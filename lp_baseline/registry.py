@@ -112,6 +112,8 @@ _FIXED_OPTIONS = {"lp-on-change": frozenset({"resolve"}),
                   "topk-dominance": frozenset({"dominance"}),
                   "heterosched-lp-v0": frozenset({"normalizer", "size_cap"})}
 _GAVEL_OPTIONS = frozenset({"lp_method", "warm_start"})
+#: ``pop-K`` / ``pop-K-serial`` with K ≥ 2 written plainly (what ``make_policy`` builds).
+_POP_NAME = re.compile(r"pop-([2-9]|[1-9][0-9]+)(-serial)?")
 
 
 def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
@@ -124,7 +126,7 @@ def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
     if name in BASELINES or name in ("sia", "heterosched-ilp", "gavel", "gavel-resets",
                                      "agnostic-lp"):
         ignored = set(lp_options) - _GAVEL_OPTIONS
-    elif name not in POLICY_NAMES and not name.startswith("pop-"):
+    elif name not in POLICY_NAMES and not _POP_NAME.fullmatch(name):
         return                                   # an unknown name: make_policy says so
     else:             # (LPPolicy refuses a floor, guard or round_restart its objective ignores)
         ignored = set(lp_options) & _FIXED_OPTIONS.get(name, frozenset())
@@ -163,7 +165,9 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         raise ConfigError(f"a policy is named by a string, got {show(name)}", field="policy")
     if not is_whole_number(topk) or topk < 1:
         raise ConfigError(f"topk must be a whole number >= 1, got {show(topk)}", field="topk")
-    unknown = sorted(set(lp_options) - _lp_options())
+    # (``_lp_options`` imports the LP policy: only when options are given, so that a non-LP
+    # policy made without any does not load SciPy and HiGHS)
+    unknown = sorted(set(lp_options) - _lp_options()) if lp_options else []
     if unknown:
         raise ConfigError(f"unknown LP policy option(s) {', '.join(unknown)}; LPPolicy takes "
                           f"{', '.join(sorted(_lp_options()))}", field=unknown[0])

@@ -741,7 +741,8 @@ def test_a_folder_given_as_cluster_file_and_a_file_given_as_out_folder(capsys, t
 def test_the_command_line_loads_the_lp_modules_only_when_asked():
     """``hsched`` starts without SciPy's sparse module, HiGHS or the LP policy: a non-LP
     simulation does not pay for them (registry.make_policy imports them lazily)."""
-    code = ("import sys, hsched_cli.main; "
+    code = ("import sys, hsched_cli.main; from lp_baseline.registry import make_policy; "
+            "make_policy('fifo-fastest'); "
             "print(sorted(m for m in ('highspy', 'scipy.sparse', 'lp_baseline.policy') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

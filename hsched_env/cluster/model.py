@@ -92,9 +92,15 @@ def _plain_number(text: str) -> str:
         plain = plain.rstrip("0").rstrip(".") or "0"
     if len(plain) <= 20:
         return plain
-    mantissa, exponent = f"{value:.6e}".split("e")
-    mantissa = mantissa.rstrip("0")
-    return f"{mantissa}{'0' if mantissa.endswith('.') else ''}e{int(exponent):+d}"
+    # repr's digits read back exact (and are the shortest that do); 17 significant digits
+    # where repr has no exponent
+    text = repr(value) if "e" in repr(value) else f"{value:.16e}"
+    mantissa, _, exponent = text.partition("e")
+    if "." in mantissa and "e" not in repr(value):
+        mantissa = mantissa.rstrip("0")
+    if mantissa.endswith(".") or "." not in mantissa:
+        mantissa = mantissa.rstrip(".") + ".0"
+    return f"{mantissa}e{int(exponent):+d}"
 
 
 def _check_bw(value: Any, what: str, **where) -> float:
