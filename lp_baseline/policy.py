@@ -68,7 +68,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hsched_env.errors import ConfigError, UnknownNameError, is_real_number
+from hsched_env.errors import (ConfigError, UnknownNameError, check_switch, is_real_number,
+                               is_whole_number)
 from hsched_env.planner import table_pool_gpus, undominated_rows
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
 from lp_baseline.backends import BACKENDS
@@ -327,6 +328,18 @@ class LPPolicy:
                  ftf_guard: float | str | None = None, round_restart: bool = False) -> None:
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
+        # switches are True or False ("no" read as on), counts whole numbers (0.7 or "3" were
+        # coerced; pop=0 read as 1, topk=0 solved empty LPs)
+        for field, value in (("agnostic", agnostic), ("dominance", dominance),
+                             ("sticky", sticky), ("fill", fill),
+                             ("restart_aware", restart_aware), ("memoize", memoize)):
+            check_switch(value, field)
+        if size_cap is not None:
+            check_switch(size_cap, "size_cap")
+        for field, value in (("pop", pop), ("topk", topk)):
+            if value is not None and not (is_whole_number(value) and value >= 1):
+                raise ConfigError(f"{field} must be a whole number >= 1, got {value!r}",
+                                  field=field)
         defaults = objective_defaults(objective)
         if ftf_guard is None:
             ftf_guard = defaults["ftf_guard"]
@@ -384,10 +397,10 @@ class LPPolicy:
                               "each round)", field="min_resolve_interval_s")
         self.min_resolve_interval_s = float(min_resolve_interval_s)
 
-        if not (isinstance(floor, (int, float)) and 0.0 <= floor <= 1.0):
+        if not (is_real_number(floor) and 0.0 <= floor <= 1.0):
             raise ConfigError(f"the fairness floor must be in [0, 1], got {floor!r}",
                               field="floor")
-        if not (isinstance(las_tau_s, (int, float)) and math.isfinite(las_tau_s)
+        if not (is_real_number(las_tau_s) and math.isfinite(las_tau_s)
                 and las_tau_s > 0):
             raise ConfigError(f"las_tau_s must be a positive number of seconds, got "
                               f"{las_tau_s!r}", field="las_tau_s")

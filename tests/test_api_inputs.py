@@ -152,6 +152,20 @@ def test_make_policy_still_takes_what_its_policies_read():
         make_policy("heterosched-lp", backend="higs")
 
 
+@pytest.mark.parametrize("kwargs,field", [
+    ({"memoize": "no"}, "memoize"), ({"restart_aware": "no"}, "restart_aware"),
+    ({"size_cap": "yes"}, "size_cap"), ({"sticky": 0}, "sticky"), ({"fill": None}, "fill"),
+    ({"pop": 0}, "pop"), ({"pop": 2.7}, "pop"), ({"pop": "3"}, "pop"), ({"topk": 0}, "topk"),
+    ({"floor": True}, "floor"), ({"las_tau_s": True}, "las_tau_s")])
+def test_lp_policy_takes_switches_and_counts_as_such(kwargs, field):
+    """``"no"`` was read as on, ``pop=0`` as 1 and ``2.7`` as 2, ``topk=0`` solved empty LPs,
+    ``floor=True`` was 1.0 (session 49's audit)."""
+    from lp_baseline.policy import LPPolicy
+    with pytest.raises(ConfigError) as err:
+        LPPolicy(**kwargs)
+    assert err.value.field == field
+
+
 @pytest.mark.parametrize("kwargs,says", [({"lam": 0.0}, "lam and clip must be > 0"),
                                          ({"lam": -5.0}, "lam and clip must be > 0"),
                                          ({"p": float("nan")}, "p must be a finite number"),
