@@ -276,9 +276,7 @@ class RunStore:
         matching finished ones) or ``overwrite`` (``discard_earlier`` deletes them once the
         backend has started); a ``ConfigError`` otherwise. Returns the number of files no
         task matches (kept, unused)."""
-        if resume and overwrite:
-            raise ConfigError("--resume reuses the finished runs that --overwrite discards: "
-                              "give one of them", field="--overwrite")
+        check_resume_overwrite(resume, overwrite)
         files = self.files()
         if not files or overwrite:
             return 0
@@ -295,6 +293,14 @@ class RunStore:
         backend has started, so that a backend that cannot start leaves them in place."""
         for p in self.files():
             p.unlink()
+
+
+def check_resume_overwrite(resume: bool, overwrite: bool) -> None:
+    """``resume`` with ``overwrite``: refused (one reuses the finished runs the other
+    discards; overwrite won, silently)."""
+    if resume and overwrite:
+        raise ConfigError("--resume reuses the finished runs that --overwrite discards: give "
+                          "one of them", field="--overwrite")
 
 
 def _sigterm_handler():

@@ -40,10 +40,7 @@ def sigterm_raises():
     handler before it is back. Nothing changes outside the main thread, or where SIGTERM is
     ignored (a launcher that wants the command to outlive it)."""
     global _owner_pid
-    try:
-        before = signal.getsignal(signal.SIGTERM)
-    except ValueError:
-        before = signal.SIG_IGN
+    before = signal.getsignal(signal.SIGTERM)
     if before == signal.SIG_IGN:
         yield
         return

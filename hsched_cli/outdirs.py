@@ -72,8 +72,8 @@ def check_no_earlier_results(out: str | Path | None, *, overwrite: bool, resume:
 
 
 def check_resume_overwrite(args) -> None:
-    """``--resume`` and ``--overwrite`` together: refused (one reuses what the other
-    discards; overwrite won, silently)."""
+    """``--resume`` with ``--overwrite``: refused before anything runs (the sweep's own
+    check, ``agents.sweep.check_resume_overwrite``, made early)."""
     if getattr(args, "resume", False) and getattr(args, "overwrite", False):
-        raise ConfigError("--resume reuses the finished runs that --overwrite discards: give "
-                          "one of them", field="--overwrite")
+        from agents.sweep import check_resume_overwrite as check
+        check(True, True)

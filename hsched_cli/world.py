@@ -14,7 +14,7 @@ from hsched_env.costmodel import model_shape
 from hsched_env.errors import ConfigError
 from hsched_env.planner import PlannerConfig, plan, resource_sets
 from hsched_env.text import candidates_text, format_table
-from hsched_env.throughput import check_throughput_source
+from hsched_env.throughput import ANALYTIC_NAMES, check_throughput_source
 
 
 def _no_fit_reason(model, cluster, config: PlannerConfig) -> str:
@@ -86,7 +86,7 @@ def cmd_candidates(args) -> int:
 
 def _table_name(throughputs: str | None) -> str:
     """The measured table given, as the notes name it (``""``: the analytic model alone)."""
-    if throughputs in (None, "", "analytic"):
+    if throughputs in ANALYTIC_NAMES:
         return ""
     return "Gavel's table" if throughputs == "gavel" else f"the table {throughputs}"
 

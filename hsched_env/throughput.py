@@ -59,6 +59,8 @@ class ThroughputSource:
         return None
 
 
+#: The names of the analytic cost model alone, no measured table (``get_throughput_source``).
+ANALYTIC_NAMES = (None, "", "analytic")
 #: The largest throughput a table may give (steps/s): far above any measured training step
 #: rate, and small enough that samples/s (× the batch) stays a finite float.
 MAX_STEPS_PER_S = 1e9
@@ -77,8 +79,6 @@ class MeasuredTable(ThroughputSource):
     name = "gavel"
 
     def __init__(self, path: str | Path | None = None) -> None:
-        if path is not None:
-            self.name = str(path)              # a user's table is named by its file
         path = Path(path) if path is not None else self.shipped_path()
         source = str(path)
         try:
@@ -220,7 +220,7 @@ def get_throughput_source(name: str | ThroughputSource | None) -> ThroughputSour
     """Resolve ``"analytic"`` (default), ``"gavel"`` or a path to a table in Gavel's format."""
     if isinstance(name, ThroughputSource):
         return name
-    if name in (None, "", "analytic"):
+    if name in ANALYTIC_NAMES:
         return ThroughputSource()
     if name == "gavel":
         return _shipped_gavel_table()
@@ -236,7 +236,7 @@ def check_throughput_source(name: str | ThroughputSource | None,
     table's own errors come when it is), else an error naming ``field``: for a name with a
     folder or a suffix, meant as a file, what is wrong with that path ("no such file", "a
     folder, not a file", a broken link); for another word, the valid names."""
-    if isinstance(name, ThroughputSource) or name in (None, "", "analytic", "gavel"):
+    if isinstance(name, ThroughputSource) or name in ANALYTIC_NAMES or name == "gavel":
         return
     text = str(name)
     if is_file(Path(text)):
