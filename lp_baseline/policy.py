@@ -210,6 +210,32 @@ def _allowed_rows(view: SchedulerView, allowed) -> list[np.ndarray]:
     return out
 
 
+#: ``LPPolicy`` options that only some roundings or objectives read: option -> (what reads
+#: it, whether a rounding / objective pair reads it). Given anywhere else it would be
+#: silently ignored, so it is refused (as ``floor``, ``ftf_guard`` and ``round_restart`` are).
+_READ_ONLY_BY = {
+    "sticky": ("the Gavel-style rounding (rounding='gavel')",
+               lambda objective, rounding: rounding == "gavel"),
+    "fill": ("the Gavel-style rounding (rounding='gavel')",
+             lambda objective, rounding: rounding == "gavel"),
+    "las_tau_s": ("the least-attained-service objectives (fair-las, sia-las)",
+                  lambda objective, rounding: objective in ("fair-las", "sia-las")),
+    "restart_aware": (f"the two-stage objectives' second stage ({', '.join(FLOOR_OBJECTIVES)})",
+                      lambda objective, rounding: objective in FLOOR_OBJECTIVES),
+}
+
+
+def _refuse_ignored_options(objective: str, rounding: str, **given) -> None:
+    """A ``ConfigError`` for an option of ``_READ_ONLY_BY`` given (not ``None``) where
+    ``objective`` and ``rounding`` never read it."""
+    for field, value in given.items():
+        reader, reads = _READ_ONLY_BY[field]
+        if value is not None and not reads(objective, rounding):
+            raise ConfigError(f"{field} is read only by {reader}; with objective "
+                              f"{objective!r} and rounding {rounding!r}, {field}={value!r} "
+                              f"would be ignored", field=field)
+
+
 class LPPolicy:
     """The allocation LP plus its rounding (see the module docstring).
 
@@ -265,10 +291,12 @@ class LPPolicy:
             POP parts together); on expiry a part uses the solver's feasible
             incumbent, else the greedy fallback. The rounding after it is not included.
         sticky: A job whose current candidate still has X > 0 keeps it instead of switching to
-            another of its candidates (each switch costs a restart). Gavel-style rounding only.
+            another of its candidates (each switch costs a restart). Gavel-style rounding only
+            (``None``: on there; given under the integral rounding, a ``ConfigError``).
         fill: Gavel-style rounding only: after the priority pass, give GPUs still free to waiting jobs (their candidates
             with X > 0 first, in priority order, then any candidate that fits), so no GPU idles
-            while a job that fits waits.
+            while a job that fits waits. ``None``: on under the Gavel-style rounding; given
+            under the integral rounding, a ``ConfigError`` (it would be ignored).
         normalizer: ``"fair-share"`` (default): a job's throughput is normalized by its
             throughput on its fair share, ``min(requested, G / N)`` GPUs (G GPUs in the
             cluster, N active jobs; its best candidate, time-sliced when larger);
@@ -284,12 +312,15 @@ class LPPolicy:
             Given under an objective without a floor (``max-min``, ``max-throughput``,
             ``min-makespan``, ``ftf``), a ``ConfigError``: it would be ignored.
         las_tau_s: ``fair-las``: the first attained-service class boundary, in seconds of the
-            job's requested configuration (classes ``[0, τ)``, ``[τ, 3τ)``, ``[3τ, 7τ)``, ...).
+            job's requested configuration (classes ``[0, τ)``, ``[τ, 3τ)``, ``[3τ, 7τ)``, ...);
+            also ``sia-las``'s. ``None``: ``DEFAULT_LAS_TAU_S``; given under another
+            objective, a ``ConfigError`` (it would be ignored).
         restart_aware: In the second stage of ``fair-srpt`` / ``fair-las``, discount a running
             job's other candidates by the share of time they would be productive after the
             restart a switch costs, ``H / (H + restart_s)`` with ``H`` the job's remaining time
             on that candidate; for ``sia-srpt`` / ``sia-las``, Sia's restart factor on a running
-            job's other candidates (``job_terms.sia_gain``).
+            job's other candidates (``job_terms.sia_gain``). ``None``: on under those
+            objectives; given under another, a ``ConfigError`` (it would be ignored).
         scale_factors: Gavel's scale factor s_m in the ``max-min`` objective: each job's
             normalized throughput counts ``requested GPUs`` times, ``max_X min_m s_m ·
             thr(m, X) / (w_m · thr(m, X_equal))`` (Gavel's ``max_min_fairness``: a job on one
@@ -318,9 +349,10 @@ class LPPolicy:
                  candidates: str = "all", agnostic: bool = False, topk: int | None = None,
                  dominance: bool = False, resolve: str = "every-round", pop: int = 1,
                  backend: str = "highs", time_limit_s: float | None = None,
-                 sticky: bool = True, fill: bool = True, normalizer: str = "fair-share",
+                 sticky: bool | None = None, fill: bool | None = None,
+                 normalizer: str = "fair-share",
                  size_cap: bool | None = None, floor: float | None = None,
-                 las_tau_s: float = DEFAULT_LAS_TAU_S, restart_aware: bool = True,
+                 las_tau_s: float | None = None, restart_aware: bool | None = None,
                  rounding: str | None = None, pop_workers: int | None = 1,
                  pop_executor: str = DEFAULT_EXECUTOR, memoize: bool = True,
                  lp_method: str = "auto", min_resolve_interval_s: float = 0.0,
@@ -331,9 +363,12 @@ class LPPolicy:
         # switches are True or False ("no" read as on), counts whole numbers (0.7 or "3" were
         # coerced; pop=0 read as 1, topk=0 solved empty LPs)
         for field, value in (("agnostic", agnostic), ("dominance", dominance),
-                             ("sticky", sticky), ("fill", fill),
-                             ("restart_aware", restart_aware), ("memoize", memoize)):
+                             ("memoize", memoize)):
             check_switch(value, field)
+        for field, value in (("sticky", sticky), ("fill", fill),
+                             ("restart_aware", restart_aware)):
+            if value is not None:
+                check_switch(value, field)
         if size_cap is not None:
             check_switch(size_cap, "size_cap")
         for field, value in (("pop", pop), ("topk", topk)):
@@ -366,7 +401,7 @@ class LPPolicy:
             raise ConfigError(f"round_restart discounts sia-srpt / sia-las gains; objective "
                               f"{objective!r} has none, so it would be ignored",
                               field="round_restart")
-        if round_restart and not restart_aware:
+        if round_restart and restart_aware is False:
             raise ConfigError("round_restart counts restarts in the gain, which "
                               "restart_aware=False leaves out: it would be ignored",
                               field="round_restart")
@@ -381,6 +416,12 @@ class LPPolicy:
         if rounding not in ROUNDINGS:
             raise UnknownNameError("rounding", rounding, list(ROUNDINGS))
         self.rounding = rounding
+        _refuse_ignored_options(objective, rounding, sticky=sticky, fill=fill,
+                                las_tau_s=las_tau_s, restart_aware=restart_aware)
+        sticky = True if sticky is None else sticky
+        fill = True if fill is None else fill
+        las_tau_s = DEFAULT_LAS_TAU_S if las_tau_s is None else las_tau_s
+        restart_aware = True if restart_aware is None else restart_aware
         if candidates not in ("all", "requested"):
             raise UnknownNameError("candidate set", candidates, ["all", "requested"])
         if resolve not in ("every-round", "on-change"):

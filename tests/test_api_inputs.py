@@ -147,14 +147,15 @@ def test_make_policy_still_takes_what_its_policies_read():
     make_policy("fifo", lp_method="simplex", warm_start=True)
     make_policy("gavel", warm_start=True)
     assert make_policy("pop-4", pop_workers=1).pop_workers == 1
-    assert make_policy("heterosched-lp", floor=0.5, las_tau_s=60, time_limit_s=5).floor == 0.5
+    las = make_policy("heterosched-lp-las", floor=0.5, las_tau_s=60, time_limit_s=5)
+    assert (las.floor, las.las_tau_s) == (0.5, 60.0)
     with pytest.raises(UnknownNameError, match="LP backend"):
         make_policy("heterosched-lp", backend="higs")
 
 
 @pytest.mark.parametrize("kwargs,field", [
     ({"memoize": "no"}, "memoize"), ({"restart_aware": "no"}, "restart_aware"),
-    ({"size_cap": "yes"}, "size_cap"), ({"sticky": 0}, "sticky"), ({"fill": None}, "fill"),
+    ({"size_cap": "yes"}, "size_cap"), ({"sticky": 0}, "sticky"), ({"fill": "off"}, "fill"),
     ({"pop": 0}, "pop"), ({"pop": 2.7}, "pop"), ({"pop": "3"}, "pop"), ({"topk": 0}, "topk"),
     ({"floor": True}, "floor"), ({"las_tau_s": True}, "las_tau_s")])
 def test_lp_policy_takes_switches_and_counts_as_such(kwargs, field):
@@ -164,6 +165,38 @@ def test_lp_policy_takes_switches_and_counts_as_such(kwargs, field):
     with pytest.raises(ConfigError) as err:
         LPPolicy(**kwargs)
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"sticky": False}, "sticky"), ({"fill": True}, "fill"),          # sia-srpt: integral
+    ({"objective": "sia-las", "fill": False}, "fill"),
+    ({"las_tau_s": 60}, "las_tau_s"), ({"objective": "fair-srpt", "las_tau_s": 60}, "las_tau_s"),
+    ({"objective": "max-min", "restart_aware": False}, "restart_aware"),
+    ({"objective": "ftf", "restart_aware": True}, "restart_aware")])
+def test_lp_policy_refuses_an_option_its_rounding_or_objective_never_reads(kwargs, field):
+    """``sticky`` and ``fill`` under the integral rounding, ``las_tau_s`` outside the LAS
+    objectives and ``restart_aware`` outside the two-stage ones were silently ignored
+    (session 49's LP-options audit); they are refused as ``floor`` is."""
+    from lp_baseline.policy import LPPolicy
+    with pytest.raises(ConfigError, match="would be ignored") as err:
+        LPPolicy(**kwargs)
+    assert err.value.field == field
+
+
+def test_lp_policy_takes_those_options_where_they_are_read():
+    from lp_baseline.policy import DEFAULT_LAS_TAU_S, LPPolicy
+    gavel_rounding = LPPolicy(objective="max-min", sticky=False, fill=False)
+    assert (gavel_rounding.sticky, gavel_rounding.fill) == (False, False)
+    assert LPPolicy(rounding="gavel", sticky=False).sticky is False        # sia-srpt, gavel
+    assert LPPolicy(objective="fair-las", las_tau_s=60).las_tau_s == 60.0
+    assert LPPolicy(objective="sia-las", restart_aware=False).restart_aware is False
+    plain = LPPolicy()                                       # not given: the defaults
+    assert (plain.sticky, plain.fill, plain.las_tau_s, plain.restart_aware) == (
+        True, True, DEFAULT_LAS_TAU_S, True)
+    from lp_baseline.registry import make_policy
+    with pytest.raises(ConfigError, match="would be ignored"):
+        make_policy("heterosched-lp", sticky=False)
+    assert make_policy("heterosched-lp-v1", sticky=False).sticky is False    # fair-srpt
 
 
 @pytest.mark.parametrize("kwargs,says", [({"lam": 0.0}, "lam and clip must be > 0"),

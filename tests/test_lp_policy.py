@@ -187,8 +187,8 @@ def test_bad_co_optimizer_knobs():
     from hsched_env.errors import ConfigError
     with pytest.raises(ConfigError, match="floor"):
         LPPolicy(floor=1.5)
-    with pytest.raises(ConfigError, match="las_tau_s"):
-        LPPolicy(las_tau_s=0)
+    with pytest.raises(ConfigError, match="las_tau_s must be a positive"):
+        LPPolicy(objective="fair-las", las_tau_s=0)
     with pytest.raises(UnknownNameError, match="fair-share"):
         LPPolicy(normalizer="whole")
 
