@@ -10,7 +10,7 @@ import numpy as np
 
 from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from hsched_env.cluster import cluster_presets, get_cluster
-from hsched_env.costmodel import model_shape
+from hsched_env.costmodel import model_shape, model_state_bytes
 from hsched_env.errors import ConfigError
 from hsched_env.planner import PlannerConfig, plan, resource_sets
 from hsched_env.text import candidates_text, format_table
@@ -22,8 +22,9 @@ def _no_fit_reason(model, cluster, config: PlannerConfig) -> str:
     the planner's resource sets has for them (its usable fraction, less the fixed part per
     GPU), or, where they would fit, that the rest holds no stage's activations."""
     calib = config.calibration
-    fixed_gb = model_shape(model, calib).fixed_mem_bytes / 1e9
-    need = model.params * model.bytes_per_param_states / 1e9
+    shape = model_shape(model, calib)
+    fixed_gb = shape.fixed_mem_bytes / 1e9
+    need = model_state_bytes(shape) / 1e9           # as the planner prices them
     room = np.array([max(get_gpu(p.gpu_type).memory_gb * calib.mem_usable_fraction - fixed_gb,
                          0.0) for p in cluster.pools])
     sets = resource_sets(cluster)

@@ -200,6 +200,15 @@ class ModelShape:
     transformer: bool
 
 
+def model_state_bytes(shape: ModelShape) -> float:
+    """Bytes of the model states (weights, gradients, optimizer states) of the whole model
+    as the cost model prices them: every layer plus the embedding and output tables (untied).
+    A transformer's count comes from its shape, so it can differ from the catalog's rounded
+    ``params`` (GPT-2 medium: 405M against 355M, whose input and output tables are tied)."""
+    params = shape.layers * shape.layer_params + 2.0 * shape.embed_params
+    return params * (shape.state_w + shape.state_g + shape.state_o)
+
+
 def model_shape(model: ModelSpec, calib: Calibration = DEFAULT_CALIBRATION) -> ModelShape:
     """Derive the cost-model constants of ``model`` (FLOPs, parameters, activation bytes).
 
@@ -397,9 +406,18 @@ def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
     return out
 
 
-def _link(hw: PoolArrays, pool, span):
-    """One-way bandwidth of a group of ``span`` GPUs of ``pool`` (intra-node if it fits)."""
-    return np.where(span <= hw.gpus_per_node[pool], hw.intra_bw[pool], hw.inter_bw[pool])
+def _pipeline_link(hw: PoolArrays, pool, span, gpus):
+    """One-way bandwidth of the stage boundaries of one-type replicas of ``span`` (= tp·pp)
+    GPUs each, laid out one after the other (tp innermost, then pp, then dp) over the
+    ``gpus`` GPUs a set takes of ``pool`` (whole nodes, then one node for the rest). Every
+    replica stays inside a node when all ``gpus`` do, or when a replica fits in a node and
+    a node holds a whole number of them. Otherwise a node boundary falls inside some
+    replica, between two of its stages (a tensor-parallel group never straddles nodes), and
+    the synchronous step waits for that replica: the NIC share per GPU. (12 or 24 GPUs on
+    8-GPU nodes in replicas of 6: ranks 6–11 span two nodes.)"""
+    gpn = hw.gpus_per_node[pool]
+    inside = (span <= gpn) & ((gpus <= gpn) | (np.fmod(gpn, span) == 0))
+    return np.where(inside, hw.intra_bw[pool], hw.inter_bw[pool])
 
 
 def dp_ranks_per_node(hw: PoolArrays, pool, stride, ranks):
@@ -567,8 +585,9 @@ def _cost_homo(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, batch
         shape, calib, hw, pa, tp, ppa, ppb, m, rc, batch, per_replica_batch, dpa)
     g_a = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pa])
     # Rank layout: tp innermost, then pp, then dp. A replica's pipeline stays inside a node
-    # when tp·pp GPUs fit in one.
-    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes / _link(hw, pa, tp * pp), 0.0)
+    # when the node holds whole replicas (``_pipeline_link``).
+    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes
+                   / _pipeline_link(hw, pa, tp * pp, tp * pp * d), 0.0)
     lmax = np.ceil(L / pp)
     k_a, beta = _homo_pipeline(L, u_a, g_a, c_a, m, pp, lmax, o)
     t_pipe = k_a * rep_batch + beta
@@ -605,8 +624,10 @@ def _cost_dp_split(shape, calib, hw, *, pa, pb, dpa, dpb, tp, ppa, ppb, m, rc, b
     u_b = layer_time_per_sample(shape, calib, hw, pb, tp, rc)
     g_a = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pa])
     g_b = 3.0 * shape.logits_fwd_flops / (tp * hw.flops[pb])
-    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes / _link(hw, pa, tp * pp), 0.0)
-    c_b = np.where(pp > 1, 2.0 * shape.boundary_bytes / _link(hw, pb, tp * pp), 0.0)
+    c_a = np.where(pp > 1, 2.0 * shape.boundary_bytes
+                   / _pipeline_link(hw, pa, tp * pp, tp * pp * dpa), 0.0)
+    c_b = np.where(pp > 1, 2.0 * shape.boundary_bytes
+                   / _pipeline_link(hw, pb, tp * pp, tp * pp * dpb), 0.0)
     lmax = np.ceil(L / pp)
     k_a, beta = _homo_pipeline(L, u_a, g_a, c_a, m, pp, lmax, o)
     k_b, _ = _homo_pipeline(L, u_b, g_b, c_b, m, pp, lmax, o)

@@ -33,14 +33,14 @@ from hsched_env.cluster import Cluster, get_cluster
 from hsched_env.errors import ConfigError, check_switch, is_whole_number, show
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, GB, KIND_DP_SPLIT, KIND_HOMO,
                                   KIND_NAMES, KIND_PP_SPLIT, Calibration,
-                                  best_microbatch_count, layer_time_per_sample, model_shape,
+                                  best_microbatch_count, layer_time_per_sample,
+                                  model_shape, model_state_bytes,
                                   pool_arrays, strategy_cost)
 from hsched_env.throughput import ThroughputSource, get_throughput_source
 
 log = logging.getLogger(__name__)
 
 TP_DEGREES = (1, 2, 4, 8, 16)
-MAX_MICROBATCHES = 512
 # A mixed set pairs sides within this factor of each other: a side 8× smaller than the other
 # adds at most a few percent (even an H100 is only ~10× a T4) for the cost of a mixed layout.
 MIXED_MAX_RATIO = 8
@@ -643,7 +643,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         ok &= n_set <= config.max_gpus
     # Lower bound on memory: ZeRO-3 shards all model states over every GPU of the set at best.
     cap = np.maximum(hw.mem_bytes[sk.part_a], hw.mem_bytes[sk.part_b])
-    ok &= model.params * model.bytes_per_param_states / n_set + shape.fixed_mem_bytes <= cap
+    ok &= model_state_bytes(shape) / n_set + shape.fixed_mem_bytes <= cap
     idx = np.flatnonzero(ok)
 
     # ---- micro-batch counts: powers of two up to the replica batch, priced in phases.
@@ -657,7 +657,9 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     # sharded traffic also get every smaller m (less traffic). (3) Shapes with no free row
     # without recompute, or only a mixed pipeline that moved layers, are priced again with it.
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
-    m_cap = np.minimum(rep_batch, MAX_MICROBATCHES)
+    # (until session 50 also at most 512: a replica of Llama-2 7B's 1,024 sequences on
+    # 4 GPUs lost its fastest fitting strategy, m = 1,024 at tp = 4, and some sets any)
+    m_cap = rep_batch
     u_a = layer_time_per_sample(shape, calib, hw, sk.part_a[idx], sk.tp[idx], False)
     u_b = layer_time_per_sample(shape, calib, hw, sk.part_b[idx], sk.tp[idx], False)
     samples = np.where(per_replica, B * dp_tot[idx], B)
@@ -672,7 +674,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     if not config.prune_microbatches:
         m_low, m_high = np.ones_like(m_low), m_cap.astype(float)
     m_low = 2.0 ** np.floor(np.log2(np.maximum(m_low, 1)))
-    mb_opts = np.array(_pow2_upto(MAX_MICROBATCHES))
+    mb_opts = np.array(_pow2_upto(int(m_cap.max()) if m_cap.size else 1))
 
     def cross(sel, lo, hi):
         use = ((mb_opts[None, :] >= lo[:, None]) & (mb_opts[None, :] <= hi[:, None])

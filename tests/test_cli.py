@@ -60,14 +60,15 @@ def test_llama70b_on_sia64_is_an_honest_empty_answer(capsys):
                        "--json")
     assert code == 0 and json.loads(out) == []
     code, out, _ = run(capsys, "candidates", "--model", "llama2-70b", "--cluster", "sia-64")
-    assert code == 0 and "fits on no resource set" in out and "1,104.0 GB" in out
+    assert code == 0 and "fits on no resource set" in out and "1,103.6 GB" in out
 
 
 def test_no_fit_reason_counts_only_the_sets_the_planner_considers(capsys, tmp_path):
     """tiny-8 (4 V100-16GB + 4 T4): with mixing off the largest set is one pool's 4 GPUs. One
     A100-80GB beside 14 V100-16GB: the planner pairs sides within 8× of each other, so its
     largest set has 187.6 GB for the states, not both pools' 258.6 GB. Ten one-GPU T4 nodes
-    hold Llama-2 7B's states (107.2 of 134.0 GB) but no stage's activations."""
+    hold Llama-2 7B's states (107.8 of 134.0 GB, the parameters as the cost model counts them:
+    6.738e9, not the catalog's 6.7e9) but no stage's activations."""
     code, out, _ = run(capsys, "candidates", "--model", "llama2-13b", "--cluster", "tiny-8",
                        "--no-mixed")
     assert code == 0 and "more than the 53.6 GB the largest resource set (one node pool)" in out
@@ -76,13 +77,17 @@ def test_no_fit_reason_counts_only_the_sets_the_planner_considers(capsys, tmp_pa
                      "  - {gpu_type: A100-80GB, gpus_per_node: 1, count: 1}\n"
                      "  - {gpu_type: V100-16GB, gpus_per_node: 2, count: 7}\n", encoding="utf-8")
     code, out, _ = run(capsys, "candidates", "--model", "llama2-13b", "--cluster", str(ratio))
-    assert code == 0 and "need 208.0 GB, more than the 187.6 GB" in out
+    assert code == 0 and "need 208.2 GB, more than the 187.6 GB" in out
     t4 = tmp_path / "t4.yaml"
     t4.write_text("name: t4\nnodes:\n  - {gpu_type: T4, gpus_per_node: 1, count: 10}\n",
                   encoding="utf-8")
     code, out, _ = run(capsys, "candidates", "--model", "llama2-7b", "--cluster", str(t4))
-    assert code == 0 and "need 107.2 GB of the 134.0 GB" in out
+    assert code == 0 and "need 107.8 GB of the 134.0 GB" in out
     assert "no strategy's activations" in out
+    # tiny-8's largest set has 107.2 GB for them: the states alone do not fit (with the
+    # catalog's 6.7e9 parameters, 107.2 GB, the reason blamed the activations)
+    code, out, _ = run(capsys, "candidates", "--model", "llama2-7b", "--cluster", "tiny-8")
+    assert code == 0 and "model states alone need 107.8 GB, more than the 107.2 GB" in out
 
 
 def test_readable_table(capsys):

@@ -662,3 +662,65 @@ def test_plan_set_names_the_pool_when_a_type_spans_two_pools():
     with pytest.raises(ConfigError, match="one node pool per GPU type.*'p1', has 16"):
         plan_set("llama2-7b", c, {"A100-80GB": 32})
     assert len(plan_set("llama2-7b", c, {"A100-80GB": 16})) == 1
+
+
+@pytest.mark.parametrize("span, gpus, gpn, inside", [
+    (6, 6, 8, True),        # one replica on one node
+    (6, 24, 8, False),      # ranks 6–11 span nodes 0 and 1
+    (6, 12, 8, False),
+    (4, 12, 8, True),       # two replicas a node, the last node half used
+    (3, 24, 4, False),      # gpt2-xl on sia-64's 4-GPU T4 nodes, pp = 3
+    (2, 6, 4, True),
+    (16, 32, 8, False)])    # a replica larger than a node
+def test_a_pipeline_stays_inside_a_node_only_when_the_nodes_hold_whole_replicas(span, gpus,
+                                                                               gpn, inside):
+    """Until session 50 a replica of tp·pp ≤ GPUs per node was priced on the intra-node link
+    even when a node boundary fell between two of its stages (the cost-model audit: Llama-2
+    7B on 24 L4 at dp4 tp2 pp3 read 231 s a step instead of 242)."""
+    from hsched_env.costmodel import _pipeline_link
+    hw = pool_arrays([get_gpu("L4")], [64.0], [100.0], [gpn], get_model("llama2-7b"))
+    got = _pipeline_link(hw, np.array([0]), np.array([float(span)]), np.array([float(gpus)]))
+    assert got[0] == (hw.intra_bw[0] if inside else hw.inter_bw[0])
+
+
+def test_a_straddling_pipeline_pays_the_nic_share():
+    """Llama-2 7B on 24 L4 of modern-512 (8-GPU nodes) at dp4 tp2 pp3 (until session 50 the
+    set's best row): priced as if every stage boundary crossed the NIC, it costs the same;
+    one replica on one node (6 GPUs) costs less than that. The set's best row is now
+    another strategy."""
+    import hsched_env.costmodel as cm
+    spec, cluster = get_model("llama2-7b"), get_cluster("modern-512")
+    pool = next(p for p in cluster.pools if p.gpu_type == "L4")
+    hw = pool_arrays([get_gpu("L4")], [pool.intra_bw_gbps], [pool.inter_bw_gbps],
+                     [pool.gpus_per_node], spec)
+
+    def step(dp, all_on_the_nic=False):
+        def arr(v):
+            return np.array([v])
+        kw = dict(kind=arr(KIND_HOMO), pa=arr(0), pb=arr(0), dpa=arr(dp), dpb=arr(0),
+                  tp=arr(2), ppa=arr(3), ppb=arr(0), m=arr(256), rc=arr(False),
+                  batch=spec.global_batch, per_replica_batch=False, zero_stages=(1,))
+        orig = cm._pipeline_link
+        if all_on_the_nic:
+            cm._pipeline_link = lambda hw_, pool_, span, gpus: hw_.inter_bw[pool_]
+        try:
+            return strategy_cost(model_shape(spec), DEFAULT_CALIBRATION, hw,
+                                 **kw)["step_time_s"][0]
+        finally:
+            cm._pipeline_link = orig
+    assert step(4) == pytest.approx(step(4, all_on_the_nic=True), rel=1e-12)
+    assert step(1) < step(1, all_on_the_nic=True)
+    best = plan_set(spec, cluster, {"L4": 24})
+    assert best.step_time_s.min() <= step(4)
+
+
+def test_microbatch_counts_reach_the_replica_batch():
+    """Up to session 50 the planner priced at most 512 micro-batches: Llama-2 7B (1,024
+    sequences) on 4 A100-40GB lost m = 1,024 at tp = 4 (3.94 against 3.26 samples/s), and a
+    T4 + A100 set lost its only fitting strategy (the cost-model audit)."""
+    cluster = get_cluster("sia-64")
+    best = plan_set("llama2-7b", cluster, {"A100-40GB": 4}).to_records()[0]
+    assert (best["tp"], best["microbatches"]) == (4, 1024)
+    assert best["samples_per_s"] > 3.9 and best["mem_gb_per_gpu"] <= 0.9 * 40
+    mixed = plan_set("llama2-7b", cluster, {"T4": 4, "A100-40GB": 2}).to_records()
+    assert len(mixed) == 1 and mixed[0]["microbatches"] == 1024
