@@ -46,9 +46,12 @@ Comparison. Per case, every metric is computed over the jobs that **every** comp
 finished ("common/total"), so a policy that leaves the hardest jobs unfinished is not rewarded
 with a lower average: avg and p99 JCT, makespan (first arrival to last finish among those jobs),
 worst and mean finish-time fairness ρ (per job exactly as ``hsched_env.metrics``:
-``finish_time_fairness``), restarts per job, and ``delivered_over_planned`` when the policy's
-metrics report it. Per policy also the jobs it did not finish and the jobs it never started.
-Ratios: the first policy's avg JCT ÷ each other policy's. TARGET CHECK of the first policy (default
+``finish_time_fairness``) and restarts per job; also ``delivered_over_planned`` when the
+policy's metrics report it (the whole run's figure, not restricted to the common jobs). Per
+policy also the jobs it did not finish and the jobs it never started.
+Ratios: the first policy's avg JCT ÷ each other policy's; a case where a ratio is undefined
+(no common job) is left out of that policy's geometric mean, and the summary then says over
+how many of the cases it is taken. TARGET CHECK of the first policy (default
 ``heterosched-lp``) per case: avg JCT ≤ 0.75 × gavel's, ≤ 1.0 × sia's, worst FTF ≤ gavel's, and
 every job finished (each only when the policy it needs is compared).
 
@@ -78,6 +81,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args
+from script_args import output_file_problem, output_folder_problem  # noqa: E402
 
 DEFAULT_POLICIES = "heterosched-lp,heterosched-lp-las,gavel,sia"
 GROUPS = ("gavel-classic", "gavel-llm", "philly", "pollux")
@@ -227,6 +232,36 @@ def make_named_policy(name: str, objective: str | None = None):
                               field="--policies")
         kwargs[key] = _option_value(value)
     return make_policy(base, **kwargs)
+
+
+def check_objective(objective: str | None) -> None:
+    """``--objective``: one of the LP objectives (``lp_baseline.problem.OBJECTIVES``), else an
+    ``UnknownNameError`` — before any policy is made, whichever policies are given."""
+    from hsched_env.errors import UnknownNameError
+    from lp_baseline.problem import OBJECTIVES
+    if objective is not None and objective not in OBJECTIVES:
+        raise UnknownNameError("objective", objective, list(OBJECTIVES))
+
+
+def check_objective_read(objective: str | None, policies: list[str]) -> None:
+    """A given ``--objective`` that none of ``policies`` reads (``fifo``, ``gavel``: see
+    ``lp_baseline.registry.policy_options``; a ``NAME/key=value`` policy by its NAME) is a
+    ``ConfigError`` naming the policies that do, as ``hsched simulate`` refuses it — not
+    recorded in results.json as if it had been used."""
+    if objective is None:
+        return
+    from hsched_env.errors import ConfigError
+    from lp_baseline.registry import POLICY_NAMES, policy_options
+    if any("objective" in policy_options(p.split("/", 1)[0]) for p in policies):
+        return
+    readers = [p for p in POLICY_NAMES
+               if "objective" in policy_options(p) and not p.startswith("pop-")]
+    if "objective" in policy_options("pop-2"):          # pop-K reads what pop-2 does
+        readers += ["pop-K"] + (["pop-K-serial"]
+                                if "objective" in policy_options("pop-2-serial") else [])
+    raise ConfigError(f"--objective is read by none of the policies given "
+                      f"({', '.join(policies)}); it applies to {', '.join(readers)}",
+                      field="--objective")
 
 
 def run_one(case: Case, policy: str, objective: str | None = None) -> dict:
@@ -403,16 +438,34 @@ def compare_case(runs: dict[str, dict], first: str | None = None) -> dict:
             "policies": stats, "ratios": ratios, "targets": targets}
 
 
+def _usable_ratio(x) -> bool:
+    """Whether a case's ratio enters a geometric mean (finite and > 0: not the NaN of a case
+    with no common job)."""
+    return x is not None and math.isfinite(x) and x > 0
+
+
 def geomean(values) -> float:
-    v = [x for x in values if x is not None and math.isfinite(x) and x > 0]
+    """The geometric mean of the usable values (``_usable_ratio``; the others are left out:
+    ``summarize``'s ``geomean_cases`` counts the ones taken); NaN if none."""
+    v = [x for x in values if _usable_ratio(x)]
     return float(math.exp(sum(map(math.log, v)) / len(v))) if v else math.nan
+
+
+def _geo_text(blk: dict, p: str, fmt: str = ".2f", long: bool = False) -> str:
+    """A block's geometric-mean ratio against ``p``, with how many of its cases it covers
+    when a case was left out (its ratio undefined): ``0.67 (2 of 3)``."""
+    text = _f(blk["geomean_ratio"].get(p), fmt)
+    k, n = blk.get("geomean_cases", {}).get(p), blk["cases"]
+    if k is None or k == n:
+        return text
+    return f"{text} (over {k} of {n} cases)" if long else f"{text} ({k} of {n})"
 
 
 def summarize(comparisons: dict[str, dict], groups: dict[str, str] | None = None) -> dict:
     """Target pass counts and geometric-mean ratios over cases (and per group when
     ``groups`` maps case name → group)."""
     def block(names):
-        out = {"cases": len(names), "targets": {}, "geomean_ratio": {}}
+        out = {"cases": len(names), "targets": {}, "geomean_ratio": {}, "geomean_cases": {}}
         for k in TARGET_KEYS:
             vals = [comparisons[n]["targets"][k] for n in names]
             vals = [v for v in vals if v is not None]
@@ -421,7 +474,10 @@ def summarize(comparisons: dict[str, dict], groups: dict[str, str] | None = None
         for n in names:
             others += [p for p in comparisons[n]["ratios"] if p not in others]
         for p in others:
-            out["geomean_ratio"][p] = geomean(comparisons[n]["ratios"].get(p) for n in names)
+            ratios = [comparisons[n]["ratios"].get(p) for n in names]
+            out["geomean_ratio"][p] = geomean(ratios)
+            # the cases the geometric mean is taken over (an undefined ratio is left out)
+            out["geomean_cases"][p] = sum(_usable_ratio(r) for r in ratios)
         return out
 
     names = list(comparisons)
@@ -490,9 +546,12 @@ def tables(comparisons: dict[str, dict], summary: dict, markdown: bool = False) 
     ghead = ["group", "cases"] + [f"geomean ÷ {p}" for p in summary["geomean_ratio"]] + \
         [TARGET_TEXT[k] for k in keys]
     grows = []
-    for g, blk in list(summary.get("groups", {}).items()) + [("all", summary)]:
+    blocks = list(summary.get("groups", {}).items()) + [("all", summary)]
+    partial = any(k != blk["cases"] for _, blk in blocks
+                  for k in blk.get("geomean_cases", {}).values())
+    for g, blk in blocks:
         grows.append([g, str(blk["cases"])]
-                     + [_f(blk["geomean_ratio"].get(p)) for p in summary["geomean_ratio"]]
+                     + [_geo_text(blk, p) for p in summary["geomean_ratio"]]
                      + [f"{blk['targets'][k]['passed']}/{blk['targets'][k]['evaluated']}"
                         for k in keys])
     text_cols = {"case", "policy", "group"}
@@ -506,7 +565,9 @@ def tables(comparisons: dict[str, dict], summary: dict, markdown: bool = False) 
            f"in hours; '{first} ÷' = {first}'s avg JCT ÷ the policy's; unfinished and never "
            f"started count all jobs.", "",
            render(heads, rows), "", f"Targets of {first} per case:", "", render(theads, trows),
-           "", "By group (geometric-mean ratios of avg JCT; targets passed/evaluated):", "",
+           "", "By group (geometric-mean ratios of avg JCT"
+           + ("; '(k of n)': over the k of its n cases where the ratio is defined"
+              if partial else "") + "; targets passed/evaluated):", "",
            render(ghead, grows), "", summary_line(summary)]
     odd = oddities(comparisons)
     if odd:
@@ -519,8 +580,11 @@ def summary_line(summary: dict) -> str:
     t = summary["targets"]
     parts = [f"{TARGET_TEXT[k]} {t[k]['passed']}/{t[k]['evaluated']}" for k in TARGET_KEYS
              if t[k]["evaluated"]]
-    missing = [p for p in JCT_TARGETS if f"jct_vs_{p}" not in _targets_in_play(summary)]
-    geo = ", ".join(f"÷{p} {_f(v, '.3f')}" for p, v in summary["geomean_ratio"].items())
+    # the target policies not run (the first policy, the one under test, is not "missing")
+    missing = [p for p in JCT_TARGETS
+               if p != summary["first"] and p not in summary["geomean_ratio"]]
+    geo = ", ".join(f"÷{p} {_geo_text(summary, p, '.3f', long=True)}"
+                    for p in summary["geomean_ratio"])
     return (f"TARGETS ({summary['first']}, {summary['cases']} cases): " + "; ".join(parts)
             + (f" (not compared: {', '.join(missing)})" if missing else "")
             + f". Geometric-mean avg-JCT ratio: {geo}.")
@@ -677,10 +741,22 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(exc))
     if not cases:
         ap.error("no case selected")
+    # what is written at the end, checked before the simulations (nothing is created here)
+    problem = output_folder_problem(args.out)
+    if not problem and Path(args.out, "results.json").is_dir():
+        problem = f"{Path(args.out, 'results.json')} is a folder"
+    if problem:
+        ap.error(f"--out {args.out}: cannot write the results there: {problem}")
+    if args.json and args.json != "-":
+        problem = output_file_problem(args.json)
+        if problem:
+            ap.error(f"--json {args.json}: cannot write it: {problem}")
     try:                                  # unknown policy / objective: fail before simulating
+        check_objective(args.objective)
         with _quiet_stdout():
             for p in policies:
                 make_named_policy(p, args.objective)
+        check_objective_read(args.objective, policies)
     except (HSchedError, TypeError) as exc:    # TypeError: an unknown NAME/key=value key
         print(f"{Path(__file__).name}: error: {exc}", file=sys.stderr)
         return 2

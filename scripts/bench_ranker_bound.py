@@ -128,10 +128,14 @@ def measure(scenario_names: list[str] | None, seeds: int, progress: bool,
                           f"once), got {prune!r}", field="--prune")
     suite = get_suite(suite)
     scenarios = [s for s in suite.scenarios if scenario_names is None or s.name in scenario_names]
-    if scenario_names is not None and len(scenarios) != len(scenario_names):
+    if scenario_names is not None and not set(scenario_names) <= {s.name for s in scenarios}:
         known = ", ".join(s.name for s in suite.scenarios)
         raise ConfigError(f"unknown scenario in {scenario_names} (suite {suite.name}: {known})",
                           field="--scenarios")
+    if scenario_names is not None and len(scenarios) != len(scenario_names):
+        twice = [n for n in dict.fromkeys(scenario_names) if scenario_names.count(n) > 1]
+        raise ConfigError(f"scenario {', '.join(twice)} given more than once in "
+                          f"{scenario_names}: give each at most once", field="--scenarios")
     ranker = Ranker.load(shipped_ranker_path(), gate_candidates=0, max_kept_fraction=1.0)
     support_lp = make_policy("heterosched-lp")
     rows = []

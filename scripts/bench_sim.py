@@ -8,7 +8,7 @@ Usage:
     python scripts/bench_sim.py memo        # gavel on Gavel's workload, LPPolicy(memoize=) off / on
     python scripts/bench_sim.py ipm         # large-2048: the pure LP with dual simplex / IPM
     python scripts/bench_sim.py methods     # large-2048: the pure LP with dual simplex / IPM / colgen
-    python scripts/bench_sim.py all
+    python scripts/bench_sim.py all         # hetero, llm, decision, speed (not memo/ipm/methods)
 
 Each prints a Markdown table; every run is a deterministic simulation (fixed seeds).
 """
@@ -207,20 +207,30 @@ def ipm(sizes=(500, 1000, 2000), reps: int = 3) -> None:
     lp_methods(sizes, reps, methods=("simplex", "ipm"))
 
 
-def main() -> None:
+#: What ``all`` runs (the others take longer or compare LP settings: run them by name).
+ALL = ("hetero", "llm", "decision", "speed")
+#: ``--sizes`` when not given, per benchmark (``ipm``: its own default, 500,1000,2000).
+DEFAULT_SIZES = {"decision": (100, 500, 1000, 2000), "methods": (100, 500, 1000, 2000)}
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=["hetero", "llm", "decision", "speed", "memo", "ipm",
-                                     "methods", "all"])
-    ap.add_argument("--sizes", type=int_list(1), default="100,500,1000,2000",
+                                     "methods", "all"],
+                    help="the benchmark; all: " + ", ".join(ALL))
+    ap.add_argument("--sizes", type=int_list(1), default=None,
                     help="job counts of the decision, ipm and methods benchmarks, "
-                         "comma-separated")
-    args = ap.parse_args()
-    todo = ["hetero", "llm", "decision", "speed"] if args.what == "all" else [args.what]
+                         "comma-separated (default: 100,500,1000,2000; ipm 500,1000,2000)")
+    args = ap.parse_args(argv)
+    todo = ALL if args.what == "all" else [args.what]
     for what in todo:
-        if what == "decision":
-            decision(tuple(args.sizes))
-        elif what in ("ipm", "methods"):
-            {"ipm": ipm, "methods": lp_methods}[what](tuple(args.sizes))
+        if what in ("decision", "ipm", "methods"):
+            run = {"decision": decision, "ipm": ipm, "methods": lp_methods}[what]
+            sizes = args.sizes or DEFAULT_SIZES.get(what)
+            if sizes:
+                run(tuple(sizes))
+            else:
+                run()                         # ipm: its own default sizes
         else:
             globals()[what]()
 

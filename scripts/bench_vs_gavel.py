@@ -41,8 +41,9 @@ Gavel generates jobs until the measured ones are done; our generator draws a fix
 (``--our-jobs``, default ``B + 1000``: 1,300 for 100:300, i.e. 250 h of arrivals past the
 last measured job at 4 jobs/h; jobs that would arrive after the simulation stops cost only
 their generation). The script checks, on our first run, that the last generated job arrives
-after our simulation ended, i.e. that our arrivals did not run out before the measured jobs
-finished (it warns otherwise).
+after our simulation ended (in simulated time: its rounds × ``--round-s`` from the first
+arrival's round, not ``makespan_s``, which counts from job A's arrival), i.e. that our
+arrivals did not run out before the measured jobs finished (it warns otherwise).
 
 What the LP timings compare: Gavel recomputes its allocation only when a job arrived or
 finished *and* at least 1,920 s (its ``minimum_time_between_allocation_resets``) have passed
@@ -87,14 +88,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args
+from script_args import output_file_problem  # noqa: E402
 
 # Gavel's cluster (``-c V100:P100:K80``) and our preset with the same GPUs.
 GAVEL_CLUSTER = "36:36:36"
@@ -175,7 +181,10 @@ def _children_cpu_s() -> float:
 def timed(cmd: list[str], cwd: str | None = None, stderr=subprocess.PIPE):
     """Run ``cmd``; return (completed process, wall s, CPU s of the child)."""
     cpu0, t0 = _children_cpu_s(), time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    except OSError as exc:                      # no such interpreter, not executable
+        raise BenchError(f"{' '.join(cmd)} could not start: {exc}") from None
     wall = time.perf_counter() - t0
     cpu = _children_cpu_s() - cpu0
     if proc.returncode != 0:
@@ -224,11 +233,63 @@ def run_ours(key: str, cfg: Config) -> Run:
                 "lp_reused": out.get("lp_reused")})
 
 
-def last_arrival_s(cfg: Config) -> float:
-    """Arrival time of our workload's last generated job (not timed)."""
+def _our_arrivals(cfg: Config) -> list[float]:
+    """Arrival times of our workload's generated jobs, by job id (not timed)."""
     from hsched_env.workloads import load_workload
     w = load_workload(our_workload(cfg), OUR_CLUSTER, throughputs="gavel")
-    return max(j.arrival_s for j in w.jobs)
+    return [j.arrival_s for j in w.jobs]
+
+
+def last_arrival_s(cfg: Config) -> float:
+    """Arrival time of our workload's last generated job (not timed)."""
+    return max(_our_arrivals(cfg))
+
+
+def simulated_end_s(run: Run, cfg: Config, arrivals: list[float] | None = None) -> float | None:
+    """When our simulation ended, in simulated seconds (the workload's clock), from its
+    ``--json`` (``None`` if it lacks ``rounds``): at least its ``rounds`` × ``--round-s`` from
+    the first arrival's round (it starts there; a stretch with no job active is jumped over,
+    not counted), and at least the last measured finish — job A's arrival + ``makespan_s``
+    (``makespan_s`` counts from job A's arrival, not from 0)."""
+    rounds, makespan = run.extra.get("rounds"), run.extra.get("makespan_s")
+    if rounds is None:
+        return None
+    arrivals = _our_arrivals(cfg) if arrivals is None else arrivals
+    start = math.floor(min(arrivals) / cfg.round_s) * cfg.round_s
+    end = start + rounds * cfg.round_s
+    if makespan is not None and math.isfinite(makespan):
+        end = max(end, arrivals[cfg.jobs[0]] + makespan)
+    return end
+
+
+def arrivals_ran_out(key: str, run: Run, cfg: Config) -> str | None:
+    """The warning when our simulation (``run``, of benchmark key ``key``) was still going
+    when the last of our generated jobs arrived — from then on no job arrived, unlike Gavel's
+    generator, which draws jobs until the measured ones are done — else ``None``."""
+    arrivals = _our_arrivals(cfg)
+    end = simulated_end_s(run, cfg, arrivals)
+    last = max(arrivals)
+    if end is None or end < last:
+        return None
+    return (f"{key}: our simulation ran until t={end:.0f} s (simulated) but the last of our "
+            f"{cfg.our_jobs} jobs arrived at t={last:.0f} s: our arrivals ran out before the "
+            f"measured jobs finished; raise --our-jobs")
+
+
+def gavel_python_problem(python: str, cwd: Path) -> str | None:
+    """Why ``--gavel-python`` cannot be run from Gavel's ``cwd`` (its ``scheduler/``, where
+    its driver runs): a path that is not an executable file (a relative path is taken from
+    ``cwd``, as ``subprocess`` does), a bare name not on ``PATH``; or ``None``."""
+    if os.sep in python or (os.altsep and os.altsep in python):
+        p = Path(python)
+        where = "" if p.is_absolute() else f" (a relative path is taken from {cwd})"
+        p = p if p.is_absolute() else cwd / p
+        if not p.exists():
+            return "no such file" + where
+        if not p.is_file() or not os.access(p, os.X_OK):
+            return "not an executable file" + where
+        return None
+    return None if shutil.which(python) else "not found on PATH"
 
 
 def gavel_scheduler_dir(path: str) -> Path:
@@ -296,12 +357,17 @@ def parse_range(text: str) -> tuple[int, int]:
 
 
 def parse_policies(text: str) -> list[str]:
-    """``--policies``: comma-separated keys of ``POLICIES``; an empty entry is refused."""
+    """``--policies``: comma-separated keys of ``POLICIES``; an empty entry or a key given
+    twice is refused (twice would double its runs, not its medians' count)."""
     keys = [k.strip() for k in text.split(",")]
     bad = [k for k in keys if k not in POLICIES]
     if bad:
         raise argparse.ArgumentTypeError(f"policies must be among {','.join(POLICIES)} (no "
                                          f"empty entries), got {text!r}")
+    twice = [k for k in dict.fromkeys(keys) if keys.count(k) > 1]
+    if twice:
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} given more than once in "
+                                         f"{text!r}: give distinct policies")
     return keys
 
 
@@ -360,10 +426,19 @@ def main(argv: list[str] | None = None) -> int:
                  our_jobs=args.our_jobs or b + 1000)
     if cfg.our_jobs < b:
         ap.error(f"--our-jobs {cfg.our_jobs} is below the measured end {b}")
+    # what is written at the end, checked before the runs (nothing is created here)
+    for flag, path in (("--out", args.out), ("--gavel-log", args.gavel_log)):
+        problem = path is not None and output_file_problem(path)
+        if problem:
+            ap.error(f"{flag} {path}: cannot write it: {problem}")
 
     sched_dir = gavel_scheduler_dir(args.gavel) if args.gavel else None
     if sched_dir and args.round_s != int(args.round_s):
         ap.error("Gavel's -i takes whole seconds: --round-s must be an integer with --gavel")
+    if sched_dir:
+        problem = gavel_python_problem(args.gavel_python, sched_dir)
+        if problem:
+            ap.error(f"--gavel-python {args.gavel_python}: {problem}")
     sides = SIDES if sched_dir else ("ours",)
     if sched_dir is None:
         print("no --gavel checkout given: running only our side", file=sys.stderr)
@@ -394,13 +469,10 @@ def measure(args, cfg: Config, sched_dir: Path | None, sides: tuple[str, ...]):
                                                          cfg, args.gavel_log)
                 else:
                     r = run_ours(key, cfg)
-                    if i == 0 and r.extra.get("makespan_s") is not None:
-                        last = last_arrival_s(cfg)
-                        if r.extra["makespan_s"] >= last:
-                            warnings.append(
-                                f"{key}: our simulation ran to {r.extra['makespan_s']:.0f} s but "
-                                f"the last of our {cfg.our_jobs} jobs arrived at {last:.0f} s; "
-                                f"raise --our-jobs")
+                    if i == 0:
+                        ran_out = arrivals_ran_out(key, r, cfg)
+                        if ran_out:
+                            warnings.append(ran_out)
                 runs[key][side].append(r)
                 print(f"run {i + 1}/{args.runs} {key:14s} {side:5s} wall {r.wall_s:7.2f} s  "
                       f"CPU {r.cpu_s:7.2f} s  avg JCT {r.avg_jct_s / 3600:.3f} h "

@@ -8,7 +8,11 @@
 * ``one_line_errors``, a decorator for a script's ``main(argv)``: HeteroSched's own errors
   (``HSchedError``: an unknown cluster, workload, policy or ranker, a bad trace or config
   file) are printed as one line ``NAME.py: error: <message>`` on stderr and ``main`` returns
-  2, as ``hsched`` does (``hsched_cli.main.main``), instead of a traceback.
+  2, as ``hsched`` does (``hsched_cli.main.main``), instead of a traceback;
+* ``output_file_problem`` / ``output_folder_problem``: why a file or folder the script will
+  write at the end cannot be written (``None`` if it can), checked before a long run without
+  creating anything, so a bad ``--json`` / ``--out`` is a one-line error up front rather than
+  a traceback after the work.
 
 A script imports it with its own folder on ``sys.path`` (``python scripts/NAME.py`` puts it
 there; the scripts add it too, for tests that load them by path)::
@@ -22,14 +26,15 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import os
 import sys
 from pathlib import Path
 
 from hsched_env.errors import (HSchedError, command_line_value, decimal_float, decimal_int,
                                show)
 
-__all__ = ["int_list", "list_of", "nonnegative_int", "one_line_errors", "positive_int",
-           "positive_number", "probability"]
+__all__ = ["int_list", "list_of", "nonnegative_int", "one_line_errors", "output_file_problem",
+           "output_folder_problem", "positive_int", "positive_number", "probability"]
 
 
 def positive_int(text: str) -> int:
@@ -91,6 +96,40 @@ def list_of(item, empty_ok: bool = False):
         return values
     parse.__name__ = f"list of {item.__name__}"
     return parse
+
+
+def output_file_problem(path) -> str | None:
+    """Why the file ``path`` cannot be written (a folder there, its folder missing or not
+    writable, a file there that is not writable), or ``None``; nothing is created."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        return "it is a folder, not a file"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else "the file is not writable"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"its folder {str(folder)!r} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"its folder {str(folder)!r} is not writable"
+    return None
+
+
+def output_folder_problem(path) -> str | None:
+    """Why the folder ``path`` cannot be written into or created (with its parents, as
+    ``mkdir(parents=True)``), or ``None``; nothing is created."""
+    path = Path(path).expanduser().absolute()
+    if path.exists():
+        if not path.is_dir():
+            return "it is a file, not a folder"
+        return None if os.access(path, os.W_OK | os.X_OK) else "the folder is not writable"
+    parent = path.parent
+    while not parent.exists():                  # the nearest folder that exists
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{str(parent)!r} is a file, not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot create it: {str(parent)!r} is not writable"
+    return None
 
 
 def one_line_errors(main):

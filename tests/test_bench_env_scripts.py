@@ -105,3 +105,63 @@ def test_bench_env_refuses_bad_arguments(argv, capsys):
                                          (["--seed", "-1"], "--seed must be >= 0")])
 def test_bench_rank_round_refuses_bad_arguments(argv, needle, capsys):
     _refused(_load("bench_rank_round"), argv, capsys, needle)
+
+
+def test_reliability_soak_counts_the_unfinished_episodes_lp_fallbacks():
+    """The soak's LP fallbacks include the episode still under way when it stops (20 rank
+    steps end no episode): each injected solver fault is one fallback counted."""
+    script = _load("reliability")
+    with script.Injector("exception", 0) as inj:
+        out = script.soak("rank", 20, 0)
+    assert out["ok"] and out["episodes_completed"] + out["episodes_truncated"] == 0
+    assert inj.injected > 0 and out["lp_fallbacks"] == inj.injected
+
+
+def test_reliability_says_what_its_warm_up_is():
+    script = _load("reliability")
+    assert "10% of the steps, at most 10,000" in script.__doc__
+
+
+def _recorded(script, monkeypatch, names):
+    """The benchmark functions ``names`` of ``script`` replaced by recorders: the calls."""
+    calls = []
+    for name in names:
+        monkeypatch.setattr(script, name,
+                            lambda *a, _name=name, **k: calls.append((_name, a, k)))
+    return calls
+
+
+def test_bench_sim_sizes_default_to_each_benchmarks_own(monkeypatch):
+    script = _load("bench_sim")
+    calls = _recorded(script, monkeypatch, ("decision", "ipm", "lp_methods"))
+    script.main(["ipm"])                    # ipm's own sizes: no N=100 row
+    script.main(["ipm", "--sizes", "100,200"])
+    script.main(["decision"])
+    script.main(["methods"])
+    assert calls == [("ipm", (), {}), ("ipm", ((100, 200),), {}),
+                     ("decision", ((100, 500, 1000, 2000),), {}),
+                     ("lp_methods", ((100, 500, 1000, 2000),), {})]
+    assert _load("bench_sim").ipm.__defaults__[0] == (500, 1000, 2000)   # ipm's own
+
+
+def test_bench_sim_all_runs_what_its_usage_says(monkeypatch, capsys):
+    script = _load("bench_sim")
+    calls = _recorded(script, monkeypatch, ("hetero", "llm", "decision", "speed", "memo",
+                                            "ipm", "lp_methods"))
+    script.main(["all"])
+    assert [c[0] for c in calls] == ["hetero", "llm", "decision", "speed"]
+    usage = next(line for line in script.__doc__.splitlines() if "bench_sim.py all" in line)
+    assert "hetero, llm, decision, speed" in usage and "not memo/ipm/methods" in usage
+    with pytest.raises(SystemExit):
+        script.main(["--help"])
+    assert "all: hetero, llm, decision, speed" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_bench_ranker_bound_names_a_duplicate_scenario(capsys):
+    script = _load("bench_ranker_bound")
+    err = _refused(script, ["--suite", "smoke", "--scenarios", "sia-64,sia-64"], capsys,
+                   "scenario sia-64 given more than once")
+    assert "unknown scenario" not in err
+    _refused(script, ["--suite", "smoke", "--scenarios", "sia-64,nope"], capsys,
+             "unknown scenario")

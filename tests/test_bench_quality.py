@@ -197,3 +197,84 @@ def test_main_writes_results_with_where_they_were_made(tmp_path, capsys):
     env = results["settings"]["environment"]
     assert env["libraries"]["numpy"] == np.__version__ and env["python"] == sys.version.split()[0]
     assert {r["policy"] for r in results["runs"]} == set(results["settings"]["policies"])
+
+
+def case_no_common_job():
+    """gavel finishes none of the jobs: no job is common, so no ratio of the case is defined."""
+    runs = case_a()
+    runs["gavel"] = fake_run("gavel", ARR, [None] * 5, [0] * 5)
+    return runs
+
+
+def test_geomean_says_over_how_many_cases_it_is_taken():
+    """A case whose ratio is undefined (no common job) is left out of the geometric mean;
+    the summary says so ("over 1 of 2 cases") instead of counting it silently."""
+    empty = bq.compare_case(case_no_common_job())
+    assert empty["common"] == 0 and math.isnan(empty["ratios"]["gavel"])
+    comps = {"a": bq.compare_case(case_a()), "e": empty}
+    s = bq.summarize(comps, {"a": "g1", "e": "g1"})
+    assert s["cases"] == 2 and s["geomean_ratio"]["gavel"] == pytest.approx(0.5)
+    assert s["geomean_cases"] == {"gavel": 1, "sia": 1}
+    assert s["groups"]["g1"]["geomean_cases"] == {"gavel": 1, "sia": 1}
+    line = bq.summary_line(s)
+    assert "÷gavel 0.500 (over 1 of 2 cases)" in line, line
+    text = bq.tables(comps, s)
+    assert "0.50 (1 of 2)" in text and "'(k of n)'" in text, text
+    # every case defined: the figures are printed as before, with no count
+    full = bq.summarize({"a": bq.compare_case(case_a())})
+    assert full["geomean_cases"] == {"gavel": 1, "sia": 1}
+    assert "÷gavel 0.500," in bq.summary_line(full) and "of 1" not in bq.summary_line(full)
+    assert "(k of n)" not in bq.tables({"a": bq.compare_case(case_a())}, full)
+
+
+def test_summary_names_only_target_policies_not_run():
+    """"not compared" names a target policy that was not run — not the policy under test."""
+    runs = {"sia": fake_run("sia", ARR, [100] * 5, [1] * 5),
+            "gavel": fake_run("gavel", ARR, [200] * 5, [2] * 5)}
+    s = bq.summarize({"a": bq.compare_case(runs)})
+    assert s["first"] == "sia" and "not compared" not in bq.summary_line(s)
+    del runs["sia"]
+    runs = {"heterosched-lp": fake_run("heterosched-lp", ARR, [100] * 5, [1] * 5), **runs}
+    line = bq.summary_line(bq.summarize({"a": bq.compare_case(runs)}))
+    assert "(not compared: sia)" in line, line
+
+
+def _no_simulation(monkeypatch):
+    def refused(*a, **k):
+        raise AssertionError("simulations ran before the arguments were checked")
+    monkeypatch.setattr(bq, "run_all", refused)
+
+
+def test_objective_no_policy_reads_is_refused_before_simulating(monkeypatch, capsys):
+    _no_simulation(monkeypatch)
+    base = ["--cases", "pollux", "--quick", "--no-progress"]
+    assert bq.main(base + ["--policies", "fifo,gavel", "--objective", "max-min"]) == 2
+    err = capsys.readouterr().err
+    assert "--objective is read by none of the policies given (fifo, gavel)" in err, err
+    assert "heterosched-lp" in err                     # the policies that do read it
+    for policies in ("fifo,gavel", "heterosched-lp,gavel"):        # not an objective at all
+        assert bq.main(base + ["--policies", policies, "--objective", "no-such-objective"]) == 2
+        err = capsys.readouterr().err
+        assert "unknown objective 'no-such-objective'" in err and "max-min" in err, err
+    # read by one of them: accepted (the simulations start)
+    with pytest.raises(AssertionError, match="simulations ran"):
+        bq.main(base + ["--policies", "heterosched-lp,gavel", "--objective", "max-min"])
+
+
+def test_outputs_are_checked_before_simulating(tmp_path, monkeypatch, capsys):
+    _no_simulation(monkeypatch)
+    base = ["--cases", "pollux", "--quick", "--no-progress", "--policies", "fifo,gavel"]
+    a_file = tmp_path / "a-file"
+    a_file.write_text("kept\n")
+    for argv, says in (
+            (["--json", str(tmp_path / "no" / "r.json")],
+             f"--json {tmp_path / 'no' / 'r.json'}: cannot write it: its folder"),
+            (["--json", str(tmp_path)], "it is a folder, not a file"),
+            (["--out", str(a_file)], f"--out {a_file}: cannot write the results there: it "
+                                     f"is a file"),
+            (["--out", str(a_file / "sub")], "is a file, not a folder")):
+        with pytest.raises(SystemExit) as exc:
+            bq.main(base + ["--out", str(tmp_path / "out")] + argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and says in err and "Traceback" not in err, (argv, err)
+    assert a_file.read_text() == "kept\n" and not (tmp_path / "out").exists()

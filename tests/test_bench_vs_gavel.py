@@ -148,8 +148,87 @@ def test_missing_gavel_stubs(tmp_path):
     (["--round-s", "0"], "argument --round-s: expected a positive number"),
     (["--seed", "-1"], "argument --seed: expected an integer >= 0"),
     (["--our-jobs", "0"], "argument --our-jobs: expected an integer >= 1"),
+    # a key twice would double its runs while the footer says "medians of N run(s)"
+    (["--policies", "fifo,fifo"], "fifo given more than once"),
+    (["--policies", "lp,fifo,lp"], "lp given more than once"),
 ])
 def test_bad_arguments_are_argparse_errors(capsys, argv, says):
     with pytest.raises(SystemExit) as exc:
         bvg.main(argv)
     assert exc.value.code == 2 and says in capsys.readouterr().err
+
+
+# --------------------------------------------------------------- checks made before the runs
+def _ours_refused(monkeypatch):
+    """``run_ours`` replaced by a failure: a check that should stop the script first must
+    stop it before any simulation."""
+    def refused(*a, **k):
+        raise AssertionError("a simulation ran before the arguments were checked")
+    monkeypatch.setattr(bvg, "run_ours", refused)
+    monkeypatch.setattr(bvg, "run_gavel", refused)
+
+
+def test_arrivals_ran_out_is_judged_on_the_simulated_end():
+    """``makespan_s`` counts from job A's arrival (``--measure-jobs A:B``): the end of the
+    simulation is its rounds × round length (here 1,066 × 360 s, the real run of
+    ``--jobs 290:300 --our-jobs 300 --policies fifo``), past the last arrival (274,111 s),
+    though ``makespan_s`` (116,686 s) is not."""
+    cfg = bvg.Config(jobs=(290, 300), our_jobs=300)
+    run = bvg.Run(1.0, 1.0, 22645.1, 10, {"makespan_s": 116685.5, "rounds": 1066})
+    assert bvg.simulated_end_s(run, cfg) == pytest.approx(1066 * 360.0)
+    text = bvg.arrivals_ran_out("fifo", run, cfg)
+    assert text is not None and "arrivals ran out" in text and "raise --our-jobs" in text
+    assert "t=383760 s" in text and "t=274111 s" in text
+    # a run with stretches of no active job (jumped over, not counted as rounds): the last
+    # measured finish, job A's arrival + makespan_s, bounds the end from below too
+    few = bvg.Run(1.0, 1.0, 22645.1, 10, {"makespan_s": 116685.5, "rounds": 10})
+    a = bvg._our_arrivals(cfg)[290]
+    assert bvg.simulated_end_s(few, cfg) == pytest.approx(a + 116685.5)
+    assert bvg.arrivals_ran_out("fifo", few, cfg) is not None
+    # the default 1,300 jobs arrive until t ≈ 1.2 M s: no warning for that run
+    assert bvg.arrivals_ran_out("fifo", run, bvg.Config(jobs=(290, 300), our_jobs=1300)) is None
+    assert bvg.arrivals_ran_out("fifo", bvg.Run(1.0, 1.0, 1.0, 10, {}), cfg) is None
+
+
+def test_main_warns_when_our_arrivals_ran_out(monkeypatch, capsys):
+    monkeypatch.setattr(bvg, "run_ours", lambda key, cfg: bvg.Run(
+        1.0, 1.0, 22645.1, 10, {"makespan_s": 116685.5, "rounds": 1066}))
+    assert bvg.main(["--runs", "1", "--jobs", "290:300", "--our-jobs", "300",
+                     "--policies", "fifo"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: fifo: our simulation ran until t=383760 s (simulated)" in err, err
+
+
+@pytest.mark.parametrize("flag", ["--out", "--gavel-log"])
+def test_outputs_are_checked_before_the_runs(tmp_path, monkeypatch, capsys, flag):
+    _ours_refused(monkeypatch)
+    for path, says in ((tmp_path / "no" / "x.json", "does not exist"),
+                       (tmp_path, "it is a folder")):
+        with pytest.raises(SystemExit) as exc:
+            bvg.main(["--runs", "1", "--jobs", "2:6", "--our-jobs", "10", flag, str(path)])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and f"{flag} {path}: cannot write it" in err, err
+        assert says in err and "Traceback" not in err
+
+
+def test_gavel_python_is_checked_before_the_runs(tmp_path, monkeypatch, capsys):
+    _ours_refused(monkeypatch)
+    sched = tmp_path / "gavel" / "scheduler"
+    (sched / bvg.GAVEL_DRIVER).parent.mkdir(parents=True)
+    (sched / bvg.GAVEL_DRIVER).write_text(FAKE_DRIVER)
+    (sched / bvg.GAVEL_STUB).parent.mkdir(parents=True)
+    (sched / bvg.GAVEL_STUB).write_text("")
+    for python, says in ((str(tmp_path / "no-python"), "no such file"),
+                         ("venv/bin/python",
+                          f"no such file (a relative path is taken from {sched})"),
+                         (str(tmp_path), "not an executable file"),
+                         ("no-such-python-here", "not found on PATH")):
+        with pytest.raises(SystemExit) as exc:
+            bvg.main(["--gavel", str(tmp_path / "gavel"), "--gavel-python", python,
+                      "--runs", "1", "--policies", "fifo", "--jobs", "2:6"])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and f"--gavel-python {python}: {says}" in err, err
+    assert bvg.gavel_python_problem(sys.executable, sched) is None
+    # a command that cannot start is a BenchError (one line), not a traceback
+    with pytest.raises(bvg.BenchError, match="could not start"):
+        bvg.timed([str(tmp_path / "no-python")])
