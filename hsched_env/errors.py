@@ -131,6 +131,24 @@ class TraceError(ConfigError):
     """A workload trace row is invalid (names file, line and field)."""
 
 
+class UnexpectedArgumentError(ConfigError, TypeError):
+    """A keyword argument a constructor does not take. Also a ``TypeError`` worded as
+    Python's own ("got an unexpected keyword argument 'x'"), since libraries that build
+    environments through ``gym.make`` retry without an optional argument on exactly that
+    error (TorchRL's ``GymEnv`` passes ``frameskip`` first). ``gymnasium.make`` re-raises a
+    constructor's ``TypeError`` as ``type(e)(message + where it was raised) from e``; such a
+    copy names the argument its cause named (``field``)."""
+
+    @property
+    def field(self) -> str | None:
+        own = self.__dict__.get("_field")
+        return own if own is not None else getattr(self.__cause__, "field", None)
+
+    @field.setter
+    def field(self, value: str | None) -> None:
+        self._field = value
+
+
 class UnknownNameError(ConfigError, KeyError):
     """A name (model, GPU type, cluster preset) is not in its catalog; lists the valid names."""
 

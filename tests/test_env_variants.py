@@ -226,7 +226,8 @@ def test_bad_invalid_action_options(kwargs, field):
     (TINY_S, {"reward_scale": "a"}, "reward_scale", "positive number"),
     (TINY_S, {"lp_factory": 42}, "lp_factory", "must be a function"),
     (TINY_S, {"lp": "x"}, "lp", "LP policy object"),
-    (TINY_S, {"foo": 1}, "foo", "takes no argument 'foo'; its arguments: cluster"),
+    (TINY_S, {"foo": 1}, "foo", "got an unexpected keyword argument 'foo'; its arguments: "
+                                "cluster"),
     (TINY_S, {"keep_cost": 0.1}, "keep_cost", "'keep_cost' belongs to RankEnv"),
     (TINY_R, {"candidate_filter": "lp"}, "candidate_filter", "belongs to ScheduleEnv"),
     (TINY_R, {"keep_cost": "a"}, "keep_cost", "a number >= 0"),
@@ -240,6 +241,17 @@ def test_bad_constructor_values_are_named(env_id, kwargs, field, says):
     with pytest.raises(ConfigError, match=says) as exc:
         gym.make(env_id, **kwargs)
     assert exc.value.field == field
+
+
+def test_an_unknown_argument_is_also_the_type_error_libraries_retry_on():
+    """TorchRL's ``GymEnv`` passes ``frameskip`` and retries without it on a ``TypeError``
+    saying "unexpected keyword argument 'frameskip'"; a plain ``ConfigError`` (a
+    ``ValueError``) made its documented example fail (the docs audit of session 50)."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'frameskip'") as exc:
+        gym.make(TINY_S, frameskip=1)
+    assert isinstance(exc.value, ConfigError) and exc.value.field == "frameskip"
+    with pytest.raises(TypeError, match="unexpected keyword arguments 'a', 'b'"):
+        gym.make(TINY_R, b=1, a=2)
 
 
 # ------------------------------------------------------------------------- step limit

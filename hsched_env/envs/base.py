@@ -23,7 +23,8 @@ from hsched_env.defaults import ENV_WORKLOAD, JOB_CANDIDATES, RESTART_S, ROUND_S
 from hsched_env.envs.features import (CLUSTER_COLUMN, CLUSTER_FEATURES, GLOBAL_COLUMN,
                                       GLOBAL_FEATURES, LOG_CAP, CandidateColumns,
                                       observation_space)
-from hsched_env.errors import ConfigError, UnknownNameError, is_real_number, show
+from hsched_env.errors import (ConfigError, UnexpectedArgumentError, UnknownNameError,
+                                 is_real_number, show)
 from hsched_env.placement import FitIndex
 from hsched_env.planner import PlannerConfig
 from hsched_env.policy import SchedulerView
@@ -140,8 +141,8 @@ class HSchedEnvBase(gym.Env):
                  lp_objective: str | None = None, max_time_s: float | None = None,
                  render_mode: str | None = None, **unknown) -> None:
         if unknown:
-            raise ConfigError(_unknown_arguments(type(self), sorted(unknown)),
-                              field=sorted(unknown)[0])
+            raise UnexpectedArgumentError(_unknown_arguments(type(self), sorted(unknown)),
+                                          field=sorted(unknown)[0])
         slots = slot_count(slots, None, slots)
         if reward not in REWARDS:
             raise UnknownNameError("reward", reward, list(REWARDS), field="reward")
@@ -941,7 +942,9 @@ def _unknown_arguments(cls, names: list[str]) -> str:
                 hints.append(f"{', '.join(map(repr, theirs))} belong"
                              f"{'s' if len(theirs) == 1 else ''} to {other.__name__} "
                              f"({ENV_IDS_BY_CLASS[other.__name__]})")
-    return (f"{cls.__name__} takes no argument {', '.join(map(repr, names))}"
+    plural = "s" if len(names) > 1 else ""
+    return (f"{cls.__name__} got an unexpected keyword argument{plural} "
+            f"{', '.join(map(repr, names))}"
             f"{' (' + '; '.join(hints) + ')' if hints else ''}; its arguments: "
             f"{', '.join(_arguments(cls))}")
 
