@@ -14,7 +14,8 @@ values:
   ``META_CHECKS`` hold the values checked there (a threshold in (0, 1), a gate a whole number
   >= 0, ...); other keys are a free record (``save_ranker(net, path, note=...)``) and are
   not read, except a near-miss of a checked key (``treshold``), which is refused (by
-  ``save_ranker`` too, so a file written loads).
+  ``save_ranker`` too, so a file written loads); an operating point
+  (``meta["operating_points"][i]``) holds ``POINT_KEYS`` only.
 
 ``read_ranker_file(path)`` reads the file (``weights_only=True``: no code is unpickled) and
 checks everything but the weights' shapes; ``check_weights`` checks those against the shapes
@@ -246,9 +247,15 @@ def _size_thresholds(value, source: str, field: str) -> None:
         seen.add(band[0])
 
 
+#: The keys of an operating point (``meta["operating_points"]``; ``size_thresholds``
+#: optional), as ``agents.train._ranker_meta`` writes them.
+POINT_KEYS = ("target_recall", "threshold", "size_thresholds")
+
+
 def _operating_points(value, source: str, field: str) -> None:
     """``[{"target_recall", "threshold", "size_thresholds"}, ...]``: the points ``ranker@R``
-    chooses from (``agents.ranker.operating_point``)."""
+    chooses from (``agents.ranker.operating_point``). A point holds no other key: a misspelt
+    ``size_treshold`` would otherwise drop the point's bands without a word."""
     if not isinstance(value, (list, tuple)):
         _fail(source, field, "a list of operating points", value)
     seen = set()
@@ -257,6 +264,14 @@ def _operating_points(value, source: str, field: str) -> None:
         if not isinstance(point, dict):
             _fail(source, where, "a dict with target_recall, threshold and size_thresholds",
                   point)
+        for key in point:
+            if key not in POINT_KEYS:
+                near = (difflib.get_close_matches(key, POINT_KEYS, n=1, cutoff=0.8)
+                        if isinstance(key, str) else [])
+                raise ConfigError("is not a key ranker files use in an operating point "
+                                  + (f"(did you mean {near[0]!r}?)" if near else
+                                     f"(it holds {', '.join(POINT_KEYS)})"),
+                                  source=source, field=f"{where}.{key}")
         for key in ("target_recall", "threshold"):
             if key not in point:
                 raise ConfigError("missing", source=source, field=f"{where}.{key}")

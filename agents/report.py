@@ -27,7 +27,7 @@ from hsched_env.errors import ConfigError
 from hsched_env.files import missing_parents
 from hsched_env.metrics import finish_time_fairness, finished_by_all
 from hsched_env.simulator import STALL_ROUNDS
-from hsched_env.text import format_table
+from hsched_env.text import counted, format_table
 
 
 @dataclass
@@ -230,33 +230,40 @@ def summarize(suite: Suite, entries: list[PolicyEntry], runs: list[Run],
             block.append(row)
         ref_entry = next((e for e in entries if e.label == "pure-lp"), None)
         whole_ref = next((r for r in block if r["policy"] == "pure-lp"), None)
-        for r in block:
-            # the reference over this row's own seeds: a run that failed in a sweep leaves
-            # a row with fewer seeds than the pure LP's, and seeds differ in their rounds
-            ref = whole_ref
+        for e, r in zip(entries, block):
+            # both sides over the seeds this row and the pure LP share: a run that failed in a
+            # sweep leaves either with fewer seeds than the other, and seeds differ in their
+            # rounds and jobs (``ratio_seeds``: those seeds; none without a pure-lp)
+            ref, own = whole_ref, r
+            shared = set(r["seeds"]) & set(ref["seeds"] if ref is not None else ())
+            r["ratio_seeds"] = sorted(shared)
             if ref is not None and sorted(r["seeds"]) != sorted(ref["seeds"]):
-                same = [x for x in runs_of["pure-lp"] if x.seed in set(r["seeds"])]
+                same = [x for x in runs_of["pure-lp"] if x.seed in shared]
+                mine = [x for x in runs_of[e.label] if x.seed in shared]
                 ref = row_of(ref_entry, same) if same else None
-            r["avg_jct_ratio"] = _ratio(r["avg_jct_s"], ref and ref["avg_jct_s"])
-            r["avg_jct_common_ratio"] = _ratio(r["avg_jct_common_s"],
+                own = row_of(e, mine) if mine else None
+            r["avg_jct_ratio"] = _ratio(own and own["avg_jct_s"], ref and ref["avg_jct_s"])
+            r["avg_jct_common_ratio"] = _ratio(own and own["avg_jct_common_s"],
                                                ref and ref["avg_jct_common_s"])
-            r["decision_time_ratio"] = _ratio(r["decision_time_mean_s"],
+            r["decision_time_ratio"] = _ratio(own and own["decision_time_mean_s"],
                                               ref and ref["decision_time_mean_s"])
-            _observation_ratios(r, ref)
+            _observation_ratios(r, ref, own)
         rows.extend(block)
     return rows
 
 
-def _observation_ratios(row: dict, ref: dict | None) -> None:
+def _observation_ratios(row: dict, ref: dict | None, own: dict | None) -> None:
     """A ranker row's decision time with its observations (``_with_observation``) ÷ the pure
     LP's decision time, mean and p99 (``decision_with_observation_ratio``,
-    ``decision_with_observation_p99_ratio``)."""
+    ``decision_with_observation_p99_ratio``). ``own``: the row's figures over the seeds it
+    shares with ``ref`` (``row`` itself when they have the same; ``None``: none in common)."""
     if row.get("decision_with_observation_mean_s") is None:
         return
-    row["decision_with_observation_ratio"] = _ratio(row["decision_with_observation_mean_s"],
-                                                    ref and ref["decision_time_mean_s"])
+    row["decision_with_observation_ratio"] = _ratio(
+        own and own.get("decision_with_observation_mean_s"),
+        ref and ref["decision_time_mean_s"])
     row["decision_with_observation_p99_ratio"] = _ratio(
-        row["decision_with_observation_p99_s"], ref and ref["decision_time_p99_s"])
+        own and own.get("decision_with_observation_p99_s"), ref and ref["decision_time_p99_s"])
 
 
 def _ratio(a, b) -> float:
@@ -298,8 +305,10 @@ def per_seed_rows(report: Report) -> list[dict]:
                                       if r.decision_s.size else 0.0)
         row["lp_decision_time_mean_s"] = (float(r.lp_decision_s.mean())
                                           if r.lp_decision_s.size else 0.0)
-        row["ranker_time_mean_s"] = (float(r.ranker_s.mean()) if r.ranker_s is not None
-                                     and r.ranker_s.size else None)
+        # a rank-mode agent's inference (a select-mode agent's is its agent_time_mean_s, as
+        # in the seed-averaged rows)
+        row["ranker_time_mean_s"] = (float(r.ranker_s.mean()) if r.kind == "ranker"
+                                     and r.ranker_s is not None and r.ranker_s.size else None)
         row.update(common[(r.scenario, r.label, r.seed)])
         row["lp_vars_mean"] = float(r.lp_vars.mean()) if r.lp_vars.size else 0.0
         row["recall"] = (None if r.recall is None or not r.recall.size
@@ -335,7 +344,7 @@ def per_seed_rows(report: Report) -> list[dict]:
                                              ref and ref["avg_jct_common_s"])
         row["decision_time_ratio"] = _ratio(row["decision_time_mean_s"],
                                             ref and ref["decision_time_mean_s"])
-        _observation_ratios(row, ref)
+        _observation_ratios(row, ref, row)
     return out
 
 
@@ -431,6 +440,8 @@ def format_report(report: Report) -> str:
                      f"{sc['candidates_per_job_mean']:.1f} (min {sc['candidates_per_job_min']})")
         table = []
         notes = []
+        ref_ran = any(r["policy"] == "pure-lp" and r["seeds"] for r in report.rows
+                      if r["scenario"] == sc["name"])
         for r in (r for r in report.rows if r["scenario"] == sc["name"]):
             done = f"{r['jobs_completed']}/{r['jobs_total']}"
             if r.get("failed_seeds"):
@@ -447,6 +458,13 @@ def format_report(report: Report) -> str:
                 _fmt(r["decision_time_p99_s"], 1e3, 1), f"{r['lp_vars_mean']:.0f}",
                 _fmt(r["avg_jct_common_ratio"]), _fmt(r["decision_time_ratio"]),
                 _fmt(r["recall"], 1, 3)])
+            shared = r.get("ratio_seeds")
+            if ref_ran and shared is not None and sorted(shared) != sorted(r["seeds"]):
+                # a run of pure-lp failed (a sweep): the ratios are over the seeds both ran
+                notes.append(f"{r['policy']}: JCT ×LP and time ×LP over "
+                             + (f"the {counted(len(shared), 'seed')} pure-lp also ran "
+                                f"({', '.join(map(str, shared))}), of its {len(r['seeds'])}"
+                                if shared else "no seed: pure-lp ran none of its seeds"))
             if r["kind"] == "ranker":
                 notes.append(f"{r['policy']}: decision = LP "
                              f"{r['lp_decision_time_mean_s'] * 1e3:.1f} ms + ranker "

@@ -490,6 +490,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
                 f"{entry.label!r} returned keep bits of shape {keep.shape}, expected "
                 f"({env.K},): this RankEnv has K={env.K} slots ({_k_origin(entry)})",
                 field="--policies")
+        _check_keep_bits(keep, entry)       # before any cast: 0.9 would become 0, or True
         if seeding:
             # the LP solves every round whole: it considers the whole support; how much of it
             # the seed held (ranked rounds) is the seed's own figure
@@ -573,6 +574,27 @@ def note_agent_error(exc: Exception, entry: PolicyEntry, call: str, scenario: Sc
         exc.add_note(note)
     else:                                        # Python 3.10
         logging.getLogger(__name__).error("%s: %s", type(exc).__name__, note)
+
+
+def _check_keep_bits(keep: np.ndarray, entry: PolicyEntry) -> None:
+    """``ConfigError`` naming the agent unless ``keep`` (its ``keep()``, of shape (K,)) holds
+    keep bits: bools, or numbers that are 0 or 1. Keep probabilities (0.9), -1, 2 or NaN are
+    refused before anything casts them (as ``int8`` 0.9 would be 0, keeping nothing, while as
+    ``bool`` it would be True), as ``RankEnv.step`` refuses them."""
+    if keep.dtype == bool:
+        return
+    with np.errstate(invalid="ignore"):
+        bits = np.asarray((keep == 0) | (keep == 1), dtype=bool)
+    bad = np.flatnonzero(~np.broadcast_to(bits, keep.shape))
+    if not bad.size:
+        return
+    v = keep[bad[0]]
+    v = v.item() if isinstance(v, np.generic) else v
+    raise ConfigError(f"{entry.label!r} returned keep values that are not keep bits: slot "
+                      f"{int(bad[0])} holds {v!r} ({bad.size} of {keep.size} slot(s) are not 0 "
+                      f"or 1); keep() returns K bits (bool, or 0/1): threshold "
+                      f"probabilities before returning them (e.g. probs > 0.5)",
+                      field="--policies")
 
 
 def _k_origin(entry: PolicyEntry) -> str:

@@ -415,7 +415,8 @@ class TrainConfig:
                        "torch_threads": 1}
     _NUMBER_ABOVE = {"imitation_lr": (0.0, True), "pos_weight": (0.0, True),
                      "ent_coef": (0.0, False), "vf_coef": (0.0, False),
-                     "max_grad_norm": (0.0, True)}
+                     "max_grad_norm": (0.0, True), "reference_budget": (0.0, False),
+                     "progress_every_s": (0.0, False)}
 
     def _check_set_values(self) -> None:
         """The ``--set`` fields above: a wrong type or an out-of-range value is a
@@ -443,6 +444,12 @@ class TrainConfig:
                 raise ConfigError(f"must be a number > 0 or null, got {kl!r}",
                                   field="target_kl")
             self.target_kl = float(kl)
+        hours = self.imitation_hours
+        if hours is not None and not (number(hours) and math.isfinite(hours) and hours >= 0):
+            # the --regimes demonstrations' horizon (0 or null: to the episodes' end); a
+            # negative one used to fail after the run folder was written, naming max_time_s
+            raise ConfigError(f"must be a number >= 0 (hours; 0 or null: no limit) or null, "
+                              f"got {hours!r}", field="imitation_hours")
 
     @property
     def mode(self) -> str:
@@ -765,13 +772,45 @@ def make_config(env: str, algo: str | None = None, policy: str | None = None,
     return config
 
 
+#: Fields only the RL training reads (its environment steps and seeds, the reward, SB3's
+#: hyper-parameters, the episodes' references): ``--algo imitation`` reads none of them.
+RL_FIELDS = ("timesteps", "n_envs", "train_seeds", "keep_cost", "learning_rate", "gamma",
+             "n_steps", "batch_size", "n_epochs", "ent_coef", "gae_lambda", "vf_coef",
+             "clip_range", "max_grad_norm", "target_kl", "normalize_reward",
+             "checkpoint_steps", "references", "reference_budget", "init_keep_prob",
+             "policy_kwargs")
+#: Fields only the equivariant ranker's imitation reads (``TrainConfig.warm_imitation``;
+#: ``imitation_seeds``, ``target_recall`` and the imitation's switches have checks of their
+#: own).
+IMITATION_FIELDS = ("imitation_rounds", "imitation_epochs", "imitation_lr", "pos_weight",
+                    "imitation_weighting", "imitation_sort_pool", "imitation_hours",
+                    "threshold_bands")
+#: Scenario fields each regime of ``--regimes`` sets itself (``agents.regimes.Regime``).
+REGIME_SCENARIO_FIELDS = ("cluster", "workload", "slots")
+
+
+def _option(name: str) -> str:
+    """How a field is given: its ``hsched train`` flag, else its key (``--set``, a file)."""
+    if name == "references":
+        return "--no-references"
+    return f"--{name.replace('_', '-')}" if name in FLAG_FIELDS + OWN_FLAG_FIELDS else name
+
+
 def _check_fields_read(config: TrainConfig, explicit: set[str], given: set[str]) -> None:
     """Fields set (``explicit``: by the file's entry or the command line; ``given``: by the
     command line) that this run would not read, which ``TrainConfig`` cannot tell from their
-    defaults: ``imitation_seeds`` outside the equivariant ranker's imitation, ``hidden`` with
-    ``--policy mlp``, a ``target_recall`` given without demonstrations (a file's is inert
-    there: the shipped PPO entries set one for the warm start that ``--imitation-seeds 0``
-    skips)."""
+    defaults: ``imitation_seeds`` and the imitation's settings (``IMITATION_FIELDS``) outside
+    the equivariant ranker's imitation, ``hidden`` with ``--policy mlp``; given on the
+    command line: an imitation setting (``target_recall`` too) without demonstrations (a
+    file's is inert there: the shipped PPO entries set some for the warm start that
+    ``--imitation-seeds 0`` skips), the RL settings (``RL_FIELDS``) with ``--algo
+    imitation`` (a file's entry, written for PPO, may hold them), what each regime of
+    ``--regimes`` sets itself (the demonstrations' seeds and rounds; with ``--algo
+    imitation`` also the scenario and ``episode_hours``), ``imitation_hours`` without
+    ``--regimes``, ``threshold_bands`` with PPO (they would reach ``imitation_ranker.pt``
+    only) and the ranker file's gates with ``--policy mlp`` (it writes no ranker file).
+    ``imitation_hours`` counts as given alone only without ``episode_hours``, which sets it
+    too (``hsched train --episode-hours``)."""
     if "imitation_seeds" in explicit and not config.imitates:
         raise config.not_imitated("--imitation-seeds")
     if "target_recall" in given and config.imitates and not config.warm_imitation:
@@ -781,6 +820,63 @@ def _check_fields_read(config: TrainConfig, explicit: set[str], given: set[str])
     if "hidden" in explicit and config.policy != "equivariant":
         raise ConfigError("is the equivariant network's width; --policy mlp sizes its layers "
                           "with --set policy_kwargs={net_arch: [64, 64]}", field="--hidden")
+    hours_alone = "episode_hours" not in given        # imitation_hours not from --episode-hours
+    for name in IMITATION_FIELDS:
+        if name == "imitation_hours" and not hours_alone:
+            continue
+        if name in explicit and not config.imitates:
+            raise config.not_imitated(_option(name))
+        if name in given and not config.warm_imitation:
+            raise ConfigError("is a setting of the imitation warm start, which "
+                              "--imitation-seeds 0 without --regimes skips: nothing reads it",
+                              field=_option(name))
+    if config.regimes:
+        for name in ("imitation_seeds", "imitation_rounds"):
+            if name in given:
+                what = "seeds" if name == "imitation_seeds" else "rounds per seed"
+                skip = ("; for PPO without a warm start, drop --regimes"
+                        if name == "imitation_seeds" and config.algo != "imitation" else "")
+                raise ConfigError(f"is not read with --regimes: each regime of "
+                                  f"{config.regimes!r} records its own {what} "
+                                  f"(agents/regimes.py){skip}", field=_option(name))
+    elif "imitation_hours" in given and hours_alone:
+        raise ConfigError("is the horizon of the --regimes demonstrations; without --regimes "
+                          "the demonstrations end where the training episodes do "
+                          "(--episode-hours, else the id's limit)", field="imitation_hours")
+    if config.algo == "imitation":
+        rl = [n for n in RL_FIELDS if n in given
+              and (n != "policy_kwargs" or config.policy_kwargs)]   # not its hidden alone
+        if rl:
+            raise ConfigError("is a setting of the RL training (its steps, seeds, reward, "
+                              "SB3's hyper-parameters and the episodes' references), which "
+                              "--algo imitation does not run: "
+                              "it fits the ranker to the LP's demonstrations "
+                              "(--imitation-seeds or --regimes)", field=_option(rl[0]))
+        if config.regimes:
+            for name in REGIME_SCENARIO_FIELDS:
+                if name in given:
+                    raise ConfigError(f"is not read with --regimes: each regime of "
+                                      f"{config.regimes!r} sets its own cluster, workload and "
+                                      f"slots (agents/regimes.py), and --algo imitation "
+                                      f"trains on the regimes only", field=_option(name))
+            if "episode_hours" in given and "imitation_hours" not in given:
+                # --episode-hours 0 (it sets imitation_hours only when > 0)
+                hours = config.imitation_hours
+                stays = f"{hours:g} h" if hours else "no limit"
+                raise ConfigError(f"does not reach the --regimes demonstrations: their horizon "
+                                  f"stays imitation_hours ({stays}); for no limit give "
+                                  f"--set imitation_hours=0 instead", field="--episode-hours")
+    elif "threshold_bands" in given and config.warm_imitation:
+        raise ConfigError("would reach imitation_ranker.pt only: PPO starts from the pooled "
+                          "threshold of --target-recall and its ranker.pt keeps at ½; "
+                          "--algo imitation writes a ranker that serves per-band thresholds",
+                          field="--threshold-bands")
+    if config.policy == "mlp":
+        for name in ("gate_candidates", "max_kept_fraction"):
+            if name in given:
+                raise ConfigError("is recorded in the ranker file (ranker.pt), which --policy "
+                                  "mlp does not write (SB3's MultiInputPolicy: model.zip only)",
+                                  field=_option(name))
 
 
 def _shown_path(path: Path) -> str:

@@ -126,7 +126,9 @@ def cmd_evaluate(args) -> int:
             raise ConfigError("--max-time-s sets the window of a custom scenario: give it "
                               "with --cluster and --workload", field="--max-time-s")
         suite = ev.get_suite(args.suite or "smoke")
-    entries = ev.parse_policies(args.policies or ev.default_policies(),   # unknown: exit 2
+    # an empty --policies '' is an error (parse_policies), not the default list
+    policies = ev.default_policies() if args.policies is None else args.policies
+    entries = ev.parse_policies(policies,                                 # unknown: exit 2
                                 trust_sb3_zip=args.trust_sb3_zip,         # before any folder
                                 max_kept_fraction=args.max_kept_fraction,
                                 seed_fraction=args.seed_fraction)
@@ -237,6 +239,10 @@ def cmd_train(args) -> int:
     progress = "none" if args.no_progress else "auto"
     summary = train(config, progress=progress, overwrite=True, echo=echo)
     imitation = summary.get("imitation")
+    # the file with the imitation's operating points: the ranker itself (--algo imitation),
+    # else the network before PPO (PPO's ranker.pt keeps at ½ and records none)
+    points_file = out / ("ranker.pt" if config.algo == "imitation" else "imitation_ranker.pt")
+    before_ppo = "" if config.algo == "imitation" else f" (in {points_file}, before PPO)"
     if imitation:
         v = imitation["valid"]
         dagger = sum(it["rounds_added"] for it in imitation.get("dagger", ()))
@@ -247,8 +253,8 @@ def cmd_train(args) -> int:
               f"{v['precision']:.2f}, recall {v['recall']:.2f}, kept {v['kept_fraction']:.1%}")
         op = imitation.get("operating_point")
         if op:
-            print(f"operating point: keep threshold {op['threshold']:.3g} for recall "
-                  f"{op['recall']:.3f} (target {op['target_recall']}), kept "
+            print(f"operating point{before_ppo}: keep threshold {op['threshold']:.3g} for "
+                  f"recall {op['recall']:.3f} (target {op['target_recall']}), kept "
                   f"{op['kept_fraction']:.1%} of the held-out rounds' candidates")
         for band in imitation.get("size_bands") or ():
             source = "pooled (no support in the band)" if band["pooled"] else (
@@ -258,8 +264,12 @@ def cmd_train(args) -> int:
                   f"{source}")
         ladder = imitation.get("operating_points") or ()
         if ladder:
-            print("other operating points in the file (ranker@R): " + ", ".join(
-                f"R = {p['target_recall']:g}: keep {p['kept_fraction']:.1%}" for p in ladder))
+            ppo_note = ("" if config.algo == "imitation" else
+                        "; PPO's ranker.pt has none: it keeps at ½")
+            print(f"other operating points in {points_file} (ranker:{points_file}@R"
+                  f"{ppo_note}): " + ", ".join(
+                      f"R = {p['target_recall']:g}: keep {p['kept_fraction']:.1%}"
+                      for p in ladder))
             serve = config.operating_recall
             if serve is not None and abs(serve - config.target_recall) > 1e-9:
                 from agents.ranker import operating_point
@@ -283,9 +293,20 @@ def cmd_train(args) -> int:
     if "rl_steps" in summary:
         print(f"{summary['rl_steps']:,} environment steps ({summary['updates']} rollouts "
               f"trained on) in {summary['ppo_s']:.0f} s")
-    files = ("ranker.pt, config.json, tb/" if config.algo == "imitation" else
-             ("ranker.pt, " if config.policy == "equivariant" else "")
-             + "model.zip, config.json, tb/")
-    print(f"wrote {out}/ ({files}) in {summary['total_s']:.0f} s;"
+    print(f"wrote {out}/ ({', '.join(written_files(out))}) in {summary['total_s']:.0f} s;"
           f" {tensorboard_command(out)}")
     return 0
+
+
+def written_files(out: Path) -> list[str]:
+    """What a training run wrote into ``out`` (``agents.train.RUN_ARTIFACTS`` that are there:
+    ``imitation_ranker.pt`` after a warm start, no ``ranker.pt`` with ``--policy mlp``, ...),
+    the ranker files first, the folders last (with a ``/``; an empty ``checkpoints/`` left
+    out)."""
+    from agents.train import RUN_ARTIFACTS
+    first = ("ranker.pt", "imitation_ranker.pt", "model.zip")
+    names = [n for n in first if n in RUN_ARTIFACTS] + [n for n in RUN_ARTIFACTS
+                                                         if n not in first]
+    files = [n for n in names if (out / n).is_file()]
+    folders = [f"{n}/" for n in names if (out / n).is_dir() and any((out / n).iterdir())]
+    return files + folders

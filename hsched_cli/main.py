@@ -153,9 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "no effect on column generation, IPM or pulp; docs/lp.md)")
         sp.add_argument("--seed", type=_integer, default=0, help="policy seed (0)")
         sp.add_argument("--max-time-s", type=_number, default=None,
-                        help="stop the simulation at the first round starting at or after "
-                             "this time (simulated seconds; a round that started before it "
-                             "runs to its end)")
+                        help="stop the simulation at this time (simulated seconds; a "
+                             "round that started before it is cut short there, and a job "
+                             "finishing after it is not counted as done; docs/simulator.md)")
         sp.add_argument("--measure-jobs", metavar="A:B", default=None,
                         help="metrics over job ids A..B-1, stop when they are done")
         sp.add_argument("--skip-invalid", action="store_true",
@@ -291,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "--max-candidates: old name)")
     tr.add_argument("--imitation-seeds", type=_integer, default=None,
                     help="LP-reference episodes for the warm start of an equivariant Rank "
-                         "policy (default 8; 0: none); not counted in --timesteps")
+                         "policy (default 8; 0: none); not counted in --timesteps; not with "
+                         "--regimes (each regime has its own seeds)")
     tr.add_argument("--keep-cost", type=_number, default=None, help="λ of the rank reward")
     tr.add_argument("--regimes", default=None,
                     help="imitation over a mix of scenarios (agents/regimes.py: mixed, the "
@@ -337,13 +338,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--portable-math", action="store_true", default=None,
                     help="CPU-independent arithmetic (MKL_CBWR=COMPATIBLE, "
                          "ATEN_CPU_CAPABILITY=avx2): the command writes the same weights on "
-                         "any x86-64 CPU with AVX2, at ~1.3x the time of behaviour cloning; "
-                         "the file records the arithmetic's fingerprint "
+                         "every CPU of one vendor with AVX2 whatever its instruction sets "
+                         "(an Intel and an AMD CPU still differ), at ~1.3x the time of "
+                         "behaviour cloning; the file records the arithmetic's fingerprint "
+                         "and the command warns where it differs from the shipped file's "
                          "(agents/portable_math.py)")
     tr.add_argument("--episode-hours", type=_number, default=None,
                     help="truncate training episodes at this simulated time (default: the "
-                         "id's limit, if any; --regimes demonstrations: 3; 0: run every "
-                         "episode to its end)")
+                         "id's limit, if any; 0: run every episode to its end); a positive "
+                         "value is also the horizon of the --regimes demonstrations (default "
+                         "3; --set imitation_hours=0: to their end)")
     tr.add_argument("--train-seeds", type=_positive_int, default=None,
                     help="training episodes cycle over seeds 0..N-1 (default 8; < 10,000)")
     tr.add_argument("--learning-rate", type=_number, default=None)

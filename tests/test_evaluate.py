@@ -342,7 +342,8 @@ def test_rows_and_table_use_the_common_jobs_and_skip_a_seed_with_a_failed_run():
     rows = summarize(suite, entries, runs, failures)
     lp, rk = rows
     assert rk["avg_jct_common_ratio"] == 1.0 and rk["common_jobs"] == lp["common_jobs"] == 2
-    assert rk["avg_jct_ratio"] > 3                # own jobs, both seeds: not comparable
+    # own jobs (+ the 10-hour one), over seed 1, the one the pure LP ran: 15,600 s ÷ 5,400 s
+    assert rk["avg_jct_ratio"] == pytest.approx(15600 / 5400)
     report = Report(suite=suite, seeds=[1, 2], policies=["pure-lp", "ranker"], runs=runs,
                     rows=rows, scenarios=[scenario_summary(suite.scenarios[0], runs)],
                     wall_s=0.0, failures=failures)
@@ -374,6 +375,73 @@ def test_a_row_missing_a_seed_is_compared_with_the_pure_lp_on_its_own_seeds():
     assert rk["avg_jct_ratio"] == rk["avg_jct_common_ratio"] == 1.0
     assert rk["decision_time_ratio"] == pytest.approx(1.0)
     assert lp["decision_time_mean_s"] == pytest.approx(0.07)       # its own row: both seeds
+
+
+def test_a_reference_missing_a_seed_compares_each_row_on_the_seeds_both_ran():
+    """The pure LP's run failed on seed 2 (a sweep): every row's ratios take both sides over
+    seed 1 only — on it the ranker schedules as the LP does, so every ratio is 1 (its
+    two-seed figures against the LP's one seed read 3.8x its JCT and 7x its decision time)
+    — and the report says over which seeds."""
+    from agents.report import Report, format_report, scenario_summary, summarize
+    from agents.suites import Scenario, Suite
+    suite = Suite("t", (Scenario("s", "sia-64", "gavel:jobs=3"),), seeds=2)
+    entries = [PolicyEntry("pure-lp", "simulator", "heterosched-lp"),
+               PolicyEntry("ranker", "simulator", "heterosched-lp")]
+    runs = [_run("pure-lp", 1, [3600, 7200]), _run("ranker", 1, [3600, 7200]),
+            _run("ranker", 2, [36000, 36000])]
+    runs[0].decision_s = runs[1].decision_s = np.full(3, 0.01)
+    runs[2].decision_s = np.full(3, 0.13)
+    failures = [{"scenario": "s", "policy": "pure-lp", "seed": 2, "error": "x", "attempts": 2}]
+    lp, rk = summarize(suite, entries, runs, failures)
+    assert lp["seeds"] == [1] and rk["seeds"] == [1, 2]
+    assert rk["avg_jct_ratio"] == pytest.approx(1.0)
+    assert rk["decision_time_ratio"] == pytest.approx(1.0)
+    assert rk["ratio_seeds"] == lp["ratio_seeds"] == [1]
+    assert rk["decision_time_mean_s"] == pytest.approx(0.07)       # its own row: both seeds
+    report = Report(suite=suite, seeds=[1, 2], policies=["pure-lp", "ranker"], runs=runs,
+                    rows=[lp, rk], scenarios=[scenario_summary(suite.scenarios[0], runs)],
+                    wall_s=0.0, failures=failures)
+    table = format_report(report)
+    assert "ranker: JCT ×LP and time ×LP over the 1 seed pure-lp also ran (1), of its 2" \
+        in table
+    assert "pure-lp: JCT ×LP" not in table
+    line = next(x for x in table.splitlines() if x.startswith("ranker "))
+    assert line.split()[-2] == "1.00"             # the time ×LP column
+
+
+def test_a_select_agents_time_is_its_agent_time_in_both_kinds_of_rows():
+    """A select-mode agent's inference time is ``agent_time_mean_s`` in the seed-averaged rows
+    and in the per-seed rows alike; ``ranker_time_mean_s`` is a rank-mode agent's only (null
+    elsewhere: the per-seed rows put the select agent's time there)."""
+    from agents.report import Report, per_seed_rows, scenario_summary, summarize
+    from agents.suites import Scenario, Suite
+    suite = Suite("t", (Scenario("s", "sia-64", "gavel:jobs=3"),), seeds=1)
+    entries = [PolicyEntry("pure-lp", "simulator", "heterosched-lp"),
+               PolicyEntry("mine", "scheduler")]
+    lp, mine = _run("pure-lp", 1, [3600]), _run("mine", 1, [3600])
+    lp.decision_s = lp.lp_decision_s = np.full(3, 0.01)
+    mine.kind, mine.ranker_s = "scheduler", np.full(3, 0.002)
+    mine.lp_decision_s, mine.decision_s = np.full(3, 0.008), np.full(3, 0.01)
+    mine.placements, mine.invalid_actions, mine.slots, mine.overflow_max = 2, 0, 8, 0
+    mine.round_candidates_max = 5
+    rows = summarize(suite, entries, [lp, mine])
+    report = Report(suite=suite, seeds=[1], policies=["pure-lp", "mine"], runs=[lp, mine],
+                    rows=rows, scenarios=[scenario_summary(suite.scenarios[0], [lp, mine])],
+                    wall_s=0.0)
+    data = report_json(report)
+    for row in (data["rows"][1], data["per_seed"][1]):
+        assert row["policy"] == "mine" and row["ranker_time_mean_s"] is None, row
+        assert row["agent_time_mean_s"] == pytest.approx(0.002)
+    assert all(r["ranker_time_mean_s"] is None for r in (data["rows"][0], data["per_seed"][0]))
+
+
+def test_an_empty_policy_list_is_refused_not_the_default(capsys, tmp_path):
+    """``--policies ''`` is an error naming --policies (it ran the default policies)."""
+    out = tmp_path / "e"
+    assert main(["evaluate", "--suite", "smoke", "--policies", "", "--no-progress",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "field '--policies': no policy named" in err and not out.exists()
 
 
 def test_pareto_plot_places_a_ranker_also_with_its_observations():

@@ -94,6 +94,22 @@ class WrongShape:
         return np.ones(env.unwrapped.K + 1, dtype=np.int8)
 
 
+class KeepProbabilities:
+    """Rank mode: returns keep probabilities (0.9 per valid slot), not keep bits."""
+
+    name = "keep-probabilities"
+
+    def keep(self, obs, env):
+        return (np.asarray(obs["valid"]) > 0.5) * 0.9
+
+
+class KeepTwos:
+    name = "keep-twos"
+
+    def keep(self, obs, env):
+        return (np.asarray(obs["valid"]) > 0.5).astype(np.int64) * 2
+
+
 class VectorAction:
     name = "vector-action"
 
@@ -334,6 +350,20 @@ def test_wrong_action_shapes_name_the_expected_shape_and_k():
         evaluate(custom_suite(*TINY), [f"{ME}:VectorAction"], progress=False)
     msg = str(err.value)
     assert "shape (3,)" in msg and "one int action" in msg and "K=64" in msg
+
+
+@pytest.mark.parametrize("agent, holds", [("KeepProbabilities", "holds 0.9"),
+                                           ("KeepTwos", "holds 2")])
+def test_keep_values_that_are_not_bits_are_refused_naming_the_agent(agent, holds):
+    """Keep probabilities are refused before any cast: as int8 0.9 became 0 (the agent kept
+    nothing, the run stalled), while its recall counted them kept (1.000 beside kept 0%)."""
+    with pytest.raises(ConfigError) as err:
+        evaluate(custom_suite(*TINY), [f"{ME}:{agent}"], progress=False)
+    msg = str(err.value)
+    assert err.value.field == "--policies" and "\n" not in msg
+    label = parse_policies([f"{ME}:{agent}"])[0].label
+    assert f"{label!r} returned keep values that are not keep bits" in msg, msg
+    assert holds in msg and "threshold probabilities" in msg
 
 
 def test_ranker_zip_points_to_sb3(tmp_path):

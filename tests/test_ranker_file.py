@@ -74,6 +74,14 @@ def _point(i, key, value):
     return lambda blob: blob["meta"]["operating_points"][i].update({key: value})
 
 
+def _rename_in_point(i, key, new):
+    """A point's ``key`` misspelt as ``new`` (it used to drop the point's bands silently)."""
+    def change(blob):
+        point = blob["meta"]["operating_points"][i]
+        point[new] = point.pop(key)
+    return change
+
+
 # (case, change to a good file, the field named, words of the message)
 BROKEN = [
     ("no state_dict", _drop("state_dict"), "state_dict", "missing"),
@@ -133,6 +141,12 @@ BROKEN = [
      "meta.operating_points[0].size_thresholds[0][1]", "got 0"),
     ("a point twice", _point(1, "target_recall", 0.95),
      "meta.operating_points[1].target_recall", "second point"),
+    ("a point's misspelt bands", _rename_in_point(1, "size_thresholds", "size_treshold"),
+     "meta.operating_points[1].size_treshold", "did you mean 'size_thresholds'"),
+    ("a point's unknown key", _point(0, "kept_fraction", 0.2),
+     "meta.operating_points[0].kept_fraction",
+     "not a key ranker files use in an operating point (it holds target_recall, threshold, "
+     "size_thresholds)"),
     ("gate a string", _meta("gate_candidates", "x"), "meta.gate_candidates",
      "whole number >= 0, got 'x'"),
     ("gate negative", _meta("gate_candidates", -5), "meta.gate_candidates", "got -5"),

@@ -445,6 +445,31 @@ def test_ppo_starts_at_the_imitation_operating_point(tmp_path):
     assert float(after[key]) == pytest.approx(float(before[key]) - cut, abs=1e-6)
 
 
+@slow
+def test_after_ppo_the_operating_points_are_named_in_the_file_that_has_them(tmp_path, capsys):
+    """PPO's ranker.pt keeps at ½ and records no operating points: the printed ladder names
+    imitation_ranker.pt (it said "in the file (ranker@R)", and ranker:run/ranker.pt@0.9
+    failed), and the "wrote" line lists it."""
+    run = tmp_path / "run"
+    code = main(["train", "--env", "hsched/Rank-Tiny-v0", "--algo", "ppo", "--timesteps", "16",
+                 "--n-steps", "16", "--batch-size", "8", "--n-epochs", "1",
+                 "--imitation-seeds", "2", "--set", "imitation_rounds=8",
+                 "--set", "imitation_epochs=2", "--target-recall", "0.99", "--no-references",
+                 "--no-progress", "--logdir", str(run)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    points = run / "imitation_ranker.pt"
+    assert (f"other operating points in {points} (ranker:{points}@R; PPO's ranker.pt has "
+            f"none: it keeps at ½): R = 0.9: keep") in out, out
+    assert f"operating point (in {points}, before PPO): keep threshold" in out
+    wrote = next(line for line in out.splitlines() if line.startswith("wrote "))
+    assert "ranker.pt, imitation_ranker.pt, model.zip, config.json, summary.json" in wrote
+    from agents.policy_entries import parse_policies
+    assert parse_policies([f"ranker:{points}@0.9"])[0].ranker.target_recall == 0.9
+    with pytest.raises(ConfigError, match="no operating point for recall 0.9"):
+        parse_policies([f"ranker:{run / 'ranker.pt'}@0.9"])
+
+
 @pytest.mark.parametrize("assignment,message", [
     ("imitation_epochs=0", "'imitation_epochs': must be a whole number >= 1, got 0"),
     ("imitation_lr=-1", "'imitation_lr': must be a number > 0, got -1"),
@@ -471,8 +496,8 @@ def test_set_values_numpy_and_text_gate():
     """A numpy number from a script becomes a plain number (config.json writes it as a
     number); a text gate is a one-line error like the other keys (review)."""
     import numpy as np
-    config = make_config("hsched/Rank-Tiny-v0", algo="imitation", hidden=np.int64(32),
-                         target_kl=np.float32(0.02))
+    config = make_config("hsched/Rank-Tiny-v0", algo="ppo", hidden=np.int64(32),
+                         target_kl=np.float32(0.02))           # PPO's: imitation reads none
     assert type(config.hidden) is int and type(config.target_kl) is float
     with pytest.raises(Exception, match="must be a whole number >= 0, got 'abc'"):
         make_config("hsched/Rank-Tiny-v0", algo="imitation", gate_candidates="abc")
@@ -569,6 +594,131 @@ def test_train_refuses_what_it_would_not_read_before_writing_anything(capsys, tm
     err = capsys.readouterr().err
     assert f"field '{field}'" in err and says in err
     assert not run.exists()
+
+
+RANK_TINY = "hsched/Rank-Tiny-v0"
+
+
+@pytest.mark.parametrize("argv, field, says", [
+    # --algo imitation runs no RL training
+    (["--algo", "imitation", "--gamma", "0.5"], "--gamma", "--algo imitation does not run"),
+    (["--algo", "imitation", "--timesteps", "5"], "--timesteps", "--algo imitation does not"),
+    (["--algo", "imitation", "--n-envs", "2"], "--n-envs", "--algo imitation does not run"),
+    (["--algo", "imitation", "--keep-cost", "0.3"], "--keep-cost", "does not run"),
+    (["--algo", "imitation", "--train-seeds", "3"], "--train-seeds", "does not run"),
+    (["--algo", "imitation", "--learning-rate", "0.1"], "--learning-rate", "does not run"),
+    (["--algo", "imitation", "--set", "normalize=false"], "normalize_reward", "does not run"),
+    (["--algo", "imitation", "--no-references"], "--no-references", "does not run"),
+    (["--algo", "imitation", "--set", "policy_kwargs={ortho_init: false}"], "policy_kwargs",
+     "does not run"),
+    # each regime has its own scenario, seeds and rounds
+    (["--algo", "imitation", "--regimes", "mixed", "--imitation-seeds", "3"],
+     "--imitation-seeds", "each regime of 'mixed' records its own seeds"),
+    (["--algo", "imitation", "--regimes", "mixed", "--set", "imitation_rounds=5"],
+     "imitation_rounds", "records its own rounds per seed"),
+    (["--algo", "imitation", "--regimes", "mixed", "--cluster", "sia-64"], "--cluster",
+     "sets its own cluster, workload and slots"),
+    (["--algo", "imitation", "--regimes", "mixed", "--slots", "100"], "--slots",
+     "sets its own cluster, workload and slots"),
+    (["--algo", "imitation", "--regimes", "mixed", "--workload", "gavel:rate=1,jobs=5"],
+     "--workload", "sets its own cluster, workload and slots"),
+    (["--algo", "imitation", "--regimes", "mixed", "--episode-hours", "0"], "--episode-hours",
+     "does not reach the --regimes demonstrations: their horizon stays imitation_hours (3 h)"),
+    (["--algo", "ppo", "--regimes", "mixed", "--imitation-seeds", "0"], "--imitation-seeds",
+     "for PPO without a warm start, drop --regimes"),
+    # the imitation's own settings where no imitation reads them
+    (["--algo", "ppo", "--target-recall", "0.9", "--threshold-bands", "100"],
+     "--threshold-bands", "would reach imitation_ranker.pt only"),
+    (["--algo", "ppo", "--imitation-seeds", "0", "--set", "imitation_epochs=3"],
+     "imitation_epochs", "which --imitation-seeds 0 without --regimes skips"),
+    (["--policy", "mlp", "--set", "imitation_epochs=3"], "imitation_epochs",
+     "equivariant ranker's imitation"),
+    (["--algo", "imitation", "--set", "imitation_hours=2"], "imitation_hours",
+     "is the horizon of the --regimes demonstrations"),
+    (["--policy", "mlp", "--gate-candidates", "5"], "--gate-candidates",
+     "which --policy mlp does not write"),
+    # values out of range (they failed after the run folder was written, or were taken)
+    (["--algo", "imitation", "--regimes", "mixed", "--set", "imitation_hours=-3"],
+     "imitation_hours", "must be a number >= 0 (hours; 0 or null: no limit) or null, got -3"),
+    (["--set", "reference_budget=-1"], "reference_budget", "must be a number >= 0, got -1"),
+    (["--set", "progress_every_s=-1"], "progress_every_s", "must be a number >= 0, got -1"),
+])
+def test_train_refuses_options_this_run_would_not_read(capsys, tmp_path, argv, field, says):
+    """Each option given that the run would not read (or out of range) is refused in one line
+    naming it, before the run folder is written (they were all accepted and ignored)."""
+    run = tmp_path / "run"
+    assert main(["train", "--env", RANK_TINY, "--logdir", str(run), *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"field '{field}': " in err and says in err, err
+    assert err.count("\n") == 1 and not run.exists()
+
+
+def test_schedule_ids_refuse_the_imitations_settings(capsys, tmp_path):
+    run = tmp_path / "run"
+    assert main(["train", "--env", TINY, "--set", "imitation_epochs=3", "--logdir",
+                 str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "field 'imitation_epochs': is an argument of the equivariant ranker's imitation" in err
+    assert not run.exists()
+
+
+class _Accepted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("argv", [
+    ["--env", RANK_TINY, "--algo", "imitation", "--episode-hours", "1"],
+    ["--env", RANK_TINY, "--algo", "imitation", "--regimes", "mixed", "--episode-hours", "2"],
+    ["--env", RANK_TINY, "--algo", "imitation", "--regimes", "mixed",
+     "--set", "imitation_hours=0"],
+    ["--env", RANK_TINY, "--algo", "imitation", "--imitation-seeds", "4",
+     "--set", "imitation_rounds=5", "--set", "imitation_epochs=2"],
+    ["--env", RANK_TINY, "--algo", "ppo", "--regimes", "mixed", "--cluster", "sia-64",
+     "--episode-hours", "0"],                          # PPO's own episodes read them
+    ["--env", RANK_TINY, "--algo", "ppo", "--target-recall", "0.9", "--keep-cost", "0.2"],
+    ["--env", RANK_TINY, "--algo", "ppo", "--imitation-seeds", "0", "--gate-candidates", "5"],
+    ["--env", RANK_TINY, "--algo", "imitation", "--hyperparams",    # the file's PPO values
+     str(ROOT / "agents" / "hyperparams" / "ppo.yml"), "--hidden", "16"],   # are inert
+    ["--env", TINY, "--episode-hours", "2", "--set", "progress_every_s=0",
+     "--set", "reference_budget=0"],
+])
+def test_options_the_run_reads_are_accepted(monkeypatch, capsys, argv):
+    import agents.train
+
+    def stop(config, overwrite=False):
+        raise _Accepted
+    monkeypatch.setattr(agents.train, "prepare_run_dir", stop)
+    with pytest.raises(_Accepted):
+        main(["train", *argv])
+    assert "error" not in capsys.readouterr().err
+
+
+def test_the_documented_training_commands_pass_their_checks(monkeypatch, capsys):
+    """The shipped ranker's command (agents/data/README.md, README.md, docs/agents.md) and the
+    documented PPO commands are accepted as written."""
+    import shlex
+
+    import agents.train
+
+    def stop(config, overwrite=False):
+        raise _Accepted
+    monkeypatch.setattr(agents.train, "prepare_run_dir", stop)
+    # --portable-math's machine check: this test is about the options, on any machine
+    monkeypatch.setattr("agents.portable_math.check_environment", lambda: None)
+    commands = []
+    for doc in ("agents/data/README.md", "README.md", "docs/agents.md"):
+        text = re.sub(r"\\\n\s*", " ", (ROOT / doc).read_text(encoding="utf-8"))
+        commands += [m.group(1).split("#")[0] for m in
+                     re.finditer(r"hsched train (--env hsched/[^\s`]+[^\n`]*)", text)]
+    shipped = [c for c in commands if "--regimes mixed" in c and "--dagger 1" in c]
+    assert len(shipped) >= 3 and len(commands) >= 8
+    for command in commands:
+        argv = shlex.split(command)
+        if "my.yml" in argv or argv[-1] == "--logdir":    # a file of yours; cut in the text
+            continue
+        with pytest.raises(_Accepted):
+            main(["train", *argv])
+        assert "error" not in capsys.readouterr().err, command
 
 
 def test_imitation_with_one_seed_is_refused(capsys, tmp_path):
