@@ -197,8 +197,11 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
     (one per GPU type); those jobs (largest share first), then the jobs the LP left out (best value
     first), take their highest-value candidate with a positive value that still fits the GPUs
     left of each type. Each chosen row is followed by the job's one-type candidates on the
-    same type with fewer GPUs, largest first (then fastest), the simulator's fallbacks when
-    node fragmentation blocks the chosen set.
+    same type with fewer GPUs, largest first (then fastest), then by its other candidates with
+    a positive value, best first: the simulator's fallbacks when node fragmentation blocks the
+    chosen set. (Until session 50 the list ended with the smaller sets: a Llama-2 13B job
+    given 8 A100-40GB, a whole node, that no smaller A100 set holds waited hours while the
+    type's free GPUs were split over two nodes.)
 
     Args:
         view: The scheduler view.
@@ -222,7 +225,17 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
     out: Assignment = {}
     for k in sorted(chosen):
         rows = None if eligible is None else eligible(k)
-        out[ids[k]] = smaller_on_same_type(tables[k], rows, chosen[k], memo=fallbacks)
+        prefs = smaller_on_same_type(tables[k], rows, chosen[k], memo=fallbacks)
+        got = values.get(ids[k])            # (rows, value) of its eligible candidates
+        if got is not None and len(got[0]):
+            vr, vv = np.asarray(got[0]), np.asarray(got[1], dtype=np.float64)
+            seen = set(prefs)
+            for i in np.argsort(-vv, kind="stable").tolist():
+                r = int(vr[i])
+                if vv[i] > 0 and r not in seen:
+                    prefs.append(r)
+                    seen.add(r)
+        out[ids[k]] = prefs
     return out
 
 

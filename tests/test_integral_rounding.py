@@ -49,9 +49,12 @@ def test_whole_jobs_keep_their_row_and_the_repair_takes_the_best_positive_fit():
     assert 3 not in out                           # no candidate worth more than waiting
     used = sum(tabs[k].gpus[r] for k, r in first.items())
     assert np.all(used <= view.capacity)
-    # fallbacks: the same type with fewer GPUs, largest first
-    assert out[0] == [2, 1, 0]
-    assert out[1] == [4, 3]
+    # fallbacks: the same type with fewer GPUs, largest first; then the job's other
+    # candidates worth running, best first (until session 50 the list stopped there: a job
+    # whose set node fragmentation blocked, with no smaller set of its type, waited)
+    assert out[0] == [2, 1, 0, 4, 3]
+    assert out[1] == [4, 3, 2, 1, 0]
+    assert out[2] == [3, 4, 2, 1, 0]                 # values 0.9, then 0.4, 0.3, 0.2, 0.1
 
 
 def test_a_whole_row_worth_less_than_waiting_is_not_run():
@@ -179,9 +182,18 @@ def _plain_integral_assignment(view, allocation, values, eligible):
             i = np.flatnonzero(ok)
             chosen[k] = r = int(vrows[i[np.lexsort((vrows[i], -val[i]))[0]]])
             free -= table.gpus[r]
-    return {int(view.job_ids[k]): smaller_on_same_type(
-        view.candidates[k], np.arange(len(view.candidates[k])) if eligible is None
-        else eligible(k), chosen[k]) for k in sorted(chosen)}
+    out = {}
+    for k in sorted(chosen):
+        j = int(view.job_ids[k])
+        prefs = smaller_on_same_type(view.candidates[k], np.arange(len(view.candidates[k]))
+                                     if eligible is None else eligible(k), chosen[k])
+        # then the job's other candidates with a positive value, best first (session 50)
+        vrows, val = values.get(j, (np.zeros(0, dtype=np.int64), np.zeros(0)))
+        for i in sorted(range(len(vrows)), key=lambda i: -val[i]):
+            if val[i] > 0 and int(vrows[i]) not in prefs:
+                prefs.append(int(vrows[i]))
+        out[j] = prefs
+    return out
 
 
 @pytest.mark.parametrize("vector_min_jobs", [0, 10 ** 9], ids=["vectorized", "per-job"])
