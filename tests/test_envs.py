@@ -835,8 +835,10 @@ def test_rank_reference_close_to_lp_policy(rank_reference, simulator_reference):
 def test_rank_reference_with_prune_lp_reproduces_lp_policy(rank_reference, simulator_reference):
     """``prune="lp"``: the kept set restricts the LP solve only (the rounding's repair and the
     fallbacks see every candidate), so keeping the LP's support alone gives the pure LP's
-    schedule exactly, with far fewer keep bits than ``prune="all"`` (which must keep each
-    assignment's fallbacks too). Measured on REF: 4.7% of the candidates kept against 22%."""
+    schedule exactly, with no more keep bits than ``prune="all"`` (which also keeps each
+    job's first row and the fallback it is placed on). Measured on REF: 4.7% of the
+    candidates kept against 5.1% (22% until session 50, when ``prune="all"`` kept each
+    assignment's whole fallback list)."""
     env = make_rank(workload=REF, prune="lp")
     assert env.prune == "lp"
     _, infos = run_reference(env, seed=0)
@@ -846,7 +848,7 @@ def test_rank_reference_with_prune_lp_reproduces_lp_policy(rank_reference, simul
     kept_lp = sum(i["kept"] for i in infos) / sum(i["total"] for i in infos)
     _, _, infos_all = rank_reference
     kept_all = sum(i["kept"] for i in infos_all) / sum(i["total"] for i in infos_all)
-    assert 0 < kept_lp < 0.5 * kept_all
+    assert 0 < kept_lp <= kept_all
 
 
 def test_rank_prune_scope_is_validated_and_recorded():

@@ -295,10 +295,11 @@ class RankEnv(HSchedEnvBase):
         """Keep bits of what the LP uses this round (computed on a copy of the LP's state):
         the candidates with a share in the full LP. Under ``prune="all"`` also the one its
         rounded assignment runs each job with — and, for an LP with ``rounding="integral"``
-        (the default), that job's fallbacks too (its smaller candidates on the same type,
-        which the simulator places when fragmentation blocks the first; the Gavel-style
+        (the default), the fallback the simulator places a job on this round when node
+        fragmentation blocks its first (a dry run of the placement; until session 50 every
+        smaller candidate on the same type, the whole fallback list then). The Gavel-style
         rounding lists every eligible candidate as a fallback, so there only the first
-        counts). Under ``prune="lp"`` the rounding sees every candidate anyway, so the LP's
+        counts. Under ``prune="lp"`` the rounding sees every candidate anyway, so the LP's
         support is all it needs: the same schedule as the pure LP for the default LP,
         ``heterosched-lp`` (``tests/test_envs.py``). Not for every LP: where the optimum is not
         unique (max-min: ``gavel``, ``agnostic-lp``) the LP over the support alone may end on
@@ -318,8 +319,14 @@ class RankEnv(HSchedEnvBase):
         if self.prune == "all":
             for j, choice in decision.items():
                 rows = [choice] if np.ndim(choice) == 0 else list(choice)
-                rows = rows if whole else rows[:1]
-                use.update((int(j), int(r)) for r in rows)
+                use.add((int(j), int(rows[0])))
+            if whole:
+                # and the fallback each job is placed on this round where node fragmentation
+                # blocks its first row (a dry run of the simulator's placement): the
+                # integral rounding lists every candidate worth running as a fallback since
+                # session 50, too many to keep them all
+                use.update((int(j), int(r)) for j, r in self._sim.try_place_decision(
+                    decision, who=f"LP {self._lp_source()}"))
         out = np.zeros(self.K, dtype=np.int8)
         for i, (j, r) in enumerate(zip(sl.job, sl.row)):
             if (int(j), int(r)) in use:
