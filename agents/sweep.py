@@ -29,8 +29,10 @@ retries are off (``max_retries=0``), so every attempt is counted here.
 
 Backends. ``RayBackend(num_cpus=None, address=None)``: ``ray.init()`` on this machine with
 ``num_cpus`` CPUs (default all cores), or ``address`` (``"auto"``, ``"ray://host:10001"``,
-``"host:6379"``) to join a running cluster; an already initialised Ray (``ray.init`` called by
-the caller) is used as it is and left running. One CPU per task. Task arguments that are not
+``"host:6379"``) to join a running cluster — as does ``RAY_ADDRESS`` in the environment when
+no ``address`` is given (Ray reads it; then ``num_cpus`` is refused, as with ``address``); an
+already initialised Ray (``ray.init`` called by the caller) is used as it is and left running.
+One CPU per task. Task arguments that are not
 plain values are put in Ray's object store once and shared by the tasks that use them.
 Worker output goes to Ray's session logs, not to this process's stdout (``--json`` stays
 pure); the warnings a task logs are logged again here when it finishes. Ray is an optional
@@ -61,6 +63,10 @@ from hsched_env.errors import ConfigError, UnknownNameError
 BACKENDS = ("serial", "ray")
 #: The folder of the run files inside a sweep's output folder.
 RUNS_DIR = "runs"
+#: The results file a sweep's output folder holds beside ``RUNS_DIR`` (the CLI's
+#: ``metrics.json``): ``RunStore.prepare`` refuses a resume that matches none of the run files
+#: there while it exists (nothing would be resumed; the results would replace an earlier run's).
+RESULTS_FILE = "metrics.json"
 #: ``"format"`` of a run file.
 RUN_FORMAT = "heterosched-run/1"
 #: Retries of a failed task (exception or dead worker) before it is recorded as failed.
@@ -274,9 +280,16 @@ class RunStore:
     def prepare(self, tasks: list[Task], resume: bool, overwrite: bool) -> int:
         """Check the folder before a sweep: earlier run files need ``resume`` (reuse the
         matching finished ones) or ``overwrite`` (``discard_earlier`` deletes them once the
-        backend has started); a ``ConfigError`` otherwise. Returns the number of files no
-        task matches (kept, unused)."""
+        backend has started); a ``ConfigError`` otherwise. Also a ``ConfigError``: the folder
+        is a file, or ``resume`` when no run file there is of a task of this sweep (named by
+        its key and configuration hash, ``path``) while the output folder above it holds a
+        ``RESULTS_FILE`` (nothing would be resumed, and the sweep's results would replace an
+        earlier run's). Returns the number of files no task matches (kept, unused)."""
         check_resume_overwrite(resume, overwrite)
+        if os.path.lexists(self.folder) and not self.folder.is_dir():
+            raise ConfigError(f"{str(self.folder)!r} is a file, not a folder: a sweep keeps its "
+                              f"run files in the folder {RUNS_DIR}/ of its output folder; move "
+                              f"the file away or choose another --out", field="--out")
         files = self.files()
         if not files or overwrite:
             return 0
@@ -286,7 +299,19 @@ class RunStore:
                               f"(those of the same configuration), --overwrite to discard "
                               f"them, or choose another --out", field="--resume")
         mine = {self.path(t).name for t in tasks}
-        return sum(p.name not in mine for p in files)
+        stale = sum(p.name not in mine for p in files)
+        results = self.folder.parent / RESULTS_FILE
+        if stale == len(files) and self.folder.name == RUNS_DIR and results.exists():
+            # nothing of this sweep to resume: its results would replace another run's
+            raise ConfigError(f"--resume: none of the {len(files)} run file(s) in "
+                              f"{str(self.folder)!r} is a run of this sweep (they are of "
+                              f"another configuration or command), so nothing would be "
+                              f"resumed, and this sweep's results would replace the "
+                              f"{RESULTS_FILE} of an earlier run in "
+                              f"{str(self.folder.parent)!r}: choose another --out (or pass "
+                              f"--overwrite instead of --resume to replace it and discard "
+                              f"those run files)", field="--out")
+        return stale
 
     def discard_earlier(self) -> None:
         """Delete the run files of an earlier sweep (``--overwrite``): called once the
@@ -427,6 +452,7 @@ class RayBackend:
                               "--address has the CPUs its nodes offer", field="--num-cpus")
         self.num_cpus = None if num_cpus is None else int(num_cpus)
         self.address = address
+        self._joined()                       # --num-cpus with RAY_ADDRESS: refused at once
         self._ray = None
         self._owned = False
         self._remote = None
@@ -434,31 +460,64 @@ class RayBackend:
         self._ready: deque = deque()       # finished, not yet collected
         self._puts: dict[int, tuple] = {}  # id(arg) -> (arg, ObjectRef)
 
+    def _joined(self) -> tuple[str, str] | None:
+        """The cluster ``ray.init`` will join and what named it (``"--address"`` or
+        ``"RAY_ADDRESS"``: Ray reads that environment variable when no address, or
+        ``"auto"``, is given), or ``None``: a local instance is started. ``--num-cpus`` with
+        ``RAY_ADDRESS`` is a ``ConfigError`` (Ray refuses ``num_cpus`` when joining)."""
+        env = os.environ.get(RAY_ADDRESS_VARIABLE, "").strip()
+        env = None if env in ("", "local") else env       # "local": Ray starts its own
+        if env is not None and self.address in (None, "auto"):
+            if self.num_cpus is not None:
+                raise ConfigError(f"--num-cpus sizes a local Ray instance, but "
+                                  f"{RAY_ADDRESS_VARIABLE}={env!r} in the environment makes "
+                                  f"Ray join that cluster, which has the CPUs its nodes offer: "
+                                  f"drop --num-cpus, or unset {RAY_ADDRESS_VARIABLE} to start "
+                                  f"a local instance", field="--num-cpus")
+            return env, RAY_ADDRESS_VARIABLE
+        if self.address is not None:
+            return self.address, "--address"
+        return None
+
+    def init_kwargs(self) -> dict:
+        """The keyword arguments ``start`` passes to ``ray.init``: ``num_cpus`` only for a
+        local instance (Ray refuses it when joining a cluster, ``--address`` or
+        ``RAY_ADDRESS``)."""
+        kw = {"include_dashboard": False, "log_to_driver": False,
+              "logging_level": logging.WARNING}
+        if self.address is not None:
+            kw["address"] = self.address
+        if self._joined() is None:
+            kw["num_cpus"] = self.num_cpus or os.cpu_count() or 1
+        return kw
+
     def start(self) -> None:
         ray = ray_module()
         self._ray = ray
         if not ray.is_initialized():
-            kw = {"include_dashboard": False, "log_to_driver": False,
-                  "logging_level": logging.WARNING}
-            if self.address is not None:
-                _check_reachable(self.address)
-                kw["address"] = self.address
-            else:
-                kw["num_cpus"] = self.num_cpus or os.cpu_count() or 1
+            kw = self.init_kwargs()
+            joined = self._joined()
+            if joined is not None:
+                _check_reachable(*joined)
             # A local instance's workers inherit this environment: with PYTHONPATH set to the
             # user's entries of sys.path (pytest's rootdirs, a script's sys.path.insert) they
             # import what this process can (a runtime_env would start new workers instead).
             saved = os.environ.get("PYTHONPATH")
-            if self.address is None:
+            if joined is None:
                 os.environ["PYTHONPATH"] = os.pathsep.join(_user_paths())
             sigterm = _sigterm_handler()
             try:
                 ray.init(**kw)
             except (ConnectionError, ValueError, RuntimeError) as exc:
-                where = (f"the Ray cluster at {self.address!r}" if self.address is not None
-                         else "a local Ray instance")
+                if joined is None:
+                    where, flag = "a local Ray instance", "--backend"
+                else:
+                    where = f"the Ray cluster at {joined[0]!r}" + (
+                        f" ({RAY_ADDRESS_VARIABLE} in the environment)"
+                        if joined[1] == RAY_ADDRESS_VARIABLE else "")
+                    flag = joined[1]
                 raise ConfigError(f"cannot start or join {where}: {error_text(exc)}",
-                                  field="--address" if self.address else "--backend") from None
+                                  field=flag) from None
             finally:
                 if saved is None:
                     os.environ.pop("PYTHONPATH", None)
@@ -529,12 +588,16 @@ class RayBackend:
 #: Seconds ``RayBackend`` waits for a TCP connection to ``--address`` before it gives up
 #: (Ray itself retries an unreachable head for minutes, printing only its own warnings).
 CONNECT_TIMEOUT_S = 5.0
+#: The environment variable ``ray.init`` joins a cluster at when given no address (or
+#: ``"auto"``); ``"local"`` there starts a local instance.
+RAY_ADDRESS_VARIABLE = "RAY_ADDRESS"
 
 
-def _check_reachable(address: str) -> None:
+def _check_reachable(address: str, flag: str = "--address") -> None:
     """That something accepts TCP connections at ``address`` (``host:port`` or
     ``ray://host:port``; ``"auto"`` and other forms are left to Ray), within
-    ``CONNECT_TIMEOUT_S``, else a ``ConfigError`` on ``--address``."""
+    ``CONNECT_TIMEOUT_S``, else a ``ConfigError`` on ``flag`` (``--address``, or
+    ``RAY_ADDRESS`` when the environment gave the address)."""
     import socket
     text = str(address).strip()
     rest = text[len("ray://"):] if text.startswith("ray://") else text
@@ -546,10 +609,12 @@ def _check_reachable(address: str) -> None:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as exc:
-        raise ConfigError(f"no Ray cluster answers at {text!r} (a TCP connection to "
+        source = (f" ({RAY_ADDRESS_VARIABLE} in the environment)"
+                  if flag == RAY_ADDRESS_VARIABLE else "")
+        raise ConfigError(f"no Ray cluster answers at {text!r}{source} (a TCP connection to "
                           f"{host}:{port} failed within {CONNECT_TIMEOUT_S:g} s: "
                           f"{exc.strerror or exc}); is its head running (ray start --head)?",
-                          field="--address") from None
+                          field=flag) from None
 
 
 def make_backend(backend="serial", num_cpus: int | None = None, address: str | None = None):

@@ -1155,7 +1155,7 @@ def rollout_plan(config: TrainConfig) -> dict:
 # ---------------------------------------------------------------------------- callbacks
 def _episode_callback(config: TrainConfig, progress: Progress | None = None):
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.logger import Figure, HParam
+    from stable_baselines3.common.logger import Figure, HParam, TensorBoardOutputFormat
 
     class EpisodeMetrics(BaseCallback):
         """Logs each finished episode's schedule metrics and its return against the LP's and
@@ -1217,12 +1217,14 @@ def _episode_callback(config: TrainConfig, progress: Progress | None = None):
                        "decision_time_ms": m["decision_time_mean_s"] * 1e3,
                        "kept_fraction": float(np.mean(self.kept.pop(i, [np.nan])))}
                 self.episodes.append(rec)
-                for key in ("return", "lp_return", "random_return", "normalized_score",
-                            "avg_jct_h", "makespan_h", "decision_time_ms", "return_vs_lp"):
-                    if np.isfinite(rec[key]):
-                        self.logger.record(f"episode/{key}", rec[key])
+                scalars = {f"episode/{key}": rec[key]
+                           for key in ("return", "lp_return", "random_return",
+                                       "normalized_score", "avg_jct_h", "makespan_h",
+                                       "decision_time_ms", "return_vs_lp")
+                           if np.isfinite(rec[key])}
                 if config.mode == "rank" and np.isfinite(rec["kept_fraction"]):
-                    self.logger.record("episode/kept_fraction", rec["kept_fraction"])
+                    scalars["episode/kept_fraction"] = rec["kept_fraction"]
+                self._log_episode(scalars, rec["timestep"])
             if progress is not None and progress.due():
                 progress.line(self.status(), force=True)
             # --timesteps bounds the environment steps: a rollout that would pass it stops
@@ -1231,6 +1233,18 @@ def _episode_callback(config: TrainConfig, progress: Progress | None = None):
                                                                      math.inf):
                 return True
             return self.num_timesteps + self.training_env.num_envs <= config.timesteps
+
+        def _log_episode(self, scalars: dict[str, float], step: int) -> None:
+            """One finished episode's scalars, at its own timestep: written straight to the
+            TensorBoard run (SB3's ``logger.record`` keeps one value per key until the next
+            dump, once per rollout, so only a rollout's last episode would show, at the
+            rollout's step). Other output formats of the logger get them as before."""
+            writers = [f.writer for f in self.logger.output_formats
+                       if isinstance(f, TensorBoardOutputFormat)]
+            for tag, value in scalars.items():
+                for w in writers:
+                    w.add_scalar(tag, value, step)
+                self.logger.record(tag, value, exclude="tensorboard")
 
         def _on_rollout_end(self) -> None:
             self.rollouts += 1

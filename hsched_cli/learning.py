@@ -11,7 +11,7 @@ import numpy as np
 
 from hsched_cli.interrupts import exit_status, what_happened
 from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite,
-                                make_output_dir, removed_if_failed_empty)
+                                check_runs_folder, make_output_dir, removed_if_failed_empty)
 from hsched_env.errors import ConfigError
 from hsched_env.text import counted
 
@@ -65,15 +65,23 @@ def _check_backend_flags(args, out_given: bool) -> None:
                           "(its runs/ holds the finished runs)", field="--resume")
 
 
-def sweep_note(sweep: dict) -> str:
-    """One line on a sweep: backend, resumed and failed runs, unused run files."""
+def sweep_note(sweep: dict, failed_runs: list[str] | None = None,
+               errors_in: str = "") -> str:
+    """One line on a sweep: backend, resumed and failed runs, unused run files.
+    ``failed_runs``: the failed runs named in the line (``--json``, where no table lists them
+    above it), with ``errors_in`` saying where their errors are; ``None``: the table above
+    lists them."""
     parts = [f"backend {sweep['backend']}"]
     if sweep.get("runs_dir"):
         parts.append(f"run files in {sweep['runs_dir']}")
     if sweep.get("resumed"):
         parts.append(f"{sweep['resumed']} of {sweep['tasks']} runs resumed from them")
     if sweep.get("failed"):
-        parts.append(f"{sweep['failed']} run(s) FAILED (listed above)")
+        if failed_runs is None:
+            parts.append(f"{sweep['failed']} run(s) FAILED (listed above)")
+        else:
+            where = f" ({errors_in})" if errors_in else ""
+            parts.append(f"{sweep['failed']} run(s) FAILED: {', '.join(failed_runs)}{where}")
     if sweep.get("other_code_runs"):
         parts.append(f"WARNING: {sweep['other_code_runs']} run(s) were made by other code than "
                      f"this process runs (the sources changed during or since the sweep: "
@@ -134,7 +142,10 @@ def cmd_evaluate(args) -> int:
                                 seed_fraction=args.seed_fraction)
     # never over results (a resumed sweep rewrites its own metrics.json). What this run
     # creates (folders, its claim on a default one) goes again if it fails before writing.
-    check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume)
+    check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume,
+                             command="evaluate")
+    if ray:
+        check_runs_folder(args.out)             # a file named runs: refused before the runs
     out, created, claim = claim_output_dir(args.out, suite.name,
                                            overwrite=args.overwrite or args.resume)
     created = make_output_dir(out) + created        # an unwritable --out fails before the runs
@@ -157,7 +168,14 @@ def cmd_evaluate(args) -> int:
     data = ev.report_json(report)
     written = ev.write_outputs(report, out, data, overwrite=True)   # checked above
     where = f"wrote {', '.join(str(p) for p in written)}"
-    note = f"; {sweep_note(report.sweep)}" if report.sweep else ""
+    failed_runs = None
+    if args.json:               # no table lists the failed runs above the last line
+        failed_runs = [f"{f['scenario']} {f['policy']} seed {f['seed']}"
+                       for f in report.failures]
+    note = ""
+    if report.sweep:
+        note = "; " + sweep_note(report.sweep, failed_runs,
+                                 errors_in="their errors: the JSON's 'failed'")
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         print()

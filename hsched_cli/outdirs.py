@@ -5,6 +5,8 @@ behind; a folder that was there before the run is never removed)."""
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 from pathlib import Path
 
 from hsched_env.errors import ConfigError
@@ -51,24 +53,75 @@ def removed_if_failed_empty(created: list[Path], own_files: tuple[Path, ...] = (
 
 def sweep_to_resume(out: str | Path | None) -> bool:
     """Whether ``out/runs/`` holds run files of an earlier Ray sweep: what ``--resume``
-    continues, and the only earlier results it may replace ``out``'s ``metrics.json`` with."""
+    continues. Whether they are of the sweep being resumed (its tasks' keys and configuration
+    hashes) is checked by ``agents.sweep.RunStore.prepare`` once the sweep's tasks are known,
+    before any run starts: a resume that matches none of them is refused there while ``out``
+    holds a ``metrics.json``."""
     if out is None:
         return False
     from agents.sweep import RUNS_DIR, RunStore
     return bool(RunStore(Path(out) / RUNS_DIR).files())
 
 
-def check_no_earlier_results(out: str | Path | None, *, overwrite: bool, resume: bool) -> None:
+#: What each command's ``metrics.json`` is called in messages.
+_RESULTS_OF = {"evaluate": "an evaluation's (hsched evaluate)",
+               "compare": "a comparison's (hsched compare)", "demo": "the demo's (hsched demo)"}
+
+
+def results_command(path: str | Path) -> str | None:
+    """The command that wrote the ``metrics.json`` at ``path``: ``"compare"`` (a list, one
+    entry per policy), ``"demo"`` (an evaluation report of the demo's suites),
+    ``"evaluate"`` (an evaluation report), or ``None`` (unreadable, or none of these)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, list) and data and all(isinstance(m, dict) and "policy" in m
+                                               for m in data):
+        return "compare"
+    if isinstance(data, dict) and isinstance(data.get("suite"), str) and "rows" in data:
+        return "demo" if data["suite"] in ("demo", "demo-ranker") else "evaluate"
+    return None
+
+
+def check_no_earlier_results(out: str | Path | None, *, overwrite: bool, resume: bool,
+                             command: str | None = None) -> None:
     """``out`` holding a ``metrics.json`` (of this command or another) is refused unless
-    ``--overwrite``, or ``--resume`` with the run files of the sweep that wrote it."""
-    if out is None or not (Path(out) / "metrics.json").exists() or overwrite:
+    ``--overwrite``, or ``--resume`` with run files of a sweep in ``out/runs/`` and a
+    ``metrics.json`` of this ``command`` (``"evaluate"``, ``"compare"``; ``None``: not
+    checked). That those run files are of the sweep being resumed — else nothing would be
+    resumed and the ``metrics.json`` of another run replaced — is checked by
+    ``agents.sweep.RunStore.prepare`` (before any run starts)."""
+    path = None if out is None else Path(out) / "metrics.json"
+    if path is None or not path.exists() or overwrite:
         return
     if resume and sweep_to_resume(out):
-        return
+        wrote = results_command(path) if command is not None else command
+        if wrote == command:
+            return
+        what = _RESULTS_OF.get(wrote, "unreadable, or not written by hsched")
+        raise ConfigError(f"{str(out)!r} holds a metrics.json that is not "
+                          f"{_RESULTS_OF[command]} but {what}: --resume would replace it "
+                          f"with this run's results; choose another --out (--overwrite "
+                          f"replaces it, and discards the run files there)", field="--out")
     more = (" (--resume continues a sweep from its run files in runs/: there are none)"
             if resume else "")
     raise ConfigError(f"{str(out)!r} already holds a metrics.json of an earlier run{more}: "
                       f"pass --overwrite to replace it, or choose another --out", field="--out")
+
+
+def check_runs_folder(out: str | Path | None) -> None:
+    """That ``out/runs``, where a Ray sweep writes its run files, is a folder or absent (a
+    file there made the first finished run fail after it was computed): a ``ConfigError``
+    naming ``--out`` otherwise."""
+    if out is None:
+        return
+    from agents.sweep import RUNS_DIR
+    runs = Path(out) / RUNS_DIR
+    if os.path.lexists(runs) and not runs.is_dir():
+        raise ConfigError(f"{str(runs)!r} is a file, not a folder: a sweep on Ray writes its "
+                          f"run files into the folder {RUNS_DIR}/ of --out; move the file away "
+                          f"or choose another --out", field="--out")
 
 
 def check_resume_overwrite(args) -> None:

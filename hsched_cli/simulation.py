@@ -24,7 +24,7 @@ from hsched_env.workloads import load_workload
 from hsched_cli.interrupts import exit_status
 from hsched_cli.learning import interrupted_note, sweep_note
 from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite,
-                                make_output_dir, removed_if_failed_empty)
+                                check_runs_folder, make_output_dir, removed_if_failed_empty)
 from hsched_cli.world import check_throughputs
 from lp_baseline.registry import (POLICY_NAMES, make_policy, policy_options,
                                    split_policy_list)
@@ -436,7 +436,9 @@ def cmd_compare(args) -> int:
                           f"schedule)",
                           field="--policies")
     _check_sweep_args(args)
-    check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume)
+    check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume,
+                             command="compare")
+    check_runs_folder(args.out)             # (--out: --backend ray only) a file named runs
     _check_simulation_args(args, names)
     cluster, workload, config = _simulation_args(args)
     # an unwritable --out fails before the runs; a Ray that cannot start (or --address with
@@ -488,7 +490,11 @@ def cmd_compare(args) -> int:
                 print(f"{m['policy']}: FAILED after {m['attempts']} attempt(s): {m['error']}")
     if sweep is not None:
         where = f"; wrote {Path(args.out) / 'metrics.json'}" if args.out is not None else ""
-        print(sweep_note(sweep) + where, file=sys.stderr)
+        failed_runs = None
+        if args.json:           # no table lists the failed runs above the last line
+            failed_runs = [m["policy"] for m in results if m.get("status") == "failed"]
+        print(sweep_note(sweep, failed_runs, errors_in="their errors: their entries' 'error' "
+                         "in the JSON") + where, file=sys.stderr)
     return 1 if any(m.get("status") == "failed" for m in results) else 0
 
 

@@ -74,6 +74,15 @@ def always_fails(value):
     raise ValueError(f"bad input {value}")
 
 
+class CrashingAgent:
+    """Rank mode: raises in its first round (a run of a sweep that fails)."""
+
+    name = "crashing"
+
+    def keep(self, obs, env):
+        raise RuntimeError("the agent crashed")
+
+
 def _tasks(tmp_path: Path, n: int, config=None) -> list[Task]:
     log = str(tmp_path / "executions.log")
     return [Task("s", f"p{i}", i, dict(config or {"k": 1}), counted, (log, i)) for i in range(n)]
@@ -240,6 +249,113 @@ def test_sweep_configuration_errors(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)         # as if Ray were not installed
     with pytest.raises(ConfigError, match=r"heterosched\[ray\]"):
         RayBackend().start()
+
+
+def test_a_resume_that_matches_no_run_file_keeps_the_earlier_results(tmp_path):
+    """``resume`` where none of the run files is of this sweep's tasks (key and configuration
+    hash) while the output folder holds a metrics.json: refused before any run (nothing would
+    be resumed; the results would replace another run's); without a metrics.json, or with
+    one run file of the sweep, it goes on."""
+    tasks = _tasks(tmp_path, 2)
+    store = RunStore(tmp_path / RUNS_DIR)
+    run_sweep(tasks, "serial", store=store, progress=False)
+    (tmp_path / "metrics.json").write_text("{}")
+    changed = _tasks(tmp_path, 2, config={"k": 2})
+    with pytest.raises(ConfigError, match="none of the 2 run file") as err:
+        run_sweep(changed, "serial", store=store, resume=True, progress=False)
+    assert err.value.field == "--out" and _executions(tmp_path) == [0, 1]   # nothing ran
+    mixed = changed[:1] + tasks[1:]                  # one run file of this sweep: resumed
+    result = run_sweep(mixed, "serial", store=store, resume=True, progress=False)
+    assert result.resumed == 1 and result.stale == 1 and _executions(tmp_path) == [0, 0, 1]
+    (tmp_path / "metrics.json").unlink()
+    result = run_sweep(_tasks(tmp_path, 2, config={"k": 3}), "serial", store=store,
+                       resume=True, progress=False)
+    assert result.resumed == 0 and result.stale == 3
+
+
+def test_a_file_where_the_run_files_go_is_refused_before_any_run(tmp_path):
+    (tmp_path / RUNS_DIR).write_text("mine")
+    with pytest.raises(ConfigError, match="is a file, not a folder") as err:
+        run_sweep(_tasks(tmp_path, 2), "serial", store=RunStore(tmp_path / RUNS_DIR),
+                  progress=False)
+    assert err.value.field == "--out" and _executions(tmp_path) == []
+
+
+def test_failed_runs_are_named_on_stderr_with_json(tmp_path, capsys, monkeypatch):
+    """With --json no table lists the failed runs, yet the last line said "(listed above)":
+    it names them, and says where their errors are."""
+    from agents.sweep import SerialBackend
+    monkeypatch.setattr("agents.evaluate.RayBackend", lambda **kw: SerialBackend())
+    monkeypatch.setattr("agents.sweep.RayBackend", lambda **kw: SerialBackend())
+    code = main(["evaluate", "--cluster", TINY[0], "--workload", TINY[1], "--policies",
+                 "fifo,test_ray_backend:CrashingAgent", "--seeds", "1", "--backend", "ray",
+                 "--out", str(tmp_path / "ev"), "--no-progress", "--json"])
+    captured = capsys.readouterr()
+    assert code == 1
+    data = json.loads(captured.out)
+    (failed,) = data["failed"]
+    last = captured.err.strip().splitlines()[-1]
+    assert "listed above" not in last
+    assert (f"1 run(s) FAILED: {failed['scenario']} crashing seed {failed['seed']} "
+            f"(their errors: the JSON's 'failed')") in last, last
+
+    def compare_task(name, *args):
+        if name == "gavel":
+            raise RuntimeError("gavel crashed")
+        return real(name, *args)
+
+    real = cli_simulation._compare_task
+    monkeypatch.setattr(cli_simulation, "_compare_task", compare_task)
+    assert main(COMPARE + ["--backend", "ray", "--json"]) == 1
+    captured = capsys.readouterr()
+    assert [m.get("status") for m in json.loads(captured.out)] == [None, "failed", None]
+    last = captured.err.strip().splitlines()[-1]
+    assert "listed above" not in last and "1 run(s) FAILED: gavel (their errors" in last, last
+    assert main(COMPARE + ["--backend", "ray"]) == 1          # the table lists them above
+    captured = capsys.readouterr()
+    assert "gavel: FAILED after 2 attempt(s)" in captured.out
+    assert "1 run(s) FAILED (listed above)" in captured.err
+
+
+def test_ray_address_in_the_environment_joins_without_num_cpus(monkeypatch, capsys, tmp_path):
+    """With RAY_ADDRESS set (Ray joins that cluster when given no address) ``ray.init`` was
+    passed num_cpus, which Ray refuses when joining, and the error blamed --backend: no
+    num_cpus then, and --num-cpus with RAY_ADDRESS is refused at once (as with --address)."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert RayBackend(num_cpus=2).init_kwargs()["num_cpus"] == 2
+    assert RayBackend().init_kwargs()["num_cpus"] == (os.cpu_count() or 1)
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    kw = RayBackend().init_kwargs()
+    assert "num_cpus" not in kw and "address" not in kw          # Ray reads RAY_ADDRESS
+    assert "num_cpus" not in RayBackend(address="auto").init_kwargs()
+    with pytest.raises(ConfigError, match="RAY_ADDRESS") as err:
+        RayBackend(num_cpus=2)
+    assert err.value.field == "--num-cpus"
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", "--policies", "fifo", "--backend", "ray", "--num-cpus", "1",
+                 "--out", "x"]) == 2
+    captured = capsys.readouterr()
+    assert "field '--num-cpus'" in captured.err and "RAY_ADDRESS" in captured.err
+    assert captured.out == "" and not (tmp_path / "x").exists()
+    monkeypatch.setenv("RAY_ADDRESS", "local")                  # Ray starts its own then
+    assert RayBackend(num_cpus=2).init_kwargs()["num_cpus"] == 2
+
+
+def test_an_unreachable_ray_address_in_the_environment_is_named(monkeypatch):
+    """RAY_ADDRESS at which nothing listens: refused in seconds, naming RAY_ADDRESS (not
+    --backend), before ``ray.init``."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("a Ray instance of this process is running (start() would use it)")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]                 # closed once the block ends
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    monkeypatch.setattr(ray, "init", lambda **kw: pytest.fail(f"ray.init({kw}) called"))
+    with pytest.raises(ConfigError, match="RAY_ADDRESS in the environment") as err:
+        RayBackend().start()
+    assert err.value.field == "RAY_ADDRESS"
 
 
 @pytest.mark.parametrize("argv,needle", [

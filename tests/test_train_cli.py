@@ -275,6 +275,30 @@ def test_training_logs_have_hparams_figures_and_one_tensorboard_run(tmp_path):
 
 
 @slow
+def test_tensorboard_has_every_finished_episode_at_its_own_timestep(tmp_path):
+    """``episode/*`` went through SB3's ``logger.record``, which keeps one value per key until
+    the next dump (once per rollout): of the two episodes that end inside this one rollout of
+    512 steps only the last was logged, at step 512. Now one point per finished episode, at
+    the timestep it finished (``summary.json``'s episodes)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    run = tmp_path / "run"
+    cfg = TrainConfig(env=TINY, policy="mlp", timesteps=512, n_steps=512, batch_size=128,
+                      n_epochs=1, references=False, logdir=str(run))
+    s = train(cfg, progress="none")
+    episodes = s["episodes"]
+    assert len(episodes) >= 2, "fewer than two episodes in one rollout: nothing to tell apart"
+    acc = EventAccumulator(str(run / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    for tag, key in (("episode/return", "return"), ("episode/avg_jct_h", "avg_jct_h"),
+                     ("episode/makespan_h", "makespan_h")):
+        points = acc.Scalars(tag)
+        assert [p.step for p in points] == [e["timestep"] for e in episodes], tag
+        assert np.allclose([p.value for p in points], [e[key] for e in episodes],
+                           rtol=1e-6), tag
+    assert "episode/lp_return" not in acc.Tags()["scalars"]       # --no-references: none
+
+
+@slow
 def test_progress_lines_when_stderr_is_piped(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
