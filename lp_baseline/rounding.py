@@ -201,7 +201,9 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
     a positive value, best first: the simulator's fallbacks when node fragmentation blocks the
     chosen set. (Until session 50 the list ended with the smaller sets: a Llama-2 13B job
     given 8 A100-40GB, a whole node, that no smaller A100 set holds waited hours while the
-    type's free GPUs were split over two nodes.)
+    type's free GPUs were split over two nodes.) The extra fallbacks may be larger than the
+    chosen set and, since the simulator places jobs largest first, take GPUs the rounding
+    planned for smaller jobs (docs/lp.md).
 
     Args:
         view: The scheduler view.
