@@ -309,8 +309,13 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
 
 
 @slow
-def test_imitation_learns_the_lp_support(rank_env):
-    demos = collect_demos(rank_env, [0, 1, 2, 3], max_rounds=25, progress=False)
+def test_imitation_learns_the_lp_support():
+    # its own environment and a seeded network: the module's shared environment and torch's
+    # global generator are left in other states by whichever tests ran before in the worker
+    # (under xdist the clone once kept nothing: recall 0.0)
+    env = gym.make("hsched/Rank-v0", max_candidates=512, **SMALL)
+    th.manual_seed(0)
+    demos = collect_demos(env, [0, 1, 2, 3], max_rounds=25, progress=False)
     assert len(demos) > 50
     frac = demos.positive_fraction()
     assert 0.02 < frac < 0.6                              # the LP keeps a minority
@@ -321,11 +326,12 @@ def test_imitation_learns_the_lp_support(rank_env):
     after = evaluate_keep(net, held)
     assert history[-1]["loss"] < history[0]["loss"]
     # an untrained net keeps about half of everything (precision ≈ the base rate); the
-    # clone is selective: measured recall 0.59, precision 0.32 at a base rate of 0.25 (the
-    # default LP's keep bits include each job's fallbacks; with the previous LP: recall 0.66,
-    # precision 0.58 at a base rate of 0.11)
+    # clone is selective: measured recall 0.48, precision 0.46–0.61 at a base rate of 0.044
+    # over four network seeds (since session 50 the reference keeps the LP's support, each
+    # job's first row and the fallback it is placed on; until then every listed fallback:
+    # recall 0.59, precision 0.32 at a base rate of 0.25)
     assert after["recall"] > 0.4 and after["precision"] > 1.2 * frac
-    # and keeps well under everything (measured 0.42 at a base rate of 0.25; keep-all is 1)
+    # and keeps well under everything (measured 0.04–0.05; keep-all is 1)
     assert after["kept_fraction"] < 2 * frac
 
 
