@@ -286,10 +286,7 @@ class RunStore:
         ``RESULTS_FILE`` (nothing would be resumed, and the sweep's results would replace an
         earlier run's). Returns the number of files no task matches (kept, unused)."""
         check_resume_overwrite(resume, overwrite)
-        if os.path.lexists(self.folder) and not self.folder.is_dir():
-            raise ConfigError(f"{str(self.folder)!r} is a file, not a folder: a sweep keeps its "
-                              f"run files in the folder {RUNS_DIR}/ of its output folder; move "
-                              f"the file away or choose another --out", field="--out")
+        self.check_folder()
         files = self.files()
         if not files or overwrite:
             return 0
@@ -312,6 +309,14 @@ class RunStore:
                               f"--overwrite instead of --resume to replace it and discard "
                               f"those run files)", field="--out")
         return stale
+
+    def check_folder(self) -> None:
+        """A ``ConfigError`` naming ``--out`` when the run files' folder is a file (a sweep
+        then failed after its first run was computed)."""
+        if os.path.lexists(self.folder) and not self.folder.is_dir():
+            raise ConfigError(f"{str(self.folder)!r} is a file, not a folder: a sweep keeps its "
+                              f"run files in the folder {RUNS_DIR}/ of its output folder; move "
+                              f"the file away or choose another --out", field="--out")
 
     def discard_earlier(self) -> None:
         """Delete the run files of an earlier sweep (``--overwrite``): called once the

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 
 from hsched_env.errors import ConfigError
@@ -96,8 +95,8 @@ def check_no_earlier_results(out: str | Path | None, *, overwrite: bool, resume:
     if path is None or not path.exists() or overwrite:
         return
     if resume and sweep_to_resume(out):
-        wrote = results_command(path) if command is not None else command
-        if wrote == command:
+        wrote = results_command(path)
+        if command is None or wrote == command:
             return
         what = _RESULTS_OF.get(wrote, "unreadable, or not written by hsched")
         raise ConfigError(f"{str(out)!r} holds a metrics.json that is not "
@@ -116,12 +115,8 @@ def check_runs_folder(out: str | Path | None) -> None:
     naming ``--out`` otherwise."""
     if out is None:
         return
-    from agents.sweep import RUNS_DIR
-    runs = Path(out) / RUNS_DIR
-    if os.path.lexists(runs) and not runs.is_dir():
-        raise ConfigError(f"{str(runs)!r} is a file, not a folder: a sweep on Ray writes its "
-                          f"run files into the folder {RUNS_DIR}/ of --out; move the file away "
-                          f"or choose another --out", field="--out")
+    from agents.sweep import RUNS_DIR, RunStore
+    RunStore(Path(out) / RUNS_DIR).check_folder()
 
 
 def check_resume_overwrite(args) -> None:

@@ -656,10 +656,10 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     # larger m (less memory: a cheaper stage may fit); those whose rows fit but all pay
     # sharded traffic also get every smaller m (less traffic). (3) Shapes with no free row
     # without recompute, or only a mixed pipeline that moved layers, are priced again with it.
+    # (m reaches the replica batch: until session 50 also at most 512, so a replica of
+    # Llama-2 7B's 1,024 sequences on 4 GPUs lost its fastest fitting strategy, m = 1,024 at
+    # tp = 4, and some sets any)
     rep_batch = np.full(idx.shape, B) if per_replica else -(-B // dp_tot[idx])
-    # (until session 50 also at most 512: a replica of Llama-2 7B's 1,024 sequences on
-    # 4 GPUs lost its fastest fitting strategy, m = 1,024 at tp = 4, and some sets any)
-    m_cap = rep_batch
     u_a = layer_time_per_sample(shape, calib, hw, sk.part_a[idx], sk.tp[idx], False)
     u_b = layer_time_per_sample(shape, calib, hw, sk.part_b[idx], sk.tp[idx], False)
     samples = np.where(per_replica, B * dp_tot[idx], B)
@@ -669,16 +669,16 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     pipe = pp_tot[idx] > 1
     # m* is exact for one GPU type; mixed layouts round batches and layers, so a wider window.
     width = np.where(sk.kind[idx] == KIND_HOMO, 2.0, 3.0)
-    m_low = np.minimum(np.where(pipe, np.maximum(m_star / width, pp_tot[idx]), 1), m_cap)
+    m_low = np.minimum(np.where(pipe, np.maximum(m_star / width, pp_tot[idx]), 1), rep_batch)
     m_high = np.where(pipe, np.maximum(width * m_star, m_low), 1)
     if not config.prune_microbatches:
-        m_low, m_high = np.ones_like(m_low), m_cap.astype(float)
+        m_low, m_high = np.ones_like(m_low), rep_batch.astype(float)
     m_low = 2.0 ** np.floor(np.log2(np.maximum(m_low, 1)))
-    mb_opts = np.array(_pow2_upto(int(m_cap.max()) if m_cap.size else 1))
+    mb_opts = np.array(_pow2_upto(int(rep_batch.max()) if rep_batch.size else 1))
 
     def cross(sel, lo, hi):
         use = ((mb_opts[None, :] >= lo[:, None]) & (mb_opts[None, :] <= hi[:, None])
-               & (mb_opts[None, :] <= m_cap[sel][:, None]))
+               & (mb_opts[None, :] <= rep_batch[sel][:, None]))
         r, c = np.nonzero(use)
         return sel[r], mb_opts[c]
 
@@ -705,12 +705,12 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
         pos_m = cross(pos, m_low[pos], m_high[pos])
         phases = [price(*pos_m, np.full(pos_m[0].size, rc))] if pos_m[0].size else []
         ok = fitting(phases, lambda ph: _free(ph) & ~ph["split_capped"])
-        more = pos[~ok[pos] & (m_high[pos] < m_cap[pos])]
+        more = pos[~ok[pos] & (m_high[pos] < rep_batch[pos])]
         paying = fitting(phases, lambda ph: _any_column(ph["fits"]))
         less = pos[paying[pos] & ~fitting(phases, _free)[pos] & (m_low[pos] > 1)]
         if more.size:
             pos_m = cross(more, np.maximum(np.nextafter(m_high[more], np.inf), m_low[more]),
-                          m_cap[more].astype(float))
+                          rep_batch[more].astype(float))
             if pos_m[0].size:
                 phases.append(price(*pos_m, np.full(pos_m[0].size, rc)))
         if less.size:

@@ -231,12 +231,10 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
         got = values.get(ids[k])            # (rows, value) of its eligible candidates
         if got is not None and len(got[0]):
             vr, vv = np.asarray(got[0]), np.asarray(got[1], dtype=np.float64)
+            order = np.argsort(-vv, kind="stable")
+            best_first = vr[order][vv[order] > 0].tolist()
             seen = set(prefs)
-            for i in np.argsort(-vv, kind="stable").tolist():
-                r = int(vr[i])
-                if vv[i] > 0 and r not in seen:
-                    prefs.append(r)
-                    seen.add(r)
+            prefs += [r for r in dict.fromkeys(best_first) if r not in seen]
         out[ids[k]] = prefs
     return out
 
