@@ -203,7 +203,8 @@ def integral_assignment(view: SchedulerView, allocation: dict, values: dict,
     given 8 A100-40GB, a whole node, that no smaller A100 set holds waited hours while the
     type's free GPUs were split over two nodes.) The extra fallbacks may be larger than the
     chosen set and, since the simulator places jobs largest first, take GPUs the rounding
-    planned for smaller jobs (docs/lp.md).
+    planned for smaller jobs; trying them only after every job's planned rows was measured
+    worse (session 51, docs/lp.md).
 
     Args:
         view: The scheduler view.
