@@ -148,6 +148,11 @@ class UnexpectedArgumentError(ConfigError, TypeError):
     def field(self, value: str | None) -> None:
         self._field = value
 
+    def __reduce__(self):
+        # a copy made from another error knows its field through ``__cause__``, which
+        # pickling drops (a worker process's error reaching the parent): keep it resolved
+        return type(self), self.args, {**self.__dict__, "_field": self.field}
+
 
 class UnknownNameError(ConfigError, KeyError):
     """A name (model, GPU type, cluster preset) is not in its catalog; lists the valid names."""
@@ -159,3 +164,14 @@ class UnknownNameError(ConfigError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return Exception.__str__(self)
+
+    def __reduce__(self):
+        # rebuilt from its own arguments (``Exception``'s default passes the message alone,
+        # which ``__init__`` does not take), so it survives a trip to another process
+        where = {"source": self.source, "field": self.field, "line": self.line}
+        return _rebuild, (type(self), (self.kind, self.name, self.valid), where), self.__dict__
+
+
+def _rebuild(cls: type, args: tuple, where: dict) -> HSchedError:
+    """``cls(*args, **where)``: how an error that takes keyword arguments is unpickled."""
+    return cls(*args, **where)

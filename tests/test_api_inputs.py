@@ -327,3 +327,32 @@ def test_a_pool_name_given_empty_is_refused(tmp_path):
     path.write_text("name: c\nnodes:\n  - gpu_type: V100\n    count: 2\n    gpus_per_node: 4\n",
                     encoding="utf-8")
     assert load_cluster(path).pools[0].name          # absent: the default name
+
+
+def test_errors_survive_a_trip_to_another_process():
+    """A worker's error (a sweep on Ray, a process pool) reaches the parent pickled: each
+    error type keeps its class, message and where (session 51: ``UnknownNameError`` could not
+    be unpickled at all, its ``__init__`` taking the kind, name and valid names; a copy of an
+    ``UnexpectedArgumentError`` lost the field its ``__cause__`` named)."""
+    import pickle
+
+    from hsched_env.errors import TraceError, UnexpectedArgumentError
+    errors = [ConfigError("bad", source="c.json", field="nodes[1]", line=3),
+              TraceError("no arrival", source="t.csv", field="arrival", line=9),
+              UnexpectedArgumentError("got an unexpected keyword argument 'x'", field="x"),
+              UnknownNameError("model", "resnet5O", ["vgg", "resnet50"], field="model",
+                               source="w.csv", line=2)]
+    try:
+        try:
+            raise UnexpectedArgumentError("got an unexpected keyword argument 'frameskip'",
+                                          field="frameskip")
+        except TypeError as first:               # what gymnasium.make does with it
+            raise type(first)(f"{first} (in make)") from first
+    except UnexpectedArgumentError as copy:
+        errors.append(copy)
+    for err in errors:
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err)
+        assert (back.source, back.field, back.line) == (err.source, err.field, err.line)
+    assert errors[-1].field == "frameskip"
+    assert pickle.loads(pickle.dumps(errors[3])).valid == ["resnet50", "vgg"]
