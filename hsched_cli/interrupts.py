@@ -14,23 +14,33 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (``kill``, ``timeout``), raised like Ctrl-C's ``KeyboardInterrupt``."""
 
 
+def _by_sigterm(exc: KeyboardInterrupt) -> bool:
+    # a library between the handler and the command may turn ``Terminated`` into a plain
+    # ``KeyboardInterrupt`` (Ray's ``ray.wait`` does): the handler's own record settles it
+    return isinstance(exc, Terminated) or _sigterm_received
+
+
 def exit_status(exc: KeyboardInterrupt) -> int:
     """The shell's status for the signal that raised ``exc``: 143 (SIGTERM) or 130 (SIGINT)."""
-    return 143 if isinstance(exc, Terminated) else 130
+    return 143 if _by_sigterm(exc) else 130
 
 
 def what_happened(exc: KeyboardInterrupt) -> str:
-    return "terminated" if isinstance(exc, Terminated) else "interrupted"
+    return "terminated" if _by_sigterm(exc) else "interrupted"
 
 
 _owner_pid: int | None = None
+#: Whether SIGTERM raised ``Terminated`` since ``sigterm_raises`` was last entered.
+_sigterm_received = False
 
 
 def _raise_terminated(signum, frame) -> None:
+    global _sigterm_received
     if os.getpid() != _owner_pid:          # a child forked meanwhile: die as a child does
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
+    _sigterm_received = True
     raise Terminated()
 
 
@@ -39,7 +49,8 @@ def sigterm_raises():
     """While the body runs, SIGTERM raises ``Terminated`` in this process; afterwards the
     handler before it is back. Nothing changes outside the main thread, or where SIGTERM is
     ignored (a launcher that wants the command to outlive it)."""
-    global _owner_pid
+    global _owner_pid, _sigterm_received
+    _sigterm_received = False
     before = signal.getsignal(signal.SIGTERM)
     if before == signal.SIG_IGN:
         yield

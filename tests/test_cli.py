@@ -640,6 +640,31 @@ def test_interrupted_note_says_whether_there_is_anything_to_resume(tmp_path):
         "terminated: 1 run file(s)")
 
 
+def test_sigterm_is_told_from_ctrl_c_when_a_library_rewraps_it():
+    """Ray's ``ray.wait`` turns the SIGTERM handler's ``Terminated`` into a plain
+    ``KeyboardInterrupt``: a killed Ray sweep exited 130, "interrupted" (until session 51).
+    The handler's own record makes it 143, "terminated"; a later command's Ctrl-C is 130."""
+    import signal
+
+    from hsched_cli import interrupts
+    try:
+        with interrupts.sigterm_raises():
+            if signal.getsignal(signal.SIGTERM) is not interrupts._raise_terminated:
+                pytest.skip("SIGTERM's handler cannot be set here (not the main thread)")
+            try:
+                interrupts._raise_terminated(signal.SIGTERM, None)    # what SIGTERM runs
+            except interrupts.Terminated:
+                raise KeyboardInterrupt from None                      # what Ray makes of it
+    except KeyboardInterrupt as exc:
+        assert type(exc) is KeyboardInterrupt
+        assert interrupts.exit_status(exc) == 143 and interrupts.what_happened(exc) == "terminated"
+    try:
+        with interrupts.sigterm_raises():
+            raise KeyboardInterrupt
+    except KeyboardInterrupt as exc:
+        assert interrupts.exit_status(exc) == 130 and interrupts.what_happened(exc) == "interrupted"
+
+
 def test_policy_help_and_errors_list_every_policy(capsys):
     from lp_baseline.registry import POLICY_NAMES, POLICY_NAMES_SPELLED, make_policy
     # every registered name is in the spelled list, or is a pop-K example of its general form
