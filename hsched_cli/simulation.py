@@ -213,11 +213,13 @@ def _lp_backend(args) -> str:
 
 
 def _make_policy(name, args):
-    """Policy ``name`` with the LP flags of the command line (``_lp_options``, the backend,
-    ``--topk``, ``--lp-time-limit-s``)."""
-    return make_policy(name, objective=args.objective, backend=_lp_backend(args),
-                       topk=args.topk, **_lp_options(args, name),
-                       time_limit_s=args.lp_time_limit_s)
+    """Policy ``name`` with the LP flags of the command line it reads (``_lp_options``,
+    ``--objective``, the backend, ``--topk``, ``--lp-time-limit-s``; ``policy_options``)."""
+    flags = {"objective": args.objective, "backend": _lp_backend(args), "topk": args.topk,
+             "time_limit_s": args.lp_time_limit_s}
+    reads = policy_options(name)
+    return make_policy(name, **{key: value for key, value in flags.items() if key in reads},
+                       **_lp_options(args, name))
 
 
 def _run_policy(name, cluster, workload, config, args):

@@ -116,6 +116,39 @@ _GAVEL_OPTIONS = frozenset({"lp_method", "warm_start"})
 _POP_NAME = re.compile(r"pop-([2-9]|[1-9][0-9]+)(-serial)?")
 
 
+#: ``make_policy``'s own keywords and their defaults.
+_OWN_DEFAULTS = {"objective": None, "backend": "highs", "topk": 4, "time_limit_s": None,
+                 "memoize": True}
+
+
+def _refuse_own_options_it_ignores(name: str, **given) -> None:
+    """One of ``make_policy``'s own keywords, away from its default, given to a policy that
+    does not read it (``fifo`` with ``objective``, ``gavel`` with ``topk``,
+    ``heterosched-lp-las`` with another objective than its own): a ``ConfigError``, as for
+    the ``LPPolicy`` options (until session 51 they were silently ignored). ``memoize`` is
+    read by every policy that reads the solver's options (the LP policies)."""
+    if name not in POLICY_NAMES and not _POP_NAME.fullmatch(name):
+        return                                   # an unknown name: make_policy says so
+    reads = set(policy_options(name))
+    if "backend" in reads:
+        reads.add("memoize")
+    ignored = sorted(key for key, value in given.items()
+                     if key not in reads and not _same(value, _OWN_DEFAULTS[key])
+                     and not (key == "objective" and value == fixed_objective(name)))
+    if ignored:
+        raise ConfigError(f"{name} does not read {', '.join(ignored)} (given "
+                          f"{', '.join(f'{k}={show(given[k])}' for k in ignored)}): its "
+                          f"definition fixes it, or it has no such setting", field=ignored[0])
+
+
+def _same(value, default) -> bool:
+    """``value == default`` for a keyword's value of any type (``None`` only equals itself,
+    a bool is not a number)."""
+    if default is None or value is None:
+        return value is default
+    return type(value) is type(default) and value == default
+
+
 def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
     """An ``LPPolicy`` option given to a policy that ignores it (``sia`` with ``floor``,
     ``gavel`` with ``normalizer``) or fixes it (``pop-4`` with ``pop``): a ``ConfigError``,
@@ -154,7 +187,10 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
             (``DEFAULT_OBJECTIVE``). ``gavel``, ``agnostic-lp`` and ``heterosched-lp-v0`` are
             max-min by definition; ``heterosched-lp-las`` (``sia-las``) and
             ``heterosched-lp-v1`` (``fair-srpt``) fix theirs.
-        backend, topk, time_limit_s, memoize: As in ``LPPolicy`` (every LP policy).
+        backend, topk, time_limit_s, memoize: As in ``LPPolicy``: ``backend``,
+            ``time_limit_s`` and ``memoize`` for every LP policy, ``topk`` for ``topk`` and
+            ``topk-dominance``. Each of the five, away from its default, is refused where the
+            policy does not read it (``policy_options``).
         lp_options: Further ``LPPolicy`` keywords for those policies (``floor``,
             ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...);
             ``lp_method`` and ``warm_start`` also reach ``gavel``, ``gavel-resets`` and
@@ -172,6 +208,8 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         raise ConfigError(f"unknown LP policy option(s) {', '.join(unknown)}; LPPolicy takes "
                           f"{', '.join(sorted(_lp_options()))}", field=unknown[0])
     _refuse_options_it_does_not_take(name, lp_options)
+    _refuse_own_options_it_ignores(name, objective=objective, backend=backend, topk=topk,
+                                   time_limit_s=time_limit_s, memoize=memoize)
     if name in BASELINES:
         return BASELINES[name]()
     # the LP policies' modules (scipy, HiGHS) load only when an LP policy is asked for, so a

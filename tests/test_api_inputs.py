@@ -134,7 +134,13 @@ def test_make_policy_refuses_bad_arguments(name, kwargs, field):
     ("heterosched-lp-v0", {"ftf_guard": 2}, "ftf_guard"),
     ("pop-4", {"pop": 8}, "pop"), ("pop-4-serial", {"pop_workers": 4}, "pop_workers"),
     ("lp-on-change", {"resolve": "every-round"}, "resolve"),
-    ("topk-dominance", {"dominance": False}, "dominance")])
+    ("topk-dominance", {"dominance": False}, "dominance"),
+    # make_policy's own keywords, silently ignored until session 51
+    ("fifo", {"objective": "sia-las"}, "objective"), ("gavel", {"objective": "sia-srpt"}, "objective"),
+    ("heterosched-lp-las", {"objective": "sia-srpt"}, "objective"),
+    ("gavel", {"topk": 3}, "topk"), ("heterosched-lp", {"topk": 8}, "topk"),
+    ("sia", {"time_limit_s": 5}, "time_limit_s"), ("fifo", {"backend": "pulp"}, "backend"),
+    ("heterosched-ilp", {"memoize": False}, "memoize")])
 def test_make_policy_refuses_options_it_would_not_honour(name, kwargs, field):
     with pytest.raises(ConfigError) as err:
         make_policy(name, **kwargs)
@@ -146,6 +152,9 @@ def test_make_policy_still_takes_what_its_policies_read():
     co-optimizer's own options reach it."""
     make_policy("fifo", lp_method="simplex", warm_start=True)
     make_policy("gavel", warm_start=True)
+    # make_policy's own keywords at their defaults, or a fixed objective named as it is
+    make_policy("fifo", objective=None, backend="highs", topk=4, time_limit_s=None, memoize=True)
+    assert make_policy("gavel", objective="max-min", memoize=False).memoize is False
     assert make_policy("pop-4", pop_workers=1).pop_workers == 1
     las = make_policy("heterosched-lp-las", floor=0.5, las_tau_s=60, time_limit_s=5)
     assert (las.floor, las.las_tau_s) == (0.5, 60.0)
