@@ -254,6 +254,11 @@ class HSchedEnvBase(gym.Env):
                 except UnknownNameError as exc:       # the factory's names are ours
                     raise _named(exc, {"policy": "lp_policy", "objective": "lp_objective"}.get(
                         exc.kind, "lp_policy")) from None
+                except ConfigError as exc:            # e.g. an objective gavel does not read
+                    if exc.field != "objective":
+                        raise
+                    raise ConfigError(exc.reason, field="lp_objective",
+                                      source=exc.source) from None
                 if not all(callable(getattr(made, m, None)) for m in ("reset", "decide")):
                     raise ConfigError(f"lp_factory({self.lp_policy_name!r}, objective="
                                       f"{self.lp_objective!r}) returned {show(made)}, not an LP "
