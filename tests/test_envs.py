@@ -1451,3 +1451,24 @@ def test_rank_decision_time_counts_turning_the_keep_bits_into_rows():
         keep[0] = 1                                       # not every candidate: rows built
         info = env.step(keep)[4]
         assert info["decision_time_s"] >= 0.03, prune
+
+
+@pytest.mark.parametrize("env_id", ["hsched/Schedule-v0", "hsched/Rank-v0"])
+def test_a_time_limit_before_the_first_decision_is_refused_at_reset(env_id, tmp_path):
+    """A trace whose first job arrives after ``max_time_s`` (csv arrivals are not shifted to
+    0): ``reset`` returned an ended episode, whose first ``step`` raised and whose mask was
+    all False (an env-API audit, session 51). Now ``reset`` names ``max_time_s``; a limit
+    after the first round is an ordinary episode."""
+    trace = tmp_path / "late.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model\n"
+                     "a,1000,3600,1,resnet50\nb,1200,600,1,resnet50\n")
+    spec = f"csv:path={trace}"
+    env = gym.make(env_id, cluster="tiny-8", slots=16, max_time_s=500.0, workload=spec)
+    with pytest.raises(ConfigError, match=r"first decision.*t=1000 s.*t=1200 s") as err:
+        env.reset(seed=0)
+    assert err.value.field == "max_time_s"
+    env = gym.make(env_id, cluster="tiny-8", slots=16, max_time_s=1300.0, workload=spec)
+    _, info = env.reset(seed=0)
+    assert info["time_s"] == 1200.0 and info["active_jobs"] == 2
+    _, _, terminated, truncated, info = env.step(env.action_space.sample())
+    assert not terminated

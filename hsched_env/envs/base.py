@@ -310,7 +310,28 @@ class HSchedEnvBase(gym.Env):
         self._completed = 0
         self._end_reason = None
         self._open_round()
+        if self._sim.finished:
+            self._refuse_an_episode_without_decisions()
         return self._observation(), self._info()
+
+    def _refuse_an_episode_without_decisions(self) -> None:
+        """A ``ConfigError`` for an episode that ended before its first decision: its time
+        limit falls before the first round with a job to run, or no job can ever run. Its
+        reset would return a state no action could follow (Gymnasium's ``reset`` returns one
+        that ``step`` accepts; the audit of session 51 found a trace whose first arrival
+        lay past ``max_time_s``)."""
+        run = self._sim.run_view()
+        if self._sim.end_reason == "time_limit":
+            first = run.first_arrival_s
+            raise ConfigError(
+                f"max_time_s={self.sim_config.max_time_s:g} ends episode "
+                f"{self._episode_seed} before its first decision: the first job arrives at "
+                f"t={first:g} s and the first round it can run in starts at t={run.time_s:g} s "
+                f"(rounds start at multiples of round_s={self.sim_config.round_s:g} s); give "
+                f"a later max_time_s", field="max_time_s")
+        raise ConfigError(f"episode {self._episode_seed}'s workload has no job that can run on "
+                          f"{self.cluster.name!r} (end reason {self._sim.end_reason!r}): "
+                          f"there is nothing to decide", field="workload")
 
     def _episode_simulator(self, episode_seed: int) -> Simulator:
         """A simulator of episode ``episode_seed``'s workload (not reset)."""
