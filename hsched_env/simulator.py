@@ -304,7 +304,7 @@ class Simulator:
             n, row = job.requested_gpus, None
             while n <= pool_gpus:
                 row = dp_row(t, n)
-                if len(row):
+                if len(row) and 0 < row.samples_per_s[0] < math.inf:  # a row that runs
                     break
                 n, row = n * 2, None
             if row is None:

@@ -348,7 +348,10 @@ def test_error_bad_count(tmp_path, count):
     expect_error(tmp_path, _yaml_with(count=count), "nodes[1].count", line=8)
 
 
-@pytest.mark.parametrize("bw", ["0", "-12.5", ".nan", ".inf", "'100Gbps'", "[1, 2]"])
+@pytest.mark.parametrize("bw", ["0", "-12.5", ".nan", ".inf", "'100Gbps'", "[1, 2]",
+                                # below 1 MB/s: 1e-320 made the cost model's times inf and a
+                                # job run for ever at 0 samples/s (session 51's input audit)
+                                "1.0e-320", "0.0009"])
 def test_error_bad_pool_bandwidth(tmp_path, bw):
     expect_error(tmp_path, _yaml_with(f"    inter_node_bw_gbps: {bw}\n"),
                  "nodes[1].inter_node_bw_gbps", line=9)

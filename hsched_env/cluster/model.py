@@ -46,6 +46,10 @@ MAX_GPUS_PER_NODE = 16
 MAX_NODES = 100_000
 
 _BW_HINT = "bandwidths are numbers in GB/s (gigabytes per second; 100 Gb/s = 12.5 GB/s)"
+#: The smallest bandwidth accepted, GB/s (1 MB/s, 8 Mb/s): far below any real GPU link or
+#: NIC, and far enough from 0 that the cost model's transfer times stay finite (a 1e-320
+#: GB/s link made them overflow to inf, and a job ran for ever at 0 samples/s).
+MIN_BW_GBPS = 1e-3
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,6 +124,9 @@ def _check_bw(value: Any, what: str, **where) -> float:
     if not math.isfinite(fvalue) or fvalue <= 0:
         raise ConfigError(f"{what} must be a positive finite number, got {show(value)}; "
                           f"{_BW_HINT}", **where)
+    if fvalue < MIN_BW_GBPS:
+        raise ConfigError(f"{what} must be at least {MIN_BW_GBPS:g} GB/s (1 MB/s), got "
+                          f"{show(value)}; {_BW_HINT}", **where)
     return fvalue
 
 
