@@ -58,13 +58,14 @@ from hsched_env.workloads.spec import (KINDS, _Params, _parse_spec, spec_has_key
 from hsched_env.workloads.traces import (CSV_OPTIONAL, CSV_REQUIRED, POLLUX_APPLICATIONS,
                                          POLLUX_GPU_HOURS, _load_csv, _load_gavel_trace,
                                          _load_philly, _load_pollux, traces_dir)
-from hsched_env.workloads.types import MAX_SECONDS, Job, Workload
+from hsched_env.workloads.types import MAX_SECONDS, MIN_DURATION_S, Job, Workload
 
 __all__ = [
     "Job", "Workload", "load_workload", "reference_throughput", "reference_gpu",
     "workload_kinds", "with_spec_item", "spec_kind", "spec_has_key", "model_for_gpu_time",
     "gavel_job_type_to_model", "traces_dir",
-    "REFERENCE_GPUS", "MAX_REFERENCE_GPUS", "MAX_SECONDS", "MAX_BATCH", "MAX_GENERATED_JOBS",
+    "REFERENCE_GPUS", "MAX_REFERENCE_GPUS", "MAX_SECONDS", "MIN_DURATION_S", "MAX_BATCH",
+    "MAX_GENERATED_JOBS",
     "POLLUX_APPLICATIONS", "POLLUX_GPU_HOURS",
     "LLM_MIX",
 ]

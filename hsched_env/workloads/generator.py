@@ -20,7 +20,7 @@ from hsched_env.errors import ConfigError, show
 from hsched_env.workloads.reference import _fit_reference
 from hsched_env.workloads.rows import _Pending, _Rows, _assemble
 from hsched_env.workloads.spec import _Params
-from hsched_env.workloads.types import MAX_SECONDS, Workload, _variant
+from hsched_env.workloads.types import MAX_SECONDS, MIN_DURATION_S, Workload, _variant
 
 __all__ = ["GAVEL_TEMPLATES", "LLM_MIX", "LLM_MIX_CLASSIC_SHARE", "MAX_GENERATED_JOBS",
            "NON_DISTRIBUTED"]
@@ -129,9 +129,10 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
         if t > MAX_SECONDS:
             raise params.error("rate", f"job {i} would arrive at {t:g} s, after the limit of "
                                f"{MAX_SECONDS:g} s; use a higher rate or fewer jobs")
-        if not 0 < duration * thr < math.inf or duration > MAX_SECONDS:
+        if not 0 < duration * thr < math.inf or not MIN_DURATION_S <= duration <= MAX_SECONDS:
             raise params.error("duration_scale", f"gives a duration of {duration:g} s; "
-                               f"durations must be > 0 and at most {MAX_SECONDS:g} s")
+                               f"durations must be from {MIN_DURATION_S:g} s to "
+                               f"{MAX_SECONDS:g} s")
         rows.jobs.append(_Pending(i, f"job-{i}", model, batch, t, n, duration, duration * thr,
                                   None, sf))
     notes = [f"Gavel generator: Poisson arrivals at {rate:g} jobs/h (first job at t=0), "

@@ -24,7 +24,7 @@ from hsched_env.errors import (ConfigError, TraceError, UnknownNameError, decima
                                shorten)
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model
 from hsched_env.workloads.reference import _fit_reference, reference_gpu
-from hsched_env.workloads.types import MAX_SECONDS, Job, Workload, _variant
+from hsched_env.workloads.types import MAX_SECONDS, MIN_DURATION_S, Job, Workload, _variant
 
 # The package's logger name, as before it was split into modules ("hsched_env.workloads: ...").
 log = logging.getLogger("hsched_env.workloads")
@@ -175,6 +175,9 @@ class _Rows:
         if not (0 < work_samples < math.inf and duration_s > 0):
             raise self.error(duration_field, f"duration {duration_s:g} s gives no work to do "
                              f"({work_samples:g} samples)")
+        if duration_s < MIN_DURATION_S:
+            raise self.error(duration_field, f"duration {duration_s:g} s on the reference GPUs "
+                             f"is below the limit of {MIN_DURATION_S:g} s")
         self.jobs.append(_Pending(order, name, model, batch, float(arrival_s), n,
                                   float(duration_s), float(work_samples), gpu_type, gpus))
 

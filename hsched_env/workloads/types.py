@@ -15,11 +15,15 @@ from functools import lru_cache
 
 from hsched_env.catalog import ModelSpec, model_variant
 
-__all__ = ["Job", "Workload", "MAX_SECONDS"]
+__all__ = ["Job", "Workload", "MAX_SECONDS", "MIN_DURATION_S"]
 
 #: Largest arrival time and job duration accepted, seconds (about 317 years): simulated clocks
 #: stay far from float overflow and keep sub-second resolution.
 MAX_SECONDS = 1e10
+#: Shortest job duration accepted, seconds: shorter than any training job, and far enough
+#: from 0 that a job's finish-time fairness (its time in the system over its duration's
+#: fair share) stays finite (a 1e-320 s job's was inf, printed as if no job had finished).
+MIN_DURATION_S = 1e-3
 
 
 # ---------------------------------------------------------------------------------- types
