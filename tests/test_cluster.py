@@ -238,6 +238,10 @@ def test_cluster_rejects_duplicate_pool_names_and_no_pools():
         Cluster("c", (NodePool("T4", 4, 1), NodePool("T4", 4, 2)))
     with pytest.raises(ConfigError, match="at least one"):
         Cluster("c", ())
+    for pools in (None, 5, "T4"):          # None was a raw TypeError (session 51's audit)
+        with pytest.raises(ConfigError, match="sequence of NodePool") as err:
+            Cluster("c", pools)
+        assert err.value.field == "nodes"
 
 
 # ------------------------------------------------------------------------------------------

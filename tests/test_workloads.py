@@ -287,6 +287,19 @@ def test_philly_window():
     assert len({j.model for j in w.jobs}) >= 4
 
 
+def test_an_unknown_philly_vc_lists_the_vcs_in_one_short_line(tmp_path):
+    """A trace with thousands of VCs listed them all (27,000 characters) and an empty VC as
+    nothing (session 51's input audit)."""
+    rows = [f"2017-10-09 07:{i // 60:02d}:{i % 60:02d},60.0,1,60.0,vc{i:05d}" for i in range(3000)]
+    rows.append("2017-10-09 08:00:00,60.0,1,60.0,")
+    path = tmp_path / "many_vcs.csv"
+    path.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ConfigError, match="no VC 'nope'") as err:
+        load_workload(f"philly:start=2017-10-09T06:00,hours=3,path={path},vc=nope", GAVEL108)
+    text = str(err.value)
+    assert len(text) < 600 and "VCs: ''" in text and "vc00000" in text and "…" in text
+
+
 @needs_traces
 @slow
 def test_philly_vc_and_max_jobs():

@@ -241,6 +241,9 @@ class Cluster:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigError(f"cluster name must be a non-empty string, got {show(self.name)}",
                               field="name")
+        if isinstance(self.pools, (str, bytes)) or not hasattr(self.pools, "__iter__"):
+            raise ConfigError(f"pools must be a sequence of NodePool, got {show(self.pools)}",
+                              field="nodes")
         pools = tuple(self.pools)
         if not pools:
             raise ConfigError("a cluster needs at least one node pool", source=self.name,

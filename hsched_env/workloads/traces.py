@@ -152,7 +152,8 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                      gpus=gpus, gpus_field="num_gpus", duration_s=duration,
                      duration_field="duration")
     if vc is not None and vc not in vcs:
-        raise params.error("vc", f"no VC {show(vc)} in {path}; VCs: {', '.join(sorted(vcs))}")
+        names = ", ".join(show(v) if not v.strip() else v for v in sorted(vcs))
+        raise params.error("vc", f"no VC {show(vc)} in {path}; VCs: {shorten(names, 300)}")
     window = f"[{_moment(start)}, {_moment(end)})" + (f" in VC {vc}" if vc else "")
     if not rows.jobs and first is not None:
         window += f"; the trace spans {first} to {last}"
