@@ -1126,6 +1126,11 @@ CSV_CASES = [
     ("zero duration", CSV_H + "a,0,0,2,,,\n", TraceError, [":2", "field 'duration_s'", "> 0"]),
     ("negative arrival", CSV_H + "a,-5,60,2,,,\n", TraceError, [":2", "field 'submit_time_s'"]),
     ("fractional GPUs", CSV_H + "a,0,60,1.5,,,\n", TraceError, [":2", "field 'num_gpus'"]),
+    # whole numbers read exactly, not through a float (session 51's input audit)
+    ("GPUs a hair above 4", CSV_H + "a,0,60,4.0000000000000001,,,\n", TraceError,
+     [":2", "field 'num_gpus'", "whole number"]),
+    ("GPUs 2^53 + 1", CSV_H + "a,0,60,9007199254740993,,,\n", TraceError,
+     [":2", "field 'num_gpus'", "<= 9007199254740992, got '9007199254740993'"]),
     ("zero GPUs", CSV_H + "a,0,60,0,,,\n", TraceError, [":2", "field 'num_gpus'"]),
     ("unknown model", CSV_H + "a,0,60,1,gpt5,,\n", TraceError,
      [":2", "field 'model'", "gpt5", "resnet50"]),

@@ -16,6 +16,7 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from hsched_env.catalog import MAX_BATCH, get_gpu, get_model
@@ -108,8 +109,11 @@ class _Rows:
         return value
 
     def integer(self, text: str, field: str, *, lo: int = 1, hi: int = 2 ** 53) -> int:
-        text, value = self._finite(text, field)
-        if not value.is_integer():
+        """A whole number read exactly from its decimal text (``4``, ``4.0``, ``1e2``): through
+        a float, ``4.0000000000000001`` passed as 4 and 2^53 + 1 as 2^53."""
+        text, _ = self._finite(text, field)
+        value = Decimal(text.strip())
+        if value != value.to_integral_value():
             raise self.error(field, f"must be a whole number, got {show(text)}")
         if value < lo:
             raise self.error(field, f"must be >= {lo}, got {show(text)}")
