@@ -1454,21 +1454,37 @@ def test_rank_decision_time_counts_turning_the_keep_bits_into_rows():
 
 
 @pytest.mark.parametrize("env_id", ["hsched/Schedule-v0", "hsched/Rank-v0"])
-def test_a_time_limit_before_the_first_decision_is_refused_at_reset(env_id, tmp_path):
+def test_an_episode_over_before_its_first_decision_takes_one_step(env_id, tmp_path):
     """A trace whose first job arrives after ``max_time_s`` (csv arrivals are not shifted to
-    0): ``reset`` returned an ended episode, whose first ``step`` raised and whose mask was
-    all False (an env-API audit, session 51). Now ``reset`` names ``max_time_s``; a limit
-    after the first round is an ordinary episode."""
+    0): ``reset`` returned an ended episode whose first ``step`` raised, with every action
+    masked (an env-API audit, session 51; vector environments failed on it). Now
+    its one step, whatever the action, truncates it with reward 0; a limit after the first
+    round is an ordinary episode. (Gymnasium's ``check_env`` still flags it: "truncates after
+    1 step" is what such a configuration does.)"""
     trace = tmp_path / "late.csv"
     trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model\n"
                      "a,1000,3600,1,resnet50\nb,1200,600,1,resnet50\n")
     spec = f"csv:path={trace}"
     env = gym.make(env_id, cluster="tiny-8", slots=16, max_time_s=500.0, workload=spec)
-    with pytest.raises(ConfigError, match=r"first decision.*t=1000 s.*t=1200 s") as err:
-        env.reset(seed=0)
-    assert err.value.field == "max_time_s"
+    with pytest.warns(UserWarning, match="episode 0 ended before its first decision"):
+        _, info = env.reset(seed=0)
+    assert info["end_reason"] == "time_limit" and info["active_jobs"] == 0
+    if env_id == "hsched/Schedule-v0":
+        assert env.unwrapped.action_masks().tolist() == [False] * 16 + [True]  # commit
+    _, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["metrics"]["jobs_completed"] == 0
+    with pytest.raises(RuntimeError, match="has ended"):
+        env.step(env.action_space.sample())
+    # a vector environment steps through such episodes (its autoreset starts the next)
+    vec = gym.vector.SyncVectorEnv([lambda: gym.make(env_id, cluster="tiny-8", slots=16,
+                                                     max_time_s=500.0, workload=spec)] * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vec.reset(seed=0)
+        for _ in range(3):
+            vec.step(vec.action_space.sample())
+    vec.close()
     env = gym.make(env_id, cluster="tiny-8", slots=16, max_time_s=1300.0, workload=spec)
     _, info = env.reset(seed=0)
-    assert info["time_s"] == 1200.0 and info["active_jobs"] == 2
-    _, _, terminated, truncated, info = env.step(env.action_space.sample())
-    assert not terminated
+    assert info["time_s"] == 1200.0 and info["active_jobs"] == 2 and "end_reason" not in info

@@ -202,6 +202,7 @@ class HSchedEnvBase(gym.Env):
         self._job_time = 0.0
         self._completed = 0
         self._end_reason: str | None = None      # an end the environment decides (not the sim)
+        self._empty_episode = False              # reset found the episode over: one step ends it
         types = self.cluster.gpu_types
         self.T = len(types)
         #: Column indices of the slot features by name (``hsched_env.envs.features``)
@@ -310,28 +311,24 @@ class HSchedEnvBase(gym.Env):
         self._completed = 0
         self._end_reason = None
         self._open_round()
-        if self._sim.finished:
-            self._refuse_an_episode_without_decisions()
+        # an episode over before its first decision (a time limit before the first round
+        # with a job): one step, whatever the action, ends it (``_step_of_an_empty_episode``)
+        self._empty_episode = self._sim.finished
+        if self._empty_episode:
+            run = self._sim.run_view()
+            gym.logger.warn(f"episode {episode_seed} ended before its first decision "
+                            f"({self._sim.end_reason}: the first job arrives at "
+                            f"t={run.first_arrival_s:g} s, max_time_s="
+                            f"{self.sim_config.max_time_s}); its one step ends it")
         return self._observation(), self._info()
 
-    def _refuse_an_episode_without_decisions(self) -> None:
-        """A ``ConfigError`` for an episode that ended before its first decision: its time
-        limit falls before the first round with a job to run, or no job can ever run. Its
-        reset would return a state no action could follow (Gymnasium's ``reset`` returns one
-        that ``step`` accepts; the audit of session 51 found a trace whose first arrival
-        lay past ``max_time_s``)."""
-        run = self._sim.run_view()
-        if self._sim.end_reason == "time_limit":
-            first = run.first_arrival_s
-            raise ConfigError(
-                f"max_time_s={self.sim_config.max_time_s:g} ends episode "
-                f"{self._episode_seed} before its first decision: the first job arrives at "
-                f"t={first:g} s and the first round it can run in starts at t={run.time_s:g} s "
-                f"(rounds start at multiples of round_s={self.sim_config.round_s:g} s); give "
-                f"a later max_time_s", field="max_time_s")
-        raise ConfigError(f"episode {self._episode_seed}'s workload has no job that can run on "
-                          f"{self.cluster.name!r} (end reason {self._sim.end_reason!r}): "
-                          f"there is nothing to decide", field="workload")
+    def _step_of_an_empty_episode(self):
+        """The one transition of an episode that ended before its first decision: reward 0,
+        terminated or truncated by its end reason, the action not looked at. (Until session
+        51 the first ``step`` raised: ``reset`` must return a state that ``step`` accepts.)"""
+        self._empty_episode = False
+        terminated, truncated = self._done_flags()
+        return self._observation(), 0.0, terminated, truncated, self._info()
 
     def _episode_simulator(self, episode_seed: int) -> Simulator:
         """A simulator of episode ``episode_seed``'s workload (not reset)."""
@@ -888,7 +885,7 @@ class HSchedEnvBase(gym.Env):
                 "np_random": self._np_random, "_episode_seed": self._episode_seed,
                 "_t0": self._t0, "_actions": self._actions, "_job_time": self._job_time,
                 "_completed": self._completed, "_end_reason": self._end_reason,
-                **self._extra_state()}
+                "_empty_episode": self._empty_episode, **self._extra_state()}
 
     def _extra_state(self) -> dict:
         return {}

@@ -216,6 +216,8 @@ class RankEnv(HSchedEnvBase):
         return np.split(rr, bounds) if A else []
 
     def step(self, action):
+        if self._empty_episode:
+            return self._step_of_an_empty_episode()
         self._check_running()
         a = np.asarray(action)
         if a.shape != (self.K,):

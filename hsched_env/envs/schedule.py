@@ -324,10 +324,17 @@ class ScheduleEnv(HSchedEnvBase):
 
     # ------------------------------------------------------------------ API
     def action_masks(self) -> np.ndarray:
-        """(K + 1,) bool: the valid actions (sb3-contrib ``MaskablePPO``)."""
+        """(K + 1,) bool: the valid actions (sb3-contrib ``MaskablePPO``); commit alone in an
+        episode that ended before its first decision (its one step)."""
+        if self._empty_episode:
+            mask = np.zeros(self.K + 1, dtype=bool)
+            mask[self.K] = True
+            return mask
         return self._mask.copy()
 
     def step(self, action):
+        if self._empty_episode:
+            return self._step_of_an_empty_episode()
         self._check_running()
         a = _action_int(action)
         self._actions.append(a)
