@@ -30,7 +30,9 @@ def what_happened(exc: KeyboardInterrupt) -> str:
 
 
 _owner_pid: int | None = None
-#: Whether SIGTERM raised ``Terminated`` since ``sigterm_raises`` was last entered.
+#: Whether SIGTERM raised ``Terminated`` in the current ``sigterm_raises`` body (a handler
+#: inside it, such as a sweep's, reads it; on the way out a plain ``KeyboardInterrupt`` is
+#: turned back into ``Terminated``).
 _sigterm_received = False
 
 
@@ -63,6 +65,11 @@ def sigterm_raises():
     _owner_pid = os.getpid()
     try:
         yield
+    except KeyboardInterrupt as exc:
+        if _sigterm_received and not isinstance(exc, Terminated):
+            raise Terminated() from exc        # what a library made of SIGTERM's, restored
+        raise
     finally:
+        _sigterm_received = False              # (read inside the body only)
         # ``before`` is None for a handler set from C: the default is the closest there is
         signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)

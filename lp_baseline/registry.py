@@ -23,7 +23,8 @@ import inspect
 import re
 from functools import lru_cache
 
-from hsched_env.errors import ConfigError, UnknownNameError, is_whole_number, show
+from hsched_env.errors import (ConfigError, UnknownNameError, is_switch_value, is_whole_number,
+                               show)
 
 POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
                 "support-reuse",
@@ -138,14 +139,20 @@ def _refuse_own_options_it_ignores(name: str, **given) -> None:
     if ignored:
         raise ConfigError(f"{name} does not read {', '.join(ignored)} (given "
                           f"{', '.join(f'{k}={show(given[k])}' for k in ignored)}): its "
-                          f"definition fixes it, or it has no such setting", field=ignored[0])
+                          f"definition fixes {'it' if len(ignored) == 1 else 'them'}, or it "
+                          f"has no such setting", field=ignored[0])
 
 
 def _same(value, default) -> bool:
-    """``value == default`` for a keyword's value of any type (``None`` only equals itself,
-    a bool is not a number)."""
+    """``value == default`` for a keyword's value of any type: ``None`` only equals itself, a
+    switch only a switch (NumPy's too), a whole number only a whole number (``np.int64(4)``
+    is ``topk``'s 4; ``True`` is not)."""
     if default is None or value is None:
         return value is default
+    if isinstance(default, bool):
+        return is_switch_value(value) and bool(value) == default
+    if isinstance(default, int):
+        return is_whole_number(value) and int(value) == default
     return type(value) is type(default) and value == default
 
 

@@ -136,7 +136,8 @@ def test_make_policy_refuses_bad_arguments(name, kwargs, field):
     ("lp-on-change", {"resolve": "every-round"}, "resolve"),
     ("topk-dominance", {"dominance": False}, "dominance"),
     # make_policy's own keywords, silently ignored until session 51
-    ("fifo", {"objective": "sia-las"}, "objective"), ("gavel", {"objective": "sia-srpt"}, "objective"),
+    ("fifo", {"objective": "sia-las"}, "objective"),
+    ("gavel", {"objective": "sia-srpt"}, "objective"),
     ("heterosched-lp-las", {"objective": "sia-srpt"}, "objective"),
     ("gavel", {"topk": 3}, "topk"), ("heterosched-lp", {"topk": 8}, "topk"),
     ("sia", {"time_limit_s": 5}, "time_limit_s"), ("fifo", {"backend": "pulp"}, "backend"),
@@ -154,6 +155,7 @@ def test_make_policy_still_takes_what_its_policies_read():
     make_policy("gavel", warm_start=True)
     # make_policy's own keywords at their defaults, or a fixed objective named as it is
     make_policy("fifo", objective=None, backend="highs", topk=4, time_limit_s=None, memoize=True)
+    make_policy("fifo", topk=np.int64(4), memoize=np.True_)            # NumPy's defaults too
     assert make_policy("gavel", objective="max-min", memoize=False).memoize is False
     assert make_policy("pop-4", pop_workers=1).pop_workers == 1
     las = make_policy("heterosched-lp-las", floor=0.5, las_tau_s=60, time_limit_s=5)

@@ -652,12 +652,18 @@ def test_sigterm_is_told_from_ctrl_c_when_a_library_rewraps_it():
             if signal.getsignal(signal.SIGTERM) is not interrupts._raise_terminated:
                 pytest.skip("SIGTERM's handler cannot be set here (not the main thread)")
             try:
-                interrupts._raise_terminated(signal.SIGTERM, None)    # what SIGTERM runs
-            except interrupts.Terminated:
-                raise KeyboardInterrupt from None                      # what Ray makes of it
-    except KeyboardInterrupt as exc:
-        assert type(exc) is KeyboardInterrupt
-        assert interrupts.exit_status(exc) == 143 and interrupts.what_happened(exc) == "terminated"
+                try:
+                    interrupts._raise_terminated(signal.SIGTERM, None)    # what SIGTERM runs
+                except interrupts.Terminated:
+                    raise KeyboardInterrupt from None                  # what Ray makes of it
+            except KeyboardInterrupt as exc:                           # a sweep's handler
+                assert type(exc) is KeyboardInterrupt
+                assert interrupts.exit_status(exc) == 143
+                assert interrupts.what_happened(exc) == "terminated"
+                raise
+    except KeyboardInterrupt as exc:                                   # the command's
+        assert isinstance(exc, interrupts.Terminated) and interrupts.exit_status(exc) == 143
+    assert interrupts.exit_status(KeyboardInterrupt()) == 130           # nothing left over
     try:
         with interrupts.sigterm_raises():
             raise KeyboardInterrupt

@@ -258,8 +258,9 @@ class HSchedEnvBase(gym.Env):
                 except ConfigError as exc:            # e.g. an objective gavel does not read
                     if exc.field != "objective":
                         raise
-                    raise ConfigError(exc.reason, field="lp_objective",
-                                      source=exc.source) from None
+                    raise ConfigError(f"lp_policy {self.lp_policy_name!r} does not take "
+                                      f"lp_objective={show(self.lp_objective)} ({exc.reason})",
+                                      field="lp_objective") from None
                 if not all(callable(getattr(made, m, None)) for m in ("reset", "decide")):
                     raise ConfigError(f"lp_factory({self.lp_policy_name!r}, objective="
                                       f"{self.lp_objective!r}) returned {show(made)}, not an LP "

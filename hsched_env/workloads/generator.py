@@ -61,6 +61,10 @@ def _scale_factor(rng: np.random.Generator) -> int:
     return 1 if r < 0.7 else 2 if r < 0.8 else 4 if r < 0.95 else 8
 
 
+#: The shortest duration ``_duration`` draws, seconds (60 · 10^1.5).
+SHORTEST_DRAW_S = 60.0 * 10.0 ** 1.5
+
+
 def _duration(rng: np.random.Generator) -> float:
     if rng.random() < 0.8:
         return 60.0 * 10.0 ** rng.uniform(1.5, 3.0)
@@ -93,6 +97,11 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
     n_jobs = params.integer("jobs", 100, hi=MAX_GENERATED_JOBS)
     seed = params.integer("seed", 0, lo=0)
     scale = params.number("duration_scale", 1.0)
+    if SHORTEST_DRAW_S * scale < MIN_DURATION_S:    # (for every seed, not only those drawing it)
+        raise params.error("duration_scale", f"{scale:g} makes the shortest duration the "
+                           f"generator draws ({SHORTEST_DRAW_S:.0f} s × it) "
+                           f"{SHORTEST_DRAW_S * scale:g} s, below the limit of "
+                           f"{MIN_DURATION_S:g} s")
     multi_gpu = params.integer("multi_gpu", 1, lo=0)
     if multi_gpu not in (0, 1):
         raise params.error("multi_gpu", f"multi_gpu must be 0 or 1, got {multi_gpu}")

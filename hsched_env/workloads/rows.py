@@ -16,7 +16,7 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from hsched_env.catalog import MAX_BATCH, get_gpu, get_model
@@ -112,8 +112,12 @@ class _Rows:
         """A whole number read exactly from its decimal text (``4``, ``4.0``, ``1e2``): through
         a float, ``4.0000000000000001`` passed as 4 and 2^53 + 1 as 2^53."""
         text, _ = self._finite(text, field)
-        value = Decimal(text.strip())
-        if value != value.to_integral_value():
+        try:
+            value = Decimal(text.strip())
+            whole = value == value.to_integral_value()
+        except InvalidOperation:           # an exponent past Decimal's range (0e99999999999…)
+            whole = False
+        if not whole:
             raise self.error(field, f"must be a whole number, got {show(text)}")
         if value < lo:
             raise self.error(field, f"must be >= {lo}, got {show(text)}")
