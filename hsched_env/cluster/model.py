@@ -108,7 +108,8 @@ def _plain_number(text: str) -> str:
 
 
 def _check_bw(value: Any, what: str, **where) -> float:
-    """Return ``value`` as a positive finite float (GB/s) or raise ConfigError."""
+    """Return ``value`` as a finite float (GB/s) of at least ``MIN_BW_GBPS`` or raise
+    ConfigError."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         hint = _BW_HINT
         if isinstance(value, str) and "e" in value.lower() and _is_float_text(value):
@@ -158,8 +159,9 @@ class NodePool:
             ``"<gpu type lower-case>-x<gpus_per_node>"``, e.g. ``"a100-80gb-x8"``.
 
     Raises:
-        ConfigError: A count is not a positive integer, a bandwidth is not a positive finite
-            number, or ``gpus_per_node`` exceeds :data:`MAX_GPUS_PER_NODE`.
+        ConfigError: A count is not a positive integer, a bandwidth is not a finite number
+            of at least :data:`MIN_BW_GBPS` GB/s, or ``gpus_per_node`` exceeds
+            :data:`MAX_GPUS_PER_NODE`.
         UnknownNameError: ``gpu_type`` is not in the GPU catalog.
     """
 
@@ -243,7 +245,7 @@ class Cluster:
                               field="name")
         if isinstance(self.pools, (str, bytes)) or not hasattr(self.pools, "__iter__"):
             raise ConfigError(f"pools must be a sequence of NodePool, got {show(self.pools)}",
-                              field="nodes")
+                              source=self.name, field="nodes")
         pools = tuple(self.pools)
         if not pools:
             raise ConfigError("a cluster needs at least one node pool", source=self.name,
