@@ -122,10 +122,10 @@ def draw_decision_vs_jct(ax, rows: list[dict], colors: dict) -> list[tuple]:
 
 def place_labels(ax, labels: list[tuple]) -> None:
     """Draw each point's label beside it, inside the axes and clear of the labels drawn
-    before it where one of eight nearby spots allows, nearest first: just above or below the
+    before it where one of twelve nearby spots allows, nearest first: just above or below the
     point (by ``above``) on its preferred side (right of it, or left of it in the axes' last
-    quarter, ``_label_side``), then on the other side, then further up or down the same
-    way. A spot is clear when it covers neither a label drawn before it nor another point's
+    quarter, ``_label_side``), then on the other side, then twice further up or down the same
+    way (the third height since session 51: a crowded `large-family` panel had none clear). A spot is clear when it covers neither a label drawn before it nor another point's
     marker (a label beside a neighbour's marker reads as the neighbour's); where no spot is,
     the first one clear of the labels alone, else the first spot. Call when the figure's
     layout is final (after ``tight_layout``): the spots are tested in display
@@ -141,7 +141,7 @@ def place_labels(ax, labels: list[tuple]) -> None:
         # every marker but those drawn where this label's point is (its own)
         others = [m for m, a in zip(markers, anchors) if math.dist(a, anchors[i]) > r]
         dx, ha = _label_side(ax, x)
-        heights = (4, -10, 14, -20) if above else (-10, 4, -20, 14)
+        heights = (4, -10, 14, -20, 24, -30) if above else (-10, 4, -20, 14, -30, 24)
         other = "right" if ha == "left" else "left"
         spots = [spot for dy in heights for spot in ((dx, ha, dy), (-dx, other, dy))]
         extents = []                                 # each spot's box, inside the axes or None

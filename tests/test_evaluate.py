@@ -819,6 +819,59 @@ def test_pareto_plot_labels_sit_nearest_their_own_points():
     plt.close(fig)
 
 
+def test_pareto_plot_labels_clear_each_other_in_a_crowded_panel():
+    """Session 51's `large-family` Pareto run (six policies, two rankers with observations,
+    three panels): at 2,200 jobs five points lie within 60 ms of each other, and with four
+    heights to try "+ observations" was drawn over "ranker-seed:ranker.pt". With six heights
+    no two labels of any panel overlap."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agents.plots import _axes, draw_decision_vs_jct, place_labels
+
+    panels = {  # policy: (decision ms, avg JCT h, decision ms with observations)
+        550: {"pure-lp": (71.07, 0.42315, None), "topk": (37.43, 0.66918, None),
+              "pop-4": (73.08, 0.43119, None), "support-reuse": (45.87, 0.58873, None),
+              "ranker:ranker.pt": (60.75, 0.42461, 65.81),
+              "ranker-seed:ranker.pt": (59.5, 0.42315, 64.42)},
+        1100: {"pure-lp": (183.46, 0.50573, None), "topk": (83.19, 0.57968, None),
+               "pop-4": (145.09, 0.50826, None), "support-reuse": (123.02, 0.54874, None),
+               "ranker:ranker.pt": (135.92, 0.5064, 147.37),
+               "ranker-seed:ranker.pt": (145.19, 0.50573, 157.5)},
+        2200: {"pure-lp": (494.52, 0.51714, None), "topk": (239.97, 0.58764, None),
+               "pop-4": (305.11, 0.51916, None), "support-reuse": (355.74, 0.57941, None),
+               "ranker:ranker.pt": (314.97, 0.51732, 344.52),
+               "ranker-seed:ranker.pt": (329.02, 0.51714, 358.15)}}
+    fig, axes = _axes(plt, len(panels))
+    drawn = []
+    for ax, (jobs, points) in zip(axes, panels.items()):
+        rows = []
+        for name, (ms, h, with_obs) in points.items():
+            rows += _pareto_rows({name: (ms, h)}, None if with_obs is None else {
+                "observation_time_mean_s": (with_obs - ms) / 1e3,
+                "decision_with_observation_mean_s": with_obs / 1e3})
+        drawn.append((ax, draw_decision_vs_jct(ax, rows, {name: "k" for name in points})))
+        ax.set_title(f"large-2048-{jobs}: gavel:rate=20000,jobs={jobs},"
+                     f"multi_gpu_recommendation=1", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle("Suite large-family: decision cost against schedule quality (seeds 1000000, "
+                 "1000001, 1000002)", fontsize=10)
+    fig.tight_layout()
+    for ax, labels in drawn:
+        place_labels(ax, labels)
+    fig.canvas.draw()
+    for ax, _ in drawn:
+        texts = [t for t in ax.texts if t.get_text()]
+        assert len(texts) == 8                                 # six policies, two observations
+        extents = [t.get_window_extent() for t in texts]
+        overlapping = [(a.get_text(), b.get_text())
+                       for i, (a, ea) in enumerate(zip(texts, extents))
+                       for b, eb in zip(texts[i + 1:], extents[i + 1:]) if ea.overlaps(eb)]
+        assert not overlapping, (ax.get_title(), overlapping)
+    plt.close(fig)
+
+
 def test_pareto_plot_does_not_magnify_a_tiny_jct_gap():
     """Two policies 0.1% apart in avg JCT (the demo's burst): the y-axis spans at least 5% of
     its middle, so the gap looks as small as it is (matplotlib alone zooms onto it)."""
