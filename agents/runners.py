@@ -35,7 +35,7 @@ from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import JobRecord, SimConfig, Simulator
 from lp_baseline.policy import LPPolicy
 from lp_baseline.support_reuse import SupportReusePolicy
-from lp_baseline.registry import make_policy, policy_options
+from lp_baseline.registry import make_policy, options_read_by
 
 #: Support threshold: a candidate with X above this is in the LP's support.
 SUPPORT_TINY = 1e-6
@@ -359,8 +359,8 @@ def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason,
 def run_simulator_policy(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int,
                          cluster, workload, support_lp) -> Run:
     """``entry`` (a ``make_policy`` policy) on the scenario's workload of ``seed``."""
-    reads_topk = "topk" in policy_options(entry.policy_name)
-    policy = make_policy(entry.policy_name, **({"topk": suite.topk} if reads_topk else {}))
+    policy = make_policy(entry.policy_name,
+                         **options_read_by(entry.policy_name, {"topk": suite.topk}))
     wrapped = _Measured(policy, support_lp)
     sim = Simulator(cluster, workload, wrapped, _sim_config(suite, scenario, seed))
     result = sim.run()

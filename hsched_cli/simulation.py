@@ -26,7 +26,7 @@ from hsched_cli.learning import interrupted_note, sweep_note
 from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite,
                                 check_runs_folder, make_output_dir, removed_if_failed_empty)
 from hsched_cli.world import check_throughputs
-from lp_baseline.registry import (POLICY_NAMES, make_policy, policy_options,
+from lp_baseline.registry import (POLICY_NAMES, make_policy, options_read_by, policy_options,
                                    split_policy_list)
 
 
@@ -217,9 +217,7 @@ def _make_policy(name, args):
     ``--objective``, the backend, ``--topk``, ``--lp-time-limit-s``; ``policy_options``)."""
     flags = {"objective": args.objective, "backend": _lp_backend(args), "topk": args.topk,
              "time_limit_s": args.lp_time_limit_s}
-    reads = policy_options(name)
-    return make_policy(name, **{key: value for key, value in flags.items() if key in reads},
-                       **_lp_options(args, name))
+    return make_policy(name, **options_read_by(name, flags), **_lp_options(args, name))
 
 
 def _run_policy(name, cluster, workload, config, args):

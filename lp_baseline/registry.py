@@ -39,7 +39,7 @@ POLICY_NAMES_SPELLED = tuple(n for n in POLICY_NAMES if not n.startswith("pop-")
 
 
 #: How an LP policy is solved: every LP policy reads these ``make_policy`` options.
-SOLVER_OPTIONS = frozenset({"backend", "time_limit_s", "lp_method", "warm_start"})
+SOLVER_OPTIONS = frozenset({"backend", "time_limit_s", "memoize", "lp_method", "warm_start"})
 
 
 #: The objective of each LP policy whose objective is fixed by its definition.
@@ -117,6 +117,14 @@ _GAVEL_OPTIONS = frozenset({"lp_method", "warm_start"})
 _POP_NAME = re.compile(r"pop-([2-9]|[1-9][0-9]+)(-serial)?")
 
 
+def options_read_by(name: str, options: dict) -> dict:
+    """The entries of ``options`` (``make_policy`` keywords given to several policies at
+    once, such as a command line's flags) that policy ``name`` reads (``policy_options``):
+    what to pass it, since ``make_policy`` refuses the others away from their defaults."""
+    reads = policy_options(name)
+    return {key: value for key, value in options.items() if key in reads}
+
+
 #: ``make_policy``'s own keywords and their defaults.
 _OWN_DEFAULTS = {"objective": None, "backend": "highs", "topk": 4, "time_limit_s": None,
                  "memoize": True}
@@ -126,13 +134,10 @@ def _refuse_own_options_it_ignores(name: str, **given) -> None:
     """One of ``make_policy``'s own keywords, away from its default, given to a policy that
     does not read it (``fifo`` with ``objective``, ``gavel`` with ``topk``,
     ``heterosched-lp-las`` with another objective than its own): a ``ConfigError``, as for
-    the ``LPPolicy`` options (until session 51 they were silently ignored). ``memoize`` is
-    read by every policy that reads the solver's options (the LP policies)."""
+    the ``LPPolicy`` options (until session 51 they were silently ignored)."""
     if name not in POLICY_NAMES and not _POP_NAME.fullmatch(name):
         return                                   # an unknown name: make_policy says so
-    reads = set(policy_options(name))
-    if "backend" in reads:
-        reads.add("memoize")
+    reads = policy_options(name)
     ignored = sorted(key for key, value in given.items()
                      if key not in reads and not _same(value, _OWN_DEFAULTS[key])
                      and not (key == "objective" and value == fixed_objective(name)))

@@ -222,10 +222,10 @@ def make_named_policy(name: str, objective: str | None = None):
     ...`` passes ``make_policy`` keywords (e.g. ``heterosched-lp/objective=fair-las/floor=0``,
     an ablation shown under that whole name)."""
     from lp_baseline.policy import make_policy
-    from lp_baseline.registry import policy_options
+    from lp_baseline.registry import options_read_by
     base, *options = name.split("/")
     # (``--objective`` for the policies that read it: the others refuse it)
-    kwargs = _policy_kwargs(objective) if "objective" in policy_options(base) else {}
+    kwargs = options_read_by(base, _policy_kwargs(objective))
     for opt in options:
         key, sep, value = opt.partition("=")
         if not sep or not key:
