@@ -125,7 +125,8 @@ def place_labels(ax, labels: list[tuple]) -> None:
     before it where one of twelve nearby spots allows, nearest first: just above or below the
     point (by ``above``) on its preferred side (right of it, or left of it in the axes' last
     quarter, ``_label_side``), then on the other side, then twice further up or down the same
-    way (the third height since session 51: a crowded `large-family` panel had none clear). A spot is clear when it covers neither a label drawn before it nor another point's
+    way (the third height since session 51: a crowded `large-family` panel had none clear).
+    A spot is clear when it covers neither a label drawn before it nor another point's
     marker (a label beside a neighbour's marker reads as the neighbour's); where no spot is,
     the first one clear of the labels alone, else the first spot. Call when the figure's
     layout is final (after ``tight_layout``): the spots are tested in display
