@@ -599,10 +599,13 @@ RAY_ADDRESS_VARIABLE = "RAY_ADDRESS"
 
 
 def _check_reachable(address: str, flag: str = "--address") -> None:
-    """That something accepts TCP connections at ``address`` (``host:port`` or
-    ``ray://host:port``; ``"auto"`` and other forms are left to Ray), within
-    ``CONNECT_TIMEOUT_S``, else a ``ConfigError`` on ``flag`` (``--address``, or
-    ``RAY_ADDRESS`` when the environment gave the address)."""
+    """That a Ray head answers at ``address`` (``host:port`` or ``ray://host:port``;
+    ``"auto"`` and other forms are left to Ray), within ``CONNECT_TIMEOUT_S``, else a
+    ``ConfigError`` on ``flag`` (``--address``, or ``RAY_ADDRESS`` when the environment gave
+    the address). "Answers" means: it accepts a TCP connection and speaks gRPC, as Ray's GCS
+    and its client server do (``_speaks_grpc``); Ray itself retries a port that speaks
+    something else for many minutes. With TLS on (``RAY_USE_TLS``) only the connection is
+    checked."""
     import socket
     text = str(address).strip()
     rest = text[len("ray://"):] if text.startswith("ray://") else text
@@ -610,16 +613,61 @@ def _check_reachable(address: str, flag: str = "--address") -> None:
     if not sep or not host or not port.isdigit() or not port.isascii():
         return
     host = host.strip("[]")                               # [::1]:6379
+    source = (f" ({RAY_ADDRESS_VARIABLE} in the environment)"
+              if flag == RAY_ADDRESS_VARIABLE else "")
     try:
-        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
-            pass
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S) as sock:
+            answer = None if _tls_on() else _speaks_grpc(sock)
     except OSError as exc:
-        source = (f" ({RAY_ADDRESS_VARIABLE} in the environment)"
-                  if flag == RAY_ADDRESS_VARIABLE else "")
         raise ConfigError(f"no Ray cluster answers at {text!r}{source} (a TCP connection to "
                           f"{host}:{port} failed within {CONNECT_TIMEOUT_S:g} s: "
                           f"{exc.strerror or exc}); is its head running (ray start --head)?",
                           field=flag) from None
+    if answer is not None:
+        raise ConfigError(f"no Ray cluster answers at {text!r}{source}: {host}:{port} accepts "
+                          f"connections but does not speak gRPC, as a Ray head's GCS port "
+                          f"(6379 by default; 10001 for ray://) does ({answer}); is it another "
+                          f"service's port, the dashboard's (8265) for instance?",
+                          field=flag)
+
+
+#: What an HTTP/2 client sends first: the connection preface and an empty SETTINGS frame
+#: (RFC 9113, section 3.4); gRPC runs over HTTP/2.
+_HTTP2_CLIENT_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(3) + b"\x04" + bytes(5)
+#: The byte of an HTTP/2 frame header that holds the frame's type, and SETTINGS' type.
+_FRAME_TYPE_BYTE, _SETTINGS = 3, 0x04
+
+
+def _speaks_grpc(sock) -> str | None:
+    """``None`` if the server on ``sock`` (connected) speaks HTTP/2, as every gRPC server
+    does: sent an HTTP/2 client preface, it answers with a SETTINGS frame (its own preface,
+    RFC 9113 section 3.4) within ``CONNECT_TIMEOUT_S``; else what it did instead."""
+    import socket
+    sock.settimeout(CONNECT_TIMEOUT_S)
+    header = b""
+    try:
+        sock.sendall(_HTTP2_CLIENT_PREFACE)
+        while len(header) < 9:                       # an HTTP/2 frame header: 9 bytes
+            chunk = sock.recv(9 - len(header))
+            if not chunk:
+                break
+            header += chunk
+    except socket.timeout:
+        if not header:
+            return f"it sent nothing within {CONNECT_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return f"the exchange failed: {exc.strerror or exc}"
+    if len(header) == 9 and header[_FRAME_TYPE_BYTE] == _SETTINGS:
+        return None
+    if not header:
+        return "it closed the connection"
+    return f"it answered {header!r}"
+
+
+def _tls_on() -> bool:
+    """Whether Ray's TLS is switched on in the environment (``RAY_USE_TLS``, as Ray reads
+    it): its gRPC then runs inside TLS, which ``_speaks_grpc`` does not speak."""
+    return os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
 
 
 def make_backend(backend="serial", num_cpus: int | None = None, address: str | None = None):

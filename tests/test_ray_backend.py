@@ -379,7 +379,111 @@ def test_cli_backend_flag_errors(capsys, tmp_path, monkeypatch, argv, needle):
     assert not (tmp_path / "x").exists()
 
 
+class _OneAnswerServer:
+    """A TCP server on 127.0.0.1 that answers every connection with ``answer`` (bytes; ``None``:
+    it reads and stays silent) and then holds it open until the test ends."""
+
+    def __init__(self, answer: bytes | None) -> None:
+        import socket
+        import threading
+        self.answer = answer
+        self.listening = socket.socket()
+        self.listening.bind(("127.0.0.1", 0))
+        self.listening.listen()
+        self.port = self.listening.getsockname()[1]
+        self.connections: list = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listening.accept()
+            except OSError:                              # closed at the end of the test
+                return
+            self.connections.append(conn)
+            if self.answer is not None:
+                conn.sendall(self.answer)
+
+    def close(self) -> None:
+        import socket
+        for conn in self.connections:
+            conn.close()
+        try:                                  # wakes the blocked accept (Linux), which would
+            self.listening.shutdown(socket.SHUT_RDWR)   # otherwise keep the port listening
+        except OSError:
+            pass
+        self.listening.close()
+
+
+def test_an_address_that_is_not_a_ray_head_is_refused_at_once(monkeypatch):
+    """--address with nothing listening, or with a server that does not speak gRPC (an HTTP
+    server, a silent one), fails in seconds naming --address (Ray itself retries for many
+    minutes: measured, over 4 minutes against an HTTP server before a timeout killed it); a
+    server that answers as an HTTP/2 server does and Ray's own forms ("auto") pass the check.
+    With Ray's TLS on, only the connection is checked."""
+    import agents.sweep as sweep
+    from agents.sweep import _check_reachable
+    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 0.5)          # the silent server's wait
+    settings = bytes(3) + b"\x04" + bytes(5)                       # an empty SETTINGS frame
+    servers = {name: _OneAnswerServer(answer) for name, answer in [
+        ("grpc", bytes([0, 0, 6, 4, 0, 0, 0, 0, 0]) + bytes(6)),  # SETTINGS with one setting
+        ("empty-settings", settings),
+        ("http", b"HTTP/1.0 400 Bad request\r\n\r\n"),
+        ("silent", None),
+        ("data-frame", bytes(3) + b"\x00" + bytes(5))]}          # a frame, not SETTINGS
+    try:
+        for name in ("grpc", "empty-settings"):
+            port = servers[name].port
+            _check_reachable(f"127.0.0.1:{port}")
+            _check_reachable(f"ray://127.0.0.1:{port}")
+        for name, needle in [("http", "answered b'HTTP/1.0 '"), ("silent", "sent nothing within 0.5 s"),
+                             ("data-frame", "answered b'\\x00")]:
+            port = servers[name].port
+            for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+                with pytest.raises(ConfigError, match="does not speak gRPC") as err:
+                    _check_reachable(address)
+                assert err.value.field == "--address" and needle in str(err.value), name
+            with pytest.raises(ConfigError, match="RAY_ADDRESS in the environment") as err:
+                _check_reachable(f"127.0.0.1:{port}", "RAY_ADDRESS")
+            assert err.value.field == "RAY_ADDRESS"
+        monkeypatch.setenv("RAY_USE_TLS", "1")                     # TLS: the connection alone
+        _check_reachable(f"127.0.0.1:{servers['http'].port}")
+        monkeypatch.delenv("RAY_USE_TLS")
+    finally:
+        for server in servers.values():
+            server.close()
+    port = servers["grpc"].port
+    _check_reachable("auto")
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):   # closed now
+        with pytest.raises(ConfigError, match="no Ray cluster answers") as err:
+            _check_reachable(address)
+        assert err.value.field == "--address" and "TCP connection" in str(err.value)
+
+
+def test_a_non_ray_address_is_refused_before_ray_init(monkeypatch):
+    """``RayBackend.start`` with --address at an HTTP server: a ConfigError on --address
+    before ``ray.init`` is ever called."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("a Ray instance of this process is running (start() would use it)")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray, "init", lambda **kw: pytest.fail(f"ray.init({kw}) called"))
+    server = _OneAnswerServer(b"HTTP/1.0 200 OK\r\n\r\n<!DOCTYPE html>")
+    try:
+        with pytest.raises(ConfigError, match="does not speak gRPC") as err:
+            RayBackend(address=f"127.0.0.1:{server.port}").start()
+    finally:
+        server.close()
+    assert err.value.field == "--address"
+
+
 # ---------------------------------------------------------------------------- on Ray
+def test_a_running_ray_heads_gcs_passes_the_check(ray_local):
+    """The gRPC check on a real GCS (the local instance's): it answers as HTTP/2 does."""
+    from agents.sweep import _check_reachable
+    _check_reachable(ray_local.get_runtime_context().gcs_address)
+
+
 @slow
 def test_evaluate_on_ray_equals_serial(ray_local, tmp_path):
     suite = custom_suite(*TINY)
@@ -521,23 +625,3 @@ def test_starting_ray_keeps_the_callers_sigterm_handler(tmp_path):
                          cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "True"
-
-
-def test_an_unreachable_address_is_refused_at_once():
-    """--address with nothing listening fails in seconds naming --address (Ray itself retries
-    for minutes); a listening address and Ray's own forms ("auto") pass the check."""
-    import socket
-
-    from agents.sweep import _check_reachable
-    from hsched_env.errors import ConfigError
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        port = listening.getsockname()[1]
-        _check_reachable(f"127.0.0.1:{port}")
-        _check_reachable(f"ray://127.0.0.1:{port}")
-    _check_reachable("auto")
-    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):   # closed now
-        with pytest.raises(ConfigError, match="no Ray cluster answers") as err:
-            _check_reachable(address)
-        assert err.value.field == "--address"
