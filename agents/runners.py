@@ -584,6 +584,10 @@ def _check_keep_bits(keep: np.ndarray, entry: PolicyEntry) -> None:
     ``bool`` it would be True), as ``RankEnv.step`` refuses them."""
     if keep.dtype == bool:
         return
+    if keep.dtype.kind == "c":                   # 1+0j == 1, but not a keep bit
+        raise ConfigError(f"{entry.label!r} returned keep values that are not keep bits: "
+                          f"complex numbers ({keep.dtype}); keep() returns K bits (bool, or "
+                          f"0/1)", field="--policies")
     with np.errstate(invalid="ignore"):
         bits = np.asarray((keep == 0) | (keep == 1), dtype=bool)
     bad = np.flatnonzero(~np.broadcast_to(bits, keep.shape))

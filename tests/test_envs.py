@@ -941,6 +941,23 @@ def test_rank_wrong_action_shape_raises(shape):
     assert info["round"] == 1
 
 
+@pytest.mark.parametrize("value, needle", [(0.5, "holds 0.5"), (2, "holds 2"),
+                                            (np.nan, "holds nan"), (1 + 0j, "complex")])
+def test_rank_actions_that_are_not_keep_bits_raise(value, needle):
+    """Keep probabilities, other numbers and complex ones (1+0j == 1) are refused, and the
+    env still steps."""
+    env = make_rank(max_candidates=16)
+    env.reset(seed=0)
+    action = np.ones(16, dtype=np.asarray(value).dtype)
+    action[3] = value
+    with pytest.raises(ConfigError, match="keep bits") as e:
+        env.step(action)
+    assert e.value.field == "action" and needle in str(e.value)
+    assert env.episode_record()["actions"] == []
+    _, _, _, _, info = env.step(np.ones(16, dtype=np.int8))
+    assert info["round"] == 1
+
+
 def test_rank_kept_ignored_and_overflow_counts():
     K = 8
     env = make_rank(max_candidates=K)

@@ -110,6 +110,13 @@ class KeepTwos:
         return (np.asarray(obs["valid"]) > 0.5).astype(np.int64) * 2
 
 
+class KeepComplexOnes:
+    name = "keep-complex-ones"
+
+    def keep(self, obs, env):
+        return (np.asarray(obs["valid"]) > 0.5).astype(np.complex128)
+
+
 class VectorAction:
     name = "vector-action"
 
@@ -353,7 +360,8 @@ def test_wrong_action_shapes_name_the_expected_shape_and_k():
 
 
 @pytest.mark.parametrize("agent, holds", [("KeepProbabilities", "holds 0.9"),
-                                           ("KeepTwos", "holds 2")])
+                                           ("KeepTwos", "holds 2"),
+                                           ("KeepComplexOnes", "complex numbers")])
 def test_keep_values_that_are_not_bits_are_refused_naming_the_agent(agent, holds):
     """Keep probabilities are refused before any cast: as int8 0.9 became 0 (the agent kept
     nothing, the run stalled), while its recall counted them kept (1.000 beside kept 0%)."""
@@ -363,7 +371,7 @@ def test_keep_values_that_are_not_bits_are_refused_naming_the_agent(agent, holds
     assert err.value.field == "--policies" and "\n" not in msg
     label = parse_policies([f"{ME}:{agent}"])[0].label
     assert f"{label!r} returned keep values that are not keep bits" in msg, msg
-    assert holds in msg and "threshold probabilities" in msg
+    assert holds in msg and ("threshold probabilities" in msg or "complex" in holds)
 
 
 def test_ranker_zip_points_to_sb3(tmp_path):

@@ -225,6 +225,9 @@ class RankEnv(HSchedEnvBase):
                    else f"{type(action).__name__} {shorten(repr(action), 40)}")
             raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (an array of shape "
                               f"({self.K},)), got {got}", field="action")
+        if a.dtype.kind == "c":                     # 1+0j == 1, but not a keep bit
+            raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (0 or 1), got complex "
+                              f"numbers ({a.dtype})", field="action")
         if a.dtype != bool:
             bits = (a == 0) | (a == 1)
             bad = np.flatnonzero(~np.asarray(bits, dtype=bool))   # NaN, 0.4, −1, 2, None, …
