@@ -487,6 +487,21 @@ def test_load_cluster_of_a_preset_name_points_to_get_cluster():
         load_cluster("sia-64")
 
 
+def test_get_cluster_of_a_path_named_like_a_preset_says_a_path_is_a_file(tmp_path,
+                                                                         monkeypatch):
+    """``get_cluster(Path("tiny-8"))`` said "unknown cluster 'tiny-8'; valid: …, tiny-8":
+    a Path is read as a file, which the message now says, with the string form to use."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        get_cluster(Path("Tiny-8"))
+    msg = str(exc.value)
+    assert exc.value.field == "cluster" and "no cluster file 'Tiny-8' (no such file)" in msg
+    assert "get_cluster('tiny-8')" in msg and "valid:" not in msg
+    assert get_cluster("Tiny-8").name == "tiny-8"                  # the string is the preset
+    with pytest.raises(ConfigError, match="unknown cluster 'tiny-9'; valid:"):
+        get_cluster(Path("tiny-9"))
+
+
 def test_quoted_plain_number_gets_no_yaml_exponent_hint(tmp_path):
     p = write(tmp_path, "q.yaml", 'name: q\nnodes:\n  - {gpu_type: A100-80GB, gpus_per_node: 8, '
                                   'count: 2, inter_node_bw_gbps: "100"}\n')
