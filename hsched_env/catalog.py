@@ -43,6 +43,11 @@ PRE_TF32_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing")
 #: Largest integer accepted in a catalog row (exact in float64; beyond it the cost model's
 #: integer arithmetic could overflow).
 MAX_CATALOG_INT = 2 ** 53
+#: The smallest bandwidth accepted, GB/s (1 MB/s, 8 Mb/s), in the catalog and in clusters:
+#: far below any real GPU link, NIC or memory, and far enough from 0 that the cost model's
+#: transfer times stay finite (a 1e-320 GB/s link made them overflow to inf, and a job ran
+#: for ever at 0 samples/s).
+MIN_BW_GBPS = 1e-3
 #: Largest batch of a model variant (:func:`model_variant`), samples per iteration.
 MAX_BATCH = 1_000_000
 
@@ -184,12 +189,13 @@ class ModelSpec:
 
 # ---------------------------------------------------------------------------------------------
 # Row schemas. Type codes: "str" (non-empty), "text" (may be empty), "bool", "int>0", "int>=0",
-# "num>0", "num>=0", "list[str]"; a trailing "?" allows null.
+# "num>0", "num>=0", "gbps" (a bandwidth: a number of at least MIN_BW_GBPS), "list[str]"; a
+# trailing "?" allows null.
 
 _GPU_SCHEMA: dict[str, str] = {
     "name": "str", "aliases": "list[str]", "arch": "str", "fp16_tflops": "num>0",
-    "fp32_tflops": "num>0", "memory_gb": "num>0", "memory_bw_gbps": "num>0", "link": "str",
-    "link_bw_gbps": "num>0", "price_per_gpu_hour_usd": "num>=0", "source": "str", "notes": "text",
+    "fp32_tflops": "num>0", "memory_gb": "num>0", "memory_bw_gbps": "gbps", "link": "str",
+    "link_bw_gbps": "gbps", "price_per_gpu_hour_usd": "num>=0", "source": "str", "notes": "text",
     "tf32_tflops": "num>=0",
 }
 #: Keys a GPU row may leave out, with their defaults.
@@ -241,6 +247,8 @@ def _check_value(value: Any, code: str, err: Callable[[str], ConfigError]) -> An
         raise err(f"must be > 0, got {show(value)}")
     if code.endswith(">=0") and value < 0:
         raise err(f"must be >= 0, got {show(value)}")
+    if code == "gbps" and value < MIN_BW_GBPS:
+        raise err(f"must be at least {MIN_BW_GBPS:g} GB/s (1 MB/s), got {show(value)}")
     if integer:
         if value > MAX_CATALOG_INT:
             raise err(f"must be at most 2**53, got {show(value)}")

@@ -256,7 +256,12 @@ GPU_CASES = [
      "finite"),
     ("negative memory", lambda rows: rows[3].update(memory_gb=-16), "gpus[3].memory_gb", "> 0"),
     ("zero bandwidth", lambda rows: rows[0].update(memory_bw_gbps=0), "gpus[0].memory_bw_gbps",
-     "> 0"),
+     "at least 0.001 GB/s"),
+    # below 1 MB/s: accepted by the catalog before, refused only once a cluster was built
+    ("subnormal link", lambda rows: rows[2].update(link_bw_gbps=1e-320),
+     "gpus[2].link_bw_gbps", "at least 0.001 GB/s (1 MB/s), got 1e-320"),
+    ("tiny memory bandwidth", lambda rows: rows[3].update(memory_bw_gbps=9.99e-4),
+     "gpus[3].memory_bw_gbps", "at least 0.001 GB/s"),
     ("string number", lambda rows: rows[0].update(memory_gb="12"), "gpus[0].memory_gb",
      "number"),
     ("bool number", lambda rows: rows[0].update(memory_gb=True), "gpus[0].memory_gb", "number"),

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from hsched_env.catalog import get_gpu
+from hsched_env.catalog import MIN_BW_GBPS, get_gpu
 from hsched_env.errors import ConfigError, UnknownNameError, show
 
 __all__ = ["DEFAULT_INTER_NODE_BW_GBPS", "MAX_GPUS_PER_NODE", "MAX_NODES", "Cluster", "NodePool"]
@@ -46,10 +46,6 @@ MAX_GPUS_PER_NODE = 16
 MAX_NODES = 100_000
 
 _BW_HINT = "bandwidths are numbers in GB/s (gigabytes per second; 100 Gb/s = 12.5 GB/s)"
-#: The smallest bandwidth accepted, GB/s (1 MB/s, 8 Mb/s): far below any real GPU link or
-#: NIC, and far enough from 0 that the cost model's transfer times stay finite (a 1e-320
-#: GB/s link made them overflow to inf, and a job ran for ever at 0 samples/s).
-MIN_BW_GBPS = 1e-3
 
 
 # --------------------------------------------------------------------------------------------
