@@ -32,6 +32,31 @@ def _axes(plt, n: int, width: float = 5.6, height: float = 4.2):
     return fig, list(axes.flat)
 
 
+#: Characters a panel title's line may hold (a 5.6-inch panel at font size 9 holds about 60
+#: beside its neighbours' titles).
+TITLE_WIDTH = 52
+
+
+def panel_title(scenario: dict) -> str:
+    """A panel's title, ``NAME: WORKLOAD``, broken after commas of the workload spec into
+    lines of at most ``TITLE_WIDTH`` characters where it can be (a long spec ran into the
+    next panel's title or past the figure's edge)."""
+    text = f"{scenario['name']}: {scenario['workload']}"
+    if len(text) <= TITLE_WIDTH:
+        return text
+    lines, line = [], f"{scenario['name']}:"
+    for part in str(scenario['workload']).split(","):
+        piece = part if line.endswith(",") else " " + part
+        if len(line) + len(piece) + 1 > TITLE_WIDTH and line.strip():
+            lines.append(line)
+            line = part
+        else:
+            line += piece
+        line += ","
+    lines.append(line.rstrip(","))
+    return "\n".join(lines)
+
+
 def _plain_log_ticks(axis) -> None:
     """Label a log axis's ticks as plain numbers (``105`` and ``0.1``, not ``1.05×10²`` or
     ``1e-01``; the former's minor labels overlap within one decade); minor ticks are labelled
@@ -176,7 +201,7 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
     for ax, sc in zip(axes, report.scenarios):
         panels.append((ax, draw_decision_vs_jct(
             ax, [r for r in report.rows if r["scenario"] == sc["name"]], colors)))
-        ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)
+        ax.set_title(panel_title(sc), fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(f"Suite {report.suite.name}: decision cost against schedule quality "
                  f"(seeds {', '.join(map(str, report.seeds))})", fontsize=10)
@@ -205,7 +230,7 @@ def plot_jct_cdf(report, path: Path) -> Path:
         ax.set_xscale("log")
         ax.set_xlabel("job completion time (h)")
         ax.set_ylabel("fraction of completed jobs")
-        ax.set_title(f"{sc['name']}: {sc['workload']}", fontsize=9)
+        ax.set_title(panel_title(sc), fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(f"Suite {report.suite.name}: JCT distribution", fontsize=10)

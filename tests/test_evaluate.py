@@ -828,7 +828,7 @@ def test_pareto_plot_labels_clear_each_other_in_a_crowded_panel():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agents.plots import _axes, draw_decision_vs_jct, place_labels
+    from agents.plots import _axes, draw_decision_vs_jct, panel_title, place_labels
 
     panels = {  # policy: (decision ms, avg JCT h, decision ms with observations)
         550: {"pure-lp": (71.07, 0.42315, None), "topk": (37.43, 0.66918, None),
@@ -852,8 +852,9 @@ def test_pareto_plot_labels_clear_each_other_in_a_crowded_panel():
                 "observation_time_mean_s": (with_obs - ms) / 1e3,
                 "decision_with_observation_mean_s": with_obs / 1e3})
         drawn.append((ax, draw_decision_vs_jct(ax, rows, {name: "k" for name in points})))
-        ax.set_title(f"large-2048-{jobs}: gavel:rate=20000,jobs={jobs},"
-                     f"multi_gpu_recommendation=1", fontsize=9)
+        ax.set_title(panel_title({"name": f"large-2048-{jobs}", "workload":
+                                  f"gavel:rate=20000,jobs={jobs},multi_gpu_recommendation=1"}),
+                     fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle("Suite large-family: decision cost against schedule quality (seeds 1000000, "
                  "1000001, 1000002)", fontsize=10)
@@ -869,6 +870,13 @@ def test_pareto_plot_labels_clear_each_other_in_a_crowded_panel():
                        for i, (a, ea) in enumerate(zip(texts, extents))
                        for b, eb in zip(texts[i + 1:], extents[i + 1:]) if ea.overlaps(eb)]
         assert not overlapping, (ax.get_title(), overlapping)
+    # the panels' titles (long workload specs) stay inside the figure and clear of each
+    # other: on one line the third ran past the figure's right edge
+    titles = [ax.title.get_window_extent() for ax, _ in drawn]
+    figure = fig.bbox
+    assert all(t.x0 >= figure.x0 and t.x1 <= figure.x1 for t in titles), \
+        [(t.x0, t.x1, figure.x1) for t in titles]
+    assert not any(a.overlaps(b) for a, b in zip(titles, titles[1:]))
     plt.close(fig)
 
 
