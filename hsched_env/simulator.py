@@ -192,6 +192,33 @@ class SimResult:
         return compute_metrics(self)
 
 
+
+#: Entries (rounds × running jobs × GPU types) ``skip_steady_rounds`` computes at once.
+_SKIP_CHUNK = 1 << 18
+
+
+def _steady_rounds_ahead(t: float, R: float, remaining: np.ndarray, step: np.ndarray,
+                         next_arrival, max_time_s, cap: int) -> int:
+    """How many rounds from ``t`` to check at once for skipping: up to the first round the
+    nearest completion, arrival or time limit could fall in, plus one (an estimate in
+    floating point: the exact checks find the round), between 1 and ``cap``."""
+    ahead = float(np.min(remaining / step)) if remaining.size else math.inf
+    if next_arrival is not None:
+        ahead = min(ahead, (next_arrival - t) / R)
+    if max_time_s is not None:
+        ahead = min(ahead, (max_time_s - t) / R)
+    if not ahead < cap:                       # also inf or NaN
+        return cap
+    return max(1, min(cap, int(ahead) + 2))
+
+
+def _accumulated(start: np.ndarray, step, rounds: int) -> np.ndarray:
+    """``start`` after ``start += step`` ``rounds`` times, each addition rounded as in a
+    loop (``accumulate`` adds in order)."""
+    steps = np.broadcast_to(step, (rounds,) + np.shape(start))
+    return np.add.accumulate(np.concatenate([np.asarray(start)[None], steps]), axis=0)[-1]
+
+
 class Simulator:
     """Simulates ``workload`` on ``cluster`` under ``policy``.
 
@@ -752,26 +779,40 @@ class Simulator:
         busy = s.busy
         skipped = 0
         t = s.t
+        next_arrival = arrival[s.next_arrival] if s.next_arrival < n else None
         while True:
-            if s.next_arrival < n and arrival[s.next_arrival] <= t:
+            # the rounds to try at once: as many as the nearest event leaves (an estimate;
+            # the exact checks below decide), capped so the arrays stay small
+            chunk = _steady_rounds_ahead(t, R, remaining, step_samples, next_arrival,
+                                         cfg.max_time_s, max(1, _SKIP_CHUNK // gpus.size))
+            # the clock and the remaining work after each of the next ``chunk`` rounds, by
+            # ``advance``'s additions in order (``accumulate`` is sequential, so every entry
+            # is the loop's own float); row i: after i rounds
+            starts = np.add.accumulate(np.concatenate(([t], np.full(chunk, R))))
+            left = np.maximum(np.subtract.accumulate(
+                np.vstack([remaining[None], np.broadcast_to(step_samples, (chunk, run.size))]),
+                axis=0), 0.0)
+            # round i + 1 (from starts[i] to starts[i + 1]) runs unless a job arrives by its
+            # start, the time limit falls in it, or a job would finish inside it
+            stop = np.any(starts[:-1, None] + left[:-1] / thr <= starts[1:, None], axis=1)
+            if next_arrival is not None:
+                stop |= next_arrival <= starts[:-1]
+            if cfg.max_time_s is not None:
+                stop |= (starts[:-1] >= cfg.max_time_s) | (starts[1:] > cfg.max_time_s)
+            k = int(np.argmax(stop)) if stop.any() else chunk
+            if k:
+                remaining = left[k]
+                done = _accumulated(done, step_samples, k)
+                run_s = _accumulated(run_s, R, k)
+                attained = _accumulated(attained, R, k)
+                gpu_s = _accumulated(gpu_s, step_gpu_s, k)
+                # the cluster's busy GPU-seconds, job after job, round after round
+                busy = np.add.accumulate(np.vstack([busy[None], np.tile(step_gpu_s, (k, 1))]),
+                                         axis=0)[-1]
+                skipped += k
+                t = float(starts[k])
+            if k < chunk:
                 break
-            if cfg.max_time_s is not None and t >= cfg.max_time_s:
-                break
-            end = t + R
-            if cfg.max_time_s is not None and end > cfg.max_time_s:
-                break                     # the limit cuts this round short: ``advance`` runs it
-            if np.any(t + remaining / thr <= end):     # a job would finish in this round
-                break
-            # ``advance``'s arithmetic, elementwise (each job's sums in the same order)
-            remaining = np.maximum(remaining - step_samples, 0.0)
-            done += step_samples
-            run_s += R
-            attained += R
-            gpu_s += step_gpu_s
-            # the cluster's busy GPU-seconds, job after job (``accumulate`` is sequential)
-            busy = np.add.accumulate(np.vstack([busy[None], step_gpu_s]), axis=0)[-1]
-            skipped += 1
-            t = end
         if not skipped:
             return 0
         s.remaining[run] = remaining
