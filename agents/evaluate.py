@@ -85,6 +85,7 @@ from agents.sweep import (DEFAULT_RETRIES, RUNS_DIR, RayBackend, RunStore, Seria
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError
 from lp_baseline.registry import make_policy
+from lp_baseline.warm_up import warm_up_process
 
 __all__ = [
     # agents.suites
@@ -278,22 +279,6 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     report = _report(suite, entries, seeds, runs, [], time.perf_counter() - t_start)
     report.timing_repeats = timing_repeats
     return report
-
-
-def warm_up_process() -> None:
-    """A short untimed simulation of the pure LP (``tiny-8``, four jobs, three rounds), so
-    that the process's one-off costs — lazy imports, the solver's first model, NumPy's first
-    calls — are not timed in the first rounds of the first run, ``pure-lp``'s by default
-    (session 45, two seeds of a ``tiny-8`` scenario: without it a second, identical
-    ``pure-lp`` read 0.84× / 0.99× the first's mean decision time and 0.74× / 0.75× its p99 in
-    two runs; with it 0.93–1.22× and 0.84–1.23× in three). A serial sweep warms up too; a Ray
-    worker's first task does not."""
-    from hsched_env.simulator import SimConfig, Simulator
-    from hsched_env.workloads import load_workload
-    cluster = get_cluster("tiny-8")
-    jobs = load_workload("gavel:rate=8,jobs=4,duration_scale=0.05,seed=0", cluster)
-    Simulator(cluster, jobs, make_policy("heterosched-lp"),
-              SimConfig(max_time_s=900.0)).run()
 
 
 def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, overwrite,

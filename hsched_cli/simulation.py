@@ -28,6 +28,7 @@ from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite
 from hsched_cli.world import check_throughputs
 from lp_baseline.registry import (POLICY_NAMES, make_policy, options_read_by, policy_options,
                                    split_policy_list)
+from lp_baseline.warm_up import warm_up_process
 
 
 def _check_simulation_args(args, policies: list[str]) -> None:
@@ -287,7 +288,7 @@ def _metrics_rows(all_metrics: list[dict]) -> str:
                      _hours(m["p50_jct_s"]), _hours(m["p99_jct_s"]),
                      # jobs left unfinished (cut off, or stalled): no makespan in the table
                      # (the JSON keeps the time to the last completion, docs/simulator.md)
-                     (f"{m['makespan_s'] / 3600:.1f}"
+                     (_hours(m["makespan_s"])
                       if m["jobs_completed"] == m["jobs_total"] else "n/a"),
                      _hours(m["avg_queue_s"]),
                      f"{m['gpu_util']:.0%}", f"{m['restarts_per_job']:.2f}",
@@ -297,6 +298,26 @@ def _metrics_rows(all_metrics: list[dict]) -> str:
     return format_table(["policy", "done", "avg JCT h", "× first", "p50 h", "p99 h",
                          "makespan h", "queue h", "util", "restarts", "FTF worst",
                          "decide ms", "p99 ms", "LP vars", "wall s"], rows)
+
+
+def _metric_notes(all_metrics: list[dict]) -> list[str]:
+    """Lines under the table for what its columns leave out: jobs that never started (not in
+    ``queue h``, as unfinished jobs are not in ``avg JCT h``) and a stalled run's idle rounds
+    (in ``decide ms``)."""
+    ran = [m for m in all_metrics if m.get("status") != "failed"]
+    notes = []
+    waiting = [m for m in ran if m.get("jobs_started", m["jobs_total"]) < m["jobs_total"]]
+    if waiting:
+        notes.append("queue h: arrival to first start, over the jobs that started; never "
+                     "started: " + ", ".join(
+                         f"{m['policy']} {m['jobs_total'] - m['jobs_started']} of "
+                         f"{m['jobs_total']}" for m in waiting))
+    for m in ran:
+        if m.get("stall_rounds"):
+            notes.append(f"{m['policy']} stalled: nothing ran in its last {m['stall_rounds']} "
+                         f"rounds (jobs waiting, no arrivals left); they count in its rounds "
+                         f"and decide ms")
+    return notes
 
 
 def _csv_time(seconds: float) -> str:
@@ -341,6 +362,8 @@ def cmd_simulate(args) -> int:
     else:
         print(_workload_header(workload, args, cluster, config))
         print(_metrics_rows([metrics]))
+        for line in _metric_notes([metrics]):
+            print(line)
     return 0
 
 
@@ -456,6 +479,7 @@ def cmd_compare(args) -> int:
             return exit_status(exc)
     else:
         results, done = [], []
+        warm_up_process()          # the process's one-off costs: not in the first policy's times
         for name in names:
             result = _run_policy(name, cluster, workload, config, args)
             results.append(result.metrics())
@@ -479,12 +503,20 @@ def cmd_compare(args) -> int:
         ran = [m for m in results if "common_jobs" in m]
         if len(ran) > 1:
             failed = " that did not fail" if len(ran) < len(results) else ""
-            print(f"× first: avg JCT over the {ran[0]['common_jobs']} jobs every policy"
-                  f"{failed} finished, ratio to {ran[0]['policy']}'s over the same jobs")
-            if any(m["jobs_completed"] != m["common_jobs"] for m in ran):
-                # FTF worst (and queue) above count each policy's own finished jobs only
+            common = ran[0]["common_jobs"]
+            if not common:
+                print(f"× first: n/a, no job was finished by every policy{failed}")
+            else:
+                print(f"× first: avg JCT over the {common} job{'' if common == 1 else 's'} "
+                      f"every policy{failed} finished, ratio to {ran[0]['policy']}'s over the "
+                      f"same jobs")
+            if common and any(m["jobs_completed"] != m["common_jobs"] for m in ran):
+                # FTF worst above counts each policy's own finished jobs only
                 print("worst FTF over those jobs: " + ", ".join(
-                    f"{m['policy']} {m['ftf_worst_common']:.2f}" for m in ran))
+                    f"{m['policy']} {_number(m['ftf_worst_common'], '{:.2f}')}"
+                    for m in ran))
+        for line in _metric_notes(results):
+            print(line)
         for m in results:
             if m.get("status") == "failed":
                 print(f"{m['policy']}: FAILED after {m['attempts']} attempt(s): {m['error']}")

@@ -7,6 +7,12 @@ the contention it saw otherwise: ``ρ = JCT / (duration × max(1, contention × 
 with ``contention`` the mean number of active jobs over the rounds it was active and ``G`` the
 cluster's GPUs. ρ > 1: the job finished later than on its fair share.
 
+``avg_queue_s`` (arrival to first start) is over the jobs that started (``jobs_started`` of
+``jobs_total``), as ``avg_jct_s`` is over those that finished: a job that never started is in
+neither, so compare the counts beside them. ``stall_rounds``: a run that stalled (jobs waiting
+that nothing runs, no arrivals left) ends after that many rounds in which nothing ran; they
+count in ``rounds`` and in the decision times.
+
 ``lp_solves`` / ``lp_fallbacks`` are the LP policy's counters (``LPPolicy.summary()``: LP
 allocations computed, LP parts that fell back to the greedy assignment); they are 0 for policies
 without an LP, so the keys always exist.
@@ -18,11 +24,11 @@ import math
 
 import numpy as np
 
-METRIC_KEYS = ("policy", "jobs_total", "jobs_completed", "avg_jct_s", "p50_jct_s", "p99_jct_s",
-               "makespan_s", "avg_queue_s", "gpu_util", "restarts_per_job", "ftf_worst",
-               "ftf_mean", "decision_time_mean_s", "decision_time_p99_s",
-               "decision_time_max_s", "lp_vars_mean", "rounds", "wall_s", "lp_solves",
-               "lp_fallbacks")
+METRIC_KEYS = ("policy", "jobs_total", "jobs_completed", "jobs_started", "avg_jct_s",
+               "p50_jct_s", "p99_jct_s", "makespan_s", "avg_queue_s", "gpu_util",
+               "restarts_per_job", "ftf_worst", "ftf_mean", "decision_time_mean_s",
+               "decision_time_p99_s", "decision_time_max_s", "lp_vars_mean", "rounds",
+               "wall_s", "lp_solves", "lp_fallbacks")
 
 
 def _pct(values: np.ndarray, q: float) -> float:
@@ -85,6 +91,7 @@ def compute_metrics(result) -> dict:
         "policy": result.policy,
         "jobs_total": len(recs),
         "jobs_completed": len(done),
+        "jobs_started": len(started),
         "avg_jct_s": float(jct.mean()) if jct.size else math.nan,
         "p50_jct_s": _pct(jct, 50),
         "p99_jct_s": _pct(jct, 99),
@@ -99,6 +106,7 @@ def compute_metrics(result) -> dict:
         "lp_vars_mean": float(np.mean(result.lp_vars)) if result.lp_vars else 0.0,
         "rounds": result.rounds,
         "rounds_skipped": getattr(result, "rounds_skipped", 0),
+        "stall_rounds": getattr(result, "stall_rounds", 0),
         "wall_s": result.wall_s,
     }
     out.update({k: v for k, v in result.extra.items() if k not in out})

@@ -187,6 +187,10 @@ class SimResult:
     rounds: int
     extra: dict = field(default_factory=dict)
     rounds_skipped: int = 0                  # rounds advanced without a decision (steady)
+    #: A stalled run's last rounds, in which nothing ran with jobs waiting and no arrivals
+    #: left (``STALL_ROUNDS`` of them; 0 unless ``end_reason`` is ``"stalled"``): decided,
+    #: and counted in ``rounds`` and the decision times, but not part of the schedule
+    stall_rounds: int = 0
 
     def metrics(self) -> dict:
         return compute_metrics(self)
@@ -846,7 +850,8 @@ class Simulator:
                          busy_gpu_s_by_type=s.busy, busy_until_s=s.busy_until,
                          wall_s=time.perf_counter() - s.wall0, rounds=s.rounds,
                          extra=dict(getattr(self.policy, "summary", lambda: {})()),
-                         rounds_skipped=s.skipped)
+                         rounds_skipped=s.skipped,
+                         stall_rounds=s.stalled if s.end_reason == "stalled" else 0)
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:

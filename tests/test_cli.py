@@ -278,6 +278,77 @@ def test_compare_ratios_are_over_the_jobs_every_policy_finished():
             f"fifo {fifo['ftf_worst_common']:.2f}") in table
 
 
+def _csv_workload(tmp_path, rows: list[str]) -> str:
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type,batch\n"
+                    + "\n".join(rows) + "\n", encoding="utf-8")
+    return f"csv:path={path}"
+
+
+def test_queue_time_names_the_jobs_that_never_started(tmp_path, capsys):
+    """``queue h`` averages over the jobs that started: fifo, which never starts y within the
+    limit, read 0.00 h beside srf's 0.08 h with nothing saying why. ``jobs_started`` is in
+    the JSON, and the table says which policy left how many jobs unstarted; with no job
+    finished by both, the ratio line says so instead of "over the 0 jobs" and NaNs."""
+    spec = _csv_workload(tmp_path, ["x,0,3000,4,resnet50,V100-16GB,",
+                                    "y,0,600,4,resnet50,V100-16GB,"])
+    argv = ["compare", "--cluster", "tiny-8", "--workload", spec, "--policies", "srf,fifo",
+            "--max-time-s", "2000", "--no-progress"]
+    assert main(argv + ["--json"]) == 0
+    srf, fifo = json.loads(capsys.readouterr().out)
+    assert (srf["jobs_started"], fifo["jobs_started"]) == (2, 1)
+    assert fifo["avg_queue_s"] == 0.0 and srf["avg_queue_s"] == pytest.approx(300.0)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert ("queue h: arrival to first start, over the jobs that started; never started: "
+            "fifo 1 of 2") in out
+    assert "× first: n/a, no job was finished by every policy" in out
+    assert "nan" not in out and "over the 0 jobs" not in out and "worst FTF over" not in out
+
+
+def test_a_stalled_run_says_its_idle_rounds_are_in_its_decision_times(tmp_path, capsys):
+    """A job fifo never places (8 GPUs while two 1-GPU jobs hold a node): the run stalls,
+    1,000 idle rounds end it, and they count in ``rounds`` and the decision times: the JSON
+    has ``stall_rounds`` and the table says so under it."""
+    from hsched_env.simulator import STALL_ROUNDS
+    spec = _csv_workload(tmp_path, ["a,0,600,8,resnet50,,", "b,0,1200,1,resnet50,V100-16GB,",
+                                    "c,0,600,1,resnet50,V100-16GB,"])
+    argv = ["simulate", "--cluster", "tiny-8", "--workload", spec, "--policy", "fifo",
+            "--no-progress"]
+    assert main(argv + ["--json"]) == 0
+    m = json.loads(capsys.readouterr().out)
+    assert m["stall_rounds"] == STALL_ROUNDS and m["rounds"] > STALL_ROUNDS
+    assert (m["jobs_completed"], m["jobs_started"], m["jobs_total"]) == (2, 2, 3)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert (f"fifo stalled: nothing ran in its last {STALL_ROUNDS} rounds (jobs waiting, no "
+            f"arrivals left); they count in its rounds and decide ms") in out
+    assert "never started: fifo 1 of 3" in out
+    # a run that did not stall says nothing of the kind
+    assert main(argv[:4] + [_csv_workload(tmp_path, ["b,0,1200,1,resnet50,V100-16GB,"])]
+                + argv[5:]) == 0
+    out = capsys.readouterr().out
+    assert "fifo stalled:" not in out and "never started" not in out
+
+
+def test_compare_warms_the_process_up_before_its_first_timed_run(monkeypatch, capsys):
+    """The process's one-off costs go to an untimed warm-up, not to the first policy's
+    decision times (the first of two policies read 1.26–1.54× its decision time in second
+    place, in the audit of session 52)."""
+    import hsched_cli.simulation as simulation
+    calls = []
+    real_warm, real_run = simulation.warm_up_process, simulation._run_policy
+    monkeypatch.setattr(simulation, "warm_up_process",
+                        lambda: (calls.append("warm"), real_warm())[1])
+    monkeypatch.setattr(simulation, "_run_policy",
+                        lambda name, *a: (calls.append(name), real_run(name, *a))[1])
+    assert main(["compare", "--cluster", "tiny-8", "--workload",
+                 "gavel:rate=8,jobs=4,duration_scale=0.05", "--policies", "fifo,gavel",
+                 "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    assert calls == ["warm", "fifo", "gavel"]
+
+
 def test_common_jct_helpers():
     import dataclasses
     from hsched_cli.simulation import _add_common_jct, _done_jct
