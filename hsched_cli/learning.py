@@ -49,17 +49,30 @@ def _check_demo_out(out: Path) -> None:
                           f"choose another --out", field="--out")
 
 
+#: Why a flag of ``--backend ray`` means nothing to the serial backend.
+_RAY_ONLY_WHY = {"--num-cpus": "it sizes the local Ray instance",
+                 "--address": "it names the Ray cluster to join",
+                 "--resume": "the serial backend keeps no run files to resume from",
+                 "--overwrite": "the serial backend keeps no run files to overwrite",
+                 "--out": "the serial backend keeps no run files"}
+
+
+def check_ray_only_flags(args, flags: tuple[str, ...]) -> None:
+    """``ConfigError`` for the first of ``flags`` (``_RAY_ONLY_WHY``'s, in the order given)
+    set without ``--backend ray``, saying why it belongs there."""
+    if args.backend == "ray":
+        return
+    for flag in flags:
+        if getattr(args, flag.lstrip("-").replace("-", "_")):
+            raise ConfigError(f"{flag} belongs to the Ray backend: give it with --backend ray "
+                              f"({_RAY_ONLY_WHY[flag]})", field=flag)
+
+
 def _check_backend_flags(args, out_given: bool) -> None:
     """--num-cpus, --address and --resume belong to --backend ray; --resume needs --out;
     not with --overwrite."""
     check_resume_overwrite(args)
-    if args.backend != "ray":
-        for flag, value in (("--num-cpus", args.num_cpus), ("--address", args.address),
-                            ("--resume", args.resume)):
-            if value:
-                raise ConfigError(f"{flag} belongs to the Ray backend: give it with "
-                                  f"--backend ray (the serial backend keeps no run files)",
-                                  field=flag)
+    check_ray_only_flags(args, ("--resume", "--num-cpus", "--address"))
     if args.resume and not out_given:
         raise ConfigError("--resume needs --out DIR, the output folder of the sweep to resume "
                           "(its runs/ holds the finished runs)", field="--resume")

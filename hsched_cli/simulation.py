@@ -22,7 +22,7 @@ from hsched_env.text import format_table
 from hsched_env.throughput import get_throughput_source
 from hsched_env.workloads import load_workload
 from hsched_cli.interrupts import exit_status
-from hsched_cli.learning import interrupted_note, sweep_note
+from hsched_cli.learning import check_ray_only_flags, interrupted_note, sweep_note
 from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite,
                                 check_runs_folder, make_output_dir, removed_if_failed_empty)
 from hsched_cli.world import check_throughputs
@@ -386,14 +386,7 @@ def _check_sweep_args(args) -> None:
     """The flags of ``compare --backend ray`` only with it; ``--resume`` needs ``--out``, and
     not with ``--overwrite``."""
     check_resume_overwrite(args)
-    if args.backend != "ray":
-        for flag, value in (("--num-cpus", args.num_cpus), ("--address", args.address),
-                            ("--out", args.out), ("--overwrite", args.overwrite),
-                            ("--resume", args.resume)):
-            if value:
-                raise ConfigError(f"{flag} belongs to the Ray backend: give it with "
-                                  f"--backend ray (the serial backend keeps no run files)",
-                                  field=flag)
+    check_ray_only_flags(args, ("--resume", "--overwrite", "--num-cpus", "--address", "--out"))
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out DIR, the output folder of the sweep to resume "
                           "(its runs/ holds the finished runs)", field="--resume")

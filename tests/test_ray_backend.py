@@ -361,6 +361,15 @@ def test_an_unreachable_ray_address_in_the_environment_is_named(monkeypatch):
 @pytest.mark.parametrize("argv,needle", [
     (["evaluate", "--policies", "fifo", "--backend", "ray", "--resume"], "needs --out"),
     (["evaluate", "--policies", "fifo", "--num-cpus", "2"], "--backend ray"),
+    # each flag says why it belongs to Ray (--num-cpus was blamed on run files), and
+    # --resume is named before the --out it comes with
+    (["evaluate", "--policies", "fifo", "--num-cpus", "2"],
+     "field '--num-cpus': --num-cpus belongs to the Ray backend: give it with --backend ray "
+     "(it sizes the local Ray instance)"),
+    (COMPARE + ["--address", "auto"], "(it names the Ray cluster to join)"),
+    (COMPARE + ["--resume", "--out", "x"],
+     "field '--resume': --resume belongs to the Ray backend: give it with --backend ray (the "
+     "serial backend keeps no run files to resume from)"),
     (["evaluate", "--policies", "fifo", "--resume", "--out", "x"], "--backend ray"),
     (COMPARE + ["--backend", "ray", "--resume"], "needs --out"),
     (COMPARE + ["--out", "x"], "--backend ray"),
