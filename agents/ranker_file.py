@@ -160,6 +160,9 @@ def _unreadable(exc: BaseException) -> str:
                 "save_ranker or 'hsched train')")
     if isinstance(exc, EOFError):
         return "it is empty or cut short"
+    if isinstance(exc, KeyError):             # torch's legacy reader: no magic number there
+        return ("it is neither of the formats torch writes (a zip archive or a pickle): a "
+                "ranker file is written by save_ranker or 'hsched train'")
     if isinstance(exc, OSError) and exc.strerror:
         return f"cannot read it ({exc.strerror})"
     text = str(exc).strip().splitlines()

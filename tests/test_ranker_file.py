@@ -202,9 +202,12 @@ def _not_torch(tmp_path):
     script.write_text("import os\nprint(os.getcwd())\n")
     empty = tmp_path / "empty.pt"
     empty.write_bytes(b"")
+    text = tmp_path / "text.pt"                        # torch's KeyError(174812789) before
+    text.write_text("junk\n")
+    neither = "it is neither of the formats torch writes (a zip archive or a pickle)"
     return {garbage: "torch cannot read it as a file of tensors and plain values",
             script: "torch cannot read it as a file of tensors and plain values",
-            empty: "it is empty or cut short"}
+            empty: "it is empty or cut short", text: neither}
 
 
 def test_save_ranker_refuses_what_would_not_load(tmp_path):
