@@ -1050,6 +1050,15 @@ def test_get_cluster_odd_names(name, needles):
     _expect(lambda: get_cluster(name), ConfigError, *needles)
 
 
+def test_a_long_file_name_is_cut_in_the_message():
+    """A 5,000-character file name: each echo is cut to about 80 characters (the message was
+    566 characters long, the file name echoed at about 400)."""
+    with pytest.raises(ConfigError) as err:
+        get_cluster("a" * 5000 + ".yaml")
+    text = str(err.value)
+    assert len(text) < 300 and "\n" not in text and "unknown cluster" in text, text
+
+
 def test_cluster_error_messages_are_short():
     """Values echoed in messages are cut, so a 5000-character value gives a short message."""
     with pytest.raises(ConfigError) as info:

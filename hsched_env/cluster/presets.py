@@ -11,7 +11,7 @@ from typing import Any, Union
 
 from hsched_env.cluster.files import _FILE_SUFFIXES, PathLike, cluster_from_dict, load_cluster
 from hsched_env.cluster.model import Cluster
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError, shorten
 from hsched_env.files import is_file, json_object_no_duplicates, user_path, why_not_a_file
 
 __all__ = ["cluster_presets", "get_cluster"]
@@ -89,5 +89,5 @@ def get_cluster(name_or_path: Union[PathLike, Cluster, Mapping[str, Any]]) -> Cl
                           f"a cluster file: for the preset give the name as a string, "
                           f"get_cluster({key!r})", field="cluster")
     looks_like_path = p.suffix.lower() in _FILE_SUFFIXES or os.sep in text or "/" in text
-    where = {"source": f"{text} ({why_not_a_file(p)})"} if looks_like_path else {}
+    where = {"source": f"{shorten(text)} ({why_not_a_file(p)})"} if looks_like_path else {}
     raise UnknownNameError("cluster", text, cluster_presets(), **where)
