@@ -439,7 +439,18 @@ def load_sb3(path: str | Path, algo: str | None = None, *, trust: bool = False) 
         raise ConfigError(f"{p!r} is not a Stable-Baselines3 model zip (no saved spaces)",
                           field=FIELD)
     kind, K = _sb3_mode(data["action_space"], p)
-    algo = algo or _detect_algo(data, p)
+    if algo is None:
+        algo = _detect_algo(data, p)
+    else:
+        try:
+            saved = _detect_algo(data, p)
+        except ConfigError:                        # an algorithm the zip does not tell
+            saved = algo
+        if saved != algo:     # SB3 would fail inside (a DQN reading a MaskablePPO's Dict spaces)
+            raise ConfigError(f"sb3:{algo}:{p}: the zip holds a {saved} model (policy "
+                              f"{getattr(data.get('policy_class'), '__name__', '?')}), not "
+                              f"{algo}: name {saved}, or leave the algorithm out "
+                              f"(sb3:{p})", field=FIELD)
     try:
         model = _sb3_class(algo).load(p, device="cpu")
     except ConfigError:

@@ -524,6 +524,14 @@ def test_sb3_explicit_algo_and_shape_mismatch(zips):
         evaluate(custom_suite("sia-64", "gavel:rate=4,jobs=5"), [entry], progress=False)
     msg = str(err.value)
     assert "F=21" in msg and "T=2 GPU types" in msg and "T=3 GPU types" in msg
+    # an algorithm the zip does not hold is refused naming the one it does (SB3's DQN failed
+    # with "N-step returns are not supported for Dict observation spaces yet")
+    for algo, path, saved in [("dqn", zips["select"], "maskable-ppo"),
+                              ("a2c", zips["rank"], "ppo")]:
+        with pytest.raises(ConfigError) as err:
+            parse_policies([f"sb3:{algo}:{path}"], trust_sb3_zip=True)
+        assert f"the zip holds a {saved} model" in str(err.value) and f"not {algo}" in str(
+            err.value) and err.value.field == "--policies"
     with pytest.raises(ConfigError, match="--trust-sb3-zip"):
         parse_policies([f"sb3:{zips['rank']}"])
     with pytest.raises(ConfigError, match="no SB3 model file"):
