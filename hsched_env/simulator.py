@@ -199,6 +199,9 @@ class SimResult:
 
 #: Entries (rounds × running jobs × GPU types) ``skip_steady_rounds`` computes at once.
 _SKIP_CHUNK = 1 << 18
+#: Rounds ahead of the nearest event up to which ``skip_steady_rounds`` steps round by round
+#: (a chunk's array calls cost more than a few rounds' arithmetic).
+_ROUND_BY_ROUND = 4
 
 
 def _steady_rounds_ahead(t: float, R: float, remaining: np.ndarray, step: np.ndarray,
@@ -789,6 +792,26 @@ class Simulator:
             # the exact checks below decide), capped so the arrays stay small
             chunk = _steady_rounds_ahead(t, R, remaining, step_samples, next_arrival,
                                          cfg.max_time_s, max(1, _SKIP_CHUNK // gpus.size))
+            if chunk <= _ROUND_BY_ROUND:
+                # an event within a few rounds: one round at a time costs fewer array calls
+                if next_arrival is not None and next_arrival <= t:
+                    break
+                end = t + R
+                if cfg.max_time_s is not None and (t >= cfg.max_time_s or end > cfg.max_time_s):
+                    break                 # the limit cuts this round short: ``advance`` runs it
+                if np.any(t + remaining / thr <= end):     # a job would finish in this round
+                    break
+                # ``advance``'s arithmetic, elementwise (each job's sums in the same order)
+                remaining = np.maximum(remaining - step_samples, 0.0)
+                done = done + step_samples
+                run_s = run_s + R
+                attained = attained + R
+                gpu_s = gpu_s + step_gpu_s
+                # the cluster's busy GPU-seconds, job after job (``accumulate`` is sequential)
+                busy = np.add.accumulate(np.vstack([busy[None], step_gpu_s]), axis=0)[-1]
+                skipped += 1
+                t = end
+                continue
             # the clock and the remaining work after each of the next ``chunk`` rounds, by
             # ``advance``'s additions in order (``accumulate`` is sequential, so every entry
             # is the loop's own float); row i: after i rounds

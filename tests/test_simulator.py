@@ -351,16 +351,18 @@ def test_skipping_steady_rounds_changes_nothing(policy, cluster, spec):
     assert skipped > 0
 
 
-@pytest.mark.parametrize("chunk", [None, 1, 40, 1000])
+@pytest.mark.parametrize("chunk,by_round", [(None, None), (None, 0), (1, 0), (40, 0),
+                                            (1000, 0), (1000, None)])
 @pytest.mark.parametrize("spec,limit", [
     ("gavel:jobs=6,duration_scale=30,seed=1", None),          # ~15,000 steady rounds
     ("gavel:rate=2,jobs=12,duration_scale=8,seed=4", 2.0e6),  # arrivals, a limit off-grid
 ])
-def test_long_steady_stretches_are_skipped_in_chunks_bit_for_bit(monkeypatch, chunk, spec,
-                                                                 limit):
+def test_long_steady_stretches_are_skipped_in_chunks_bit_for_bit(monkeypatch, chunk, by_round,
+                                                                 spec, limit):
     """Steady rounds are skipped many at a time (array additions in ``advance``'s order), so
     a long job costs no Python loop per round: the same run, bit for bit, as stepping every
-    round, with the chunk cut to one round, to a few, or left at its default."""
+    round, with the chunk cut to one round, to a few, or left at its default, and with the
+    round-by-round path near an event on (default) or off (``_ROUND_BY_ROUND`` 0)."""
     import hsched_env.simulator as simulator
     workload = load_workload(spec, TINY)
     cfg = dict(round_s=300.0 if limit is None else 360, max_time_s=limit)
@@ -368,6 +370,8 @@ def test_long_steady_stretches_are_skipped_in_chunks_bit_for_bit(monkeypatch, ch
                       SimConfig(skip_steady_rounds=False, **cfg)).run()
     if chunk is not None:                   # entries per chunk: rounds × jobs × GPU types
         monkeypatch.setattr(simulator, "_SKIP_CHUNK", chunk)
+    if by_round is not None:
+        monkeypatch.setattr(simulator, "_ROUND_BY_ROUND", by_round)
     fast = Simulator(TINY, workload, BASELINES["fifo-fastest"](), SimConfig(**cfg)).run()
     assert fast.rounds_skipped > 0.9 * fast.rounds > 1000
     assert _outcome(fast) == _outcome(plain)
