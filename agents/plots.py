@@ -226,7 +226,7 @@ def plot_jct_cdf(report, path: Path) -> Path:
                 ranker = any(r.kind == "ranker" for r in runs)
                 ax.step(jct, np.arange(1, len(jct) + 1) / len(jct), where="post",
                         color=colors[label], linestyle="--" if ranker else "-",
-                        label=f"{label} (avg {np.mean(jct):.1f} h)")
+                        label=f"{label} (mean of its {len(jct)} jobs {np.mean(jct):.2f} h)")
         ax.set_xscale("log")
         ax.set_xlabel("job completion time (h)")
         ax.set_ylabel("fraction of completed jobs")
