@@ -196,7 +196,6 @@ class SimResult:
         return compute_metrics(self)
 
 
-
 #: Entries (rounds × running jobs × GPU types) ``skip_steady_rounds`` computes at once.
 _SKIP_CHUNK = 1 << 18
 #: Rounds ahead of the nearest event up to which ``skip_steady_rounds`` steps round by round
