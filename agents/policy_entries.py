@@ -313,6 +313,10 @@ def _sb3_class(algo: str):
     return {"ppo": sb3.PPO, "a2c": sb3.A2C, "dqn": sb3.DQN}[algo]
 
 
+#: Algorithms whose zips load into each other's classes (the same actor-critic policy).
+_SB3_FAMILY = {"ppo": "actor-critic", "a2c": "actor-critic"}
+
+
 def _detect_algo(data: dict, path: str) -> str:
     """The algorithm of an SB3 zip, from its (unpickled) policy class and hyper-parameters."""
     from stable_baselines3.common.policies import ActorCriticPolicy
@@ -446,10 +450,13 @@ def load_sb3(path: str | Path, algo: str | None = None, *, trust: bool = False) 
             saved = _detect_algo(data, p)
         except ConfigError:                        # an algorithm the zip does not tell
             saved = algo
-        if saved != algo:     # SB3 would fail inside (a DQN reading a MaskablePPO's Dict spaces)
-            raise ConfigError(f"sb3:{algo}:{p}: the zip holds a {saved} model (policy "
+        # PPO and A2C share their policy class and load each other's zips (the detection
+        # tells them apart by PPO's clip_range only), so naming one is the way round it;
+        # across families SB3 fails inside (a DQN reading a MaskablePPO's Dict spaces)
+        if _SB3_FAMILY.get(saved, saved) != _SB3_FAMILY.get(algo, algo):
+            raise ConfigError(f"sb3:{algo}:{p}: the zip holds a model of {saved} (policy "
                               f"{getattr(data.get('policy_class'), '__name__', '?')}), not "
-                              f"{algo}: name {saved}, or leave the algorithm out "
+                              f"of {algo}: name {saved}, or leave the algorithm out "
                               f"(sb3:{p})", field=FIELD)
     try:
         model = _sb3_class(algo).load(p, device="cpu")

@@ -102,6 +102,10 @@ class SimConfig:
     skip_steady_rounds: bool = True
 
     def __post_init__(self) -> None:
+        for name in ("round_s", "restart_s", "max_time_s"):
+            value = getattr(self, name)
+            if isinstance(value, np.generic):    # np.float32(61.7): the clock would run in
+                object.__setattr__(self, name, value.item())    # float32; Python numbers
         if not (is_real_number(self.round_s) and 1.0 <= self.round_s <= MAX_SECONDS):
             raise ConfigError(f"round length must be a number of seconds in 1..{MAX_SECONDS:g} "
                               f"(the longest time a workload may hold), got {self.round_s!r}",

@@ -353,19 +353,22 @@ def test_skipping_steady_rounds_changes_nothing(policy, cluster, spec):
 
 @pytest.mark.parametrize("chunk,by_round", [(None, None), (None, 0), (1, 0), (40, 0),
                                             (1000, 0), (1000, None)])
-@pytest.mark.parametrize("spec,limit", [
-    ("gavel:jobs=6,duration_scale=30,seed=1", None),          # ~15,000 steady rounds
-    ("gavel:rate=2,jobs=12,duration_scale=8,seed=4", 2.0e6),  # arrivals, a limit off-grid
+@pytest.mark.parametrize("spec,limit,round_s", [
+    ("gavel:jobs=6,duration_scale=30,seed=1", None, 300.0),   # ~15,000 steady rounds
+    ("gavel:rate=2,jobs=12,duration_scale=8,seed=4", 2.0e6, 360),  # arrivals, an off-grid limit
+    # a round length that is no whole number: every sum (the clock, run time, GPU-seconds)
+    # then depends on the order of the additions, not only the remaining work
+    ("gavel:rate=2,jobs=12,duration_scale=2,seed=4", 9.0e5, 61.7),
 ])
 def test_long_steady_stretches_are_skipped_in_chunks_bit_for_bit(monkeypatch, chunk, by_round,
-                                                                 spec, limit):
+                                                                 spec, limit, round_s):
     """Steady rounds are skipped many at a time (array additions in ``advance``'s order), so
     a long job costs no Python loop per round: the same run, bit for bit, as stepping every
     round, with the chunk cut to one round, to a few, or left at its default, and with the
     round-by-round path near an event on (default) or off (``_ROUND_BY_ROUND`` 0)."""
     import hsched_env.simulator as simulator
     workload = load_workload(spec, TINY)
-    cfg = dict(round_s=300.0 if limit is None else 360, max_time_s=limit)
+    cfg = dict(round_s=round_s, max_time_s=limit)
     plain = Simulator(TINY, workload, BASELINES["fifo-fastest"](),
                       SimConfig(skip_steady_rounds=False, **cfg)).run()
     if chunk is not None:                   # entries per chunk: rounds × jobs × GPU types
@@ -376,6 +379,21 @@ def test_long_steady_stretches_are_skipped_in_chunks_bit_for_bit(monkeypatch, ch
     assert fast.rounds_skipped > 0.9 * fast.rounds > 1000
     assert _outcome(fast) == _outcome(plain)
     assert fast.metrics()["gpu_util"] == plain.metrics()["gpu_util"]
+
+
+def test_numpy_round_lengths_run_the_clock_in_python_floats():
+    """``SimConfig(round_s=np.float32(61.7))`` ran the clock in float32, so skipping and
+    stepping disagreed; NumPy scalars are taken as the Python numbers they hold."""
+    cfg = SimConfig(round_s=np.float32(61.7), restart_s=np.float32(6.5),
+                    max_time_s=np.float32(9.0e5))
+    assert all(type(v) is float for v in (cfg.round_s, cfg.restart_s, cfg.max_time_s))
+    assert cfg.round_s == float(np.float32(61.7))
+    assert type(SimConfig(round_s=np.int64(360)).round_s) is int
+    workload = load_workload("gavel:rate=2,jobs=12,duration_scale=2,seed=4", TINY)
+    runs = [Simulator(TINY, workload, BASELINES["fifo-fastest"](),
+                      SimConfig(round_s=np.float32(61.7), max_time_s=9.0e5,
+                                skip_steady_rounds=skip)).run() for skip in (False, True)]
+    assert runs[1].rounds_skipped > 0 and _outcome(runs[1]) == _outcome(runs[0])
 
 
 @pytest.mark.parametrize("policy,spec", [

@@ -85,9 +85,10 @@ def get_cluster(name_or_path: Union[PathLike, Cluster, Mapping[str, Any]]) -> Cl
     if is_file(p):
         return load_cluster(p)
     if key in _preset_specs():                   # a Path named like a preset: a file is meant
-        raise ConfigError(f"no cluster file {text!r} ({why_not_a_file(p)}); a path is read as "
-                          f"a cluster file: for the preset give the name as a string, "
-                          f"get_cluster({key!r})", field="cluster")
+        raise UnknownNameError("cluster", text, cluster_presets(), field="cluster",
+                               source=f"no cluster file {text!r} ({why_not_a_file(p)}; a path "
+                                      f"is read as a cluster file: for the preset give the "
+                                      f"name as a string, get_cluster({key!r}))")
     looks_like_path = p.suffix.lower() in _FILE_SUFFIXES or os.sep in text or "/" in text
     where = {"source": f"{shorten(text)} ({why_not_a_file(p)})"} if looks_like_path else {}
     raise UnknownNameError("cluster", text, cluster_presets(), **where)
