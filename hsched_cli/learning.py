@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from hsched_cli.interrupts import exit_status, what_happened
-from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite,
-                                check_runs_folder, make_output_dir, removed_if_failed_empty)
+from hsched_cli.outdirs import (check_no_earlier_results, check_ray_only_flags,
+                                check_resume_overwrite, check_runs_folder, make_output_dir,
+                                removed_if_failed_empty)
 from hsched_env.errors import ConfigError
 from hsched_env.text import counted
 
@@ -47,25 +48,6 @@ def _check_demo_out(out: Path) -> None:
         raise ConfigError(f"{str(out)!r} holds a metrics.json that is not the demo's (an "
                           f"evaluation's or a comparison's?): the demo would overwrite it; "
                           f"choose another --out", field="--out")
-
-
-#: Why a flag of ``--backend ray`` means nothing to the serial backend.
-_RAY_ONLY_WHY = {"--num-cpus": "it sizes the local Ray instance",
-                 "--address": "it names the Ray cluster to join",
-                 "--resume": "the serial backend keeps no run files to resume from",
-                 "--overwrite": "the serial backend keeps no run files to overwrite",
-                 "--out": "the serial backend keeps no run files"}
-
-
-def check_ray_only_flags(args, flags: tuple[str, ...]) -> None:
-    """``ConfigError`` for the first of ``flags`` (``_RAY_ONLY_WHY``'s, in the order given)
-    set without ``--backend ray``, saying why it belongs there."""
-    if args.backend == "ray":
-        return
-    for flag in flags:
-        if getattr(args, flag.lstrip("-").replace("-", "_")):
-            raise ConfigError(f"{flag} belongs to the Ray backend: give it with --backend ray "
-                              f"({_RAY_ONLY_WHY[flag]})", field=flag)
 
 
 def _check_backend_flags(args, out_given: bool) -> None:

@@ -125,3 +125,22 @@ def check_resume_overwrite(args) -> None:
     if getattr(args, "resume", False) and getattr(args, "overwrite", False):
         from agents.sweep import check_resume_overwrite as check
         check(True, True)
+
+
+#: Why a flag of ``--backend ray`` means nothing to the serial backend.
+_RAY_ONLY_WHY = {"--num-cpus": "it sizes the local Ray instance",
+                 "--address": "it names the Ray cluster to join",
+                 "--resume": "the serial backend keeps no run files to resume from",
+                 "--overwrite": "the serial backend keeps no run files to overwrite",
+                 "--out": "the serial backend keeps no run files"}
+
+
+def check_ray_only_flags(args, flags: tuple[str, ...]) -> None:
+    """``ConfigError`` for the first of ``flags`` (``_RAY_ONLY_WHY``'s, in the order given)
+    set without ``--backend ray``, saying why it belongs there."""
+    if args.backend == "ray":
+        return
+    for flag in flags:
+        if getattr(args, flag.lstrip("-").replace("-", "_")):
+            raise ConfigError(f"{flag} belongs to the Ray backend: give it with --backend ray "
+                              f"({_RAY_ONLY_WHY[flag]})", field=flag)

@@ -22,9 +22,10 @@ from hsched_env.text import format_table
 from hsched_env.throughput import get_throughput_source
 from hsched_env.workloads import load_workload
 from hsched_cli.interrupts import exit_status
-from hsched_cli.learning import check_ray_only_flags, interrupted_note, sweep_note
-from hsched_cli.outdirs import (check_no_earlier_results, check_resume_overwrite,
-                                check_runs_folder, make_output_dir, removed_if_failed_empty)
+from hsched_cli.learning import interrupted_note, sweep_note
+from hsched_cli.outdirs import (check_no_earlier_results, check_ray_only_flags,
+                                check_resume_overwrite, check_runs_folder, make_output_dir,
+                                removed_if_failed_empty)
 from hsched_cli.world import check_throughputs
 from lp_baseline.registry import (POLICY_NAMES, make_policy, options_read_by, policy_options,
                                    split_policy_list)

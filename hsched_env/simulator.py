@@ -658,7 +658,6 @@ class Simulator:
         s, cfg, R = self._s, self.config, self.config.round_s
         if not s.in_round:
             raise RuntimeError("advance() called without an open round (next_view())")
-        types = self.cluster.gpu_types
         t, active, new_alloc = s.t, s.active, s.new_alloc
         remaining, records, current, alloc = s.remaining, s.records, s.current, s.alloc
         end, length = t + R, R
