@@ -47,7 +47,7 @@ def panel_title(scenario: dict) -> str:
     lines, line = [], f"{scenario['name']}:"
     for part in str(scenario['workload']).split(","):
         piece = part if line.endswith(",") else " " + part
-        if len(line) + len(piece) + 1 > TITLE_WIDTH and line.strip():
+        if len(line) + len(piece) + 1 > TITLE_WIDTH:      # (+1: the comma after it)
             lines.append(line)
             line = part
         else:
