@@ -23,7 +23,8 @@ For one job (a ``ModelSpec``) on a ``Cluster`` the planner
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -76,6 +77,14 @@ class Skeleton:
     ppb: np.ndarray
     part_a: np.ndarray
     part_b: np.ndarray
+    gpus: np.ndarray          # GPUs of the shape's set (both parts)
+    pp_total: np.ndarray = field(init=False)      # pipeline stages (both parts)
+    dp_total: np.ndarray = field(init=False)      # replicas (both types of a split)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pp_total", self.ppa + self.ppb)
+        object.__setattr__(self, "dp_total", np.where(self.kind == KIND_DP_SPLIT,
+                                                      self.dpa + self.dpb, self.dpa))
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -148,23 +157,15 @@ def _sets_and_skeleton(pools, sets) -> tuple[ResourceSets, Skeleton]:
     arr = np.array(sets, dtype=np.int64).reshape(-1, 5)
     rs = ResourceSets(*(arr[:, k] for k in range(5)))
     rows: list[tuple[int, ...]] = []
-    def tp_fits(n: int, gpn: int, tp: int) -> bool:
-        """Tensor groups of ``tp`` stay inside nodes: a part within one node, or whole nodes
-        (and a remainder) that are each a multiple of ``tp`` (see ``placement``)."""
-        return n % tp == 0 and (n <= gpn or (gpn % tp == 0 and (n % gpn) % tp == 0))
-
     for s, (a, b, na, nb, _) in enumerate(sets):
-        gpn = pools[a].gpus_per_node if b < 0 else min(pools[a].gpus_per_node,
-                                                       pools[b].gpus_per_node)
-        both_ways = b >= 0 and (get_gpu(pools[a].gpu_type).memory_gb
-                                == get_gpu(pools[b].gpu_type).memory_gb)
+        if b < 0:
+            continue                          # the one-pool sets: ``_one_pool_rows``
+        gpn = min(pools[a].gpus_per_node, pools[b].gpus_per_node)
+        both_ways = (get_gpu(pools[a].gpu_type).memory_gb
+                     == get_gpu(pools[b].gpu_type).memory_gb)
         for tp in TP_DEGREES:
-            if tp > gpn or not tp_fits(na, pools[a].gpus_per_node, tp) or (
-                    b >= 0 and not tp_fits(nb, pools[b].gpus_per_node, tp)):
-                continue
-            if b < 0:
-                for pp in _divisors(na // tp):
-                    rows.append((s, KIND_HOMO, na // (tp * pp), 0, tp, pp, 0, a, a))
+            if tp > gpn or not _tp_fits(na, pools[a].gpus_per_node, tp) or not _tp_fits(
+                    nb, pools[b].gpus_per_node, tp):
                 continue
             for k in _divisors(np.gcd(na // tp, nb // tp)):
                 # k = pp: replicas of tp·pp GPUs on each side (data-parallel split) ...
@@ -174,11 +175,72 @@ def _sets_and_skeleton(pools, sets) -> tuple[ResourceSets, Skeleton]:
                 if both_ways:
                     rows.append((s, KIND_PP_SPLIT, k, 0, tp, nb // (tp * k), na // (tp * k),
                                  b, a))
-    sk = np.array(rows, dtype=np.int64).reshape(-1, 9)
+    # the one-pool rows first (all of one layout, in the order set, tp, pp: as the mixed
+    # ones are listed, set by set), then the mixed sets'
+    sk = np.concatenate([_one_pool_rows(pools, arr),
+                         np.array(rows, dtype=np.int64).reshape(-1, 9)])
     # Rows grouped by layout (stable): the cost model prices each layout on a slice of rows.
     sk = sk[np.argsort(sk[:, 1], kind="stable")]
-    skeleton = Skeleton(*(sk[:, k] for k in range(9)))
+    skeleton = Skeleton(*(sk[:, k] for k in range(9)), gpus=(rs.n_a + rs.n_b)[sk[:, 0]])
     return rs, skeleton
+
+
+def _tp_fits(n, gpn, tp: int):
+    """Tensor groups of ``tp`` stay inside nodes: a part of ``n`` GPUs within one node of
+    ``gpn``, or whole nodes (and a remainder) that are each a multiple of ``tp`` (see
+    ``placement``). Python ints or arrays of them."""
+    return (n % tp == 0) & ((n <= gpn) | ((gpn % tp == 0) & ((n % gpn) % tp == 0)))
+
+
+def _one_pool_rows(pools, sets: np.ndarray) -> np.ndarray:
+    """(rows, 9) skeleton rows of the one-pool sets among ``sets`` (rows ``(pool_a, pool_b,
+    n_a, n_b, nodes)``): for each set, each tensor degree ``tp`` that fits its pool's nodes
+    (``_tp_fits``), each pipeline depth ``pp`` dividing ``n_a / tp`` (ascending), the rest
+    data parallel; in the order set, tp, pp. In array operations: a pool of N nodes has a
+    set per node count, so a cluster of 100,000 nodes lists millions of rows (one Python
+    tuple each took 22 s of its planning, session 53)."""
+    one = np.flatnonzero(sets[:, 1] < 0)
+    gpn = np.array([p.gpus_per_node for p in pools], dtype=np.int64)[sets[one, 0]]
+    n = sets[one, 2]
+    set_id, tps, per_tp = [], [], []
+    for tp in TP_DEGREES:
+        ok = (tp <= gpn) & _tp_fits(n, gpn, tp)
+        set_id.append(one[ok])
+        tps.append(np.full(int(ok.sum()), tp, dtype=np.int64))
+        per_tp.append(n[ok] // tp)
+    set_id, tp, v = (np.concatenate(x) for x in (set_id, tps, per_tp))
+    order = np.argsort(set_id, kind="stable")           # set by set, tp ascending within
+    set_id, tp, v = set_id[order], tp[order], v[order]
+    owner, pp = _divisor_pairs(v)
+    set_id, tp, v = set_id[owner], tp[owner], v[owner]
+    out = np.zeros((pp.size, 9), dtype=np.int64)
+    out[:, 0], out[:, 1], out[:, 2], out[:, 4], out[:, 5] = set_id, KIND_HOMO, v // pp, tp, pp
+    out[:, 7] = out[:, 8] = sets[set_id, 0]
+    return out
+
+
+def _divisor_pairs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every divisor of each of ``values`` (positive ints): ``(i, d)`` arrays with ``d``
+    dividing ``values[i]``, ordered by ``i``, then ``d`` ascending (``_divisors`` of each)."""
+    uniq, inverse = np.unique(values, return_inverse=True)
+    owner, div = [], []
+    for d in range(1, math.isqrt(int(uniq[-1])) + 1 if uniq.size else 1):
+        lo = int(np.searchsorted(uniq, d * d))            # d up to the square root ...
+        hit = lo + np.flatnonzero(uniq[lo:] % d == 0)
+        owner += [hit, hit[uniq[hit] != d * d]]
+        div += [np.full(hit.size, d, dtype=np.int64)]
+        div += [uniq[owner[-1]] // d]                     # ... and its co-divisor
+    if not owner:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    owner, div = np.concatenate(owner), np.concatenate(div)
+    order = np.lexsort((div, owner))
+    owner, div = owner[order], div[order]                 # each unique value's divisors
+    count = np.bincount(owner, minlength=uniq.size)
+    start = np.cumsum(count) - count
+    per_value = count[inverse]                            # back to ``values``' order
+    at = np.repeat(start[inverse] - (np.cumsum(per_value) - per_value), per_value)
+    return (np.repeat(np.arange(values.size), per_value),
+            div[at + np.arange(int(per_value.sum()))])
 
 
 def resource_sets(cluster: Cluster) -> ResourceSets:
@@ -622,29 +684,29 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
                      model, calib)
     per_replica = model.batch_per_replica
     B = model.global_batch
-    n_set = (rs.n_a + rs.n_b)[sk.set_id]
+    pp_tot, dp_tot = sk.pp_total, sk.dp_total
 
-    # ---- strategy shapes this model admits
-    ok = np.ones(sk.kind.shape, dtype=bool)
+    # ---- strategy shapes this model admits: the first test over every shape (a cluster of
+    # many nodes has millions, most with more replicas than samples), the others over the
+    # shapes still in (until session 53 each test went over every shape)
+    idx = (np.arange(sk.kind.size) if per_replica
+           else np.flatnonzero(dp_tot <= B))    # every replica gets at least one sample
     if not config.mixed or config.data_parallel_only:
-        ok &= sk.kind == KIND_HOMO
+        idx = idx[sk.kind[idx] == KIND_HOMO]
     if config.data_parallel_only:
-        ok &= (sk.tp == 1) & (sk.ppa == 1)
-    pp_tot = sk.ppa + sk.ppb
-    dp_tot = np.where(sk.kind == KIND_DP_SPLIT, sk.dpa + sk.dpb, sk.dpa)
+        idx = idx[(sk.tp[idx] == 1) & (sk.ppa[idx] == 1)]
+    tps = sk.tp[idx]
     if model.allows("tp"):
-        ok &= (model.heads % sk.tp == 0) & (model.kv_heads % sk.tp == 0)
+        idx = idx[(model.heads % tps == 0) & (model.kv_heads % tps == 0)]
     else:
-        ok &= sk.tp == 1
-    ok &= (pp_tot == 1) | (model.allows("pp") & (pp_tot <= model.layers))
-    if not per_replica:
-        ok &= dp_tot <= B                       # every replica gets at least one sample
+        idx = idx[tps == 1]
+    pps = pp_tot[idx]
+    idx = idx[(pps == 1) | (model.allows("pp") & (pps <= model.layers))]
     if config.max_gpus is not None:
-        ok &= n_set <= config.max_gpus
+        idx = idx[sk.gpus[idx] <= config.max_gpus]
     # Lower bound on memory: ZeRO-3 shards all model states over every GPU of the set at best.
-    cap = np.maximum(hw.mem_bytes[sk.part_a], hw.mem_bytes[sk.part_b])
-    ok &= model_state_bytes(shape) / n_set + shape.fixed_mem_bytes <= cap
-    idx = np.flatnonzero(ok)
+    cap = np.maximum(hw.mem_bytes[sk.part_a[idx]], hw.mem_bytes[sk.part_b[idx]])
+    idx = idx[model_state_bytes(shape) / sk.gpus[idx] + shape.fixed_mem_bytes <= cap]
 
     # ---- micro-batch counts: powers of two up to the replica batch, priced in phases.
     # A replica's time is convex in m with its optimum at m* (for pp = 1 it only grows with m)
@@ -878,6 +940,9 @@ def table_pool_gpus(table: CandidateTable, rows: np.ndarray) -> np.ndarray:
 
 #: Rows ``undominated_rows`` tests together (a block of columns of its comparison matrix).
 _DOMINANCE_BLOCK = 256
+#: From this many rows up, ``undominated_rows`` compares support group by support group;
+#: below, every pair at once, which costs less there (one pass, no grouping).
+_GROUPED_FROM = 1024
 
 
 def undominated_rows(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
@@ -889,6 +954,13 @@ def undominated_rows(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
     The planner prunes its dominated resource sets with it (``PlannerConfig.prune_dominated``);
     ``lp_baseline.policy.LPPolicy(dominance=True)`` prunes a job's candidates the same way.
 
+    Only a row whose resources are a subset of row i's (its *support*, the columns it uses
+    any of) can dominate row i, so the rows are compared support group by support group. A
+    planner's set uses one pool or two, so most groups use one column, where "an earlier row
+    uses no more" is a running minimum (linear); the groups using several columns are
+    compared pairwise, in blocks. Until session 53 every pair of rows was compared, which
+    took minutes on a cluster of 100,000 nodes (a set per node count of each pool).
+
     Args:
         g: (n, T) GPUs of each resource per row (the planner and ``LPPolicy`` pass GPUs per
             node pool, ``table_pool_gpus``; GPUs per type compare the same way).
@@ -897,23 +969,59 @@ def undominated_rows(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
     Returns:
         (n,) bool, True for the rows to keep.
     """
-    order = np.lexsort((np.arange(thr.size), g.sum(axis=1), -thr))
-    gs = g[order].astype(np.int32)
+    g = np.asarray(g)
+    n = thr.size
+    order = np.lexsort((np.arange(n), g.sum(axis=1), -thr))
+    gs = g[order]
     if gs.size == 0 or (gs.min() >= -2**15 and gs.max() < 2**15):
         gs = gs.astype(np.int16)         # the same comparisons, half the memory traffic
-    n = thr.size
-    dominated = np.zeros(n, dtype=bool)
-    # only earlier rows count (the strict upper triangle of "g_j <= g_i"): column blocks of
-    # rows, each compared with the rows up to its end, per type
-    for a in range(0, n, _DOMINANCE_BLOCK):
-        b = min(a + _DOMINANCE_BLOCK, n)
-        le = np.ones((b, b - a), dtype=bool)                 # le[j, i - a]: g_j <= g_i
-        for t in range(gs.shape[1]):
-            le &= gs[:b, None, t] <= gs[None, a:b, t]
-        dom = np.triu(le[a:], k=1).any(axis=0)
-        if a:
-            dom |= le[:a].any(axis=0)
-        dominated[a:b] = dom
+    if n < max(_GROUPED_FROM, 1) or gs.min() < 0:      # few rows, or no support to group by
+        dominated = _dominated_by(gs, np.arange(n), np.arange(n))
+    else:
+        dominated = np.zeros(n, dtype=bool)
+        used = gs > 0
+        # each row's support (the columns it uses, as bits), grouped; positions ascending
+        keys = np.packbits(used, axis=1, bitorder="little")
+        _, group = np.unique(keys, axis=0, return_inverse=True)
+        group = group.reshape(-1)
+        members = [np.flatnonzero(group == u) for u in range(int(group.max()) + 1)]
+        columns = [np.flatnonzero(used[m[0]]) for m in members]
+        for rows_i, cols_i in zip(members, columns):
+            dom = np.zeros(rows_i.size, dtype=bool)
+            for rows_j, cols_j in zip(members, columns):
+                if not np.isin(cols_j, cols_i).all():
+                    continue                 # row j uses a resource row i does not
+                dom |= _dominated_by(gs[:, cols_j], rows_j, rows_i)
+            dominated[rows_i] = dom
     keep = np.empty(n, dtype=bool)
     keep[order] = ~dominated
     return keep
+
+
+def _dominated_by(g: np.ndarray, rows_j: np.ndarray, rows_i: np.ndarray) -> np.ndarray:
+    """For each row of ``rows_i`` (positions in ``undominated_rows``' order, ascending): is an
+    earlier row of ``rows_j`` (ascending too) no larger in every column of ``g``?"""
+    dom = np.zeros(rows_i.size, dtype=bool)
+    if rows_j.size == 0 or rows_i.size == 0:
+        return dom
+    earlier = np.searchsorted(rows_j, rows_i)       # how many rows of j come before each i
+    if g.shape[1] == 0:                              # row j uses nothing: it dominates
+        return earlier > 0
+    if g.shape[1] == 1:
+        # one column: an earlier row no larger exists iff the running minimum is no larger
+        low = np.minimum.accumulate(g[rows_j, 0])
+        has = earlier > 0
+        dom[has] = low[earlier[has] - 1] <= g[rows_i[has], 0]
+        return dom
+    gj = g[rows_j]
+    for a in range(0, rows_i.size, _DOMINANCE_BLOCK):
+        b = min(a + _DOMINANCE_BLOCK, rows_i.size)
+        upto = int(earlier[b - 1])                   # rows of j before the block's last row
+        if upto == 0:
+            continue
+        gi = g[rows_i[a:b]]
+        le = rows_j[:upto, None] < rows_i[None, a:b]            # le[j, i]: j earlier and
+        for t in range(g.shape[1]):
+            le &= gj[:upto, None, t] <= gi[None, :, t]          # no larger in column t
+        dom[a:b] = le.any(axis=0)
+    return dom

@@ -537,22 +537,51 @@ def _undominated_all_pairs(g, thr):
     gs = g[order]
     keep = np.empty(thr.size, dtype=bool)
     for pos, i in enumerate(order):
-        keep[i] = not any(np.all(gs[j] <= gs[pos]) for j in range(pos))
+        keep[i] = not np.all(gs[:pos] <= gs[pos], axis=1).any()
     return keep
 
 
+@pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("n,types,high,seed", [
     (0, 3, 4, 0), (1, 2, 4, 1), (300, 3, 5, 2), (700, 5, 40, 3), (520, 2, 70000, 4)])
-def test_undominated_rows_matches_the_all_pairs_rule(n, types, high, seed):
-    from hsched_env.planner import undominated_rows
+def test_undominated_rows_matches_the_all_pairs_rule(n, types, high, seed, grouped,
+                                                      monkeypatch):
+    """Both ways of comparing (every pair at once; support group by support group, which
+    ``undominated_rows`` takes from ``_GROUPED_FROM`` rows up) against the plain rule."""
+    import hsched_env.planner as planner
+    monkeypatch.setattr(planner, "_GROUPED_FROM", 0 if grouped else 10**9)
     rng = np.random.default_rng(seed)
     g = rng.integers(0, high, size=(n, types))
     thr = rng.integers(1, 30, size=n).astype(float)     # ties in throughput and in GPUs
-    got = undominated_rows(g, thr)
+    got = planner.undominated_rows(g, thr)
     assert got.dtype == bool and got.shape == (n,)
     assert np.array_equal(got, _undominated_all_pairs(g, thr))
     if n > 256:                                        # crosses a block boundary
         assert 0 < got.sum() < n
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_undominated_rows_by_support_group_matches_the_all_pairs_rule(seed):
+    """Rows like a planner's on a large cluster (above ``_GROUPED_FROM``): most on one pool,
+    some on two, a few repeated, one using nothing; ties in throughput. Row j can dominate
+    row i only when it uses a subset of row i's pools: grouped by those subsets, the pools of
+    one column compared by a running minimum."""
+    from hsched_env.planner import _GROUPED_FROM, undominated_rows
+    rng = np.random.default_rng(seed)
+    n, pools = 2 * _GROUPED_FROM + 37, 4
+    g = np.zeros((n, pools), dtype=np.int64)
+    one = rng.random(n) < 0.8
+    first = rng.integers(0, pools, n)
+    g[np.arange(n), first] = rng.integers(1, 400, n)
+    second = (first + rng.integers(1, pools, n)) % pools
+    g[np.flatnonzero(~one), second[~one]] = rng.integers(1, 60, (~one).sum())
+    g[5] = 0                                           # uses nothing: dominates what follows
+    g[rng.integers(0, n, 50)] = g[rng.integers(0, n, 50)]            # repeated rows
+    thr = np.round(np.sqrt(g.sum(axis=1)) + rng.random(n), 1)          # ties
+    thr[5] = rng.choice([0.5, 40.0])
+    got = undominated_rows(g, thr)
+    assert np.array_equal(got, _undominated_all_pairs(g, thr))
+    assert 0 < got.sum() < n
 
 
 def _one_row_cost(spec, hw, *, d, tp, m, zero_stages=(1, 2, 3)):
@@ -632,6 +661,45 @@ def test_divisors_match_trial_division():
     from hsched_env.planner import _divisors
     for n in list(range(1, 400)) + [4096, 9973, 10080, 65536]:
         assert list(_divisors(n)) == [k for k in range(1, n + 1) if n % k == 0]
+
+
+def test_divisor_pairs_list_each_values_divisors_in_order():
+    from hsched_env.planner import _divisor_pairs, _divisors
+    values = np.array([12, 1, 9973, 12, 10080, 4, 2, 65536, 9, 1], dtype=np.int64)
+    owner, div = _divisor_pairs(values)
+    expected = [(i, d) for i, v in enumerate(values.tolist()) for d in _divisors(v)]
+    assert list(zip(owner.tolist(), div.tolist())) == expected
+    assert all(x.size == 0 for x in _divisor_pairs(np.zeros(0, dtype=np.int64)))
+
+
+def test_one_pool_rows_are_the_plain_loops():
+    """The one-pool sets' skeleton rows, built in array operations, against the plain rule:
+    set by set, each tensor degree that fits the pool's nodes, each pipeline depth dividing
+    the set's GPUs per tensor group, ascending; on pools of 1, 3, 6, 12 and 16 GPUs a node
+    and every one-pool set of the planner's (a set per node count)."""
+    from hsched_env.cluster import cluster_from_dict
+    from hsched_env.costmodel import KIND_HOMO
+    from hsched_env.planner import TP_DEGREES, _cluster_sets, _divisors, _one_pool_rows
+    c = cluster_from_dict({"name": "odd", "nodes": [
+        {"gpu_type": "A100-80GB", "gpus_per_node": 6, "count": 7},
+        {"gpu_type": "A100-40GB", "gpus_per_node": 3, "count": 5},
+        {"gpu_type": "T4", "gpus_per_node": 12, "count": 9},
+        {"gpu_type": "V100-32GB", "gpus_per_node": 16, "count": 3},
+        {"gpu_type": "A100-80GB", "gpus_per_node": 1, "count": 40, "name": "single"}]})
+    rs = _cluster_sets(c.pools)[0]
+    sets = np.stack([rs.pool_a, rs.pool_b, rs.n_a, rs.n_b, rs.nodes], axis=1)
+    expected = []
+    for s, (a, b, n, _, _) in enumerate(sets.tolist()):
+        gpn = c.pools[a].gpus_per_node
+        for tp in TP_DEGREES:
+            if b >= 0 or tp > gpn or n % tp or not (
+                    n <= gpn or (gpn % tp == 0 and (n % gpn) % tp == 0)):
+                continue
+            expected += [(s, KIND_HOMO, n // (tp * pp), 0, tp, pp, 0, a, a)
+                         for pp in _divisors(n // tp)]
+    got = _one_pool_rows(c.pools, sets)
+    assert got.dtype == np.int64 and len(expected) > 500
+    assert [tuple(r) for r in got.tolist()] == expected
 
 
 def test_every_pool_of_a_type_gets_its_own_sets():
