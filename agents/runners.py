@@ -28,6 +28,7 @@ from agents.policy_entries import PolicyEntry, observation_mismatch
 from agents.suites import Scenario, Suite
 from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.base import MAX_SLOTS
+from hsched_env.envs.rank import not_keep_bits
 from hsched_env.envs.features import observation_space
 from hsched_env.errors import ConfigError, HSchedError
 from hsched_env.metrics import decision_time_metrics
@@ -579,27 +580,18 @@ def note_agent_error(exc: Exception, entry: PolicyEntry, call: str, scenario: Sc
 
 def _check_keep_bits(keep: np.ndarray, entry: PolicyEntry) -> None:
     """``ConfigError`` naming the agent unless ``keep`` (its ``keep()``, of shape (K,)) holds
-    keep bits: bools, or numbers that are 0 or 1. Keep probabilities (0.9), -1, 2 or NaN are
-    refused before anything casts them (as ``int8`` 0.9 would be 0, keeping nothing, while as
-    ``bool`` it would be True), as ``RankEnv.step`` refuses them."""
-    if keep.dtype == bool:
-        return
-    if keep.dtype.kind == "c":                   # 1+0j == 1, but not a keep bit
+    keep bits (``not_keep_bits``), before anything casts it, as ``RankEnv.step`` checks."""
+    wrong = not_keep_bits(keep)
+    if wrong is not None and wrong.slot < 0:
         raise ConfigError(f"{entry.label!r} returned keep values that are not keep bits: "
                           f"complex numbers ({keep.dtype}); keep() returns K bits (bool, or "
                           f"0/1)", field="--policies")
-    with np.errstate(invalid="ignore"):
-        bits = np.asarray((keep == 0) | (keep == 1), dtype=bool)
-    bad = np.flatnonzero(~np.broadcast_to(bits, keep.shape))
-    if not bad.size:
-        return
-    v = keep[bad[0]]
-    v = v.item() if isinstance(v, np.generic) else v
-    raise ConfigError(f"{entry.label!r} returned keep values that are not keep bits: slot "
-                      f"{int(bad[0])} holds {v!r} ({bad.size} of {keep.size} slot(s) are not 0 "
-                      f"or 1); keep() returns K bits (bool, or 0/1): threshold "
-                      f"probabilities before returning them (e.g. probs > 0.5)",
-                      field="--policies")
+    if wrong is not None:
+        raise ConfigError(f"{entry.label!r} returned keep values that are not keep bits: slot "
+                          f"{wrong.slot} holds {wrong.value!r} ({wrong.count} of {keep.size} "
+                          f"slot(s) are not 0 or 1); keep() returns K bits (bool, or 0/1): "
+                          f"threshold probabilities before returning them (e.g. probs > 0.5)",
+                          field="--policies")
 
 
 def _k_origin(entry: PolicyEntry) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from gymnasium import spaces
@@ -17,6 +18,35 @@ from hsched_env.errors import ConfigError, check_switch, is_real_number, shorten
 #: What a ``RankEnv``'s kept candidates restrict (its ``prune`` argument): ``"seed"``
 #: restricts nothing, the kept candidates start the LP's column generation.
 PRUNE_SCOPES = ("all", "lp", "seed")
+
+
+@dataclass(frozen=True)
+class NotKeepBits:
+    """What makes an array not keep bits (``not_keep_bits``): its first slot holding a value
+    that is not 0 or 1 (``slot`` -1: a complex dtype), that value and how many slots do."""
+
+    slot: int
+    value: object
+    count: int
+
+
+def not_keep_bits(a: np.ndarray) -> NotKeepBits | None:
+    """``None`` if ``a`` (one dimension) holds keep bits: bools, or numbers that are 0 or 1;
+    else what is wrong. Keep probabilities (0.9), -1, 2, NaN and ``None`` are not keep bits,
+    nor are complex numbers (1+0j == 1): a cast would hide them (``int8`` makes 0.9 a 0,
+    ``bool`` a 1). ``RankEnv.step`` and ``hsched evaluate``'s check of an agent's ``keep()``
+    each say so in their own words."""
+    if a.dtype == bool:
+        return None
+    if a.dtype.kind == "c":
+        return NotKeepBits(-1, None, a.size)
+    with np.errstate(invalid="ignore"):
+        bits = np.asarray((a == 0) | (a == 1), dtype=bool)
+    bad = np.flatnonzero(~np.broadcast_to(bits, a.shape))
+    if not bad.size:
+        return None
+    v = a[bad[0]]
+    return NotKeepBits(int(bad[0]), v.item() if isinstance(v, np.generic) else v, bad.size)
 
 
 class RankEnv(HSchedEnvBase):
@@ -225,19 +255,15 @@ class RankEnv(HSchedEnvBase):
                    else f"{type(action).__name__} {shorten(repr(action), 40)}")
             raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (an array of shape "
                               f"({self.K},)), got {got}", field="action")
-        if a.dtype.kind == "c":                     # 1+0j == 1, but not a keep bit
+        wrong = not_keep_bits(a)
+        if wrong is not None and wrong.slot < 0:
             raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (0 or 1), got complex "
                               f"numbers ({a.dtype})", field="action")
-        if a.dtype != bool:
-            bits = (a == 0) | (a == 1)
-            bad = np.flatnonzero(~np.asarray(bits, dtype=bool))   # NaN, 0.4, −1, 2, None, …
-            if bad.size:
-                v = a[bad[0]]
-                v = v.item() if isinstance(v, np.generic) else v
-                raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (0 or 1); slot "
-                                  f"{int(bad[0])} holds {v!r} ({bad.size} slot(s) are not 0 "
-                                  f"or 1): threshold probabilities before stepping",
-                                  field="action")
+        if wrong is not None:
+            raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (0 or 1); slot "
+                              f"{wrong.slot} holds {wrong.value!r} ({wrong.count} slot(s) are "
+                              f"not 0 or 1): threshold probabilities before stepping",
+                              field="action")
         a = a.astype(bool)
         self._actions.append(a.astype(np.int8))
         sl = self._slots
@@ -339,4 +365,4 @@ class RankEnv(HSchedEnvBase):
         return out
 
 
-__all__ = ["PRUNE_SCOPES", "RankEnv"]
+__all__ = ["PRUNE_SCOPES", "NotKeepBits", "RankEnv", "not_keep_bits"]
