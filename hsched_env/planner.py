@@ -80,11 +80,14 @@ class Skeleton:
     gpus: np.ndarray          # GPUs of the shape's set (both parts)
     pp_total: np.ndarray = field(init=False)      # pipeline stages (both parts)
     dp_total: np.ndarray = field(init=False)      # replicas (both types of a split)
+    plain: np.ndarray = field(init=False)         # the shapes of one type with tp = pp = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pp_total", self.ppa + self.ppb)
         object.__setattr__(self, "dp_total", np.where(self.kind == KIND_DP_SPLIT,
                                                       self.dpa + self.dpb, self.dpa))
+        object.__setattr__(self, "plain", np.flatnonzero(
+            (self.kind == KIND_HOMO) & (self.tp == 1) & (self.ppa == 1)))
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -686,22 +689,27 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     B = model.global_batch
     pp_tot, dp_tot = sk.pp_total, sk.dp_total
 
-    # ---- strategy shapes this model admits: the first test over every shape (a cluster of
-    # many nodes has millions, most with more replicas than samples), the others over the
-    # shapes still in (until session 53 each test went over every shape)
-    idx = (np.arange(sk.kind.size) if per_replica
-           else np.flatnonzero(dp_tot <= B))    # every replica gets at least one sample
-    if not config.mixed or config.data_parallel_only:
-        idx = idx[sk.kind[idx] == KIND_HOMO]
+    # ---- strategy shapes this model admits: the tests of the pipeline depth and of the
+    # replicas over every shape (a cluster of many nodes has millions, most with more stages
+    # than layers or more replicas than samples), the others over the shapes still in (until
+    # session 53 each test went over every shape)
     if config.data_parallel_only:
-        idx = idx[(sk.tp[idx] == 1) & (sk.ppa[idx] == 1)]
+        idx = sk.plain                          # one GPU type, tp = pp = 1
+    else:
+        # at most one stage per layer (pp ≥ 1: "pp = 1 or pp ≤ layers")
+        ok = pp_tot <= (max(model.layers, 1) if model.allows("pp") else 1)
+        if not per_replica:
+            ok &= dp_tot <= B                   # every replica gets at least one sample
+        if not config.mixed:
+            ok &= sk.kind == KIND_HOMO
+        idx = np.flatnonzero(ok)
+    if config.data_parallel_only and not per_replica:
+        idx = idx[dp_tot[idx] <= B]
     tps = sk.tp[idx]
     if model.allows("tp"):
         idx = idx[(model.heads % tps == 0) & (model.kv_heads % tps == 0)]
     else:
         idx = idx[tps == 1]
-    pps = pp_tot[idx]
-    idx = idx[(pps == 1) | (model.allows("pp") & (pps <= model.layers))]
     if config.max_gpus is not None:
         idx = idx[sk.gpus[idx] <= config.max_gpus]
     # Lower bound on memory: ZeRO-3 shards all model states over every GPU of the set at best.
