@@ -676,6 +676,43 @@ class _Priced:
             mem_gb_b=mem_b / GB, measured=self.measured[best], bootstrap=self.scale[best])
 
 
+def _admitted_shapes(model: ModelSpec, shape, hw, sk: Skeleton,
+                     config: PlannerConfig) -> np.ndarray:
+    """The strategy shapes (rows of ``sk``, ascending) the model admits under ``config``:
+    tensor groups dividing its attention and KV heads (tp = 1 where it allows no tp), at most
+    one pipeline stage per layer (one where it allows no pp), a replica for each sample at
+    most (unless its batch is per replica), one GPU type and tp = pp = 1 data parallel only,
+    one type without ``mixed``, at most ``max_gpus`` GPUs, and room for the model's states
+    sharded over every GPU of the set (ZeRO-3's bound, the least memory any strategy needs).
+
+    The pipeline and replica tests go over every shape as masks (a cluster of many nodes has
+    millions of shapes, most with more stages than layers or more replicas than samples); the
+    others over the shapes still in (until session 53 each test went over every shape)."""
+    pp_tot, dp_tot = sk.pp_total, sk.dp_total
+    B = model.global_batch
+    if config.data_parallel_only:
+        idx = sk.plain                          # one GPU type, tp = pp = 1
+    else:
+        # pp ≥ 1, so "pp = 1 or pp ≤ layers" is pp ≤ max(layers, 1)
+        ok = pp_tot <= (max(model.layers, 1) if model.allows("pp") else 1)
+        if not model.batch_per_replica:
+            ok &= dp_tot <= B                   # every replica gets at least one sample
+        if not config.mixed:
+            ok &= sk.kind == KIND_HOMO
+        idx = np.flatnonzero(ok)
+    if config.data_parallel_only and not model.batch_per_replica:
+        idx = idx[dp_tot[idx] <= B]
+    tps = sk.tp[idx]
+    if model.allows("tp"):
+        idx = idx[(model.heads % tps == 0) & (model.kv_heads % tps == 0)]
+    else:
+        idx = idx[tps == 1]
+    if config.max_gpus is not None:
+        idx = idx[sk.gpus[idx] <= config.max_gpus]
+    cap = np.maximum(hw.mem_bytes[sk.part_a[idx]], hw.mem_bytes[sk.part_b[idx]])
+    return idx[model_state_bytes(shape) / sk.gpus[idx] + shape.fixed_mem_bytes <= cap]
+
+
 def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
            config: PlannerConfig, source: ThroughputSource) -> _Priced:
     """Price every strategy of every resource set the model admits."""
@@ -689,32 +726,7 @@ def _price(model: ModelSpec, cluster: Cluster, rs: ResourceSets, sk: Skeleton,
     B = model.global_batch
     pp_tot, dp_tot = sk.pp_total, sk.dp_total
 
-    # ---- strategy shapes this model admits: the tests of the pipeline depth and of the
-    # replicas over every shape (a cluster of many nodes has millions, most with more stages
-    # than layers or more replicas than samples), the others over the shapes still in (until
-    # session 53 each test went over every shape)
-    if config.data_parallel_only:
-        idx = sk.plain                          # one GPU type, tp = pp = 1
-    else:
-        # at most one stage per layer (pp ≥ 1: "pp = 1 or pp ≤ layers")
-        ok = pp_tot <= (max(model.layers, 1) if model.allows("pp") else 1)
-        if not per_replica:
-            ok &= dp_tot <= B                   # every replica gets at least one sample
-        if not config.mixed:
-            ok &= sk.kind == KIND_HOMO
-        idx = np.flatnonzero(ok)
-    if config.data_parallel_only and not per_replica:
-        idx = idx[dp_tot[idx] <= B]
-    tps = sk.tp[idx]
-    if model.allows("tp"):
-        idx = idx[(model.heads % tps == 0) & (model.kv_heads % tps == 0)]
-    else:
-        idx = idx[tps == 1]
-    if config.max_gpus is not None:
-        idx = idx[sk.gpus[idx] <= config.max_gpus]
-    # Lower bound on memory: ZeRO-3 shards all model states over every GPU of the set at best.
-    cap = np.maximum(hw.mem_bytes[sk.part_a[idx]], hw.mem_bytes[sk.part_b[idx]])
-    idx = idx[model_state_bytes(shape) / sk.gpus[idx] + shape.fixed_mem_bytes <= cap]
+    idx = _admitted_shapes(model, shape, hw, sk, config)
 
     # ---- micro-batch counts: powers of two up to the replica batch, priced in phases.
     # A replica's time is convex in m with its optimum at m* (for pp = 1 it only grows with m)

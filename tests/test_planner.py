@@ -792,3 +792,72 @@ def test_microbatch_counts_reach_the_replica_batch():
     assert best["samples_per_s"] > 3.9 and best["mem_gb_per_gpu"] <= 0.9 * 40
     mixed = plan_set("llama2-7b", cluster, {"T4": 4, "A100-40GB": 2}).to_records()
     assert len(mixed) == 1 and mixed[0]["microbatches"] == 1024
+
+
+def _admitted_plain_rule(model, shape, hw, rs, sk, config):
+    """``_admitted_shapes``' rule as one mask over every shape (the planner's until session
+    53)."""
+    from hsched_env.costmodel import model_state_bytes
+    n_set = (rs.n_a + rs.n_b)[sk.set_id]
+    ok = np.ones(sk.kind.shape, dtype=bool)
+    if not config.mixed or config.data_parallel_only:
+        ok &= sk.kind == KIND_HOMO
+    if config.data_parallel_only:
+        ok &= (sk.tp == 1) & (sk.ppa == 1)
+    pp_tot = sk.ppa + sk.ppb
+    dp_tot = np.where(sk.kind == KIND_DP_SPLIT, sk.dpa + sk.dpb, sk.dpa)
+    if model.allows("tp"):
+        ok &= (model.heads % sk.tp == 0) & (model.kv_heads % sk.tp == 0)
+    else:
+        ok &= sk.tp == 1
+    ok &= (pp_tot == 1) | (model.allows("pp") & (pp_tot <= model.layers))
+    if not model.batch_per_replica:
+        ok &= dp_tot <= model.global_batch
+    if config.max_gpus is not None:
+        ok &= n_set <= config.max_gpus
+    cap = np.maximum(hw.mem_bytes[sk.part_a], hw.mem_bytes[sk.part_b])
+    ok &= model_state_bytes(shape) / n_set + shape.fixed_mem_bytes <= cap
+    return np.flatnonzero(ok)
+
+
+def test_admitted_shapes_are_the_plain_rules():
+    """The shapes a model admits, tested in stages (the pipeline and replica tests as masks over
+    every shape, the rest over what passes), against every test as one mask over every shape:
+    catalog models and variants without tp or pp, with one layer, a batch per replica and a
+    small batch, under every planner configuration that filters shapes."""
+    import dataclasses
+    from hsched_env.catalog import model_catalog
+    from hsched_env.cluster import cluster_from_dict
+    from hsched_env.costmodel import model_shape, pool_arrays
+    from hsched_env.planner import _admitted_shapes, _cluster_sets
+    odd = cluster_from_dict({"name": "odd", "nodes": [
+        {"gpu_type": "A100-80GB", "gpus_per_node": 6, "count": 7},
+        {"gpu_type": "H100", "gpus_per_node": 8, "count": 3},
+        {"gpu_type": "T4", "gpus_per_node": 12, "count": 9},
+        {"gpu_type": "V100-16GB", "gpus_per_node": 4, "count": 3}]})
+    llama = get_model("llama2-7b")
+    variants = [get_model(m) for m in ("resnet50", "gpt2-xl", "bert-large", "llama2-70b")] + [
+        dataclasses.replace(llama, parallelism=("dp", "pp")),
+        dataclasses.replace(llama, parallelism=("dp", "tp")),
+        dataclasses.replace(llama, layers=1, parallelism=("dp", "tp")),
+        dataclasses.replace(llama, global_batch=6),
+        dataclasses.replace(llama, batch_per_replica=True, global_batch=4)]
+    configs = [PlannerConfig(), PlannerConfig(mixed=False), PlannerConfig(data_parallel_only=True),
+               PlannerConfig(max_gpus=24), PlannerConfig(mixed=False, max_gpus=3)]
+    assert len(model_catalog()) > 10
+    checked = 0
+    for cluster in (get_cluster("sia-64"), get_cluster("large-2048"), odd):
+        rs, sk = _cluster_sets(cluster.pools)
+        pools = cluster.pools
+        for model in variants:
+            shape = model_shape(model, DEFAULT_CALIBRATION)
+            hw = pool_arrays([get_gpu(p.gpu_type) for p in pools],
+                             [p.intra_bw_gbps for p in pools], [p.inter_bw_gbps for p in pools],
+                             [p.gpus_per_node for p in pools], model, DEFAULT_CALIBRATION)
+            for config in configs:
+                got = _admitted_shapes(model, shape, hw, sk, config)
+                want = _admitted_plain_rule(model, shape, hw, rs, sk, config)
+                assert got.dtype == want.dtype and np.array_equal(got, want), (
+                    cluster.name, model.name, config)
+                checked += want.size > 0
+    assert checked > 100
