@@ -165,3 +165,35 @@ def test_bench_ranker_bound_names_a_duplicate_scenario(capsys):
     assert "unknown scenario" not in err
     _refused(script, ["--suite", "smoke", "--scenarios", "sia-64,nope"], capsys,
              "unknown scenario")
+
+
+@pytest.mark.slow
+def test_bench_many_nodes_times_both_checkouts_and_compares_their_outputs(capsys):
+    """Two runs of each command on a 4-node cluster, ours against the same checkout given as
+    ``--against`` (the same outputs, so no warning), and the table has every row."""
+    script = _load("bench_many_nodes")
+    repo = Path(script.__file__).resolve().parents[1]
+    assert script.main(["--nodes", "2", "--models", "resnet50", "--simulate", "--runs", "1",
+                        "--against", str(repo), "--markdown"]) == 0
+    captured = capsys.readouterr()
+    assert "different outputs" not in captured.err
+    rows = [line for line in captured.out.splitlines() if line.startswith("| 4 |")]
+    assert len(rows) == 4                       # 2 commands x 2 checkouts
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[3]) > 0 and float(cells[4]) > 10 and cells[5] == "1", row
+    assert script.main(["--nodes", "2", "--models", "no-such-model"]) == 2
+    assert "no-such-model" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script.main(["--nodes", "60000"])
+
+
+def test_bench_many_nodes_tells_outputs_apart_but_not_timings():
+    script = _load("bench_many_nodes")
+    a = json.dumps({"avg_jct_s": 1.0, "wall_s": 2.0, "decision_ms_mean": 3.0}).encode()
+    b = json.dumps({"avg_jct_s": 1.0, "wall_s": 9.0, "decision_ms_mean": 4.0}).encode()
+    c = json.dumps({"avg_jct_s": 1.5, "wall_s": 2.0}).encode()
+    assert script.comparable("simulate 20 jobs", a) == script.comparable("simulate 20 jobs", b)
+    assert script.comparable("simulate 20 jobs", a) != script.comparable("simulate 20 jobs", c)
+    assert script.comparable("candidates resnet50", a) != script.comparable(
+        "candidates resnet50", b)
