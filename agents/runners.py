@@ -28,8 +28,8 @@ from agents.policy_entries import PolicyEntry, observation_mismatch
 from agents.suites import Scenario, Suite
 from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.base import MAX_SLOTS
-from hsched_env.envs.rank import not_keep_bits
 from hsched_env.envs.features import observation_space
+from hsched_env.envs.rank import not_keep_bits
 from hsched_env.errors import ConfigError, HSchedError
 from hsched_env.metrics import decision_time_metrics
 from hsched_env.planner import PlannerConfig
@@ -582,7 +582,7 @@ def _check_keep_bits(keep: np.ndarray, entry: PolicyEntry) -> None:
     """``ConfigError`` naming the agent unless ``keep`` (its ``keep()``, of shape (K,)) holds
     keep bits (``not_keep_bits``), before anything casts it, as ``RankEnv.step`` checks."""
     wrong = not_keep_bits(keep)
-    if wrong is not None and wrong.slot < 0:
+    if wrong is not None and wrong.complex:
         raise ConfigError(f"{entry.label!r} returned keep values that are not keep bits: "
                           f"complex numbers ({keep.dtype}); keep() returns K bits (bool, or "
                           f"0/1)", field="--policies")

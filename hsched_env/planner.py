@@ -195,14 +195,29 @@ def _tp_fits(n, gpn, tp: int):
     return (n % tp == 0) & ((n <= gpn) | ((gpn % tp == 0) & ((n % gpn) % tp == 0)))
 
 
+#: From this many one-pool sets up, ``_one_pool_rows`` builds their rows in array
+#: operations; below, in a loop, which costs less there (``plan_set``'s one set: ~10 µs
+#: against ~120 µs).
+_ONE_POOL_ARRAYS_FROM = 32
+
+
 def _one_pool_rows(pools, sets: np.ndarray) -> np.ndarray:
     """(rows, 9) skeleton rows of the one-pool sets among ``sets`` (rows ``(pool_a, pool_b,
     n_a, n_b, nodes)``): for each set, each tensor degree ``tp`` that fits its pool's nodes
     (``_tp_fits``), each pipeline depth ``pp`` dividing ``n_a / tp`` (ascending), the rest
-    data parallel; in the order set, tp, pp. In array operations: a pool of N nodes has a
-    set per node count, so a cluster of 100,000 nodes lists millions of rows (one Python
-    tuple each took 22 s of its planning, session 53)."""
+    data parallel; in the order set, tp, pp. From ``_ONE_POOL_ARRAYS_FROM`` sets up in array
+    operations: a pool of N nodes has a set per node count, so a cluster of 100,000 nodes
+    lists millions of rows (one Python tuple each took 22 s of its planning, session 53)."""
     one = np.flatnonzero(sets[:, 1] < 0)
+    if one.size < _ONE_POOL_ARRAYS_FROM:           # a few sets (``plan_set``): in a loop
+        rows = []
+        for s, (a, n) in zip(one.tolist(), sets[one][:, [0, 2]].tolist()):
+            gpn = pools[a].gpus_per_node
+            for tp in TP_DEGREES:
+                if tp <= gpn and _tp_fits(n, gpn, tp):
+                    rows += [(s, KIND_HOMO, n // (tp * pp), 0, tp, pp, 0, a, a)
+                             for pp in _divisors(n // tp)]
+        return np.array(rows, dtype=np.int64).reshape(-1, 9)
     gpn = np.array([p.gpus_per_node for p in pools], dtype=np.int64)[sets[one, 0]]
     n = sets[one, 2]
     set_id, tps, per_tp = [], [], []
@@ -662,9 +677,8 @@ class _Priced:
             pool_types=tuple(p.gpu_type for p in cluster.pools), gpus=g,
             pool_a=sk.part_a[rows], pool_b=np.where(rs.pool_b[set_id] < 0, -1, sk.part_b[rows]),
             nodes=rs.nodes[set_id],
-            kind=kind, dp=np.where(kind == KIND_DP_SPLIT, sk.dpa[rows] + sk.dpb[rows],
-                                   sk.dpa[rows]),
-            tp=sk.tp[rows], pp=sk.ppa[rows] + sk.ppb[rows], dp_a=sk.dpa[rows],
+            kind=kind, dp=sk.dp_total[rows],
+            tp=sk.tp[rows], pp=sk.pp_total[rows], dp_a=sk.dpa[rows],
             dp_b=sk.dpb[rows], pp_a=sk.ppa[rows], pp_b=sk.ppb[rows],
             layers_a=self.cost["layers_a"][best].astype(np.int64),
             layers_b=self.cost["layers_b"][best].astype(np.int64),
@@ -961,7 +975,8 @@ def table_pool_gpus(table: CandidateTable, rows: np.ndarray) -> np.ndarray:
 #: Rows ``undominated_rows`` tests together (a block of columns of its comparison matrix).
 _DOMINANCE_BLOCK = 256
 #: From this many rows up, ``undominated_rows`` compares support group by support group;
-#: below, every pair at once, which costs less there (one pass, no grouping).
+#: below, every pair at once (one pass, no grouping), which costs less there (session 53:
+#: planner-like rows of 2 to 20 pools, 1,024 rows: 1.2-2.0 ms against 1.5-6.4 ms).
 _GROUPED_FROM = 1024
 
 
@@ -993,55 +1008,61 @@ def undominated_rows(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
     n = thr.size
     order = np.lexsort((np.arange(n), g.sum(axis=1), -thr))
     gs = g[order]
-    if gs.size == 0 or (gs.min() >= -2**15 and gs.max() < 2**15):
-        gs = gs.astype(np.int16)         # the same comparisons, half the memory traffic
-    if n < max(_GROUPED_FROM, 1) or gs.min() < 0:      # few rows, or no support to group by
-        dominated = _dominated_by(gs, np.arange(n), np.arange(n))
+    if gs.dtype.kind in "biu" and (gs.size == 0 or (gs.min() >= -2**15 and gs.max() < 2**15)):
+        gs = gs.astype(np.int16)         # the same comparisons, less memory traffic
+    every = np.arange(n)
+    if n == 0 or n < _GROUPED_FROM or gs.shape[1] == 0 or gs.min() < 0:
+        # few rows, or no support to group by: every pair at once
+        dominated = _dominated_by(gs, every, gs, every)
     else:
         dominated = np.zeros(n, dtype=bool)
         used = gs > 0
         # each row's support (the columns it uses, as bits), grouped; positions ascending
-        keys = np.packbits(used, axis=1, bitorder="little")
-        _, group = np.unique(keys, axis=0, return_inverse=True)
+        keys, group = np.unique(np.packbits(used, axis=1, bitorder="little"), axis=0,
+                                return_inverse=True)
         group = group.reshape(-1)
-        members = [np.flatnonzero(group == u) for u in range(int(group.max()) + 1)]
-        columns = [np.flatnonzero(used[m[0]]) for m in members]
-        for rows_i, cols_i in zip(members, columns):
+        members = np.split(np.argsort(group, kind="stable"),
+                           np.cumsum(np.bincount(group))[:-1])
+        values = [gs[rows] for rows in members]
+        columns = [np.flatnonzero(used[rows[0]]) for rows in members]
+        # within[i, j]: group j's support is within group i's (all pairs in one operation)
+        within = ~(keys[None, :, :] & ~keys[:, None, :]).any(axis=2)
+        for i, rows_i in enumerate(members):
             dom = np.zeros(rows_i.size, dtype=bool)
-            for rows_j, cols_j in zip(members, columns):
-                if not np.isin(cols_j, cols_i).all():
-                    continue                 # row j uses a resource row i does not
-                dom |= _dominated_by(gs[:, cols_j], rows_j, rows_i)
+            for j in np.flatnonzero(within[i]).tolist():
+                cols = columns[j]
+                dom |= _dominated_by(values[j][:, cols], members[j],
+                                     values[i][:, cols], rows_i)
             dominated[rows_i] = dom
     keep = np.empty(n, dtype=bool)
     keep[order] = ~dominated
     return keep
 
 
-def _dominated_by(g: np.ndarray, rows_j: np.ndarray, rows_i: np.ndarray) -> np.ndarray:
-    """For each row of ``rows_i`` (positions in ``undominated_rows``' order, ascending): is an
-    earlier row of ``rows_j`` (ascending too) no larger in every column of ``g``?"""
+def _dominated_by(g_j: np.ndarray, rows_j: np.ndarray, g_i: np.ndarray,
+                  rows_i: np.ndarray) -> np.ndarray:
+    """For each of the rows ``rows_i`` (positions in ``undominated_rows``' order, ascending;
+    their values ``g_i``): is one of the rows ``rows_j`` (ascending too; values ``g_j``, the
+    same columns) earlier and no larger in every column?"""
     dom = np.zeros(rows_i.size, dtype=bool)
     if rows_j.size == 0 or rows_i.size == 0:
         return dom
     earlier = np.searchsorted(rows_j, rows_i)       # how many rows of j come before each i
-    if g.shape[1] == 0:                              # row j uses nothing: it dominates
+    if g_j.shape[1] == 0:                            # row j uses nothing: it dominates
         return earlier > 0
-    if g.shape[1] == 1:
+    if g_j.shape[1] == 1:
         # one column: an earlier row no larger exists iff the running minimum is no larger
-        low = np.minimum.accumulate(g[rows_j, 0])
+        low = np.minimum.accumulate(g_j[:, 0])
         has = earlier > 0
-        dom[has] = low[earlier[has] - 1] <= g[rows_i[has], 0]
+        dom[has] = low[earlier[has] - 1] <= g_i[has, 0]
         return dom
-    gj = g[rows_j]
     for a in range(0, rows_i.size, _DOMINANCE_BLOCK):
         b = min(a + _DOMINANCE_BLOCK, rows_i.size)
         upto = int(earlier[b - 1])                   # rows of j before the block's last row
         if upto == 0:
             continue
-        gi = g[rows_i[a:b]]
         le = rows_j[:upto, None] < rows_i[None, a:b]            # le[j, i]: j earlier and
-        for t in range(g.shape[1]):
-            le &= gj[:upto, None, t] <= gi[None, :, t]          # no larger in column t
+        for t in range(g_j.shape[1]):
+            le &= g_j[:upto, None, t] <= g_i[None, a:b, t]      # no larger in column t
         dom[a:b] = le.any(axis=0)
     return dom

@@ -672,14 +672,17 @@ def test_divisor_pairs_list_each_values_divisors_in_order():
     assert all(x.size == 0 for x in _divisor_pairs(np.zeros(0, dtype=np.int64)))
 
 
-def test_one_pool_rows_are_the_plain_loops():
-    """The one-pool sets' skeleton rows, built in array operations, against the plain rule:
-    set by set, each tensor degree that fits the pool's nodes, each pipeline depth dividing
-    the set's GPUs per tensor group, ascending; on pools of 1, 3, 6, 12 and 16 GPUs a node
-    and every one-pool set of the planner's (a set per node count)."""
+@pytest.mark.parametrize("arrays", [False, True])
+def test_one_pool_rows_are_the_plain_loops(arrays, monkeypatch):
+    """The one-pool sets' skeleton rows, in array operations and in the loop for a few sets,
+    against the plain rule: set by set, each tensor degree that fits the pool's nodes, each
+    pipeline depth dividing the set's GPUs per tensor group, ascending; on pools of 1, 3, 6,
+    12 and 16 GPUs a node and every one-pool set of the planner's (a set per node count)."""
     from hsched_env.cluster import cluster_from_dict
     from hsched_env.costmodel import KIND_HOMO
+    import hsched_env.planner as planner
     from hsched_env.planner import TP_DEGREES, _cluster_sets, _divisors, _one_pool_rows
+    monkeypatch.setattr(planner, "_ONE_POOL_ARRAYS_FROM", 0 if arrays else 10**9)
     c = cluster_from_dict({"name": "odd", "nodes": [
         {"gpu_type": "A100-80GB", "gpus_per_node": 6, "count": 7},
         {"gpu_type": "A100-40GB", "gpus_per_node": 3, "count": 5},

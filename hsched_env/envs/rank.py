@@ -22,12 +22,13 @@ PRUNE_SCOPES = ("all", "lp", "seed")
 
 @dataclass(frozen=True)
 class NotKeepBits:
-    """What makes an array not keep bits (``not_keep_bits``): its first slot holding a value
-    that is not 0 or 1 (``slot`` -1: a complex dtype), that value and how many slots do."""
+    """What makes an array not keep bits (``not_keep_bits``): a complex dtype, or its first
+    slot holding a value that is not 0 or 1, that value and how many slots hold one."""
 
-    slot: int
-    value: object
-    count: int
+    complex: bool
+    slot: int = -1
+    value: object = None
+    count: int = 0
 
 
 def not_keep_bits(a: np.ndarray) -> NotKeepBits | None:
@@ -39,14 +40,15 @@ def not_keep_bits(a: np.ndarray) -> NotKeepBits | None:
     if a.dtype == bool:
         return None
     if a.dtype.kind == "c":
-        return NotKeepBits(-1, None, a.size)
+        return NotKeepBits(complex=True)
     with np.errstate(invalid="ignore"):
         bits = np.asarray((a == 0) | (a == 1), dtype=bool)
     bad = np.flatnonzero(~np.broadcast_to(bits, a.shape))
     if not bad.size:
         return None
     v = a[bad[0]]
-    return NotKeepBits(int(bad[0]), v.item() if isinstance(v, np.generic) else v, bad.size)
+    return NotKeepBits(False, int(bad[0]), v.item() if isinstance(v, np.generic) else v,
+                       bad.size)
 
 
 class RankEnv(HSchedEnvBase):
@@ -256,7 +258,7 @@ class RankEnv(HSchedEnvBase):
             raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (an array of shape "
                               f"({self.K},)), got {got}", field="action")
         wrong = not_keep_bits(a)
-        if wrong is not None and wrong.slot < 0:
+        if wrong is not None and wrong.complex:
             raise ConfigError(f"a Rank-v0 action is {self.K} keep bits (0 or 1), got complex "
                               f"numbers ({a.dtype})", field="action")
         if wrong is not None:
