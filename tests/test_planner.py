@@ -864,3 +864,21 @@ def test_admitted_shapes_are_the_plain_rules():
                     cluster.name, model.name, config)
                 checked += want.size > 0
     assert checked > 100
+
+
+def test_undominated_rows_edge_inputs_on_both_paths():
+    """No columns (every row uses nothing: the first dominates the rest), fractional values
+    (compared as they are, not truncated), and values beyond int16 and int32, on the
+    every-pair path and the grouped one."""
+    from hsched_env.planner import _GROUPED_FROM, undominated_rows
+    rng = np.random.default_rng(7)
+    for n in (5, _GROUPED_FROM + 3):
+        thr = rng.integers(1, 9, size=n).astype(float)
+        none = undominated_rows(np.zeros((n, 0), dtype=np.int64), thr)
+        assert none.sum() == 1 and np.array_equal(none, _undominated_all_pairs(
+            np.zeros((n, 0)), thr))
+        frac = np.round(rng.random((n, 2)) * 3, 1)
+        frac[rng.random((n, 2)) < 0.3] = 0.0
+        assert np.array_equal(undominated_rows(frac, thr), _undominated_all_pairs(frac, thr))
+        big = rng.integers(0, 3, size=(n, 2)) * (2**31 + 5)
+        assert np.array_equal(undominated_rows(big, thr), _undominated_all_pairs(big, thr))
