@@ -196,8 +196,9 @@ def _tp_fits(n, gpn, tp: int):
 
 
 #: From this many one-pool sets up, ``_one_pool_rows`` builds their rows in array
-#: operations; below, in a loop, which costs less there (``plan_set``'s one set: ~10 µs
-#: against ~120 µs).
+#: operations; below, in a loop, which costs less there (session 53, sets of ``large-2048``:
+#: one set 8 µs in the loop against 117 µs, 32 sets 359 against 357 µs, 128 sets 1,391
+#: against 475 µs).
 _ONE_POOL_ARRAYS_FROM = 32
 
 
@@ -975,8 +976,8 @@ def table_pool_gpus(table: CandidateTable, rows: np.ndarray) -> np.ndarray:
 #: Rows ``undominated_rows`` tests together (a block of columns of its comparison matrix).
 _DOMINANCE_BLOCK = 256
 #: From this many rows up, ``undominated_rows`` compares support group by support group;
-#: below, every pair at once (one pass, no grouping), which costs less there (session 53:
-#: planner-like rows of 2 to 20 pools, 1,024 rows: 1.2-2.0 ms against 1.5-6.4 ms).
+#: below, every pair at once (one pass, no grouping), which costs less there (BENCHMARKS.md,
+#: "Session 53: clusters of many nodes").
 _GROUPED_FROM = 1024
 
 
