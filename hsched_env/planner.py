@@ -1009,11 +1009,13 @@ def undominated_rows(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
     n = thr.size
     order = np.lexsort((np.arange(n), g.sum(axis=1), -thr))
     gs = g[order]
-    if gs.dtype.kind in "biu" and (gs.size == 0 or (gs.min() >= -2**15 and gs.max() < 2**15)):
+    if (gs.dtype.kind in "biu" and gs.dtype.itemsize > 2
+            and (gs.size == 0 or (gs.min() >= -2**15 and gs.max() < 2**15))):
         gs = gs.astype(np.int16)         # the same comparisons, less memory traffic
     every = np.arange(n)
-    if n == 0 or n < _GROUPED_FROM or gs.shape[1] == 0 or gs.min() < 0:
-        # few rows, or no support to group by: every pair at once
+    if n == 0 or n < _GROUPED_FROM or gs.shape[1] == 0 or not (gs >= 0).all():
+        # few rows, or no support to group by (no columns, a negative value or NaN): every
+        # pair at once
         dominated = _dominated_by(gs, every, gs, every)
     else:
         dominated = np.zeros(n, dtype=bool)
@@ -1026,15 +1028,18 @@ def undominated_rows(g: np.ndarray, thr: np.ndarray) -> np.ndarray:
                            np.cumsum(np.bincount(group))[:-1])
         values = [gs[rows] for rows in members]
         columns = [np.flatnonzero(used[rows[0]]) for rows in members]
-        # within[i, j]: group j's support is within group i's (all pairs in one operation)
-        within = ~(keys[None, :, :] & ~keys[:, None, :]).any(axis=2)
-        for i, rows_i in enumerate(members):
-            dom = np.zeros(rows_i.size, dtype=bool)
-            for j in np.flatnonzero(within[i]).tolist():
-                cols = columns[j]
-                dom |= _dominated_by(values[j][:, cols], members[j],
-                                     values[i][:, cols], rows_i)
-            dominated[rows_i] = dom
+        own = [v[:, c] for v, c in zip(values, columns)]       # each group on its columns
+        outside = ~keys
+        for a in range(0, len(members), _DOMINANCE_BLOCK):
+            # within[i - a, j]: group j's support is within group i's (a block of i at a
+            # time: with many pools there are many groups)
+            within = ~(keys[None, :, :] & outside[a:a + _DOMINANCE_BLOCK, None, :]).any(axis=2)
+            for i in range(a, min(a + _DOMINANCE_BLOCK, len(members))):
+                rows_i = members[i]
+                dom = np.zeros(rows_i.size, dtype=bool)
+                for j in np.flatnonzero(within[i - a]).tolist():
+                    dom |= _dominated_by(own[j], members[j], values[i][:, columns[j]], rows_i)
+                dominated[rows_i] = dom
     keep = np.empty(n, dtype=bool)
     keep[order] = ~dominated
     return keep

@@ -8,8 +8,8 @@ checkout's own folder with its own Python:
 
 * ``hsched candidates --model M --cluster FILE --json`` for each ``--models`` M;
 * with ``--simulate``, ``hsched simulate --cluster FILE --workload
-  gavel:rate=4,jobs=20,seed=0 --policy fifo-fastest --json`` (20 jobs of 14 models, each
-  planned in full and data parallel only).
+  gavel:rate=4,jobs=20,seed=0 --policy fifo-fastest --json`` (20 jobs, 15 model and batch
+  variants of 6 models, each planned in full and data parallel only).
 
 With ``--against DIR`` (another checkout of the project, e.g. a ``git worktree`` of an older
 commit) the same commands run there too, interleaved with ours run by run (``for run: for

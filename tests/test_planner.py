@@ -867,9 +867,10 @@ def test_admitted_shapes_are_the_plain_rules():
 
 
 def test_undominated_rows_edge_inputs_on_both_paths():
-    """No columns (every row uses nothing: the first dominates the rest), fractional values
-    (compared as they are, not truncated), and values beyond int16 and int32, on the
-    every-pair path and the grouped one."""
+    """No columns (every row uses nothing: the first dominates the rest; always the every-pair
+    path), fractional values (compared as they are, not truncated) and values beyond int16
+    and int32 (on the every-pair path and the grouped one), and NaN GPUs (the every-pair
+    path, below and above ``_GROUPED_FROM`` rows alike)."""
     from hsched_env.planner import _GROUPED_FROM, undominated_rows
     rng = np.random.default_rng(7)
     for n in (5, _GROUPED_FROM + 3):
@@ -882,3 +883,6 @@ def test_undominated_rows_edge_inputs_on_both_paths():
         assert np.array_equal(undominated_rows(frac, thr), _undominated_all_pairs(frac, thr))
         big = rng.integers(0, 3, size=(n, 2)) * (2**31 + 5)
         assert np.array_equal(undominated_rows(big, thr), _undominated_all_pairs(big, thr))
+        nan = rng.integers(0, 3, size=(n, 2)).astype(float)
+        nan[0, 1] = np.nan
+        assert np.array_equal(undominated_rows(nan, thr), _undominated_all_pairs(nan, thr))
