@@ -37,7 +37,8 @@ import time
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
-from script_args import int_list, list_of, one_line_errors, positive_int, positive_number  # noqa: E402
+from script_args import (int_list, list_of, one_line_errors, positive_int,  # noqa: E402
+                         positive_number)
 
 REPO = Path(__file__).resolve().parents[1]
 SIM_WORKLOAD = "gavel:rate=4,jobs=20,seed=0"
@@ -69,7 +70,7 @@ def python_of(checkout: Path) -> str:
 
 
 def run_once(checkout: Path, args: list[str], timeout: float) -> dict:
-    """One command: ``{"seconds", "max_rss_mb", "stdout"}``; ``seconds`` None when it ran past
+    """One command: ``{"seconds", "max_rss_mib", "stdout"}``; ``seconds`` None when it ran past
     ``timeout`` (then stopped) or failed (``error`` says how)."""
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -86,7 +87,7 @@ def run_once(checkout: Path, args: list[str], timeout: float) -> dict:
                 os.killpg(proc.pid, signal.SIGKILL)
                 os.wait4(proc.pid, 0)
                 proc.returncode = -9
-                return {"seconds": None, "max_rss_mb": None, "stdout": b"",
+                return {"seconds": None, "max_rss_mib": None, "stdout": b"",
                         "error": f"stopped after {timeout:g} s"}
             time.sleep(0.002)
         seconds = time.perf_counter() - t0
@@ -95,10 +96,10 @@ def run_once(checkout: Path, args: list[str], timeout: float) -> dict:
         err.seek(0)
         if proc.returncode != 0:
             tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
-            return {"seconds": None, "max_rss_mb": None, "stdout": b"",
+            return {"seconds": None, "max_rss_mib": None, "stdout": b"",
                     "error": f"exit status {proc.returncode}: {' '.join(tail)}"}
         # ru_maxrss is in KiB on Linux
-        return {"seconds": seconds, "max_rss_mb": usage.ru_maxrss / 1024, "stdout": out.read()}
+        return {"seconds": seconds, "max_rss_mib": usage.ru_maxrss / 1024, "stdout": out.read()}
 
 
 def comparable(label: str, stdout: bytes):
@@ -152,7 +153,7 @@ def main(argv=None) -> int:
                     for side, checkout in sides.items():
                         got = run_once(checkout, cmd, args.timeout)
                         results.setdefault((n, label, side), []).append(got)
-                        shown = (f"{got['seconds']:.2f} s, {got['max_rss_mb']:.0f} MB"
+                        shown = (f"{got['seconds']:.2f} s, {got['max_rss_mib']:.0f} MiB"
                                  if got["seconds"] is not None else got["error"])
                         print(f"[{run + 1}/{args.runs}] {2 * n:,} nodes, {label}, {side}: "
                               f"{shown}", file=sys.stderr, flush=True)
@@ -165,19 +166,19 @@ def main(argv=None) -> int:
     rows = []
     for (n, label, side), runs in results.items():
         times = [r["seconds"] for r in runs if r["seconds"] is not None]
-        rss = [r["max_rss_mb"] for r in runs if r["max_rss_mb"] is not None]
+        rss = [r["max_rss_mib"] for r in runs if r["max_rss_mib"] is not None]
         failed = [r["error"] for r in runs if r["seconds"] is None]
         rows.append((2 * n, label, side, statistics.median(times) if times else None,
                      max(rss) if rss else None, len(times), failed[0] if failed else ""))
     if args.markdown:
-        print("| nodes | command | checkout | median s | peak MB | runs | note |")
+        print("| nodes | command | checkout | median s | peak MiB | runs | note |")
         print("|---:|---|---|---:|---:|---:|---|")
         for nodes, label, side, t, mb, k, note in rows:
             print(f"| {nodes:,} | {label} | {side} | {'' if t is None else f'{t:.2f}'} | "
                   f"{'' if mb is None else f'{mb:.0f}'} | {k} | {note} |")
     else:
         for nodes, label, side, t, mb, k, note in rows:
-            shown = "—" if t is None else f"{t:8.2f} s  {mb:7.0f} MB"
+            shown = "—" if t is None else f"{t:8.2f} s  {mb:7.0f} MiB"
             print(f"{nodes:>7,} nodes  {label:24s} {side:8s} {shown}  ({k} runs) {note}")
     return 0
 
