@@ -707,16 +707,16 @@ def _admitted_shapes(model: ModelSpec, shape, hw, sk: Skeleton,
     B = model.global_batch
     if config.data_parallel_only:
         idx = sk.plain                          # one GPU type, tp = pp = 1
+        if not model.batch_per_replica:
+            idx = idx[dp_tot[idx] <= B]         # every replica gets at least one sample
     else:
         # pp ≥ 1, so "pp = 1 or pp ≤ layers" is pp ≤ max(layers, 1)
         ok = pp_tot <= (max(model.layers, 1) if model.allows("pp") else 1)
         if not model.batch_per_replica:
-            ok &= dp_tot <= B                   # every replica gets at least one sample
+            ok &= dp_tot <= B
         if not config.mixed:
             ok &= sk.kind == KIND_HOMO
         idx = np.flatnonzero(ok)
-    if config.data_parallel_only and not model.batch_per_replica:
-        idx = idx[dp_tot[idx] <= B]
     tps = sk.tp[idx]
     if model.allows("tp"):
         idx = idx[(model.heads % tps == 0) & (model.kv_heads % tps == 0)]
