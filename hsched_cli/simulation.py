@@ -292,7 +292,7 @@ def _metrics_rows(all_metrics: list[dict]) -> str:
                      (_hours(m["makespan_s"])
                       if m["jobs_completed"] == m["jobs_total"] else "n/a"),
                      _hours(m["avg_queue_s"]),
-                     f"{m['gpu_util']:.0%}", f"{m['restarts_per_job']:.2f}",
+                     _number(m["gpu_util"], "{:.0%}"), f"{m['restarts_per_job']:.2f}",
                      _number(m["ftf_worst"], "{:.2f}"), f"{m['decision_time_mean_s'] * 1e3:.1f}",
                      f"{m['decision_time_p99_s'] * 1e3:.1f}", f"{m['lp_vars_mean']:.0f}",
                      f"{m['wall_s']:.1f}"])
@@ -525,5 +525,8 @@ def cmd_compare(args) -> int:
 
 
 def _jsonable(metrics: dict) -> dict:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+    """``metrics`` with every non-finite float (in nested dicts too, e.g.
+    ``gpu_util_by_type``) as ``None``: JSON has no NaN."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v)
+                else _jsonable(v) if isinstance(v, dict) else v)
             for k, v in metrics.items()}

@@ -62,6 +62,29 @@ def finished_by_all(finished_ids) -> list[int]:
     return sorted(set.intersection(*sets)) if sets else []
 
 
+def _utilization(result) -> tuple[dict, float]:
+    """``({type: utilization}, utilization)``: the cluster's GPU-seconds held (by every job)
+    ÷ (capacity × time) over the time GPU use was accounted for — from the first arrival to
+    the last completion, or to the end of the last round when the run stopped with jobs
+    still holding GPUs. With ``measure_jobs`` the span starts at the first round a measured
+    job could run in (``SimResult.measure_start_s``) instead, so the warm-up before the
+    measured jobs is not in it; NaN when the run ended before that round."""
+    caps = np.asarray(result.cluster.capacity_vec, dtype=float)
+    types = result.cluster.gpu_types
+    busy = np.asarray(result.busy_gpu_s_by_type, dtype=float)
+    end = max(result.end_s, result.busy_until_s)
+    if result.config.measure_jobs is None:
+        start = min(r.arrival_s for r in result.jobs)
+    elif getattr(result, "measure_start_s", None) is None:
+        return {t: math.nan for t in types}, math.nan
+    else:
+        start = result.measure_start_s
+        busy = busy - result.busy_before_measure
+    span = max(end - start, 1e-9)
+    return ({t: float(busy[i] / (caps[i] * span)) for i, t in enumerate(types)},
+            float(busy.sum() / (caps.sum() * span)))
+
+
 def compute_metrics(result) -> dict:
     """Metrics of a ``SimResult`` (over ``measure_jobs`` when set), JSON-ready."""
     recs = result.jobs
@@ -78,14 +101,7 @@ def compute_metrics(result) -> dict:
     t0 = min(r.arrival_s for r in recs)
     t_end = max([r.finish_s for r in done] or [result.end_s])
     makespan = t_end - t0 if done else math.nan
-    caps = np.asarray(result.cluster.capacity_vec, dtype=float)
-    # Utilization over the time GPU use was accounted for (to the last completion, or to the
-    # end of the last round when the run stopped with jobs still holding GPUs).
-    window = max(max(result.end_s, result.busy_until_s)
-                 - min(r.arrival_s for r in result.jobs), 1e-9)
-    util = {t: float(result.busy_gpu_s_by_type[i] / (caps[i] * window))
-            for i, t in enumerate(result.cluster.gpu_types)}
-    util_all = float(result.busy_gpu_s_by_type.sum() / (caps.sum() * window))
+    util, util_all = _utilization(result)
     dec = np.array(result.decision_s)
     out = {
         "policy": result.policy,

@@ -71,7 +71,9 @@ class SimConfig:
             unfinished); a round it falls inside is cut short there, so no job runs or
             finishes past it; ``None``: run until every job completes.
         measure_jobs: ``(a, b)``: stop once jobs ``a..b-1`` have completed and compute the
-            metrics over them only (Gavel's steady-state method); ``None``: all jobs.
+            job-level metrics over them only (Gavel's steady-state method) and the
+            utilization over their span (from the first round one of them could run in);
+            ``None``: all jobs.
         check_invariants: Verify the simulator's invariants every round (slower): each
             placement matches its candidate's GPUs, no node or GPU type is over-allocated,
             remaining work stays in [0, work] and never grows, samples done + remaining =
@@ -195,6 +197,13 @@ class SimResult:
     #: left (``STALL_ROUNDS`` of them; 0 unless ``end_reason`` is ``"stalled"``): decided,
     #: and counted in ``rounds`` and the decision times, but not part of the schedule
     stall_rounds: int = 0
+    #: With ``measure_jobs``: the start of the first round a measured job could run in (the
+    #: first round start at or after the earliest measured arrival) and the cluster's busy
+    #: GPU-seconds per type accounted before it, so the utilization covers the measured span
+    #: only (``metrics.compute_metrics``); ``None`` without ``measure_jobs`` or when the run
+    #: ended before that round
+    measure_start_s: float | None = None
+    busy_before_measure: np.ndarray | None = None
 
     def metrics(self) -> dict:
         return compute_metrics(self)
@@ -428,6 +437,8 @@ class Simulator:
                             self.cluster.name)
         s.prev_remaining = s.remaining.copy()
         s.busy = np.zeros(len(types))
+        if measure is not None:
+            s.measure_from = float(s.arrival[measure[0]:measure[1]].min())
         s.t = math.floor(s.arrival.min() / self.config.round_s) * self.config.round_s
         s.bar = _progress(n, cfg.progress)
         self._s = s
@@ -487,6 +498,11 @@ class Simulator:
         if cfg.max_time_s is not None and s.t >= cfg.max_time_s:
             self._end("time_limit")
             return None
+        if s.busy_before_measure is None and s.t >= s.measure_from:
+            # the first round a measured job can run in: the measured span's utilization
+            # counts the GPU time from here on (a round from its start: none is skipped
+            # here, a measured job is arriving)
+            s.measure_start, s.busy_before_measure = s.t, s.busy.copy()
         if cfg.check_invariants:
             if s.t < s.last_view_t:
                 raise AssertionError(f"time went back: round at t={s.t} after t={s.last_view_t}")
@@ -876,7 +892,9 @@ class Simulator:
                          wall_s=time.perf_counter() - s.wall0, rounds=s.rounds,
                          extra=dict(getattr(self.policy, "summary", lambda: {})()),
                          rounds_skipped=s.skipped,
-                         stall_rounds=s.stalled if s.end_reason == "stalled" else 0)
+                         stall_rounds=s.stalled if s.end_reason == "stalled" else 0,
+                         measure_start_s=s.measure_start,
+                         busy_before_measure=s.busy_before_measure)
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:
@@ -1085,6 +1103,9 @@ class _RunState:
     prev_remaining: np.ndarray = None
     busy: np.ndarray = None
     busy_until: float = 0.0
+    measure_from: float = math.inf            # earliest arrival of the measured jobs
+    measure_start: float | None = None        # the first round start at or after it
+    busy_before_measure: np.ndarray | None = None   # ``busy`` at that round's start
     decision_s: list = field(default_factory=list)
     lp_vars: list = field(default_factory=list)
     active_log: list = field(default_factory=list)

@@ -539,7 +539,9 @@ class LPPolicy:
         round's, ``rounding.RoundingMemo``) and
         ``delivered_over_planned``: Σ over rounds and jobs of the normalized throughput the
         jobs actually ran with (less the time a restart took) ÷ the normalized throughput the
-        LP planned for them (``Σ_c X thr / norm``; rounds a job finished in are left out);
+        LP planned for them (``Σ_c X thr / norm``) over the rounds a later decision closed
+        (a round is accounted at the next decision: the rounds a job finished in, and the
+        run's last round, are left out);
         above 1 when the fill pass runs jobs on GPUs the plan left idle; NaN before a round
         has run. With ``warm_start``, also ``lp_warm_starts``: LP solves of ``decide`` (each
         POP part counted) that HiGHS started from the previous decision's basis, and

@@ -235,6 +235,30 @@ def test_simulate_json_is_pure_and_complete():
         assert m["lp_vars_mean"] > 0 and m["avg_jct_s"] > 0
 
 
+def _strict_json(text: str):
+    """``json.loads`` refusing NaN / Infinity, which are not JSON."""
+    def refuse(constant):
+        raise ValueError(f"{constant} in the JSON output")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_simulate_stopped_before_the_measured_jobs_prints_no_utilization(capsys):
+    """``--measure-jobs`` whose jobs arrive after ``--max-time-s``: the utilization of the
+    measured span has no value — n/a in the table, null in the JSON (nested too), not NaN."""
+    argv = ["simulate", "--cluster", "sia-64", "--workload", "gavel:rate=6,jobs=30,seed=2",
+            "--policy", "fifo-fastest", "--measure-jobs", "20:30", "--max-time-s", "3000",
+            "--no-progress"]
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0
+    m = _strict_json(out)
+    assert m["jobs_completed"] == 0 and m["gpu_util"] is None
+    assert m["gpu_util_by_type"] and all(u is None for u in m["gpu_util_by_type"].values())
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith("fifo-fastest"))
+    assert "nan" not in row and row.split()[8] == "n/a"
+
+
 @slow
 def test_compare_json_one_object_per_policy():
     out = hsched("compare", "--cluster", "sia-64", "--workload", SMALL, "--policies",

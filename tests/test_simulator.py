@@ -157,6 +157,68 @@ def test_measure_jobs_window():
     assert all(result.jobs[i].done for i in range(10, 30))
 
 
+def _measured_span_gpu_s(cluster, workload, policy, measure):
+    """The run of ``policy`` driven round by round, with the GPU-seconds every job held from
+    the first round start at or after the earliest measured arrival on, summed from the
+    round's placements (each job's GPUs × the time it held them: the round, or to its finish)
+    — not from the simulator's own busy counter; and that round's start."""
+    sim = Simulator(cluster, workload, policy, SimConfig(measure_jobs=measure))
+    policy.reset(cluster, 0)
+    sim.reset()
+    first = min(j.arrival_s for j in workload.jobs[measure[0]:measure[1]])
+    run_view, held_gpu_s, start = sim.run_view(), 0.0, None
+    while (view := sim.next_view()) is not None:
+        if start is None and view.time_s >= first:
+            start = view.time_s
+        sim.place_decision(policy.decide(view))
+        placed = {j: sum(g for _, g in nodes) for j, (_, nodes) in run_view.placements.items()}
+        sim.advance()
+        if start is not None:
+            for j, gpus in placed.items():
+                finish = run_view.records[j].finish_s
+                held = finish - view.time_s if finish <= view.time_s + view.round_s \
+                    else view.round_s
+                held_gpu_s += gpus * held
+    return sim.result(), start, held_gpu_s
+
+
+@pytest.mark.parametrize("policy", ["greedy", "fifo-fastest"])
+def test_measured_utilization_covers_the_measured_span(policy):
+    """With ``measure_jobs`` the utilization is the cluster's over the measured span only (the
+    GPU time of every job from the first round a measured job could run in), not the whole
+    run's, and the same with the steady rounds skipped."""
+    spec = "gavel:rate=30,jobs=60,seed=4,duration_scale=0.05"
+    workload = load_workload(spec, SIA)
+    measure = (20, 40)
+    result, start, held_gpu_s = _measured_span_gpu_s(SIA, workload, BASELINES[policy](), measure)
+    m = result.metrics()
+    assert result.measure_start_s == start > workload.jobs[0].arrival_s
+    end = max(result.end_s, result.busy_until_s)
+    expected = held_gpu_s / (SIA.num_gpus * (end - start))
+    assert m["gpu_util"] == pytest.approx(expected, rel=1e-9)
+    # not the whole run's: every job's GPU time over the time from the first arrival
+    whole = sum(sum(r.gpu_s_by_type.values()) for r in result.jobs) / (
+        SIA.num_gpus * (end - workload.jobs[0].arrival_s))
+    assert abs(m["gpu_util"] - whole) > 1e-3
+    # the per-type figures weigh back to the total
+    caps = dict(zip(SIA.gpu_types, SIA.capacity_vec))
+    assert sum(u * caps[t] for t, u in m["gpu_util_by_type"].items()) / SIA.num_gpus \
+        == pytest.approx(m["gpu_util"], rel=1e-12)
+    skipped = Simulator(SIA, workload, BASELINES[policy](),
+                        SimConfig(measure_jobs=measure, skip_steady_rounds=True)).run()
+    assert skipped.metrics()["gpu_util"] == m["gpu_util"]
+
+
+def test_measured_utilization_is_nan_when_the_run_ends_before_the_span():
+    workload = load_workload("gavel:rate=30,jobs=40,seed=4,duration_scale=0.05", SIA)
+    first = workload.jobs[30].arrival_s
+    result = Simulator(SIA, workload, BASELINES["greedy"](),
+                       SimConfig(measure_jobs=(30, 40), max_time_s=first - 600.0)).run()
+    m = result.metrics()
+    assert result.measure_start_s is None
+    assert math.isnan(m["gpu_util"]) and all(math.isnan(u) for u in m["gpu_util_by_type"].values())
+
+
 def test_bad_config_is_rejected():
     with pytest.raises(ConfigError, match="round"):
         SimConfig(round_s=0)
