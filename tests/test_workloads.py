@@ -543,6 +543,51 @@ def test_csv_loader(tmp_path):
     assert [j.name for j in w2.jobs] == ["x", "y"]
 
 
+def test_max_jobs_loads_the_first_jobs_whatever_the_rows_past_them_hold(tmp_path):
+    """``max_jobs=N`` keeps the first N jobs by arrival: an invalid row past them (by its
+    arrival, not its place in the file) does not stop the load — a note counts it — while an
+    invalid row among them is the error it always was."""
+    header = "job_id,submit_time_s,duration_s,num_gpus\n"
+    later = _write(tmp_path, "later.csv", header + "big,50,100,64\na,0,100,1\nb,10,100,2\n")
+    w = load_workload(f"csv:path={later},max_jobs=2", TINY)
+    assert [j.name for j in w.jobs] == ["a", "b"]
+    assert any("1 invalid rows lie past the first 2 jobs (max_jobs) and were not loaded; "
+               "the first:" in n and "later.csv:2, field 'num_gpus'" in n for n in w.notes)
+    for n in (3, None):                       # the invalid row is among the jobs kept
+        spec = f"csv:path={later}" + (f",max_jobs={n}" if n else "")
+        with pytest.raises(TraceError, match="job needs 64 GPUs") as ei:
+            load_workload(spec, TINY)
+        assert ei.value.line == 2
+    # a tie at the cut: the file's order decides, as it does for the jobs
+    tie = _write(tmp_path, "tie.csv", header + "a,0,100,1\nbig,0,100,64\n")
+    assert [j.name for j in load_workload(f"csv:path={tie},max_jobs=1", TINY).jobs] == ["a"]
+    with pytest.raises(TraceError, match="job needs 64 GPUs"):
+        load_workload(f"csv:path={tie},max_jobs=2", TINY)
+    # an error before the row's arrival is read cannot be placed: it stops the load
+    early = _write(tmp_path, "early.csv", header + "a,0,100,1\na,50,100,1\n")
+    with pytest.raises(TraceError, match="duplicate job id"):
+        load_workload(f"csv:path={early},max_jobs=1", TINY)
+
+
+@needs_traces
+@pytest.mark.parametrize("spec, n", [
+    ("philly:start=2017-12-12,hours=24,max_jobs=3", 3),
+    ("gavel-trace:vc=11cb48,max_jobs=5", 5),
+])
+def test_max_jobs_on_the_traces_skips_what_lies_past_the_jobs_kept(spec, n):
+    """The traces' rows too: jobs too large for the cluster that arrive after the first N do
+    not stop ``max_jobs=N`` (they did before session 54)."""
+    cluster = GAVEL108 if spec.startswith("philly") else TINY
+    w = load_workload(spec, cluster)
+    assert len(w.jobs) == n
+    assert any("invalid rows lie past the first" in note for note in w.notes)
+    whole = spec.rsplit(",max_jobs=", 1)[0]
+    with pytest.raises(TraceError, match="job needs"):
+        load_workload(whole, cluster)
+    kept = load_workload(whole, cluster, skip_invalid=True).jobs[:n]
+    assert [(j.name, j.arrival_s) for j in w.jobs] == [(j.name, j.arrival_s) for j in kept]
+
+
 def test_csv_comments_are_lines_not_quoted_fields(tmp_path):
     """A line starting with ``#`` is a comment (after blanks, whatever it holds, an unbalanced
     quote too); a quoted ``"#2"`` is a job id, not a comment dropped without a word."""

@@ -57,12 +57,19 @@ class _Rows:
     """Row-level validation context of one file (or of the generator)."""
 
     def __init__(self, source: str, cluster: Cluster, throughputs: Any,
-                 skip_invalid: bool) -> None:
+                 skip_invalid: bool, max_jobs: int | None = None) -> None:
         self.source, self.cluster, self.throughputs = source, cluster, throughputs
         self.skip_invalid = skip_invalid
         self.skipped = 0
         self.jobs: list[_Pending] = []
         self.line = 0
+        # with max_jobs (and without skip_invalid): the errors of rows whose arrival was read
+        # before they failed, held until ``_assemble`` knows whether the row is among the
+        # jobs kept — (arrival, order, error); a row past them is not loaded, so its error
+        # does not stop the load
+        self.defer = max_jobs is not None and not skip_invalid
+        self.deferred: list[tuple[float, int, TraceError]] = []
+        self._arrival: tuple[float, int] | None = None
 
     def error(self, field: str | None, message: str, line: int | None = None) -> TraceError:
         return TraceError(message, source=self.source, line=self.line if line is None else line,
@@ -72,9 +79,13 @@ class _Rows:
     def row(self, line: int) -> Iterator[None]:
         """Validate one row: a TraceError inside is raised, or counted under skip_invalid."""
         self.line = line
+        self._arrival = None
         try:
             yield
         except TraceError as exc:
+            if self.defer and self._arrival is not None:
+                self.deferred.append((*self._arrival, exc))
+                return
             if not self.skip_invalid:
                 raise
             self.skipped += 1
@@ -82,6 +93,12 @@ class _Rows:
                 log.info("skipping invalid row: %s", exc)
             elif self.skipped == MAX_SKIPS_LOGGED + 1:
                 log.info("%s: more invalid rows skipped; not listed", self.source)
+
+    def arrived(self, arrival_s: float, order: int) -> None:
+        """The row's arrival and sort order (``add``'s ``order``), as soon as the loader has
+        read them: a later error of the row can then be held until ``_assemble`` knows
+        whether ``max_jobs`` keeps the row."""
+        self._arrival = (float(arrival_s), order)
 
     # ---- field parsers (all raise TraceError naming the field)
     def _value(self, text: str, field: str) -> str:
@@ -204,6 +221,8 @@ class _Rows:
 def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
               what: str, source_file: str | None = None) -> Workload:
     pending = sorted(rows.jobs, key=lambda p: (p.arrival_s, p.order))
+    if rows.deferred:
+        _check_deferred(rows, pending, max_jobs, notes)
     cut = max_jobs is not None and len(pending) > max_jobs
     if max_jobs is not None:
         pending = pending[:max_jobs]
@@ -230,6 +249,24 @@ def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
         log.info("%s: %s", spec, note)
     return Workload(jobs=jobs, spec=spec, skipped=rows.skipped, notes=tuple(notes),
                     source_file=source_file)
+
+
+def _check_deferred(rows: _Rows, pending: list[_Pending], max_jobs: int,
+                    notes: list[str]) -> None:
+    """Raise the first (in the file) held error of a row that ``max_jobs`` would keep —
+    among the first ``max_jobs`` rows by (arrival, order), valid or not; the invalid rows
+    past them are not loaded: a note counts them."""
+    keys = sorted([(p.arrival_s, p.order, False) for p in pending]
+                  + [(a, o, True) for a, o, _ in rows.deferred])
+    kept = {(a, o) for a, o, bad in keys[:max_jobs] if bad}
+    for arrival, order, exc in rows.deferred:          # in file order
+        if (arrival, order) in kept:
+            raise exc
+    first = rows.deferred[0][2]
+    notes.append(f"{len(rows.deferred)} invalid rows lie past the first {max_jobs} jobs "
+                 f"(max_jobs) and were not loaded; the first: {first}")
+    log.warning("%s: %d invalid rows past the first %d jobs (max_jobs) not loaded; the "
+                "first: %s", rows.source, len(rows.deferred), max_jobs, first)
 
 
 def _csv_rows(text: str, source: str, *,

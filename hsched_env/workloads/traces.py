@@ -119,7 +119,7 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                            f"{start:%Y-%m-%d %H:%M}, hours {hours:g})") from None
     path = _trace_file(params, "philly/philly.csv")
     text = _read_text(path)
-    rows = _Rows(str(path), cluster, throughputs, skip_invalid)
+    rows = _Rows(str(path), cluster, throughputs, skip_invalid, max_jobs)
     records = _csv_rows(text, str(path))
     _, cols = _header(rows, records, ("timestamp", "duration", "num_gpus"),
                       ("gpu_time", "cluster"))
@@ -144,6 +144,7 @@ def _load_philly(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
             vcs.add(row_vc)
             if not start <= ts < end or (vc is not None and row_vc != vc):
                 continue
+            rows.arrived((ts - start).total_seconds(), line)
             duration = rows.number(f[i_dur], "duration", positive=True)
             gpus = rows.integer(f[i_gpus], "num_gpus")
             model = model_for_gpu_time(duration * gpus / 3600.0, f"{ts_text}|{line}")
@@ -175,7 +176,7 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
                                  f"valid: {shorten(', '.join(valid), 300)}")
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
-    rows = _Rows(str(path), cluster, throughputs, skip_invalid)
+    rows = _Rows(str(path), cluster, throughputs, skip_invalid, max_jobs)
     order = 0
     for line, raw in enumerate(re.split(r"\r\n|\r|\n", text), 1):  # universal newlines
         if not raw.strip():
@@ -201,6 +202,7 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
                 raise rows.error("needs_data_dir", f"must be 0 or 1, got {show(data_dir.strip())}")
             total_steps = rows.integer(steps, "total_steps")
             arrival_s = rows.number(arrival, "arrival_time")
+            rows.arrived(arrival_s, order)
             gpus = rows.integer(sf, "scale_factor")
             rows.check_batch(batch, "job_type")
             batch_size = _variant(model, batch).global_batch
@@ -234,7 +236,7 @@ def _load_pollux(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     path = _trace_file(params, default, "workload=N, one of Pollux's workloads 1-4")
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
-    rows = _Rows(str(path), cluster, throughputs, skip_invalid)
+    rows = _Rows(str(path), cluster, throughputs, skip_invalid, max_jobs)
     records = _csv_rows(text, str(path))
     names = ("name", "time", "application", "num_replicas", "batch_size")
     _, cols = _header(rows, records, names)
@@ -247,6 +249,7 @@ def _load_pollux(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                 raise rows.error("name", f"duplicate job name {show(name)} (first on line "
                                  f"{seen[name]})")
             arrival_s = rows.number(v["time"], "time")
+            rows.arrived(arrival_s, line)
             app = rows._value(v["application"], "application").lower()
             if app not in POLLUX_APPLICATIONS:
                 raise rows.error("application", f"unknown application {show(app)}; valid: "
@@ -279,7 +282,7 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     path = _trace_file(params, None)
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
-    rows = _Rows(str(path), cluster, throughputs, skip_invalid)
+    rows = _Rows(str(path), cluster, throughputs, skip_invalid, max_jobs)
     records = _csv_rows(text, str(path), comments=True)
     _, cols = _header(rows, records, CSV_REQUIRED, CSV_OPTIONAL)
     seen: dict[str, int] = {}
@@ -291,6 +294,7 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                 raise rows.error("job_id", f"duplicate job id {show(job_id)} (first on line "
                                  f"{seen[job_id]})")
             arrival_s = rows.number(f[cols["submit_time_s"]], "submit_time_s")
+            rows.arrived(arrival_s, line)
             duration = rows.number(f[cols["duration_s"]], "duration_s", positive=True)
             gpus = rows.integer(f[cols["num_gpus"]], "num_gpus")
             opt = {k: f[cols[k]].strip() if k in cols else "" for k in CSV_OPTIONAL}
