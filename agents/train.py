@@ -77,7 +77,7 @@ import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
 from hsched_env.envs.base import MAX_SLOTS
-from hsched_env.files import yaml_key_lines
+from hsched_env.files import yaml_error, yaml_key_lines
 from hsched_env.errors import (ConfigError, UnknownNameError, decimal_float, is_real_number,
                                is_switch_value, is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
@@ -536,7 +536,7 @@ def read_hyperparams(path: str | Path) -> dict[str, dict]:
         raise ConfigError(f"cannot read {str(path)!r}: {exc.strerror or exc}",
                           field="--hyperparams") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML ({exc})", source=str(path)) from None
+        raise yaml_error(exc, str(path)) from None
     except ConfigError as exc:
         raise ConfigError(exc.reason, source=str(path), field=exc.field,
                           line=exc.line) from None

@@ -50,11 +50,23 @@ class _OneLineErrors(argparse.ArgumentParser):
         return None if sub is None else sub.choices.get(getattr(ns, sub.dest, None) or "")
 
 
+def _version() -> str:
+    """The installed package's version (``pyproject.toml``), or a note when the package is
+    run from a checkout without being installed."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("heterosched")
+    except PackageNotFoundError:
+        return "(not installed: run from a source checkout)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _OneLineErrors(prog="hsched", description=(
         "HeteroSched: co-optimize parallelization and scheduling of deep-learning training "
         "jobs on heterogeneous GPU clusters."))
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                   help="print the installed version and exit")
     sub = p.subcommands = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("candidates", help="a job's candidates: resource set × best strategy")

@@ -121,7 +121,7 @@ def cmd_models(args) -> int:
 
 
 def cmd_clusters(args) -> int:
-    if args.name:
+    if args.name is not None:            # an empty name is an unknown cluster, not "list all"
         print(get_cluster(args.name).describe())
         return 0
     rows = []

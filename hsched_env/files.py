@@ -112,6 +112,22 @@ def json_object_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
+def yaml_error(exc, source: str) -> ConfigError:
+    """A PyYAML parse error (``yaml.YAMLError``) as one line, ``source:line: invalid YAML:
+    the problem (its context and where that starts)``, instead of PyYAML's several lines
+    with the text quoted under a caret."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem, context = getattr(exc, "problem", None), getattr(exc, "context", None)
+    msg = str(problem or exc)
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None:
+        msg += f" ({context} that starts on line {context_mark.line + 1})"
+    elif context:
+        msg += f" ({context})"
+    return ConfigError(f"invalid YAML: {shorten(msg, 300)}", source=source,
+                       line=mark.line + 1 if mark is not None else None)
+
+
 #: The tags of YAML's numbers (``yaml_key_lines`` checks how they are written).
 _YAML_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 

@@ -108,6 +108,20 @@ def test_unknown_names_exit_nonzero_with_valid_names(capsys, argv, needle):
     assert needle in err
 
 
+def test_an_empty_cluster_name_is_unknown_not_the_list(capsys):
+    code, out, err = run(capsys, "clusters", "")
+    assert code == 2 and out == "" and "unknown cluster ''" in err
+    code, out, _ = run(capsys, "clusters")
+    assert code == 0 and "preset" in out.splitlines()[0]
+
+
+def test_version_prints_the_installed_version():
+    from importlib.metadata import version
+    out = hsched("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"hsched {version('heterosched')}"
+
+
 def test_bad_cluster_file_names_file_and_field(capsys, tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("nodes:\n  - gpu_type: A100-80GB\n    gpus_per_node: 0\n    count: 2\n")

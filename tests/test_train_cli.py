@@ -84,6 +84,14 @@ def test_bad_hyperparams_are_refused(tmp_path):
         read_hyperparams(write_yaml(tmp_path / "bad.yml", "- a\n- b\n"))
     with pytest.raises(ConfigError):
         read_hyperparams(tmp_path / "missing.yml")
+    # a YAML syntax error: one line naming the file and line, not PyYAML's quoted excerpt
+    syntax = write_yaml(tmp_path / "syntax.yml", "hsched/Tiny-v0:\n  n_steps: [1, 2\n")
+    with pytest.raises(ConfigError) as ei:
+        read_hyperparams(syntax)
+    message = str(ei.value)
+    assert "\n" not in message and "^" not in message
+    assert message.startswith(f"{syntax}:3: invalid YAML: expected ','")
+    assert "flow sequence that starts on line 2" in message
     with pytest.raises(ConfigError, match="lin_"):
         TrainConfig(env=TINY, learning_rate="fast")
 

@@ -28,7 +28,8 @@ from typing import Any, Mapping, Union
 from hsched_env.cluster.model import (DEFAULT_INTER_NODE_BW_GBPS, MAX_GPUS_PER_NODE, MAX_NODES,
                                       Cluster, NodePool, _check_bw, _check_int, _get_gpu)
 from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
-from hsched_env.files import json_object_no_duplicates, read_text_file, yaml_key_lines
+from hsched_env.files import (json_object_no_duplicates, read_text_file, yaml_error,
+                              yaml_key_lines)
 
 __all__ = ["cluster_from_dict", "load_cluster"]
 
@@ -218,17 +219,8 @@ def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, i
     try:
         data = yaml.safe_load(text)
         lines = yaml_key_lines(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        msg = str(e.problem or e)
-        if e.context and e.context_mark is not None:
-            msg += f" ({e.context} that starts on line {e.context_mark.line + 1})"
-        elif e.context:
-            msg += f" ({e.context})"
-        raise ConfigError(f"invalid YAML: {shorten(msg, 300)}", source=source,
-                          line=mark.line + 1 if mark is not None else None) from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"invalid YAML: {shorten(e, 300)}", source=source) from None
+        raise yaml_error(e, source) from None
     except ConfigError as e:
         raise ConfigError(e.reason, source=source, field=e.field, line=e.line) from None
     except ValueError as e:  # a constructor failed: too many digits, a date like 2001-13-45
