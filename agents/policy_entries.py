@@ -35,7 +35,8 @@ import numpy as np
 from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.base import HSchedEnvBase
 from hsched_env.envs.features import CLUSTER_FEATURES
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError, shorten
+from hsched_env.files import why_not_a_file
 from lp_baseline.registry import POLICY_NAMES_SPELLED, make_policy, split_policy_list
 
 #: The shipped ranker (``ranker`` without a path).
@@ -128,8 +129,9 @@ def load_ranker(path: str | Path, target_recall: float | None = None,
         raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
                           f"HeteroSched ranker file (.pt, from 'hsched train' or save_ranker): "
                           f"evaluate it with sb3:{p} --trust-sb3-zip", field=FIELD)
-    if not p.exists():
-        raise ConfigError(f"no ranker file {str(p)!r}", field=FIELD)
+    why = why_not_a_file(p)
+    if why:
+        raise ConfigError(f"no ranker file {shorten(str(p), 80)!r}: {why}", field=FIELD)
     gate = {} if max_kept_fraction is None else {"max_kept_fraction": max_kept_fraction}
     if mode != "prune":
         gate.update(mode=mode, name=f"ranker-seed:{p.name}")
@@ -424,8 +426,9 @@ def load_sb3(path: str | Path, algo: str | None = None, *, trust: bool = False) 
     p = str(path)
     if algo is not None and algo not in SB3_ALGOS:
         raise UnknownNameError("SB3 algorithm", algo, list(SB3_ALGOS), field=FIELD)
-    if not Path(p).is_file():
-        raise ConfigError(f"no SB3 model file {p!r}", field=FIELD)
+    why = why_not_a_file(Path(p))
+    if why:
+        raise ConfigError(f"no SB3 model file {shorten(p, 80)!r}: {why}", field=FIELD)
     if not trust:
         raise ConfigError(f"sb3:{p}: a Stable-Baselines3 zip carries pickled Python code that "
                           f"runs when it is loaded; load only files you trust, and say so with "

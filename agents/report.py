@@ -24,7 +24,7 @@ from agents.policy_entries import PolicyEntry
 from agents.runners import STEP_CAP, SUPPORT_TINY, Run, round_step_cap
 from agents.suites import TRAIN_SEEDS, Scenario, Suite
 from hsched_env.errors import ConfigError
-from hsched_env.files import missing_parents
+from hsched_env.files import missing_parents, usable_path
 from hsched_env.metrics import finish_time_fairness, finished_by_all
 from hsched_env.simulator import STALL_ROUNDS
 from hsched_env.text import counted, format_table
@@ -563,7 +563,7 @@ def claim_output_dir(out: str | Path | None, suite_name: str,
     ``out`` or ``overwrite``, which claim nothing), so that a run that fails can remove
     exactly those."""
     if out is not None:
-        path = Path(out)
+        path = usable_path(Path(out), field="--out", what="the output folder")
         if (path / METRICS_FILE).exists() and not overwrite:
             raise ConfigError(f"{str(path)!r} already holds a {METRICS_FILE} of an earlier "
                               f"evaluation: pass --overwrite to replace it (and the plots; "

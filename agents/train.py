@@ -77,7 +77,7 @@ import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
 from hsched_env.envs.base import MAX_SLOTS
-from hsched_env.files import yaml_error, yaml_key_lines
+from hsched_env.files import usable_path, yaml_error, yaml_key_lines
 from hsched_env.errors import (ConfigError, UnknownNameError, decimal_float, is_real_number,
                                is_switch_value, is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
@@ -923,7 +923,7 @@ def prepare_run_dir(config: TrainConfig, overwrite: bool = False) -> Path:
                 continue
         config.logdir = str(out)
         return out
-    out = Path(config.logdir)
+    out = usable_path(Path(config.logdir), field="--logdir", what="the run folder")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{str(out)!r} exists and is not a directory", field="--logdir")
     if out.is_dir() and any(out.iterdir()):

@@ -9,13 +9,13 @@ import json
 from pathlib import Path
 
 from hsched_env.errors import ConfigError
-from hsched_env.files import missing_parents
+from hsched_env.files import missing_parents, usable_path
 
 
 def make_output_dir(path: Path, flag: str = "--out") -> list[Path]:
     """Create ``path`` (and its parents); returns the folders this call created, deepest
     first. An unwritable path is a ``ConfigError`` naming ``flag``."""
-    path = Path(path)
+    path = usable_path(Path(path), field=flag, what="the output folder")
     blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
     if blocker is not None:
         what = "it" if blocker == path else repr(str(blocker))
@@ -92,7 +92,10 @@ def check_no_earlier_results(out: str | Path | None, *, overwrite: bool, resume:
     resumed and the ``metrics.json`` of another run replaced — is checked by
     ``agents.sweep.RunStore.prepare`` (before any run starts)."""
     path = None if out is None else Path(out) / "metrics.json"
-    if path is None or not path.exists() or overwrite:
+    if path is None or overwrite:
+        return
+    if not usable_path(Path(out), field="--out", what="the output folder").exists() \
+            or not path.exists():
         return
     if resume and sweep_to_resume(out):
         wrote = results_command(path)

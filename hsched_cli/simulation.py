@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, decimal_int, show
-from hsched_env.files import user_path
+from hsched_env.files import usable_path, user_path
 from hsched_env.metrics import finish_time_fairness, finished_by_all
 from hsched_env.planner import PlannerConfig
 from hsched_env.simulator import SimConfig, Simulator
@@ -89,7 +89,7 @@ def _check_not_an_input(out: Path, args, workload, flag: str) -> None:
 def _check_writable(path: Path, flag: str) -> None:
     """That ``path`` can be written, without creating it (a run that fails later leaves no
     empty file behind): an existing file opened for appending, else a writable folder."""
-    if path.exists():
+    if usable_path(path, field=flag, what="the jobs file").exists():
         try:
             with open(path, "a", encoding="utf-8"):
                 pass

@@ -11,7 +11,7 @@ from typing import Any
 from hsched_env.errors import ConfigError, decimal_float, decimal_int, show, shorten
 
 __all__ = ["is_file", "json_object_no_duplicates", "missing_parents", "read_text_file",
-           "shorten", "user_path", "why_not_a_file", "yaml_key_lines", "yaml_number_as_written"]
+           "shorten", "usable_path", "user_path", "why_not_a_file", "yaml_key_lines", "yaml_number_as_written"]
 
 
 def user_path(text: str, *, field: str | None = None) -> Path:
@@ -25,6 +25,22 @@ def user_path(text: str, *, field: str | None = None) -> Path:
     except RuntimeError:
         raise ConfigError("cannot expand '~' (no such user or no home directory)",
                           source=shorten(text, 400), field=field) from None
+
+
+def usable_path(path: Path, *, field: str, what: str) -> Path:
+    """``path``, once the OS accepts its name: looking it up must not fail for another
+    reason than its absence (``Path.exists`` raises on a name too long, a NUL character).
+
+    Raises:
+        ConfigError: naming ``field``, ``what`` the path was to be and the OS's reason.
+    """
+    try:
+        path.exists()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(f"cannot use {shorten(str(path), 80)!r} as {what}: {reason}",
+                          field=field) from None
+    return path
 
 
 def missing_parents(path: Path) -> list[Path]:

@@ -115,6 +115,38 @@ def test_an_empty_cluster_name_is_unknown_not_the_list(capsys):
     assert code == 0 and "preset" in out.splitlines()[0]
 
 
+LONG_NAME = "a" * 300            # longer than a file name may be (255 bytes on Linux)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["simulate", "--cluster", "tiny-8", "--workload", "gavel:jobs=3", "--jobs-out", LONG_NAME],
+     "field '--jobs-out': cannot use 'aaa"),
+    (["evaluate", "--suite", "smoke", "--policies", "pure-lp", "--out", LONG_NAME],
+     "field '--out': cannot use 'aaa"),
+    (["evaluate", "--suite", "smoke", "--policies", "pure-lp", "--out", LONG_NAME + "/x"],
+     "field '--out': cannot use 'aaa"),
+    (["compare", "--cluster", "tiny-8", "--workload", "gavel:jobs=3", "--policies", "fifo",
+      "--backend", "ray", "--out", LONG_NAME], "field '--out': cannot use 'aaa"),
+    (["evaluate", "--suite", "smoke", "--policies", f"ranker:{LONG_NAME}"],
+     "not a usable file name"),
+    (["evaluate", "--suite", "smoke", "--policies", f"sb3:{LONG_NAME}.zip"],
+     "not a usable file name"),
+    (["train", "--env", "hsched/Schedule-Tiny-v0", "--timesteps", "10", "--logdir", LONG_NAME],
+     "field '--logdir': cannot use 'aaa"),
+])
+def test_a_file_name_the_os_rejects_is_a_one_line_error(capsys, tmp_path, monkeypatch, argv,
+                                                       says):
+    """A path too long for the OS (``Path.exists`` raises ``OSError`` on it) is an error
+    naming the flag, not a traceback (the fuzz test found ``--jobs-out``'s)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv, "--no-progress")
+    assert code == 2 and out == ""
+    errors = [ln for ln in err.splitlines() if ln.startswith("hsched ")]
+    assert len(errors) == 1 and ": error: " in errors[0] and says in errors[0], err
+    assert "File name too long" in errors[0] or "not a usable file name" in errors[0]
+    assert "Traceback" not in err
+
+
 def test_version_prints_the_installed_version():
     from importlib.metadata import version
     out = hsched("--version")
