@@ -231,6 +231,12 @@ def _steady_rounds_ahead(t: float, R: float, remaining: np.ndarray, step: np.nda
     return max(1, min(cap, int(ahead) + 2))
 
 
+def _round_at_or_after(t: float, R: float) -> float:
+    """The start of the first round (a multiple of ``R``) at or after time ``t``."""
+    start = math.floor(t / R) * R
+    return start + R if t > start else start
+
+
 def _accumulated(start: np.ndarray, step, rounds: int) -> np.ndarray:
     """``start`` after ``start += step`` ``rounds`` times, each addition rounded as in a
     loop (``accumulate`` adds in order)."""
@@ -492,9 +498,13 @@ class Simulator:
             if s.next_arrival >= n:
                 self._end("completed")          # what is left can never run
                 return None
-            s.t = math.floor(arrival[s.next_arrival] / R) * R
-            if arrival[s.next_arrival] > s.t:
-                s.t += R
+            jump = _round_at_or_after(arrival[s.next_arrival], R)
+            if s.busy_before_measure is None and jump > s.measure_from:
+                # the idle clock jumps past the measured span's start (its first job can
+                # never run): nothing ran meanwhile, so the busy total is that round's
+                s.measure_start = max(s.t, _round_at_or_after(s.measure_from, R))
+                s.busy_before_measure = s.busy.copy()
+            s.t = jump
         if cfg.max_time_s is not None and s.t >= cfg.max_time_s:
             self._end("time_limit")
             return None

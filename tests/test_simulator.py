@@ -209,6 +209,25 @@ def test_measured_utilization_covers_the_measured_span(policy):
     assert skipped.metrics()["gpu_util"] == m["gpu_util"]
 
 
+def test_measured_span_starts_at_its_first_arrival_when_the_idle_clock_jumps_past_it(tmp_path):
+    """The first measured job can never run and the cluster is idle around its arrival: the
+    clock jumps from the last completion to the next arrival, past the span's start, which
+    is still the first round at or after that job's arrival (nothing ran in between)."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type\n"
+                     "w,0,1000,1,resnet18,\nx,5000,1000,4,llama2-7b,T4\n"
+                     "y,10000,1000,1,resnet18,\n", encoding="utf-8")
+    workload = load_workload(f"csv:path={trace}", TINY)
+    result = Simulator(TINY, workload, BASELINES["greedy"](),
+                       SimConfig(measure_jobs=(1, 3))).run()
+    assert result.measure_start_s == 5100.0            # x arrives at 5,000 s; 300 s rounds
+    y = result.jobs[2]
+    assert y.done and not result.jobs[1].done
+    span = max(result.end_s, result.busy_until_s) - 5100.0
+    assert result.metrics()["gpu_util"] == pytest.approx(
+        sum(y.gpu_s_by_type.values()) / (TINY.num_gpus * span), rel=1e-12)
+
+
 def test_measured_utilization_is_nan_when_the_run_ends_before_the_span():
     workload = load_workload("gavel:rate=30,jobs=40,seed=4,duration_scale=0.05", SIA)
     first = workload.jobs[30].arrival_s

@@ -551,8 +551,8 @@ def test_max_jobs_loads_the_first_jobs_whatever_the_rows_past_them_hold(tmp_path
     later = _write(tmp_path, "later.csv", header + "big,50,100,64\na,0,100,1\nb,10,100,2\n")
     w = load_workload(f"csv:path={later},max_jobs=2", TINY)
     assert [j.name for j in w.jobs] == ["a", "b"]
-    assert any("1 invalid rows lie past the first 2 jobs (max_jobs) and were not loaded; "
-               "the first:" in n and "later.csv:2, field 'num_gpus'" in n for n in w.notes)
+    assert any("1 invalid row past the first 2 jobs (max_jobs) not loaded; the first:" in n
+               and "later.csv:2, field 'num_gpus'" in n for n in w.notes)
     for n in (3, None):                       # the invalid row is among the jobs kept
         spec = f"csv:path={later}" + (f",max_jobs={n}" if n else "")
         with pytest.raises(TraceError, match="job needs 64 GPUs") as ei:
@@ -567,6 +567,13 @@ def test_max_jobs_loads_the_first_jobs_whatever_the_rows_past_them_hold(tmp_path
     early = _write(tmp_path, "early.csv", header + "a,0,100,1\na,50,100,1\n")
     with pytest.raises(TraceError, match="duplicate job id"):
         load_workload(f"csv:path={early},max_jobs=1", TINY)
+    # ... but the error raised is the file's first among the rows that stop the load, as
+    # without max_jobs: here the kept row's, not the later unplaceable one's
+    both = _write(tmp_path, "both.csv", header + "a,0,100,64\nb,10,100,1\nb,20,100,1\n")
+    for spec in (f"csv:path={both}", f"csv:path={both},max_jobs=1"):
+        with pytest.raises(TraceError, match="job needs 64 GPUs") as ei:
+            load_workload(spec, TINY)
+        assert ei.value.line == 2
 
 
 @needs_traces
@@ -580,7 +587,8 @@ def test_max_jobs_on_the_traces_skips_what_lies_past_the_jobs_kept(spec, n):
     cluster = GAVEL108 if spec.startswith("philly") else TINY
     w = load_workload(spec, cluster)
     assert len(w.jobs) == n
-    assert any("invalid rows lie past the first" in note for note in w.notes)
+    assert any("invalid rows past the first" in note and "(max_jobs) not loaded" in note
+               for note in w.notes)
     whole = spec.rsplit(",max_jobs=", 1)[0]
     with pytest.raises(TraceError, match="job needs"):
         load_workload(whole, cluster)

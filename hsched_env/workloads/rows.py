@@ -21,6 +21,7 @@ from typing import Any
 
 from hsched_env.catalog import MAX_BATCH, get_gpu, get_model
 from hsched_env.cluster import Cluster
+from hsched_env.text import counted
 from hsched_env.errors import (ConfigError, TraceError, UnknownNameError, decimal_float, show,
                                shorten)
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model
@@ -63,12 +64,12 @@ class _Rows:
         self.skipped = 0
         self.jobs: list[_Pending] = []
         self.line = 0
-        # with max_jobs (and without skip_invalid): the errors of rows whose arrival was read
-        # before they failed, held until ``_assemble`` knows whether the row is among the
-        # jobs kept — (arrival, order, error); a row past them is not loaded, so its error
-        # does not stop the load
+        # with max_jobs (and without skip_invalid): the rows' errors, held until
+        # ``_assemble`` knows whether each row is among the jobs kept — (arrival, order,
+        # error) in file order, arrival None when the row failed before it was read; a row
+        # past the jobs kept is not loaded, so its error does not stop the load
         self.defer = max_jobs is not None and not skip_invalid
-        self.deferred: list[tuple[float, int, TraceError]] = []
+        self.deferred: list[tuple[float | None, int | None, TraceError]] = []
         self._arrival: tuple[float, int] | None = None
 
     def error(self, field: str | None, message: str, line: int | None = None) -> TraceError:
@@ -83,8 +84,8 @@ class _Rows:
         try:
             yield
         except TraceError as exc:
-            if self.defer and self._arrival is not None:
-                self.deferred.append((*self._arrival, exc))
+            if self.defer:
+                self.deferred.append((*(self._arrival or (None, None)), exc))
                 return
             if not self.skip_invalid:
                 raise
@@ -254,19 +255,22 @@ def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,
 def _check_deferred(rows: _Rows, pending: list[_Pending], max_jobs: int,
                     notes: list[str]) -> None:
     """Raise the first (in the file) held error of a row that ``max_jobs`` would keep —
-    among the first ``max_jobs`` rows by (arrival, order), valid or not; the invalid rows
-    past them are not loaded: a note counts them."""
+    among the first ``max_jobs`` rows by (arrival, order), valid or not — or of a row that
+    failed before its arrival was read (it cannot be placed), so the error is the one the
+    load without ``max_jobs`` raises whenever such a row is among the jobs kept; the
+    invalid rows past them are not loaded: a note counts them."""
     keys = sorted([(p.arrival_s, p.order, False) for p in pending]
-                  + [(a, o, True) for a, o, _ in rows.deferred])
+                  + [(a, o, True) for a, o, _ in rows.deferred if a is not None])
     kept = {(a, o) for a, o, bad in keys[:max_jobs] if bad}
     for arrival, order, exc in rows.deferred:          # in file order
-        if (arrival, order) in kept:
+        if arrival is None or (arrival, order) in kept:
             raise exc
+    past = counted(len(rows.deferred), "invalid row")
     first = rows.deferred[0][2]
-    notes.append(f"{len(rows.deferred)} invalid rows lie past the first {max_jobs} jobs "
-                 f"(max_jobs) and were not loaded; the first: {first}")
-    log.warning("%s: %d invalid rows past the first %d jobs (max_jobs) not loaded; the "
-                "first: %s", rows.source, len(rows.deferred), max_jobs, first)
+    notes.append(f"{past} past the first {counted(max_jobs, 'job')} (max_jobs) not loaded; "
+                 f"the first: {first}")
+    log.warning("%s: %s past the first %s (max_jobs) not loaded; the first: %s",
+                rows.source, past, counted(max_jobs, "job"), first)
 
 
 def _csv_rows(text: str, source: str, *,
