@@ -346,6 +346,15 @@ class CandidateTable:
     def __len__(self) -> int:
         return int(self.samples_per_s.shape[0])
 
+    def freeze(self) -> "CandidateTable":
+        """Make every column read-only, in place, and return the table: a table that
+        policies and environments are handed (``Simulator.candidates_of``, shared by every
+        run and environment with the same cache) cannot be changed through them."""
+        for value in self.__dict__.values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+        return self
+
     @property
     def num_gpus(self) -> np.ndarray:
         return self.gpus.sum(axis=1)

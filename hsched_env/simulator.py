@@ -399,7 +399,9 @@ class Simulator:
             only = ((table.gpus.sum(axis=1) == table.gpus[:, t]) if t >= 0
                     else np.zeros(len(table), dtype=bool))
             table = table.take(np.flatnonzero(only))
-        self._tables[key] = table
+        # read-only from here: policies and environments see the table itself (the view's
+        # ``candidates``), and the cache shares it with every later run
+        self._tables[key] = table.freeze()
         return table
 
     # ------------------------------------------------------------------ engine

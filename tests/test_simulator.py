@@ -238,6 +238,34 @@ def test_measured_utilization_is_nan_when_the_run_ends_before_the_span():
     assert math.isnan(m["gpu_util"]) and all(math.isnan(u) for u in m["gpu_util_by_type"].values())
 
 
+def test_a_policy_cannot_change_the_candidate_tables_it_is_shown():
+    """The view is read-only down to the candidate tables: writing into one raises, so a
+    policy (or an observation builder normalizing in place) cannot change the simulated
+    speeds of this run or of later runs sharing the table cache."""
+    workload = load_workload("gavel:rate=30,jobs=6,seed=4,duration_scale=0.05", TINY)
+
+    class Cheat:
+        name = "cheat"
+
+        def reset(self, cluster, seed):
+            pass
+
+        def decide(self, view):
+            for table in view.candidates:
+                table.samples_per_s[:] *= 2
+            return {}
+
+    cache: dict = {}
+    with pytest.raises(ValueError, match="read-only"):
+        Simulator(TINY, workload, Cheat(), SimConfig(), candidate_cache=cache).run()
+    assert cache and all(not t.samples_per_s.flags.writeable and not t.gpus.flags.writeable
+                         for t in cache.values())
+    before = Simulator(TINY, workload, BASELINES["greedy"](), SimConfig()).run()
+    after = Simulator(TINY, workload, BASELINES["greedy"](), SimConfig(),
+                      candidate_cache=cache).run()
+    assert [r.finish_s for r in after.jobs] == [r.finish_s for r in before.jobs]
+
+
 def test_bad_config_is_rejected():
     with pytest.raises(ConfigError, match="round"):
         SimConfig(round_s=0)
