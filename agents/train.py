@@ -77,7 +77,7 @@ import numpy as np
 
 import hsched_env  # noqa: F401  (registers the environments, also in subprocesses)
 from hsched_env.envs.base import MAX_SLOTS
-from hsched_env.files import usable_path, yaml_error, yaml_key_lines
+from hsched_env.files import usable_path, value_error_text, yaml_error, yaml_key_lines
 from hsched_env.errors import (ConfigError, UnknownNameError, decimal_float, is_real_number,
                                is_switch_value, is_whole_number)
 from hsched_env.registration import VARIANT_IDS, variant
@@ -540,6 +540,13 @@ def read_hyperparams(path: str | Path) -> dict[str, dict]:
     except ConfigError as exc:
         raise ConfigError(exc.reason, source=str(path), field=exc.field,
                           line=exc.line) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"file is not valid UTF-8 (a byte 0x{exc.object[exc.start]:02x} at "
+                          f"offset {exc.start})", source=str(path)) from None
+    except ValueError as exc:     # a value YAML could not build: too many digits, a bad date
+        raise ConfigError(f"invalid YAML: {value_error_text(exc)}", source=str(path)) from None
+    except RecursionError:
+        raise ConfigError("invalid YAML: nested too deeply", source=str(path)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

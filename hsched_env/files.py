@@ -11,7 +11,8 @@ from typing import Any
 from hsched_env.errors import ConfigError, decimal_float, decimal_int, show, shorten
 
 __all__ = ["is_file", "json_object_no_duplicates", "missing_parents", "read_text_file",
-           "shorten", "usable_path", "user_path", "why_not_a_file", "yaml_key_lines", "yaml_number_as_written"]
+           "shorten", "usable_path", "user_path", "value_error_text", "why_not_a_file",
+           "yaml_error", "yaml_key_lines", "yaml_number_as_written"]
 
 
 def user_path(text: str, *, field: str | None = None) -> Path:
@@ -126,6 +127,15 @@ def json_object_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ConfigError(f"duplicate key {show(key)} in a JSON object", field=key)
         d[key] = value
     return d
+
+
+def value_error_text(exc: ValueError) -> str:
+    """Readable text of a ValueError raised while building values from YAML/JSON (an integer
+    of too many digits, a date like 2001-13-45)."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "an integer has too many digits"
+    return shorten(text, 160)
 
 
 def yaml_error(exc, source: str) -> ConfigError:

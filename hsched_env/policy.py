@@ -59,7 +59,10 @@ class SchedulerView:
         reference_samples_per_s: (A,) its throughput on its requested reference GPUs (plain
             data parallelism); ``remaining / reference`` is its remaining time as submitted.
         current: (A,) candidate row it ran with last round, -1 if it did not run.
-        candidates: Per active job, its ``CandidateTable`` (fastest first).
+        candidates: Per active job, its ``CandidateTable`` (read-only): the planner's
+            candidates fastest first, then the rows a simulation appends for the baselines
+            (``requested``, ``sia_config``; ``Simulator.candidates_of``), in no speed order —
+            sort by ``samples_per_s`` where the order matters.
         models: Per active job, its model name (with the batch, e.g. ``resnet50@bs16``).
         arrived, completed: ids of the jobs that arrived / completed since the last decision.
         done_samples: (A,) samples each active job has processed so far (observable without

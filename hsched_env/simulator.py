@@ -272,6 +272,9 @@ class Simulator:
         if not all(isinstance(j, Job) for j in self.jobs):
             raise ConfigError("the workload's jobs are hsched_env.workloads.Job objects",
                               field="workload")
+        if isinstance(policy, type):
+            raise ConfigError(f"policy is an object, got the class {policy.__name__}: pass "
+                              f"an instance, {policy.__name__}(...)", field="policy")
         if not all(callable(getattr(policy, m, None)) for m in ("reset", "decide")):
             raise ConfigError(f"policy is an object with reset(cluster, seed) and "
                               f"decide(view) (lp_baseline.registry.make_policy), got "
@@ -893,11 +896,15 @@ class Simulator:
         s.t = t
         return skipped
 
+    def _policy_name(self) -> str:
+        """The policy's ``name``, or its class's name when it has none."""
+        return getattr(self.policy, "name", type(self.policy).__name__)
+
     def result(self) -> SimResult:
         """The outcome so far (complete once ``finished``)."""
         s = self._s
         end_s = max([r.finish_s for r in s.records if r.done] or [s.t])
-        return SimResult(policy=getattr(self.policy, "name", type(self.policy).__name__),
+        return SimResult(policy=self._policy_name(),
                          cluster=self.cluster, config=self.config, jobs=s.records, end_s=end_s,
                          decision_s=s.decision_s, lp_vars=s.lp_vars, active_jobs=s.active_log,
                          busy_gpu_s_by_type=s.busy, busy_until_s=s.busy_until,
@@ -923,7 +930,7 @@ class Simulator:
             elapsed = time.perf_counter() - t0
             stats = getattr(self.policy, "last_stats", None)
             self.record_decision(elapsed, getattr(stats, "lp_vars", 0) or 0)
-            placed = self.place_decision(decision, who=f"policy {self.policy.name!r}")
+            placed = self.place_decision(decision, who=f"policy {self._policy_name()!r}")
             self.advance()
             if settles and placed and not self._s.completed_since \
                     and _all_first(decision, placed):

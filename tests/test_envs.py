@@ -1505,3 +1505,22 @@ def test_an_episode_over_before_its_first_decision_takes_one_step(env_id, tmp_pa
     env = gym.make(env_id, cluster="tiny-8", slots=16, max_time_s=1300.0, workload=spec)
     _, info = env.reset(seed=0)
     assert info["time_s"] == 1200.0 and info["active_jobs"] == 2 and "end_reason" not in info
+
+
+@pytest.mark.parametrize("env_id", ["hsched/Schedule-Tiny-v0", "hsched/Rank-Tiny-v0"])
+def test_action_masks_reachable_on_the_made_environment(env_id):
+    """``gym.make(...).action_masks()``, as the docs write it, is the environment's own mask
+    at every step (Gymnasium's wrappers do not pass unknown attributes through)."""
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        mask = env.action_masks()
+        assert np.array_equal(mask, env.unwrapped.action_masks())
+        if env_id.startswith("hsched/Schedule"):
+            action = int(rng.choice(np.flatnonzero(mask)))
+        else:
+            action = (rng.random(env.unwrapped.K) < 0.5).astype(np.int8)
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            env.reset()

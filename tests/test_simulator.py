@@ -266,6 +266,22 @@ def test_a_policy_cannot_change_the_candidate_tables_it_is_shown():
     assert [r.finish_s for r in after.jobs] == [r.finish_s for r in before.jobs]
 
 
+def test_a_policy_without_a_name_runs_and_a_class_is_refused():
+    workload = load_workload("gavel:rate=30,jobs=4,seed=4,duration_scale=0.05", TINY)
+
+    class Nameless:
+        def reset(self, cluster, seed):
+            pass
+
+        def decide(self, view):
+            return {int(j): 0 for j in view.job_ids}
+
+    result = Simulator(TINY, workload, Nameless(), SimConfig()).run()
+    assert result.policy == "Nameless" and all(r.done for r in result.jobs)
+    with pytest.raises(ConfigError, match="got the class Nameless: pass an instance"):
+        Simulator(TINY, workload, Nameless, SimConfig())
+
+
 def test_bad_config_is_rejected():
     with pytest.raises(ConfigError, match="round"):
         SimConfig(round_s=0)

@@ -92,6 +92,15 @@ def test_bad_hyperparams_are_refused(tmp_path):
     assert "\n" not in message and "^" not in message
     assert message.startswith(f"{syntax}:3: invalid YAML: expected ','")
     assert "flow sequence that starts on line 2" in message
+    # values YAML cannot build, and bytes that are not UTF-8: one line each, as cluster files
+    for text, says in (("  n_steps: 2001-13-45\n", "invalid YAML: month must be in 1..12"),
+                       ("  n_steps: " + "9" * 5000 + "\n",
+                        "invalid YAML: an integer has too many digits"),
+                       ("  n_steps: \udcff\n", "not valid UTF-8 (a byte 0xff")):
+        bad = tmp_path / "bad_value.yml"
+        bad.write_bytes(("hsched/Tiny-v0:\n" + text).encode("utf-8", "surrogateescape"))
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            read_hyperparams(bad)
     with pytest.raises(ConfigError, match="lin_"):
         TrainConfig(env=TINY, learning_rate="fast")
 

@@ -27,9 +27,9 @@ from typing import Any, Mapping, Union
 
 from hsched_env.cluster.model import (DEFAULT_INTER_NODE_BW_GBPS, MAX_GPUS_PER_NODE, MAX_NODES,
                                       Cluster, NodePool, _check_bw, _check_int, _get_gpu)
-from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
-from hsched_env.files import (json_object_no_duplicates, read_text_file, yaml_error,
-                              yaml_key_lines)
+from hsched_env.errors import ConfigError, UnknownNameError, show
+from hsched_env.files import (json_object_no_duplicates, read_text_file, value_error_text,
+                              yaml_error, yaml_key_lines)
 
 __all__ = ["cluster_from_dict", "load_cluster"]
 
@@ -184,14 +184,6 @@ def cluster_from_dict(d: Mapping[str, Any], source: str = "<dict>", *,
     return Cluster(name=name.strip(), pools=tuple(pools), description=description.strip())
 
 
-def _value_error_text(exc: ValueError) -> str:
-    """Readable text of a ValueError raised while building values from YAML/JSON."""
-    text = str(exc)
-    if "integer string conversion" in text:
-        return "an integer has too many digits"
-    return shorten(text, 160)
-
-
 def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, int]]:
     """Parse YAML or JSON text; return the data and the path -> line map."""
     if is_json:
@@ -211,7 +203,7 @@ def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, i
                 pass
             raise ConfigError(e.reason, source=source, field=e.field) from None
         except ValueError as e:  # an integer literal beyond Python's digit limit
-            raise ConfigError(f"invalid JSON: {_value_error_text(e)}", source=source) from None
+            raise ConfigError(f"invalid JSON: {value_error_text(e)}", source=source) from None
         except RecursionError:
             raise ConfigError("invalid JSON: nested too deeply", source=source) from None
     import yaml
@@ -224,7 +216,7 @@ def _parse_text(text: str, source: str, is_json: bool) -> tuple[Any, dict[str, i
     except ConfigError as e:
         raise ConfigError(e.reason, source=source, field=e.field, line=e.line) from None
     except ValueError as e:  # a constructor failed: too many digits, a date like 2001-13-45
-        raise ConfigError(f"invalid YAML: {_value_error_text(e)}", source=source) from None
+        raise ConfigError(f"invalid YAML: {value_error_text(e)}", source=source) from None
     except RecursionError:
         raise ConfigError("invalid YAML: nested too deeply", source=source) from None
     return data, lines

@@ -40,6 +40,12 @@ class EpisodeEndInfo(gym.Wrapper, RecordConstructorArgs):
             info["metrics"] = self.env.unwrapped.metrics()
         return obs, reward, terminated, truncated, info
 
+    def action_masks(self):
+        """The environment's ``action_masks()`` (sb3-contrib's convention), so that
+        ``gymnasium.make(...).action_masks()`` works as the docs write it: Gymnasium's
+        wrappers no longer pass unknown attributes through."""
+        return self.env.unwrapped.action_masks()
+
     def _step_limit_reached(self) -> bool:
         """Whether the step limit of a ``TimeLimit`` inside is used up: the spec's
         ``max_episode_steps`` (``gymnasium.make``), else the limit a hand-built ``TimeLimit``
