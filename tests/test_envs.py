@@ -1524,3 +1524,15 @@ def test_action_masks_reachable_on_the_made_environment(env_id):
         _, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             env.reset()
+
+
+def test_a_bad_cluster_mapping_names_the_field_inside_it():
+    """A typo inside a cluster mapping handed to ``gym.make``: the error names where inside
+    the ``cluster`` argument (as a cluster file's error names its line and field)."""
+    bad = {"nodes": [{"gpu_type": "V100-16GB", "gpus_per_node": 4, "count": 1},
+                     {"gpu_type": "A100-4OGB", "gpus_per_node": 8, "count": 1}]}
+    with pytest.raises(UnknownNameError, match=r"field 'cluster\.nodes\[1\]\.gpu_type': "
+                                               r"unknown GPU type 'A100-4OGB'"):
+        gym.make("hsched/Schedule-Tiny-v0", cluster=bad)
+    with pytest.raises(UnknownNameError, match=r"field 'cluster': unknown cluster 'nope'"):
+        gym.make("hsched/Schedule-Tiny-v0", cluster="nope")

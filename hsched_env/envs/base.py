@@ -156,7 +156,7 @@ class HSchedEnvBase(gym.Env):
         try:
             self.cluster = get_cluster(cluster)
         except UnknownNameError as exc:
-            raise _named(exc, "cluster") from None
+            raise _named(exc, "cluster", inside=True) from None
         get_throughput_source(throughputs)      # an unknown name or missing file: say so now
         if not isinstance(workload, str):
             raise ConfigError(f"workload must be a workload spec string (as hsched simulate "
@@ -1003,10 +1003,13 @@ def _gpu_mem(name: str) -> float:
     return get_gpu(name).memory_gb
 
 
-def _named(exc: UnknownNameError, field: str) -> UnknownNameError:
+def _named(exc: UnknownNameError, field: str, *, inside: bool = False) -> UnknownNameError:
     """``exc`` naming the constructor argument ``field`` (the name look-ups it comes from do not
-    know which argument they serve)."""
-    return UnknownNameError(exc.kind, exc.name, exc.valid, field=field, source=exc.source,
+    know which argument they serve); ``inside``: the field the error names is a path inside
+    the argument (a cluster mapping's ``nodes[0].gpu_type``), kept as ``field.path``."""
+    inner = exc.field if inside and exc.field and exc.field != field else None
+    return UnknownNameError(exc.kind, exc.name, exc.valid,
+                            field=f"{field}.{inner}" if inner else field, source=exc.source,
                             line=exc.line)
 
 
