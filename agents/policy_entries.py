@@ -186,9 +186,12 @@ def _agent_mode(obj, what: str) -> str:
                           f"mode on hsched/Rank-v0, act: select mode on hsched/Schedule-v0)",
                           field=FIELD)
     if not (keep or act):
+        hint = ("; it is a scheduling policy (reset and decide): compare it with the LP by "
+                "hsched compare --policies heterosched-lp,MODULE:CALLABLE"
+                if _is_simulator_policy(obj) else "")
         raise ConfigError(f"{what} is not an agent: it has neither keep(obs, env) -> (K,) "
-                          f"keep bits (rank mode) nor act(obs, env) -> int (select mode)",
-                          field=FIELD)
+                          f"keep bits (rank mode) nor act(obs, env) -> int (select mode)"
+                          f"{hint}", field=FIELD)
     return "ranker" if keep else "scheduler"
 
 
@@ -253,7 +256,7 @@ def agent_entry(obj, label: str | None = None, source: str | None = None) -> Pol
     return entry
 
 
-def _import_module(name: str):
+def _import_module(name: str, field: str = FIELD):
     added = os.getcwd() not in sys.path and "" not in sys.path
     if added:                                 # like 'python -m': the current directory first,
         sys.path.insert(0, os.getcwd())       # for this import only
@@ -263,9 +266,9 @@ def _import_module(name: str):
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             raise ConfigError(f"cannot import module {name!r} (no module named {exc.name!r}); "
                               f"it must be importable from the current directory or the "
-                              f"Python path", field=FIELD) from None
+                              f"Python path", field=field) from None
         raise ConfigError(f"importing module {name!r} failed: {type(exc).__name__}: {exc}",
-                          field=FIELD) from exc
+                          field=field) from exc
     except Exception as exc:                      # noqa: BLE001 (the user's module: report it)
         raise ConfigError(f"importing module {name!r} failed: {type(exc).__name__}: {exc}",
                           field=FIELD) from exc
@@ -274,19 +277,55 @@ def _import_module(name: str):
             sys.path.remove(os.getcwd())
 
 
+def _entry_point_object(spec: str, field: str):
+    """The object a ``module:callable`` entry point names: the module is imported (the
+    current directory is on the path), the dotted attribute read."""
+    if not _ENTRY_POINT.match(spec):
+        raise ConfigError(f"{spec!r} is not a module:callable entry point", field=field)
+    module_name, attr = spec.split(":", 1)
+    obj = _import_module(module_name, field)
+    for i, part in enumerate(attr.split(".")):
+        if not hasattr(obj, part):
+            where = ".".join([module_name] + attr.split(".")[:i])
+            raise ConfigError(f"{spec}: {where!r} has no attribute {part!r}", field=field)
+        obj = getattr(obj, part)
+    return obj
+
+
+def _is_simulator_policy(obj) -> bool:
+    return callable(getattr(obj, "reset", None)) and callable(getattr(obj, "decide", None))
+
+
+def load_simulator_policy(spec: str, field: str = "--policy"):
+    """A scheduling policy (``reset(cluster, seed)`` and ``decide(view)``: docs/simulator.md,
+    "Writing a policy") from a ``module:callable`` entry point, for ``hsched simulate`` and
+    ``compare``: an object with both methods is the policy (shared by every run that loads
+    it), a class or any other callable is called with no arguments to make a new one."""
+    obj = _entry_point_object(spec, field)
+    if inspect.isclass(obj) or not _is_simulator_policy(obj):
+        if not callable(obj):
+            raise ConfigError(f"{spec} is {type(obj).__name__} {obj!r}: neither a policy "
+                              f"(reset and decide) nor a callable that makes one", field=field)
+        try:
+            obj = obj()
+        except Exception as exc:                  # noqa: BLE001 (the user's factory)
+            raise ConfigError(f"calling {spec}() to make the policy failed: "
+                              f"{type(exc).__name__}: {exc}", field=field) from exc
+    if not _is_simulator_policy(obj):
+        agent = callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))
+        hint = (" (it is an agent, keep or act: evaluate it with hsched evaluate --policies "
+                f"pure-lp,{spec})" if agent else "")
+        raise ConfigError(f"{spec} made {type(obj).__name__} {shorten(repr(obj), 80)}, not a "
+                          f"policy with reset(cluster, seed) and decide(view){hint}",
+                          field=field)
+    return obj
+
+
 def load_entry_point(spec: str):
     """The agent of a ``module:callable`` entry point: the module is imported (the current
     directory is on the path), the dotted attribute read; an object with ``keep`` or ``act``
     is the agent, a class or any other callable is called with no arguments to make it."""
-    if not _ENTRY_POINT.match(spec):
-        raise ConfigError(f"{spec!r} is not a module:callable entry point", field=FIELD)
-    module_name, attr = spec.split(":", 1)
-    obj = _import_module(module_name)
-    for i, part in enumerate(attr.split(".")):
-        if not hasattr(obj, part):
-            where = ".".join([module_name] + attr.split(".")[:i])
-            raise ConfigError(f"{spec}: {where!r} has no attribute {part!r}", field=FIELD)
-        obj = getattr(obj, part)
+    obj = _entry_point_object(spec, FIELD)
     is_agent = (not inspect.isclass(obj)
                 and (callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))))
     if not is_agent:

@@ -98,9 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
         if cmd == "simulate":
             sp.add_argument("--policy", default="heterosched-lp",
                             help="one of: " + ", ".join(POLICY_NAMES_SPELLED)
-                                 + " (default: heterosched-lp; docs/simulator.md lists them)")
+                                 + " (default: heterosched-lp; docs/simulator.md lists them), "
+                                   "or MODULE:CALLABLE, your own policy (reset and decide; "
+                                   "docs/simulator.md, 'Writing a policy')")
         else:
-            sp.add_argument("--policies", required=True, help="comma-separated policy names")
+            sp.add_argument("--policies", required=True,
+                            help="comma-separated policy names, or MODULE:CALLABLE entries: "
+                                 "your own policies (serial backend only)")
         sp.add_argument("--objective", default=None,
                         help="LP objective of the co-optimizer's policies: sia-srpt "
                              "(default), sia-las (non-clairvoyant), fair-srpt, fair-las "

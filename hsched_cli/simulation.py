@@ -134,14 +134,16 @@ def _check_options_read(args, policies: list[str]) -> None:
     with ``gavel``) is an error naming the policies that do, not silently ignored."""
     for flag, option, given in _POLICY_FLAGS:
         flag = _flag_given(args, flag)
-        if given(args) and not any(option in policy_options(p) for p in policies):
+        if given(args) and not any(_reads(p, option) for p in policies):
             readers = [p for p in POLICY_NAMES
                        if option in policy_options(p) and not p.startswith("pop-")]
             if option in policy_options("pop-2"):          # pop-K reads what pop-2 does
                 readers += ["pop-K"] + (["pop-K-serial"]
                                         if option in policy_options("pop-2-serial") else [])
             raise ConfigError(f"{flag} is read by none of the policies given "
-                              f"({', '.join(policies)}); it applies to {', '.join(readers)}",
+                              f"({', '.join(policies)}); it applies to {', '.join(readers)}"
+                              + (" (a module:callable policy reads no LP flag)"
+                                 if any(map(_is_entry_point, policies)) else ""),
                               field=flag)
 
 
@@ -214,9 +216,26 @@ def _lp_backend(args) -> str:
     return args.lp_backend or old or "highs"
 
 
+def _is_entry_point(name: str) -> bool:
+    """Whether ``name`` is a ``module:callable`` entry point of the user's own policy (the
+    policy names have no colon)."""
+    return ":" in name
+
+
+def _reads(name: str, option: str) -> bool:
+    """Whether policy ``name`` reads ``make_policy``'s ``option``: a user's own policy reads
+    none of the LP flags."""
+    return not _is_entry_point(name) and option in policy_options(name)
+
+
 def _make_policy(name, args):
     """Policy ``name`` with the LP flags of the command line it reads (``_lp_options``,
-    ``--objective``, the backend, ``--topk``, ``--lp-time-limit-s``; ``policy_options``)."""
+    ``--objective``, the backend, ``--topk``, ``--lp-time-limit-s``; ``policy_options``); a
+    ``module:callable`` entry point: the user's own policy (``load_simulator_policy``)."""
+    if _is_entry_point(name):
+        from agents.policy_entries import load_simulator_policy
+        simulate = getattr(args, "command", None) == "simulate"
+        return load_simulator_policy(name, field="--policy" if simulate else "--policies")
     flags = {"objective": args.objective, "backend": _lp_backend(args), "topk": args.topk,
              "time_limit_s": args.lp_time_limit_s}
     return make_policy(name, **options_read_by(name, flags), **_lp_options(args, name))
@@ -453,6 +472,11 @@ def cmd_compare(args) -> int:
                           f"schedule)",
                           field="--policies")
     _check_sweep_args(args)
+    own = [n for n in names if _is_entry_point(n)]
+    if own and args.backend == "ray":
+        raise ConfigError(f"{', '.join(own)}: a module:callable policy runs in this process "
+                          f"only (a Ray worker may not import your module); drop --backend "
+                          f"ray", field="--policies")
     check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume,
                              command="compare")
     check_runs_folder(args.out)             # (--out: --backend ray only) a file named runs

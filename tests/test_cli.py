@@ -147,6 +147,100 @@ def test_a_file_name_the_os_rejects_is_a_one_line_error(capsys, tmp_path, monkey
     assert "Traceback" not in err
 
 
+OWN_POLICY = """
+import numpy as np
+
+
+class BestPerGPU:
+    name = "best-per-gpu"
+
+    def reset(self, cluster, seed):
+        self.decisions = 0
+
+    def decide(self, view):
+        self.decisions += 1
+        out = {}
+        for k, j in enumerate(view.job_ids):
+            t = view.candidates[k]
+            out[int(j)] = int(np.argmax(t.samples_per_s / t.gpus.sum(axis=1)))
+        return out
+
+
+def make():
+    return BestPerGPU()
+
+
+not_a_policy = 3
+"""
+
+
+@pytest.fixture
+def own_policy_module(tmp_path, monkeypatch):
+    """A module of the user's own policy in the current directory, as docs/simulator.md's
+    "Writing a policy" has it."""
+    name = "hsched_own_policy_for_tests"
+    (tmp_path / f"{name}.py").write_text(OWN_POLICY, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_simulate_and_compare_run_your_own_policy(capsys, own_policy_module):
+    """``--policy MODULE:CALLABLE`` / ``--policies ...,MODULE:CALLABLE``: the user's policy
+    (a class, or a factory) runs as the built-in ones do, labelled by its ``name``; the same
+    run from Python gives the same metrics."""
+    mod = own_policy_module
+    workload = "gavel:rate=6,jobs=12,seed=1,duration_scale=0.05"
+    code, out, err = run(capsys, "simulate", "--cluster", "sia-64", "--workload", workload,
+                         "--policy", f"{mod}:BestPerGPU", "--json", "--no-progress")
+    assert code == 0, err
+    m = json.loads(out)
+    assert m["policy"] == "best-per-gpu" and m["jobs_completed"] == 12
+    import importlib
+    from hsched_env.cluster import get_cluster
+    from hsched_env.simulator import SimConfig, Simulator
+    from hsched_env.workloads import load_workload
+    cluster = get_cluster("sia-64")
+    own = importlib.import_module(mod).BestPerGPU()
+    direct = Simulator(cluster, load_workload(workload, cluster), own, SimConfig()).run()
+    assert direct.metrics()["avg_jct_s"] == m["avg_jct_s"] and own.decisions > 0
+    code, out, err = run(capsys, "compare", "--cluster", "sia-64", "--workload", workload,
+                         "--policies", f"heterosched-lp,{mod}:make", "--json", "--no-progress")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["policy"] for r in rows] == ["heterosched-lp", "best-per-gpu"]
+    assert rows[1]["avg_jct_s"] == m["avg_jct_s"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["simulate", "--policy", "{mod}:nope"], "field '--policy': {mod}:nope: '{mod}' has no "
+                                             "attribute 'nope'"),
+    (["simulate", "--policy", "no_such_module_xyz:X"], "cannot import module "
+                                                       "'no_such_module_xyz'"),
+    (["simulate", "--policy", "{mod}:not_a_policy"], "is int 3: neither a policy"),
+    (["simulate", "--policy", "{mod}:BestPerGPU", "--objective", "sia-las"],
+     "a module:callable policy reads no LP flag"),
+    (["compare", "--policies", "fifo,{mod}:make", "--backend", "ray"],
+     "runs in this process only"),
+])
+def test_your_own_policy_errors_are_one_line(capsys, own_policy_module, argv, says):
+    mod = own_policy_module
+    argv = [a.format(mod=mod) for a in argv]
+    code, out, err = run(capsys, argv[0], "--cluster", "tiny-8", "--workload", "gavel:jobs=3",
+                         *argv[1:], "--no-progress")
+    assert code == 2 and out == ""
+    assert says.format(mod=mod) in err and "Traceback" not in err
+
+
+def test_evaluate_points_a_simulator_policy_to_compare(capsys, own_policy_module):
+    code, _, err = run(capsys, "evaluate", "--suite", "smoke", "--policies",
+                       f"pure-lp,{own_policy_module}:make", "--no-progress")
+    assert code == 2
+    assert "it is a scheduling policy (reset and decide): compare it with the LP by " \
+           "hsched compare --policies heterosched-lp,MODULE:CALLABLE" in err
+
+
 def test_version_prints_the_installed_version():
     from importlib.metadata import version
     out = hsched("--version")
