@@ -14,7 +14,7 @@ from hsched_cli.outdirs import (check_no_earlier_results, check_ray_only_flags,
                                 check_resume_overwrite, check_runs_folder, make_output_dir,
                                 removed_if_failed_empty)
 from hsched_env.errors import ConfigError
-from hsched_env.files import usable_path
+from hsched_env.files import is_file, usable_path
 from hsched_env.text import counted
 
 DEMO_CLUSTER = "sia-64"
@@ -39,7 +39,7 @@ def _check_demo_out(out: Path) -> None:
     """The demo replaces its own results in ``out`` on every run, never another command's:
     a ``metrics.json`` there that is not a demo's is refused."""
     path = usable_path(out, field="--out", what="the output folder") / "metrics.json"
-    if not path.is_file():
+    if not is_file(path):           # (False, not an OSError, for a path past PATH_MAX)
         return
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

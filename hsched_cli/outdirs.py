@@ -8,7 +8,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, shorten
 from hsched_env.files import missing_parents, usable_path
 
 
@@ -24,8 +24,13 @@ def make_output_dir(path: Path, flag: str = "--out") -> list[Path]:
     new = missing_parents(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create {str(path)!r}: {exc.strerror or exc}",
+    except (OSError, RecursionError) as exc:    # (pathlib recurses once per missing parent)
+        for folder in new:                      # the parents it made before failing
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        reason = (getattr(exc, "strerror", None) or str(exc) if isinstance(exc, OSError)
+                  else "too many nested folders")
+        raise ConfigError(f"cannot create {shorten(str(path), 80)!r}: {reason}",
                           field=flag) from None
     return new
 

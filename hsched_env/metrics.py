@@ -68,15 +68,18 @@ def _utilization(result) -> tuple[dict, float]:
     the last completion, or to the end of the last round when the run stopped with jobs
     still holding GPUs. With ``measure_jobs`` the span starts at the first round a measured
     job could run in (``SimResult.measure_start_s``) instead, so the warm-up before the
-    measured jobs is not in it; NaN when the run ended before that round."""
+    measured jobs is not in it; NaN when the run ended before that round, or when nothing
+    ran from it on (the span is empty)."""
     caps = np.asarray(result.cluster.capacity_vec, dtype=float)
     types = result.cluster.gpu_types
     busy = np.asarray(result.busy_gpu_s_by_type, dtype=float)
     end = max(result.end_s, result.busy_until_s)
-    if result.config.measure_jobs is None:
-        start = min(r.arrival_s for r in result.jobs)
-    elif getattr(result, "measure_start_s", None) is None:
+    measured = result.config.measure_jobs is not None
+    if measured and (getattr(result, "measure_start_s", None) is None
+                     or end <= result.measure_start_s):
         return {t: math.nan for t in types}, math.nan
+    if not measured:
+        start = min(r.arrival_s for r in result.jobs)
     else:
         start = result.measure_start_s
         busy = busy - result.busy_before_measure

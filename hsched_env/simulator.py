@@ -504,7 +504,8 @@ class Simulator:
                 self._end("completed")          # what is left can never run
                 return None
             jump = _round_at_or_after(arrival[s.next_arrival], R)
-            if s.busy_before_measure is None and jump > s.measure_from:
+            if (s.busy_before_measure is None and jump > s.measure_from
+                    and (cfg.max_time_s is None or jump < cfg.max_time_s)):
                 # the idle clock jumps past the measured span's start (its first job can
                 # never run): nothing ran meanwhile, so the busy total is that round's
                 s.measure_start = max(s.t, _round_at_or_after(s.measure_from, R))

@@ -137,7 +137,9 @@ class ColumnGenerationDriver(HighsModel):
         status = self.h.addCols(cols.size, self.cost[cols], self.col_lo[cols],
                                 self.spec.col_hi[cols], sub.nnz, sub.indptr.astype(np.int32),
                                 sub.indices.astype(np.int32), sub.data)
-        if status != highspy.HighsStatus.kOk:
+        # kWarning: entries below HiGHS' small_matrix_value dropped, as the direct path's
+        # passModel accepts them (backends._HighsModel)
+        if status == highspy.HighsStatus.kError:
             raise RuntimeError("HiGHS rejected the generated columns (addCols)")
         self.pos[cols] = self.columns + np.arange(cols.size)
         self.order.append(cols)

@@ -241,6 +241,16 @@ def test_evaluate_points_a_simulator_policy_to_compare(capsys, own_policy_module
            "hsched compare --policies heterosched-lp,MODULE:CALLABLE" in err
 
 
+def test_an_output_folder_that_cannot_be_made_leaves_no_parents_behind(capsys, tmp_path):
+    """``--out new/<name too long>/x``: an error naming ``--out``, and the ``new`` folder that
+    creating the path made before failing is removed again."""
+    out = tmp_path / "new" / LONG_NAME / "x"
+    code, _, err = run(capsys, "evaluate", "--suite", "smoke", "--policies", "pure-lp",
+                       "--out", str(out), "--no-progress")
+    assert code == 2 and "field '--out': cannot create" in err and "Traceback" not in err
+    assert not (tmp_path / "new").exists()
+
+
 def test_version_prints_the_installed_version():
     from importlib.metadata import version
     out = hsched("--version")

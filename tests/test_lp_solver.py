@@ -314,16 +314,24 @@ def test_max_min_identical_jobs_share_equally(backend):
 @pytest.mark.parametrize("objective", ["max-min", "max-throughput"])
 def test_a_tiny_coefficient_is_dropped_not_a_rejected_model(objective):
     """A candidate a billion times slower than its job's normalizer: HiGHS drops the matrix
-    entry below its ``small_matrix_value`` with a warning. The direct path rejected the model
-    for that warning (every job got X = 0, the fallback's); now both backends solve it."""
+    entry below its ``small_matrix_value`` with a warning. The direct path (passModel) and
+    column generation (addCols) rejected the model for that warning (every job got X = 0, the
+    fallback's); now every path solves it, as PuLP's did."""
     p = AllocationProblem(job_of=np.array([0, 0, 1]), gpus=np.array([[4, 0], [0, 8], [2, 0]]),
                           thr=np.array([1e-9, 150.0, 40.0]), capacity=np.array([4.0, 8.0]),
                           norm=np.array([75.0, 40.0]))
     res = {b: solve_allocation(p, objective, backend=b) for b in BACKENDS}
+    res["colgen"] = solve_allocation(p, objective, method="colgen")
     for r in res.values():
         assert r.status == "optimal" and r.has_x
         np.testing.assert_allclose(r.x, [0.0, 1.0, 1.0], atol=1e-9)
     assert res["highs"].x.tobytes() == res["pulp"].x.tobytes()
+    # a job whose only candidate is that slow: column generation starts from its column
+    p = AllocationProblem(job_of=np.array([0, 1]), gpus=np.array([[4, 0], [2, 0]]),
+                          thr=np.array([1e-9, 40.0]), capacity=np.array([4.0, 8.0]),
+                          norm=np.array([75.0, 40.0]))
+    for method in ("simplex", "colgen"):
+        assert solve_allocation(p, objective, method=method).status == "optimal"
 
 
 def test_max_throughput_picks_the_best_candidates():

@@ -226,6 +226,10 @@ def test_measured_span_starts_at_its_first_arrival_when_the_idle_clock_jumps_pas
     span = max(result.end_s, result.busy_until_s) - 5100.0
     assert result.metrics()["gpu_util"] == pytest.approx(
         sum(y.gpu_s_by_type.values()) / (TINY.num_gpus * span), rel=1e-12)
+    # a time limit before the round the jump lands in: the run never reaches the span
+    cut = Simulator(TINY, workload, BASELINES["greedy"](),
+                    SimConfig(measure_jobs=(1, 3), max_time_s=5050.0)).run()
+    assert cut.measure_start_s is None and math.isnan(cut.metrics()["gpu_util"])
 
 
 def test_measured_utilization_is_nan_when_the_run_ends_before_the_span():
