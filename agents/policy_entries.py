@@ -292,6 +292,21 @@ def _entry_point_object(spec: str, field: str):
     return obj
 
 
+def _made(factory, spec: str, field: str, noun: str, methods: str):
+    """What the entry point ``spec``'s ``factory`` (a class or any callable) makes, called
+    with no arguments; an error naming ``field`` when it is not callable or the call fails
+    (``noun``, ``methods``: what it should have been, for the message)."""
+    if not callable(factory):
+        article = "an" if noun[0] in "aeiou" else "a"
+        raise ConfigError(f"{spec} is {type(factory).__name__} {factory!r}: neither {article} "
+                          f"{noun} ({methods}) nor a callable that makes one", field=field)
+    try:
+        return factory()
+    except Exception as exc:                      # noqa: BLE001 (the user's factory)
+        raise ConfigError(f"calling {spec}() to make the {noun} failed: "
+                          f"{type(exc).__name__}: {exc}", field=field) from exc
+
+
 def _is_simulator_policy(obj) -> bool:
     return callable(getattr(obj, "reset", None)) and callable(getattr(obj, "decide", None))
 
@@ -303,14 +318,7 @@ def load_simulator_policy(spec: str, field: str = "--policy"):
     it), a class or any other callable is called with no arguments to make a new one."""
     obj = _entry_point_object(spec, field)
     if inspect.isclass(obj) or not _is_simulator_policy(obj):
-        if not callable(obj):
-            raise ConfigError(f"{spec} is {type(obj).__name__} {obj!r}: neither a policy "
-                              f"(reset and decide) nor a callable that makes one", field=field)
-        try:
-            obj = obj()
-        except Exception as exc:                  # noqa: BLE001 (the user's factory)
-            raise ConfigError(f"calling {spec}() to make the policy failed: "
-                              f"{type(exc).__name__}: {exc}", field=field) from exc
+        obj = _made(obj, spec, field, "policy", "reset and decide")
     if not _is_simulator_policy(obj):
         agent = callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))
         hint = (" (it is an agent, keep or act: evaluate it with hsched evaluate --policies "
@@ -329,14 +337,7 @@ def load_entry_point(spec: str):
     is_agent = (not inspect.isclass(obj)
                 and (callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))))
     if not is_agent:
-        if not callable(obj):
-            raise ConfigError(f"{spec} is {type(obj).__name__} {obj!r}: neither an agent (keep "
-                              f"or act) nor a callable that makes one", field=FIELD)
-        try:
-            obj = obj()
-        except Exception as exc:                  # noqa: BLE001 (the user's factory)
-            raise ConfigError(f"calling {spec}() to make the agent failed: "
-                              f"{type(exc).__name__}: {exc}", field=FIELD) from exc
+        obj = _made(obj, spec, FIELD, "agent", "keep or act")
     _agent_mode(obj, f"{spec} (an object of type {type(obj).__name__})")
     return obj
 
