@@ -186,8 +186,10 @@ def _agent_mode(obj, what: str) -> str:
                           f"mode on hsched/Rank-v0, act: select mode on hsched/Schedule-v0)",
                           field=FIELD)
     if not (keep or act):
+        spec = what.split(" ", 1)[0]
+        spec = spec if _ENTRY_POINT.match(spec) else "MODULE:CALLABLE"
         hint = ("; it is a scheduling policy (reset and decide): compare it with the LP by "
-                "hsched compare --policies heterosched-lp,MODULE:CALLABLE"
+                f"hsched compare --policies heterosched-lp,{spec}"
                 if _is_simulator_policy(obj) else "")
         raise ConfigError(f"{what} is not an agent: it has neither keep(obs, env) -> (K,) "
                           f"keep bits (rank mode) nor act(obs, env) -> int (select mode)"
@@ -271,7 +273,7 @@ def _import_module(name: str, field: str = FIELD):
                           field=field) from exc
     except Exception as exc:                      # noqa: BLE001 (the user's module: report it)
         raise ConfigError(f"importing module {name!r} failed: {type(exc).__name__}: {exc}",
-                          field=FIELD) from exc
+                          field=field) from exc
     finally:
         if added and os.getcwd() in sys.path:
             sys.path.remove(os.getcwd())
@@ -336,7 +338,8 @@ def load_entry_point(spec: str):
     obj = _entry_point_object(spec, FIELD)
     is_agent = (not inspect.isclass(obj)
                 and (callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))))
-    if not is_agent:
+    # a scheduling policy's instance is not called: _agent_mode says what to do with it
+    if not is_agent and (inspect.isclass(obj) or not _is_simulator_policy(obj)):
         obj = _made(obj, spec, FIELD, "agent", "keep or act")
     _agent_mode(obj, f"{spec} (an object of type {type(obj).__name__})")
     return obj

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import json
@@ -32,8 +33,10 @@ from lp_baseline.registry import (POLICY_NAMES, make_policy, options_read_by, po
 from lp_baseline.warm_up import warm_up_process
 
 
-def _check_simulation_args(args, policies: list[str]) -> None:
-    """Reject bad values before any simulation runs (each names its flag)."""
+def _check_simulation_args(args, policies: list[str]) -> dict:
+    """Reject bad values before any simulation runs (each names its flag). Returns the
+    user's own policies (``module:callable`` entries) by name, built here once: each runs
+    the object built for it (a factory is called once per run, as the docs say)."""
     check_throughputs(args.throughputs)
     get_throughput_source(args.throughputs)
     if args.floor is not None and not 0.0 <= args.floor <= 1.0:
@@ -46,14 +49,27 @@ def _check_simulation_args(args, policies: list[str]) -> None:
         raise ConfigError(f"must be a positive number of seconds, got {args.lp_time_limit_s}",
                           field="--lp-time-limit-s")
     flag_of = {option: _flag_given(args, flag) for flag, option, _ in _POLICY_FLAGS}
+    own = {}
     for name in policies:
         try:
-            _make_policy(name, args)         # the policy each run makes, built once now
+            policy = _make_policy(name, args)    # the policy each run makes, built once now
         except ConfigError as exc:                # named by the flag that set it
             if exc.field not in flag_of:
                 raise
             raise ConfigError(f"{name}: {exc.reason}", field=flag_of[exc.field]) from None
+        if _is_entry_point(name):
+            own[name] = policy
     _check_options_read(args, policies)
+    labels = [str(getattr(own[n], "name", type(own[n]).__name__)) if n in own else n
+              for n in policies]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        which = [n for n, label in zip(policies, labels) if label in twice]
+        raise ConfigError(f"{', '.join(which)} would all be labelled {', '.join(map(repr, twice))} "
+                          f"in the results (a module:callable policy is labelled by its name "
+                          f"attribute, else its class): give them distinct names",
+                          field="--policies")
+    return own
     if args.max_time_s is not None and not (args.max_time_s > 0
                                             and math.isfinite(args.max_time_s)):
         raise ConfigError(f"must be a positive number of seconds, got {args.max_time_s}",
@@ -241,8 +257,22 @@ def _make_policy(name, args):
     return make_policy(name, **options_read_by(name, flags), **_lp_options(args, name))
 
 
-def _run_policy(name, cluster, workload, config, args):
-    return Simulator(cluster, workload, _make_policy(name, args), config).run()
+def _run_policy(name, cluster, workload, config, args, policy=None):
+    """The run of policy ``name`` (``policy``: the object to run, when already built)."""
+    policy = _make_policy(name, args) if policy is None else policy
+    return Simulator(cluster, workload, policy, config).run()
+
+
+@contextlib.contextmanager
+def _own_output_to_stderr(args, own: bool):
+    """With ``--json`` and a user's own policy: what Python code prints meanwhile (the
+    policy's module on import, its ``decide``) goes to stderr, so stdout holds the JSON
+    alone."""
+    if own and getattr(args, "json", False):
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    else:
+        yield
 
 
 def _done_jct(jobs, config, cluster_gpus: float) -> dict[int, tuple[float, float]]:
@@ -370,9 +400,11 @@ def _write_jobs(path: str, result) -> None:
 
 
 def cmd_simulate(args) -> int:
-    _check_simulation_args(args, [args.policy])
-    cluster, workload, config = _simulation_args(args)
-    result = _run_policy(args.policy, cluster, workload, config, args)
+    with _own_output_to_stderr(args, _is_entry_point(args.policy)):
+        own = _check_simulation_args(args, [args.policy])
+        cluster, workload, config = _simulation_args(args)
+        result = _run_policy(args.policy, cluster, workload, config, args,
+                             own.get(args.policy))
     metrics = result.metrics()
     if args.jobs_out:
         _write_jobs(args.jobs_out, result)
@@ -471,16 +503,19 @@ def cmd_compare(args) -> int:
                           f"(the same policy on the same workload and seed makes the same "
                           f"schedule)",
                           field="--policies")
+    entry_points = [n for n in names if _is_entry_point(n)]
+    if entry_points and (args.backend == "ray" or args.out is not None):
+        raise ConfigError(f"{', '.join(entry_points)}: a module:callable policy runs in this "
+                          f"process only (a Ray worker may not import your module), so the "
+                          f"comparison runs serially, which keeps no run files: drop "
+                          f"--backend ray and --out, and keep the results with --json > FILE",
+                          field="--policies")
     _check_sweep_args(args)
-    own = [n for n in names if _is_entry_point(n)]
-    if own and args.backend == "ray":
-        raise ConfigError(f"{', '.join(own)}: a module:callable policy runs in this process "
-                          f"only (a Ray worker may not import your module); drop --backend "
-                          f"ray", field="--policies")
     check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume,
                              command="compare")
     check_runs_folder(args.out)             # (--out: --backend ray only) a file named runs
-    _check_simulation_args(args, names)
+    with _own_output_to_stderr(args, bool(entry_points)):
+        own = _check_simulation_args(args, names)
     cluster, workload, config = _simulation_args(args)
     # an unwritable --out fails before the runs; a Ray that cannot start (or --address with
     # no cluster) leaves no empty --out behind
@@ -498,10 +533,11 @@ def cmd_compare(args) -> int:
     else:
         results, done = [], []
         warm_up_process()          # the process's one-off costs: not in the first policy's times
-        for name in names:
-            result = _run_policy(name, cluster, workload, config, args)
-            results.append(result.metrics())
-            done.append(_done_jct(result.jobs, config, cluster.num_gpus))
+        with _own_output_to_stderr(args, bool(own)):
+            for name in names:
+                result = _run_policy(name, cluster, workload, config, args, own.get(name))
+                results.append(result.metrics())
+                done.append(_done_jct(result.jobs, config, cluster.num_gpus))
         _add_common_jct(results, done)
     data = [_jsonable(_with_workload(m, workload)) for m in results]
     if args.out is not None:

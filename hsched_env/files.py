@@ -46,12 +46,19 @@ def usable_path(path: Path, *, field: str, what: str) -> Path:
 
 def missing_parents(path: Path) -> list[Path]:
     """``path`` and those of its parents that do not exist yet, deepest first: the folders
-    that creating ``path`` will create."""
+    that creating ``path`` will create (and a failed run may remove again). A parent that
+    only looks missing because an earlier part of its path does not exist yet
+    (``new/../kept``: ``kept`` exists) is not listed: it names a folder that exists."""
     out = []
     for p in [Path(path), *Path(path).parents]:
         if p.exists() or p == Path(p.anchor) or str(p) in ("", "."):
             break
-        out.append(p)
+        try:
+            there = Path(os.path.normpath(p)).exists()
+        except (OSError, ValueError):
+            there = True                # unsure: never listed, so never removed
+        if not there:
+            out.append(p)
     return out
 
 

@@ -150,6 +150,9 @@ def test_a_file_name_the_os_rejects_is_a_one_line_error(capsys, tmp_path, monkey
 OWN_POLICY = """
 import numpy as np
 
+print("importing the policy module")        # on stdout: must not reach --json's output
+made = 0
+
 
 class BestPerGPU:
     name = "best-per-gpu"
@@ -167,7 +170,13 @@ class BestPerGPU:
 
 
 def make():
+    global made
+    made += 1
     return BestPerGPU()
+
+
+class NamedFifo(BestPerGPU):
+    name = "fifo"
 
 
 not_a_policy = 3
@@ -205,12 +214,15 @@ def test_simulate_and_compare_run_your_own_policy(capsys, own_policy_module):
     own = importlib.import_module(mod).BestPerGPU()
     direct = Simulator(cluster, load_workload(workload, cluster), own, SimConfig()).run()
     assert direct.metrics()["avg_jct_s"] == m["avg_jct_s"] and own.decisions > 0
+    module = importlib.import_module(mod)
+    made = module.made
     code, out, err = run(capsys, "compare", "--cluster", "sia-64", "--workload", workload,
                          "--policies", f"heterosched-lp,{mod}:make", "--json", "--no-progress")
     assert code == 0, err
-    rows = json.loads(out)
+    rows = json.loads(out)                   # (the module's print went to stderr)
     assert [r["policy"] for r in rows] == ["heterosched-lp", "best-per-gpu"]
     assert rows[1]["avg_jct_s"] == m["avg_jct_s"]
+    assert module.made == made + 1           # the factory: once for the one run
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -223,13 +235,17 @@ def test_simulate_and_compare_run_your_own_policy(capsys, own_policy_module):
      "a module:callable policy reads no LP flag"),
     (["compare", "--policies", "fifo,{mod}:make", "--backend", "ray"],
      "runs in this process only"),
+    (["compare", "--policies", "fifo,{mod}:make", "--out", "somewhere"],
+     "drop --backend ray and --out, and keep the results with --json > FILE"),
+    (["compare", "--policies", "fifo,{mod}:NamedFifo"],
+     "fifo, {mod}:NamedFifo would all be labelled 'fifo' in the results"),
 ])
 def test_your_own_policy_errors_are_one_line(capsys, own_policy_module, argv, says):
     mod = own_policy_module
     argv = [a.format(mod=mod) for a in argv]
     code, out, err = run(capsys, argv[0], "--cluster", "tiny-8", "--workload", "gavel:jobs=3",
                          *argv[1:], "--no-progress")
-    assert code == 2 and out == ""
+    assert code == 2 and out in ("", "importing the policy module\n")   # (its own print)
     assert says.format(mod=mod) in err and "Traceback" not in err
 
 
@@ -238,7 +254,7 @@ def test_evaluate_points_a_simulator_policy_to_compare(capsys, own_policy_module
                        f"pure-lp,{own_policy_module}:make", "--no-progress")
     assert code == 2
     assert "it is a scheduling policy (reset and decide): compare it with the LP by " \
-           "hsched compare --policies heterosched-lp,MODULE:CALLABLE" in err
+           f"hsched compare --policies heterosched-lp,{own_policy_module}:make" in err
 
 
 def test_an_output_folder_that_cannot_be_made_leaves_no_parents_behind(capsys, tmp_path):
@@ -249,6 +265,22 @@ def test_an_output_folder_that_cannot_be_made_leaves_no_parents_behind(capsys, t
                        "--out", str(out), "--no-progress")
     assert code == 2 and "field '--out': cannot create" in err and "Traceback" not in err
     assert not (tmp_path / "new").exists()
+
+
+def test_a_failed_output_folder_never_removes_a_folder_that_was_there(tmp_path, monkeypatch):
+    """``new/../kept/<name too long>``: ``kept`` (empty, there before) only looks missing
+    while ``new`` does not exist; the failed creation removes ``new``, never ``kept``."""
+    from hsched_cli.outdirs import make_output_dir
+    from hsched_env.errors import ConfigError
+    from hsched_env.files import missing_parents
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept").mkdir()
+    assert missing_parents(Path("new/../kept/x")) == [Path("new/../kept/x"), Path("new")]
+    path = Path("new/../kept") / LONG_NAME
+    assert missing_parents(path) == [Path("new")]    # (its own name: unsure, so not listed)
+    with pytest.raises(ConfigError, match="cannot create"):
+        make_output_dir(path)
+    assert (tmp_path / "kept").is_dir() and not (tmp_path / "new").exists()
 
 
 def test_version_prints_the_installed_version():

@@ -1536,3 +1536,14 @@ def test_a_bad_cluster_mapping_names_the_field_inside_it():
         gym.make("hsched/Schedule-Tiny-v0", cluster=bad)
     with pytest.raises(UnknownNameError, match=r"field 'cluster': unknown cluster 'nope'"):
         gym.make("hsched/Schedule-Tiny-v0", cluster="nope")
+
+
+def test_a_bad_cluster_file_names_its_own_field(tmp_path):
+    """A cluster *file* handed to ``gym.make``: the error names the file, its line and the
+    field in it, as the command line does (no ``cluster.`` prefix: the file has no such key)."""
+    path = tmp_path / "c.yaml"
+    path.write_text("nodes:\n  - gpu_type: V100-16GB\n    gpus_per_node: 4\n    count: 1\n"
+                    "  - gpu_type: A100-4OGB\n    gpus_per_node: 8\n    count: 1\n",
+                    encoding="utf-8")
+    with pytest.raises(UnknownNameError, match=r"c\.yaml:5, field 'nodes\[1\]\.gpu_type'"):
+        gym.make("hsched/Schedule-Tiny-v0", cluster=str(path))

@@ -12,6 +12,7 @@ import hashlib
 import inspect
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -156,7 +157,10 @@ class HSchedEnvBase(gym.Env):
         try:
             self.cluster = get_cluster(cluster)
         except UnknownNameError as exc:
-            raise _named(exc, "cluster", inside=True) from None
+            if exc.source and exc.field and not isinstance(cluster, Mapping):
+                raise       # a cluster file's error names the file, its line and its field
+            # a mapping's field is a path inside the argument
+            raise _named(exc, "cluster", inside=isinstance(cluster, Mapping)) from None
         get_throughput_source(throughputs)      # an unknown name or missing file: say so now
         if not isinstance(workload, str):
             raise ConfigError(f"workload must be a workload spec string (as hsched simulate "
