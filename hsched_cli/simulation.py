@@ -60,16 +60,7 @@ def _check_simulation_args(args, policies: list[str]) -> dict:
         if _is_entry_point(name):
             own[name] = policy
     _check_options_read(args, policies)
-    labels = [str(getattr(own[n], "name", type(own[n]).__name__)) if n in own else n
-              for n in policies]
-    twice = sorted({label for label in labels if labels.count(label) > 1})
-    if twice:
-        which = [n for n, label in zip(policies, labels) if label in twice]
-        raise ConfigError(f"{', '.join(which)} would all be labelled {', '.join(map(repr, twice))} "
-                          f"in the results (a module:callable policy is labelled by its name "
-                          f"attribute, else its class): give them distinct names",
-                          field="--policies")
-    return own
+    _check_labels(policies, own)
     if args.max_time_s is not None and not (args.max_time_s > 0
                                             and math.isfinite(args.max_time_s)):
         raise ConfigError(f"must be a positive number of seconds, got {args.max_time_s}",
@@ -79,6 +70,21 @@ def _check_simulation_args(args, policies: list[str]) -> dict:
     jobs_out = getattr(args, "jobs_out", None)
     if jobs_out:
         _check_writable(Path(jobs_out), "--jobs-out")
+    return own
+
+
+def _check_labels(policies: list[str], own: dict) -> None:
+    """No two policies of a run list would share a label in the results (a user's own
+    policy is labelled by its ``name``, else its class's name)."""
+    labels = [str(getattr(own[n], "name", type(own[n]).__name__)) if n in own else n
+              for n in policies]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        which = [n for n, label in zip(policies, labels) if label in twice]
+        raise ConfigError(f"{', '.join(which)} would all be labelled "
+                          f"{', '.join(map(repr, twice))} in the results (a module:callable "
+                          f"policy is labelled by its name attribute, else its class): give "
+                          f"them distinct names", field="--policies")
 
 
 def _check_not_an_input(out: Path, args, workload, flag: str) -> None:
