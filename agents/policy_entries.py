@@ -179,17 +179,22 @@ def _env_arguments(cls) -> set[str]:
     return names - {"self"}
 
 
-def _agent_mode(obj, what: str) -> str:
+def _is_agent(obj) -> bool:
+    """Whether ``obj`` has an agent's method, ``keep`` (rank mode) or ``act`` (select)."""
+    return callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))
+
+
+def _agent_mode(obj, what: str, spec: str | None = None) -> str:
+    """``"ranker"`` (``keep``) or ``"scheduler"`` (``act``) of agent ``obj``; ``what`` names
+    it in the errors, ``spec`` is its ``module:callable`` entry point, if it has one."""
     keep, act = callable(getattr(obj, "keep", None)), callable(getattr(obj, "act", None))
     if keep and act:
         raise ConfigError(f"{what} has both keep() and act(): give it one of them (keep: rank "
                           f"mode on hsched/Rank-v0, act: select mode on hsched/Schedule-v0)",
                           field=FIELD)
     if not (keep or act):
-        spec = what.split(" ", 1)[0]
-        spec = spec if _ENTRY_POINT.match(spec) else "MODULE:CALLABLE"
         hint = ("; it is a scheduling policy (reset and decide): compare it with the LP by "
-                f"hsched compare --policies heterosched-lp,{spec}"
+                f"hsched compare --policies heterosched-lp,{spec or 'MODULE:CALLABLE'}"
                 if _is_simulator_policy(obj) else "")
         raise ConfigError(f"{what} is not an agent: it has neither keep(obs, env) -> (K,) "
                           f"keep bits (rank mode) nor act(obs, env) -> int (select mode)"
@@ -243,7 +248,7 @@ def agent_entry(obj, label: str | None = None, source: str | None = None) -> Pol
     """The entry of an agent object (``keep`` or ``act``; optional ``name``, ``slots``,
     ``env_kwargs``). ``label`` defaults to ``name`` (rank agents: ``ranker:<name>``)."""
     what = source or repr(obj)
-    kind = _agent_mode(obj, what)
+    kind = _agent_mode(obj, what, source if source and _ENTRY_POINT.match(source) else None)
     env_kwargs = _agent_env_kwargs(obj, what, kind)
     slots = _agent_slots(obj, what, env_kwargs)
     env_kwargs.pop("slots", None)
@@ -322,9 +327,8 @@ def load_simulator_policy(spec: str, field: str = "--policy"):
     if inspect.isclass(obj) or not _is_simulator_policy(obj):
         obj = _made(obj, spec, field, "policy", "reset and decide")
     if not _is_simulator_policy(obj):
-        agent = callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))
         hint = (" (it is an agent, keep or act: evaluate it with hsched evaluate --policies "
-                f"pure-lp,{spec})" if agent else "")
+                f"pure-lp,{spec})" if _is_agent(obj) else "")
         raise ConfigError(f"{spec} made {type(obj).__name__} {shorten(repr(obj), 80)}, not a "
                           f"policy with reset(cluster, seed) and decide(view){hint}",
                           field=field)
@@ -336,12 +340,11 @@ def load_entry_point(spec: str):
     directory is on the path), the dotted attribute read; an object with ``keep`` or ``act``
     is the agent, a class or any other callable is called with no arguments to make it."""
     obj = _entry_point_object(spec, FIELD)
-    is_agent = (not inspect.isclass(obj)
-                and (callable(getattr(obj, "keep", None)) or callable(getattr(obj, "act", None))))
-    # a scheduling policy's instance is not called: _agent_mode says what to do with it
-    if not is_agent and (inspect.isclass(obj) or not _is_simulator_policy(obj)):
+    # a class is called; so is anything else but an agent or a scheduling policy's
+    # instance (_agent_mode says what to do with the latter)
+    if inspect.isclass(obj) or not (_is_agent(obj) or _is_simulator_policy(obj)):
         obj = _made(obj, spec, FIELD, "agent", "keep or act")
-    _agent_mode(obj, f"{spec} (an object of type {type(obj).__name__})")
+    _agent_mode(obj, f"{spec} (an object of type {type(obj).__name__})", spec)
     return obj
 
 

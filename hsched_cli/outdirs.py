@@ -99,8 +99,8 @@ def check_no_earlier_results(out: str | Path | None, *, overwrite: bool, resume:
     path = None if out is None else Path(out) / "metrics.json"
     if path is None or overwrite:
         return
-    if not usable_path(Path(out), field="--out", what="the output folder").exists() \
-            or not path.exists():
+    usable_path(Path(out), field="--out", what="the output folder")
+    if not path.exists():
         return
     if resume and sweep_to_resume(out):
         wrote = results_command(path)

@@ -75,8 +75,7 @@ def _utilization(result) -> tuple[dict, float]:
     busy = np.asarray(result.busy_gpu_s_by_type, dtype=float)
     end = max(result.end_s, result.busy_until_s)
     measured = result.config.measure_jobs is not None
-    if measured and (getattr(result, "measure_start_s", None) is None
-                     or end <= result.measure_start_s):
+    if measured and (result.measure_start_s is None or end <= result.measure_start_s):
         return {t: math.nan for t in types}, math.nan
     if not measured:
         start = min(r.arrival_s for r in result.jobs)

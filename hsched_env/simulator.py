@@ -925,13 +925,14 @@ class Simulator:
         skip = (cfg.skip_steady_rounds and not cfg.check_invariants
                 and getattr(self.policy, "steady", False) is True)
         settles = skip and getattr(self.policy, "settles", False) is True
+        who = f"policy {self._policy_name()!r}"
         while (view := self.next_view()) is not None:
             t0 = time.perf_counter()
             decision = self.policy.decide(view)
             elapsed = time.perf_counter() - t0
             stats = getattr(self.policy, "last_stats", None)
             self.record_decision(elapsed, getattr(stats, "lp_vars", 0) or 0)
-            placed = self.place_decision(decision, who=f"policy {self._policy_name()!r}")
+            placed = self.place_decision(decision, who=who)
             self.advance()
             if settles and placed and not self._s.completed_since \
                     and _all_first(decision, placed):

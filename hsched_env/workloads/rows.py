@@ -21,9 +21,9 @@ from typing import Any
 
 from hsched_env.catalog import MAX_BATCH, get_gpu, get_model
 from hsched_env.cluster import Cluster
-from hsched_env.text import counted
 from hsched_env.errors import (ConfigError, TraceError, UnknownNameError, decimal_float, show,
                                shorten)
+from hsched_env.text import counted
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model
 from hsched_env.workloads.reference import _fit_reference, reference_gpu
 from hsched_env.workloads.types import MAX_SECONDS, MIN_DURATION_S, Job, Workload, _variant
