@@ -118,12 +118,14 @@ def _ranker_class(required: bool = True):
 
 def load_ranker(path: str | Path, target_recall: float | None = None,
                 max_kept_fraction: float | None = None, mode: str = "prune",
-                seed_fraction: float | None = None):
+                seed_fraction: float | None = None, audit_every: int | None = None,
+                audit_recall: float | None = None):
     """``Ranker.load(path)`` (``agents.ranker``), with a one-line error for a missing file
     and a pointer to ``sb3:`` for an SB3 model zip; ``target_recall``: the file's operating
     point for that recall (``Ranker``); ``max_kept_fraction``: its unsure gate, instead of
     the file's (1: off); ``mode``: ``"prune"`` or ``"seed"``; ``seed_fraction``: the share
-    of a round, best-scored first, that starts the LP's column generation (``Ranker``)."""
+    of a round, best-scored first, that starts the LP's column generation (``Ranker``);
+    ``audit_every`` / ``audit_recall``: its audits (``Ranker``; default none)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
@@ -137,6 +139,10 @@ def load_ranker(path: str | Path, target_recall: float | None = None,
         gate.update(mode=mode, name=f"ranker-seed:{p.name}")
     if seed_fraction is not None:
         gate["seed_fraction"] = seed_fraction
+    if audit_every is not None:
+        gate["audit_every"] = audit_every
+    if audit_recall is not None:
+        gate["audit_recall"] = audit_recall
     if target_recall is None:
         return _ranker_class().load(str(p), **gate)
     try:
@@ -552,7 +558,8 @@ def sb3_entry(item: str, trust: bool) -> PolicyEntry:
 # ---------------------------------------------------------------------------- the list
 def parse_policies(items, trust_sb3_zip: bool = False,
                    max_kept_fraction: float | None = None,
-                   seed_fraction: float | None = None) -> list[PolicyEntry]:
+                   seed_fraction: float | None = None, audit_every: int | None = None,
+                   audit_recall: float | None = None) -> list[PolicyEntry]:
     """Policy entries from names (a comma-separated string or a list), agent objects and/or
     ``PolicyEntry`` objects (kept as they are).
 
@@ -568,6 +575,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     ``seed_fraction``: every ranker file named here starts the LP's column generation from
     this share of a round (seed mode's start, and prune mode's unsure rounds'; 0: prune
     mode's unsure rounds from the LP's own start); an error if no ranker file is named.
+    ``audit_every`` / ``audit_recall``: every prune-mode ranker file named here audits its
+    pruning (``agents.ranker.Ranker``; 0: no audits); an error if none is named, and
+    ``audit_recall`` only with audits.
     """
     if isinstance(items, str):
         items = split_policy_list(items, FIELD)
@@ -589,6 +599,7 @@ def parse_policies(items, trust_sb3_zip: bool = False,
             raise ConfigError("sets the start of the ranker files named (ranker, ranker:PATH, "
                               "ranker-seed, ranker-seed:PATH), and the policies name none",
                               field="--seed-fraction")
+    audit_every, audit_recall = _checked_audits(items, audit_every, audit_recall)
     out, seen = [], set()
     for item in items:
         if isinstance(item, PolicyEntry):
@@ -612,8 +623,11 @@ def parse_policies(items, trust_sb3_zip: bool = False,
             if not path:
                 raise ConfigError(f"{spec.split(':')[0]}: needs a path "
                                   f"({spec.split(':')[0]}:PATH)", field=FIELD)
+            audits = {} if seed else {"audit_every": audit_every,
+                                      "audit_recall": audit_recall}
             r = load_ranker(path, target_recall=recall, max_kept_fraction=max_kept_fraction,
-                            mode="seed" if seed else "prune", seed_fraction=seed_fraction)
+                            mode="seed" if seed else "prune", seed_fraction=seed_fraction,
+                            **audits)
             point = None if seed else getattr(r, "target_recall", None)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
                                 ranker=r, path=path,
@@ -648,6 +662,29 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     return out
 
 
+def _checked_audits(items, audit_every, audit_recall) -> tuple[int | None, float | None]:
+    """``parse_policies``' ``audit_every`` and ``audit_recall`` checked against the policies
+    (``--audit-every``, ``--audit-recall``)."""
+    if audit_every is None and audit_recall is None:
+        return None, None
+    from agents.ranker import check_audit_every, check_audit_recall
+    if audit_every is not None:
+        audit_every = check_audit_every(audit_every, "--audit-every")
+    if audit_recall is not None:
+        audit_recall = check_audit_recall(audit_recall, "--audit-recall")
+        if not audit_every:
+            raise ConfigError("sets the recall an audit must reach, and no audits are asked "
+                              "for (--audit-every N, N >= 1)", field="--audit-recall")
+    if not any(isinstance(i, str) and _names_ranker_file(i) and not i.startswith("ranker-seed")
+               for i in items):
+        raise ConfigError("sets the audits of the prune-mode ranker files named (ranker, "
+                          "ranker:PATH), and the policies name none (agent objects keep "
+                          "their own; ranker-seed solves every round whole)",
+                          field="--audit-every" if audit_every is not None
+                          else "--audit-recall")
+    return audit_every, audit_recall
+
+
 def _names_ranker_file(item: str) -> bool:
     """Whether a ``--policies`` name is a ranker file: ``ranker``, ``ranker:PATH``,
     ``ranker@R``, ``ranker:PATH@R``, ``ranker-seed``, ``ranker-seed:PATH``."""
@@ -668,7 +705,19 @@ def _gates_text(ranker) -> str:
     if getattr(ranker, "max_kept_fraction", 1.0) < 1.0:
         gates.append(f"more than {ranker.max_kept_fraction * 100:.4g}% of a round kept "
                      f"(unsure)")
-    return f", solves whole the rounds with {' or '.join(gates)}" if gates else ""
+    text = f", solves whole the rounds with {' or '.join(gates)}" if gates else ""
+    if getattr(ranker, "audit_every", 0):
+        text += (f"; audits its pruning (the first round it would prune and every "
+                 f"{ranker.audit_every}{_ordinal(ranker.audit_every)} after it solved whole; "
+                 f"a recall of the LP's support below {ranker.audit_recall:g} backs off)")
+    return text
+
+
+def _ordinal(n: int) -> str:
+    """``st``, ``nd``, ``rd`` or ``th``: the suffix of ``n``-th."""
+    if n % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
 
 
 def describe_entry(entry: PolicyEntry) -> str | None:

@@ -80,6 +80,32 @@ RANKER_MODES = ("prune", "seed")
 #: (BENCHMARKS.md, "Session 39: the ranker as column generation's start"); without a time
 #: limit any value gives the same optimum, only the time changes.
 DEFAULT_SEED_FRACTION = 0.05
+#: ``audit_recall``: an audited round (``Ranker(audit_every=N)``) fails its audit when the
+#: candidates the ranker would have kept hold less than this share of the whole LP's support:
+#: issue 12's recall target.
+DEFAULT_AUDIT_RECALL = 0.9
+#: Rows of a candidate table fit below this, so ``job * _ROW_SPAN + row`` keys a (job, row)
+#: pair (tables hold at most a few thousand rows).
+_ROW_SPAN = 1 << 32
+
+
+def _pair_keys(jobs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """One int64 key per ``(job id, candidate row)`` pair."""
+    return np.asarray(jobs, dtype=np.int64) * _ROW_SPAN + np.asarray(rows, dtype=np.int64)
+
+
+class _EpisodeGate:
+    """A ``Ranker``'s state for one episode: its back-off, and its audits."""
+
+    __slots__ = ("left", "unsure_last", "audit_last", "ranked", "audited")
+
+    def __init__(self) -> None:
+        self.left = 0            # rounds of the current back-off still to solve whole
+        self.unsure_last = 0     # the last unsure round's back-off (0: the last scored was sure)
+        self.audit_last = 0      # the last failed audit's back-off (0: the last audit passed)
+        self.ranked = 0          # rounds pruned or audited since the episode began or an
+        #                          audit failed (every audit_every-th is audited, the first too)
+        self.audited = None      # the audited round's would-be kept pairs, until its verdict
 
 
 #: Inputs the ranker derives per candidate from the state of the candidate's own GPU types
@@ -576,6 +602,18 @@ class Ranker:
     a poor ranking cannot change the schedule's objective, and costs at most a larger first
     restricted LP.
 
+    **Audits** (``audit_every=N``, prune mode; default 0: none): a check of the pruning
+    against the LP itself, for regimes the file was not trained on. The first round of an
+    episode that the ranker would prune, and every ``N``-th after it, is solved whole (the
+    pure LP's decision) after scoring; once the LP has decided it, the share of the whole
+    LP's support that the pruned set would have held is the audit's recall
+    (``audit_recalls``; the environment's ``decided_support``). Below ``audit_recall``
+    (default 0.9) the audit fails (``audit_failures``): the next ``unsure_backoff`` rounds it
+    would rank are solved whole without inference, as after an unsure round (the length
+    doubling with each failure in a row, up to ``MAX_UNSURE_BACKOFF``), and the first round
+    it ranks after them is audited again. An audit costs its round the whole LP's time plus
+    inference (BENCHMARKS.md, "Session 55: audits").
+
     **Unsure gate.** A round in which the ranker would keep more than
     ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
     ranker is not sure which candidates the LP needs there, so pruning risks the schedule and
@@ -597,7 +635,8 @@ class Ranker:
                  target_recall: float | None = None,
                  max_kept_fraction: float | None = None,
                  unsure_backoff: int = DEFAULT_UNSURE_BACKOFF, mode: str = "prune",
-                 seed_fraction: float = DEFAULT_SEED_FRACTION) -> None:
+                 seed_fraction: float = DEFAULT_SEED_FRACTION, audit_every: int = 0,
+                 audit_recall: float = DEFAULT_AUDIT_RECALL) -> None:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
         # only adds spin-waiting (measured 0.5 ms with 1 thread, 29 ms with 2 on a busy
         # 2-core machine). ``torch_threads=None`` leaves PyTorch's setting alone.
@@ -647,13 +686,23 @@ class Ranker:
                               f"{mode!r}", field="mode")
         self.mode = mode
         self.seed_fraction = check_seed_fraction(seed_fraction, "seed_fraction")
+        self.audit_every = check_audit_every(audit_every, "audit_every")
+        self.audit_recall = check_audit_recall(audit_recall, "audit_recall")
+        if self.audit_every and mode == "seed":
+            raise ConfigError("seed mode solves every round whole (the pure LP's optimum): it "
+                              "has no pruning to audit", field="audit_every")
         self.gated_rounds = 0
         #: rounds scored, found unsure (more than ``max_kept_fraction`` kept), solved whole
         self.unsure_rounds = 0
         #: rounds solved whole without inference after an unsure one (in ``gated_rounds``)
         self.backoff_rounds = 0
-        #: the back-off per episode: simulator -> [rounds left, length of the last back-off
-        #: (0: the last scored round was sure)]
+        #: rounds scored and solved whole as audits (``audit_every``); of them, those failed
+        self.audit_rounds = 0
+        self.audit_failures = 0
+        #: each audit's recall of the whole LP's support, in order (an LP without a support
+        #: gives no verdict and no entry)
+        self.audit_recalls: list[float] = []
+        #: the back-off and audits per episode: simulator -> ``_EpisodeGate``
         self._backoff: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         #: the observation pieces' shapes -> their SlotLayout (all a layout depends on; an
         #: id of the space could be reused by another space once the first is freed)
@@ -758,26 +807,71 @@ class Ranker:
         self.__dict__.update(state)
         self._backoff = weakref.WeakKeyDictionary()
 
-    def _episode_backoff(self, env) -> list | None:
-        """``[rounds left, last length]`` of ``env``'s episode (``None``: an environment
-        without a simulator that can be referenced weakly: no back-off)."""
+    def _episode_backoff(self, env) -> _EpisodeGate | None:
+        """The gate state of ``env``'s episode (``None``: an environment without a simulator
+        that can be referenced weakly: no back-off; audits need one)."""
         sim = getattr(env, "simulator", None)
-        if sim is None:
-            return None
-        try:
-            return self._backoff.setdefault(sim, [0, 0])
-        except TypeError:                            # not weakly referenceable
-            return None
+        state = None
+        if sim is not None:
+            try:
+                state = self._backoff.get(sim)
+                if state is None:
+                    state = self._backoff[sim] = _EpisodeGate()
+            except TypeError:                        # not weakly referenceable
+                state = None
+        if state is None and self.audit_every:
+            raise ConfigError(f"audits need the episode's simulator, weakly referenceable "
+                              f"(hsched/Rank-v0's RankEnv); {type(env).__name__} has none",
+                              field="audit_every")
+        return state
 
     def _backing_off(self, env) -> bool:
-        """Whether this round is in the back-off after an unsure round of the same episode
-        (then it is counted off)."""
-        if self.max_kept_fraction >= 1.0:            # no unsure gate: no state to keep
+        """Whether this round is in the back-off after an unsure round or a failed audit of
+        the same episode (then it is counted off)."""
+        if self.max_kept_fraction >= 1.0 and not self.audit_every:   # no state to keep
             return False
         state = self._episode_backoff(env)
-        if state is None or state[0] <= 0:
+        if state is None or state.left <= 0:
             return False
-        state[0] -= 1
+        state.left -= 1
+        return True
+
+    def _next_backoff(self, last: int) -> int:
+        """The back-off after one of length ``last`` (0: none) in a row."""
+        return (min(2 * last, max(MAX_UNSURE_BACKOFF, self.unsure_backoff)) if last
+                else self.unsure_backoff)
+
+    def _audit_verdict(self, state: _EpisodeGate, env) -> None:
+        """Close ``state``'s audit: the share of the LP's support (its decision of the
+        audited round, solved whole) in the set the ranker would have kept; a failed audit
+        starts a back-off, after which the first round ranked is audited again."""
+        kept, state.audited = state.audited, None
+        support = env.decided_support()
+        if support.shape[0] == 0:
+            return                                   # no support: nothing to recall
+        recall = float(np.isin(_pair_keys(support[:, 0], support[:, 1]), kept).mean())
+        self.audit_recalls.append(recall)
+        if recall >= self.audit_recall:
+            state.audit_last = 0
+            return
+        self.audit_failures += 1
+        state.audit_last = self._next_backoff(state.audit_last)
+        state.left = state.audit_last
+        state.ranked = 0
+
+    def _audit(self, state: _EpisodeGate | None, keep: np.ndarray, env) -> bool:
+        """Whether this round, which the ranker would prune to ``keep``, is audited (then its
+        would-be kept pairs wait in ``state`` for the LP's decision)."""
+        if state is None or keep.sum() == env.slots.k.size:
+            return False                             # it prunes nothing: nothing to audit
+        due = state.ranked % self.audit_every == 0
+        state.ranked += 1
+        if not due:
+            return False
+        self.audit_rounds += 1
+        sl = env.slots
+        bits = keep[:sl.k.size]
+        state.audited = np.sort(_pair_keys(sl.job[bits], sl.row[bits]))
         return True
 
     def _unsure(self, keep: np.ndarray, valid: np.ndarray, env) -> bool:
@@ -789,12 +883,11 @@ class Ranker:
         state = self._episode_backoff(env)
         if keep.sum() <= self.max_kept_fraction * valid.sum():
             if state is not None:
-                state[1] = 0
+                state.unsure_last = 0
             return False
         if state is not None:
-            state[1] = (min(2 * state[1], max(MAX_UNSURE_BACKOFF, self.unsure_backoff))
-                        if state[1] else self.unsure_backoff)
-            state[0] = state[1]
+            state.unsure_last = self._next_backoff(state.unsure_last)
+            state.left = state.unsure_last
         return True
 
     def _seed(self, obs: dict, env, valid: np.ndarray, total: int) -> np.ndarray:
@@ -837,6 +930,10 @@ class Ranker:
                               f"would prune the LP", field="mode")
         if budget is None and seeding:
             return self._seed(obs, env, valid, total)
+        audits = self._episode_backoff(unwrapped) if self.audit_every and budget is None \
+            else None
+        if audits is not None and audits.audited is not None:
+            self._audit_verdict(audits, unwrapped)
         if budget is None and self.gate_candidates and total < self.gate_candidates:
             self.gated_rounds += 1
             return valid.astype(np.int8)             # a small round: the LP solves it whole
@@ -865,6 +962,8 @@ class Ranker:
                 # column generation (the same optimum, usually in fewer restricted solves)
                 unwrapped.set_lp_start(self._seed_bits(s, valid, env))
             return valid.astype(np.int8)             # unsure which the LP needs: whole
+        if self._audit(audits, keep, unwrapped):
+            return valid.astype(np.int8)             # an audit: the LP's own decision
         return keep.astype(np.int8)
 
 
@@ -884,6 +983,24 @@ def file_max_kept_fraction(meta: dict, gate_candidates: int) -> float:
     (``gate_candidates`` > 0) and 1 (none) without."""
     return meta.get("max_kept_fraction",
                     DEFAULT_MAX_KEPT_FRACTION if gate_candidates else 1.0)
+
+
+def check_audit_every(value, field: str) -> int:
+    """``value`` as ``audit_every`` (a whole number >= 0; 0: no audits), or a ``ConfigError``
+    naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ConfigError(f"must be a whole number >= 0 (0: no audits), got {value!r}",
+                          field=field)
+    return int(value)
+
+
+def check_audit_recall(value, field: str) -> float:
+    """``value`` as ``audit_recall`` (a number in (0, 1]), or a ``ConfigError`` naming
+    ``field``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+            or not 0.0 < value <= 1.0:                    # also refuses NaN
+        raise ConfigError(f"must be a number in (0, 1], got {value!r}", field=field)
+    return float(value)
 
 
 def check_seed_fraction(value, field: str) -> float:

@@ -62,9 +62,19 @@ class Report:
 # ---------------------------------------------------------------------------- aggregation
 def _pruned_share(row: dict) -> float:
     """The share of a ranker row's rounds whose keep bits pruned the LP: neither gated (solved
-    whole without inference) nor unsure (scored, then solved whole)."""
-    return max(0.0, 1.0 - (row.get("gated_fraction") or 0.0) - (row.get("unsure_fraction")
-                                                                 or 0.0))
+    whole without inference), unsure nor audited (scored, then solved whole)."""
+    return max(0.0, 1.0 - (row.get("gated_fraction") or 0.0)
+               - (row.get("unsure_fraction") or 0.0) - (row.get("audit_fraction") or 0.0))
+
+
+def _audit_text(row: dict) -> str:
+    """``; audited ...``: a ranker row's audits (``Ranker(audit_every=)``)."""
+    recall = row.get("audit_recall_mean")
+    return (f"; audited (scored, then solved whole to measure its recall of the LP's support) "
+            f"{row['audit_fraction']:.0%}, recall "
+            + (f"{recall:.3f} on average" if _is_number(recall) and not math.isnan(recall)
+               else "n/a")
+            + f", {row.get('audit_failures') or 0} failed")
 
 
 def _nanmean(values) -> float:
@@ -147,6 +157,12 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
         row["gated_fraction"] = _nanmean(m.get("gated_fraction") for m in ms)
         row["backoff_fraction"] = _nanmean(m.get("backoff_fraction") for m in ms)
         row["unsure_fraction"] = _nanmean(m.get("unsure_fraction") for m in ms)
+        if any("audit_fraction" in m for m in ms):
+            row["audit_fraction"] = _nanmean(m.get("audit_fraction") for m in ms)
+            row["audit_failures"] = int(sum(m.get("audit_failures") or 0 for m in ms))
+            recalls = [m.get("audit_recall_mean") for m in ms
+                       if m.get("audit_recall_mean") is not None]
+            row["audit_recall_mean"] = _nanmean(recalls) if recalls else None
         if any(m.get("seed_mode") for m in ms):
             row["seed_mode"] = True
             row["seed_recall"] = _nanmean(m.get("seed_recall") for m in ms)
@@ -327,6 +343,9 @@ def per_seed_rows(report: Report) -> list[dict]:
             row["kept_frac_ranked_mean"] = r.kept_frac_ranked_mean
             for key in ("gated_fraction", "backoff_fraction", "unsure_fraction"):
                 row[key] = m.get(key)
+            for key in ("audit_fraction", "audit_failures", "audit_recall_mean"):
+                if key in m:
+                    row[key] = m[key]
             if m.get("seed_mode"):
                 row["seed_mode"] = True
                 row["seed_recall"] = m.get("seed_recall")
@@ -482,16 +501,21 @@ def format_report(report: Report) -> str:
                                 f"kept {r['kept_frac_mean']:.1%} of the candidates"
                                 + (f" ({r['kept_frac_ranked_mean']:.1%} in the rounds it "
                                    f"pruned)"
-                                   if (r.get("gated_fraction") or r.get("unsure_fraction"))
+                                   if (r.get("gated_fraction") or r.get("unsure_fraction")
+                                       or r.get("audit_fraction"))
                                    and r.get("kept_frac_ranked_mean") is not None else ""))
                              + f"; gated (solved whole without inference) "
                              f"{r.get('gated_fraction') or 0:.0%} of the rounds"
                              + (f" ({r['backoff_fraction']:.0%} in the back-off after an "
-                                f"unsure round)" if r.get("backoff_fraction") else "")
+                                f"unsure round" + (" or a failed audit" if "audit_fraction" in r
+                                                   else "") + ")"
+                                if r.get("backoff_fraction") else "")
                              + (f"; unsure (scored, then solved whole: it would have kept "
-                                f"more than its max_kept_fraction) {r['unsure_fraction']:.0%}; "
-                                f"pruned {_pruned_share(r):.0%}"
+                                f"more than its max_kept_fraction) {r['unsure_fraction']:.0%}"
                                 if r.get("unsure_fraction") else "")
+                             + (_audit_text(r) if "audit_fraction" in r else "")
+                             + (f"; pruned {_pruned_share(r):.0%}"
+                                if r.get("unsure_fraction") or "audit_fraction" in r else "")
                              + f"; slot overflow {r['overflow_max']}")
                 if r.get("observation_time_mean_s"):      # it ranked some rounds
                     notes.append(
@@ -645,7 +669,9 @@ TB_METRICS = (("avg_jct_h", "avg_jct_s", 1 / 3600), ("p99_jct_h", "p99_jct_s", 1
               ("decision_with_observation_ratio", "decision_with_observation_ratio", 1.0),
               ("gated_fraction", "gated_fraction", 1.0),
               ("unsure_fraction", "unsure_fraction", 1.0),
-              ("backoff_fraction", "backoff_fraction", 1.0))
+              ("backoff_fraction", "backoff_fraction", 1.0),
+              ("audit_fraction", "audit_fraction", 1.0),
+              ("audit_recall_mean", "audit_recall_mean", 1.0))
 
 
 def tensorboard_command(logdir) -> str:

@@ -465,11 +465,14 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     gated_before = getattr(ranker, "gated_rounds", 0)
     unsure_before = getattr(ranker, "unsure_rounds", 0)
     backoff_before = getattr(ranker, "backoff_rounds", 0)
+    audits_before = getattr(ranker, "audit_rounds", 0)
+    failures_before = getattr(ranker, "audit_failures", 0)
+    recalls_before = len(getattr(ranker, "audit_recalls", ()))
     obs, info = env.reset(seed=seed)
     lp_s, rank_s, lp_vars, recall, kept_frac, ranked = [], [], [], [], [], []
     seeding = getattr(env, "prune", None) == "seed"     # keep bits start the whole LP
     seed_recall = []                # seed mode: the share of the LP's support its seed held
-    pruned = []              # ranked and not found unsure (Ranker's unsure gate): kept bits used
+    pruned = []     # ranked, neither unsure (Ranker's unsure gate) nor audited: kept bits used
     obs_s = [float(info["observation_time_s"])]     # measure_time=True (make_scenario_env)
     overflow = total_max = 0
     done = env.simulator.finished
@@ -477,6 +480,7 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
         sl = env.slots
         gated = getattr(ranker, "gated_rounds", 0)
         unsure = getattr(ranker, "unsure_rounds", 0)
+        audited = getattr(ranker, "audit_rounds", 0)
         t0 = time.perf_counter()
         try:
             keep = ranker.keep(obs, env)
@@ -485,7 +489,8 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
             raise
         rank_s.append(time.perf_counter() - t0)
         ranked.append(getattr(ranker, "gated_rounds", 0) == gated)
-        pruned.append(ranked[-1] and getattr(ranker, "unsure_rounds", 0) == unsure)
+        pruned.append(ranked[-1] and getattr(ranker, "unsure_rounds", 0) == unsure
+                      and getattr(ranker, "audit_rounds", 0) == audited)
         keep = np.asarray(keep)
         if keep.shape != (env.K,):
             raise ConfigError(
@@ -535,6 +540,14 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     # rounds it scored but solved whole: it would have kept more than its max_kept_fraction
     metrics["unsure_fraction"] = ((getattr(ranker, "unsure_rounds", 0) - unsure_before)
                                   / max(len(rank_s), 1))
+    if getattr(ranker, "audit_every", 0):
+        # rounds it scored and solved whole as audits (``Ranker(audit_every=)``), the audits
+        # failed, and the mean recall of the LP's support over this run's audits with a verdict
+        metrics["audit_fraction"] = ((ranker.audit_rounds - audits_before)
+                                     / max(len(rank_s), 1))
+        metrics["audit_failures"] = ranker.audit_failures - failures_before
+        recalls = ranker.audit_recalls[recalls_before:]
+        metrics["audit_recall_mean"] = float(np.mean(recalls)) if recalls else None
     if seeding:
         # seed mode (prune="seed"): the mean share of the LP's support the seed held, over
         # the rounds it ranked (None: it ranked none)

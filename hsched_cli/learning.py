@@ -135,7 +135,9 @@ def cmd_evaluate(args) -> int:
     entries = ev.parse_policies(policies,                                 # unknown: exit 2
                                 trust_sb3_zip=args.trust_sb3_zip,         # before any folder
                                 max_kept_fraction=args.max_kept_fraction,
-                                seed_fraction=args.seed_fraction)
+                                seed_fraction=args.seed_fraction,
+                                audit_every=args.audit_every,
+                                audit_recall=args.audit_recall)
     # never over results (a resumed sweep rewrites its own metrics.json). What this run
     # creates (folders, its claim on a default one) goes again if it fails before writing.
     check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume,

@@ -247,6 +247,18 @@ def build_parser() -> argparse.ArgumentParser:
                          "ranker-seed's rounds and in ranker's unsure rounds (default 0.05; 0: "
                          "ranker's unsure rounds from the LP's own start); F in [0, 1]; "
                          "recorded in metrics.json (settings.ranker_gates)")
+    ev.add_argument("--audit-every", type=_nonnegative_int, default=None, metavar="N",
+                    help="audit the pruning of every ranker file listed (not ranker-seed): "
+                         "the first round it would prune and every N-th after it are solved "
+                         "whole by the LP, and the share of the LP's support it would have "
+                         "kept is measured; below --audit-recall the next rounds are solved "
+                         "whole without inference (a back-off, doubling while audits fail). "
+                         "For regimes the file was not trained on; costs each audited round "
+                         "the whole LP's time (default: no audits; 0: none); recorded in "
+                         "metrics.json (settings.ranker_gates)")
+    ev.add_argument("--audit-recall", type=_number, default=None, metavar="R",
+                    help="the recall of the LP's support an audit must reach, in (0, 1] "
+                         "(default 0.9); needs --audit-every")
     ev.add_argument("--timing-repeats", type=_positive_int, default=1, metavar="N",
                     help="make every (scenario, policy, seed) run N times (serially the "
                          "policies interleaved) and take each round's decision time from the "
@@ -427,6 +439,12 @@ def _integer(text: str) -> int:
 def _positive_int(text: str) -> int:
     """A flag's count (>= 1)."""
     return command_line_value(text, decimal_int, "a positive integer", lambda value: value > 0)
+
+
+def _nonnegative_int(text: str) -> int:
+    """A flag's count (>= 0)."""
+    return command_line_value(text, decimal_int, "a whole number >= 0",
+                              lambda value: value >= 0)
 
 
 def _output_path(text: str) -> str:

@@ -843,3 +843,171 @@ def test_rank_within_job_orders_each_jobs_entries_by_score():
     jobs = env.unwrapped.slot_jobs()
     counts = np.bincount(jobs[keep & (jobs >= 0)])
     assert counts[counts > 0].min() >= min(2, np.bincount(jobs[jobs >= 0]).min())
+
+
+# ---------------------------------------------------------------------------- audits
+def _oracle(r: Ranker) -> Ranker:
+    """``r`` scoring exactly the LP's support (``RankEnv.reference_action``) kept: its
+    audits must pass with recall 1."""
+    def scores(obs, env):
+        ref = env.unwrapped.reference_action().astype(bool)
+        valid = np.asarray(obs["valid"]) > 0.5
+        return np.where(ref, 10.0, np.where(valid, -10.0, -20.0)).astype(np.float32)
+    r.scores = scores
+    return r
+
+
+def _drive(r: Ranker, env, obs, rounds: int) -> str:
+    """``rounds`` rounds of ``r`` on ``env``: ``W`` for a round solved whole, ``p`` for a
+    pruned one."""
+    marks = []
+    for _ in range(rounds):
+        keep = r.keep(obs, env)
+        marks.append("W" if keep.sum() == (np.asarray(obs["valid"]) > 0.5).sum() else "p")
+        obs, *_ = env.step(keep)
+    return "".join(marks)
+
+
+def test_an_audit_solves_its_round_whole_and_a_passed_one_lets_pruning_go_on():
+    """With audit_every=3 the first round the ranker would prune, and every third after it,
+    is solved whole; a ranker keeping exactly the LP's support passes every audit
+    (recall 1, read from the LP's own decision of the audited round)."""
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    r = _oracle(Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5,
+                       max_kept_fraction=1.0, audit_every=3))
+    assert _drive(r, env, obs, 9) == "WppWppWpp"
+    assert r.audit_rounds == 3 and r.audit_failures == 0
+    assert r.audit_recalls == [1.0, 1.0, 1.0]           # each judged at the next round
+    assert r.gated_rounds == 0 and r.backoff_rounds == 0
+
+
+def test_a_failed_audit_backs_off_doubling_and_audits_again_after_it():
+    """A ranker whose pruning misses the LP's support fails its audits: each is followed by
+    a back-off solved whole without inference (2, then 4, ...), and the first round ranked
+    after it is audited again; its recall is the share of the LP's support it would have
+    kept."""
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    _Counting.calls = 0
+    r = Ranker(_Counting(hidden=8), gate_candidates=0, threshold=0.5, max_kept_fraction=1.0,
+               audit_every=5, unsure_backoff=2)
+    inner = r.scores
+
+    def misses_the_support(obs, env):
+        s = inner(obs, env)
+        ref = env.unwrapped.reference_action().astype(bool)
+        s[ref] = -10.0                                  # never the LP's support
+        s[~ref & (np.asarray(obs["valid"]) > 0.5)] = 10.0
+        return s
+    r.scores = misses_the_support
+    # audit (fails) | back-off 2 | audit (fails) | back-off 4 | audit (fails) | back-off 8,
+    # each verdict given at the start of the next round
+    assert _drive(r, env, obs, 10) == "WWWWWWWWWW"
+    assert r.audit_rounds == 3 and r.audit_failures == 3
+    assert r.backoff_rounds == r.gated_rounds == 2 + 4 + 1
+    assert r.audit_recalls == [0.0, 0.0, 0.0]
+    assert _Counting.calls == 3                       # inference in the audits only
+
+
+def test_audits_are_per_episode_and_a_new_episode_starts_with_one():
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    r = _oracle(Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5,
+                       max_kept_fraction=1.0, audit_every=4))
+    for seed in (0, 1):
+        obs, _ = env.reset(seed=seed)
+        obs = _rounds(env, 2)
+        assert _drive(r, env, obs, 5) == "WpppW"
+    assert r.audit_rounds == 4 and r.audit_failures == 0
+
+
+def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(ConfigError, match="audit_every"):
+            Ranker(RankerNet(hidden=8), audit_every=bad)
+    for bad in (0, -0.5, 1.01, math.nan, True):
+        with pytest.raises(ConfigError, match="audit_recall"):
+            Ranker(RankerNet(hidden=8), audit_recall=bad)
+    with pytest.raises(ConfigError, match="no pruning to audit"):
+        Ranker(RankerNet(hidden=8), mode="seed", audit_every=4)
+    assert Ranker(RankerNet(hidden=8)).audit_every == 0           # off by default
+    from agents.policy_entries import parse_policies
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", gate_candidates=50)
+    entry, seed = parse_policies([f"ranker:{path}", f"ranker-seed:{path}"], audit_every=8,
+                                 audit_recall=0.95)
+    assert (entry.ranker.audit_every, entry.ranker.audit_recall) == (8, 0.95)
+    assert "every 8th after it" in entry.source and "below 0.95" in entry.source
+    assert seed.ranker.audit_every == 0 and "audits its pruning" not in seed.source
+    from agents.evaluate import _entry_config
+    assert _entry_config(entry)["gates"]["audit_every"] == 8
+    assert "audit_every" not in _entry_config(parse_policies([f"ranker:{path}"])[0])["gates"]
+    with pytest.raises(ConfigError, match="--audit-every"):
+        parse_policies(["pure-lp", f"ranker-seed:{path}"], audit_every=8)
+    with pytest.raises(ConfigError, match="--audit-recall"):
+        parse_policies([f"ranker:{path}"], audit_recall=0.8)
+    with pytest.raises(ConfigError, match="--audit-every"):
+        parse_policies([f"ranker:{path}"], audit_every=-2)
+
+
+@pytest.mark.slow
+def test_evaluate_cli_reports_a_rankers_audits(tmp_path):
+    """``hsched evaluate --audit-every N`` end to end: the audited share of the rounds, the
+    failures and the mean recall in metrics.json, the settings recorded, and the notes under
+    the table say so; an untrained file fails its audits and backs off."""
+    import json
+
+    from hsched_cli.main import main
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", gate_candidates=0,
+                       max_kept_fraction=1.0, threshold=0.999)    # about one kept per job
+    out = tmp_path / "o"
+    assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
+                 "--audit-every", "3", "--seeds", "1", "--out", str(out),
+                 "--no-progress"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    row, = [r for r in metrics["rows"] if r["policy"].startswith("ranker")]
+    assert 0 < row["audit_fraction"] <= 1 and row["audit_failures"] >= 1
+    assert 0 <= row["audit_recall_mean"] < 0.9
+    assert row["backoff_fraction"] > 0
+    assert (row["gated_fraction"] + row["unsure_fraction"] + row["audit_fraction"]
+            <= 1 + 1e-9)
+    gates, = metrics["settings"]["ranker_gates"].values()
+    assert gates["audit_every"] == 3 and gates["audit_recall"] == 0.9
+    per_seed, = [r for r in metrics["per_seed"] if r["policy"].startswith("ranker")]
+    assert per_seed["audit_failures"] == row["audit_failures"]
+    pure, = [r for r in metrics["rows"] if r["policy"] == "pure-lp"]
+    assert "audit_fraction" not in pure
+
+
+def test_decided_support_is_the_lp_support_of_the_round_just_decided():
+    """``RankEnv.decided_support``: empty before an episode's first step; after a step that
+    kept every candidate, the pairs ``reference_action`` keeps under ``prune="lp"`` (the whole
+    LP's support);
+    after a pruned step, a subset of what was kept; it follows ``set_state``."""
+    env = rank_env("sia-64", "gavel:rate=200,jobs=80", measure_time=False,
+                   prune="lp").unwrapped         # (under "all" the reference adds the rounding's)
+    env.reset(seed=0)
+    assert env.decided_support().shape == (0, 2)
+    _rounds(env, 2)                            # then dozens of jobs arrive every round
+    ref = env.reference_action().astype(bool)
+    sl = env.slots
+    expected = {(int(j), int(r)) for j, r in zip(sl.job[ref[:sl.k.size]],
+                                                   sl.row[ref[:sl.k.size]])}
+    before = {tuple(p) for p in env.decided_support().tolist()}      # the second round's
+    state = env.get_state()
+    env.step(np.ones(env.K, dtype=np.int8))
+    got = {tuple(p) for p in env.decided_support().tolist()}
+    assert got == expected and len(got) > 0 and got != before
+    env.set_state(state)                       # back before that step: the second round's
+    assert {tuple(p) for p in env.decided_support().tolist()} == before
+    # a pruned step: each job's first candidate only; its support lies within them
+    sl = env.slots
+    first = np.zeros(env.K, dtype=np.int8)
+    first[np.flatnonzero(np.r_[True, sl.job[1:] != sl.job[:-1]])] = 1
+    kept = {(int(j), int(r)) for j, r in zip(sl.job[first[:sl.k.size] > 0],
+                                             sl.row[first[:sl.k.size] > 0])}
+    env.step(first)
+    assert {tuple(p) for p in env.decided_support().tolist()} <= kept
+    env.reset(seed=1)
+    assert env.decided_support().shape == (0, 2)

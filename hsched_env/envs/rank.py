@@ -18,6 +18,9 @@ from hsched_env.errors import ConfigError, check_switch, is_real_number, shorten
 #: What a ``RankEnv``'s kept candidates restrict (its ``prune`` argument): ``"seed"``
 #: restricts nothing, the kept candidates start the LP's column generation.
 PRUNE_SCOPES = ("all", "lp", "seed")
+#: A candidate whose share of time in the LP's allocation is above this is in its support
+#: (``reference_action``, ``decided_support``).
+SUPPORT_SHARE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,7 @@ class RankEnv(HSchedEnvBase):
                               f"got {prune!r}", field="prune")
         self.prune = prune
         self._lp_start_next = None           # set_lp_start's hint for the next step
+        self._decided = None                 # the last step's LP allocation (decided_support)
         self.compare_full = bool(compare_full)
         self.measure_time = bool(measure_time)
         super().__init__(cluster, workload, slots=slot_count(slots, max_candidates, 1024),
@@ -191,8 +195,9 @@ class RankEnv(HSchedEnvBase):
                 "compare_full": self.compare_full, "measure_time": self.measure_time}
 
     def _extra_state(self) -> dict:
-        # a pending set_lp_start hint belongs to the round it was given for
-        return {"_lp_start_next": self._lp_start_next}
+        # a pending set_lp_start hint belongs to the round it was given for; the last
+        # decision's allocation to the state it was made in (the LP's own, in one deep copy)
+        return {"_lp_start_next": self._lp_start_next, "_decided": self._decided}
 
     def _valid(self) -> np.ndarray:
         v = np.zeros(self.K, dtype=bool)
@@ -292,6 +297,7 @@ class RankEnv(HSchedEnvBase):
                 decision, dt = timed(lp.decide, view, allowed=rows, **start)
         dt += prep
         stats = lp.last_stats
+        self._decided = getattr(lp, "allocation", None)     # (an LP may not show one)
         self._sim.record_decision(dt, getattr(stats, "lp_vars", 0) or 0)
         extra = {}
         if self.compare_full:
@@ -319,10 +325,22 @@ class RankEnv(HSchedEnvBase):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self._lp_start_next = None
+        self._decided = None
         obs, info = super().reset(seed=seed, options=options)
         if self.measure_time:
             info["observation_time_s"] = float(self.observation_s)
         return obs, info
+
+    def decided_support(self) -> np.ndarray:
+        """(n, 2) int64: the ``(job id, candidate row)`` pairs with a share above
+        ``SUPPORT_SHARE`` in the LP allocation the last ``step`` decided the round with (n = 0
+        before the first step of an episode). After a step that kept every candidate (or
+        under ``prune="seed"``) that is the whole LP's support, the pairs ``reference_action``
+        keeps for ``prune="lp"``; after a pruned step, the restricted LP's. An LP policy
+        without an ``allocation`` (``{job id: (rows, X)}``, as ``LPPolicy``'s) gives none."""
+        pairs = [(j, r) for j, (rows, x) in (self._decided or {}).items()
+                 for r, xv in zip(rows, x) if xv > SUPPORT_SHARE]
+        return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
     def reference_action(self) -> np.ndarray:
         """Keep bits of what the LP uses this round (computed on a copy of the LP's state):
@@ -348,7 +366,7 @@ class RankEnv(HSchedEnvBase):
         whole = getattr(lp, "rounding", None) == "integral"
         use = set()
         for j, (rows, x) in lp.allocation.items():
-            use.update((int(j), int(r)) for r, xv in zip(rows, x) if xv > 1e-6)
+            use.update((int(j), int(r)) for r, xv in zip(rows, x) if xv > SUPPORT_SHARE)
         if self.prune == "all":
             for j, choice in decision.items():
                 rows = [choice] if np.ndim(choice) == 0 else list(choice)
@@ -367,4 +385,4 @@ class RankEnv(HSchedEnvBase):
         return out
 
 
-__all__ = ["PRUNE_SCOPES", "NotKeepBits", "RankEnv", "not_keep_bits"]
+__all__ = ["PRUNE_SCOPES", "SUPPORT_SHARE", "NotKeepBits", "RankEnv", "not_keep_bits"]
