@@ -665,8 +665,11 @@ def parse_policies(items, trust_sb3_zip: bool = False,
 def _checked_audits(items, audit_every, audit_recall) -> tuple[int | None, float | None]:
     """``parse_policies``' ``audit_every`` and ``audit_recall`` checked against the policies
     (``--audit-every``, ``--audit-recall``)."""
-    if audit_every is None and audit_recall is None:
-        return None, None
+    if audit_recall is None and not audit_every:         # None or 0: no audits
+        if audit_every is not None:
+            from agents.ranker import check_audit_every
+            audit_every = check_audit_every(audit_every, "--audit-every")
+        return audit_every, None
     from agents.ranker import check_audit_every, check_audit_recall
     if audit_every is not None:
         audit_every = check_audit_every(audit_every, "--audit-every")
@@ -707,14 +710,16 @@ def _gates_text(ranker) -> str:
                      f"(unsure)")
     text = f", solves whole the rounds with {' or '.join(gates)}" if gates else ""
     if getattr(ranker, "audit_every", 0):
-        text += (f"; audits its pruning (the first round it would prune and every "
-                 f"{ranker.audit_every}{_ordinal(ranker.audit_every)} after it solved whole; "
-                 f"a recall of the LP's support below {ranker.audit_recall:g} backs off)")
+        n = ranker.audit_every
+        which = ("every round it would prune" if n == 1 else
+                 f"the first round it would prune and every {n}{_ordinal(n)} after it")
+        text += (f"; audits its pruning ({which} solved whole; a recall of the LP's support "
+                 f"below {ranker.audit_recall:g} backs off)")
     return text
 
 
 def _ordinal(n: int) -> str:
-    """``st``, ``nd``, ``rd`` or ``th``: the suffix of ``n``-th."""
+    """``nd``, ``rd`` or ``th``: the suffix of ``n``-th (n >= 2)."""
     if n % 100 in (11, 12, 13):
         return "th"
     return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")

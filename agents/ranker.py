@@ -84,14 +84,14 @@ DEFAULT_SEED_FRACTION = 0.05
 #: candidates the ranker would have kept hold less than this share of the whole LP's support:
 #: issue 12's recall target.
 DEFAULT_AUDIT_RECALL = 0.9
-#: Rows of a candidate table fit below this, so ``job * _ROW_SPAN + row`` keys a (job, row)
-#: pair (tables hold at most a few thousand rows).
-_ROW_SPAN = 1 << 32
 
 
-def _pair_keys(jobs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """One int64 key per ``(job id, candidate row)`` pair."""
-    return np.asarray(jobs, dtype=np.int64) * _ROW_SPAN + np.asarray(rows, dtype=np.int64)
+def pair_recall(support: np.ndarray, kept: np.ndarray) -> float:
+    """The share of the ``(job id, row)`` pairs ``support`` ((n, 2), n > 0) found in
+    ``kept`` ((m, 2))."""
+    span = int(max(support[:, 1].max(), kept[:, 1].max() if kept.size else 0)) + 1
+    return float(np.isin(support[:, 0] * span + support[:, 1],
+                         kept[:, 0] * span + kept[:, 1]).mean())
 
 
 class _EpisodeGate:
@@ -105,7 +105,8 @@ class _EpisodeGate:
         self.audit_last = 0      # the last failed audit's back-off (0: the last audit passed)
         self.ranked = 0          # rounds pruned or audited since the episode began or an
         #                          audit failed (every audit_every-th is audited, the first too)
-        self.audited = None      # the audited round's would-be kept pairs, until its verdict
+        self.audited = None      # the audited round's would-be kept (job, row) pairs and
+        #                          the environment's ``decisions`` then, until its verdict
 
 
 #: Inputs the ranker derives per candidate from the state of the candidate's own GPU types
@@ -610,9 +611,12 @@ class Ranker:
     (``audit_recalls``; the environment's ``decided_support``). Below ``audit_recall``
     (default 0.9) the audit fails (``audit_failures``): the next ``unsure_backoff`` rounds it
     would rank are solved whole without inference, as after an unsure round (the length
-    doubling with each failure in a row, up to ``MAX_UNSURE_BACKOFF``), and the first round
-    it ranks after them is audited again. An audit costs its round the whole LP's time plus
-    inference (BENCHMARKS.md, "Session 55: audits").
+    doubling with each failure in a row, up to ``MAX_UNSURE_BACKOFF``; at least one round),
+    and the first round it ranks after them is audited again. The verdict is given at the
+    next ``keep`` call of the episode (no verdict if the environment did not take exactly one
+    step in between, or the LP's support was empty). An audit costs its round the whole LP's
+    time plus inference, and the next round the verdict (BENCHMARKS.md, "Session 55:
+    audits").
 
     **Unsure gate.** A round in which the ranker would keep more than
     ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
@@ -819,10 +823,11 @@ class Ranker:
                     state = self._backoff[sim] = _EpisodeGate()
             except TypeError:                        # not weakly referenceable
                 state = None
-        if state is None and self.audit_every:
-            raise ConfigError(f"audits need the episode's simulator, weakly referenceable "
-                              f"(hsched/Rank-v0's RankEnv); {type(env).__name__} has none",
-                              field="audit_every")
+        if self.audit_every and (state is None
+                                 or not callable(getattr(env, "decided_support", None))):
+            raise ConfigError(f"audits need an episode of hsched/Rank-v0 (a RankEnv, reset): "
+                              f"{type(env).__name__} has no simulator that can be referenced "
+                              f"weakly", field="audit_every")
         return state
 
     def _backing_off(self, env) -> bool:
@@ -844,18 +849,26 @@ class Ranker:
     def _audit_verdict(self, state: _EpisodeGate, env) -> None:
         """Close ``state``'s audit: the share of the LP's support (its decision of the
         audited round, solved whole) in the set the ranker would have kept; a failed audit
-        starts a back-off, after which the first round ranked is audited again."""
-        kept, state.audited = state.audited, None
+        starts a back-off (at least one round), after which the first round ranked is
+        audited again. No verdict when the environment did not take exactly one step since
+        the audit (its last decision is another round's) or the LP's support is empty."""
+        (kept, decisions), state.audited = state.audited, None
+        if env.decisions != decisions + 1:
+            return
         support = env.decided_support()
+        if support is None:
+            raise ConfigError(f"audits read the LP's decision of the audited round from its "
+                              f"allocation ({{job id: (rows, X)}}, as LPPolicy's); "
+                              f"{type(env.lp).__name__} has none", field="audit_every")
         if support.shape[0] == 0:
             return                                   # no support: nothing to recall
-        recall = float(np.isin(_pair_keys(support[:, 0], support[:, 1]), kept).mean())
+        recall = pair_recall(support, kept)
         self.audit_recalls.append(recall)
         if recall >= self.audit_recall:
             state.audit_last = 0
             return
         self.audit_failures += 1
-        state.audit_last = self._next_backoff(state.audit_last)
+        state.audit_last = max(1, self._next_backoff(state.audit_last))
         state.left = state.audit_last
         state.ranked = 0
 
@@ -871,7 +884,9 @@ class Ranker:
         self.audit_rounds += 1
         sl = env.slots
         bits = keep[:sl.k.size]
-        state.audited = np.sort(_pair_keys(sl.job[bits], sl.row[bits]))
+        state.audited = (np.stack([np.asarray(sl.job[bits], dtype=np.int64),
+                                   np.asarray(sl.row[bits], dtype=np.int64)], axis=1),
+                         env.decisions)
         return True
 
     def _unsure(self, keep: np.ndarray, valid: np.ndarray, env) -> bool:

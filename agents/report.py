@@ -74,7 +74,7 @@ def _audit_text(row: dict) -> str:
             f"{row['audit_fraction']:.0%}, recall "
             + (f"{recall:.3f} on average" if _is_number(recall) and not math.isnan(recall)
                else "n/a")
-            + f", {row.get('audit_failures') or 0} failed")
+            + f", {row.get('audit_failures') or 0} failed in all")
 
 
 def _nanmean(values) -> float:

@@ -29,7 +29,7 @@ from agents.suites import Scenario, Suite
 from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.base import MAX_SLOTS
 from hsched_env.envs.features import observation_space
-from hsched_env.envs.rank import not_keep_bits
+from hsched_env.envs.rank import SUPPORT_SHARE, not_keep_bits
 from hsched_env.errors import ConfigError, HSchedError
 from hsched_env.metrics import decision_time_metrics
 from hsched_env.planner import PlannerConfig
@@ -38,8 +38,9 @@ from lp_baseline.policy import LPPolicy
 from lp_baseline.support_reuse import SupportReusePolicy
 from lp_baseline.registry import make_policy, options_read_by
 
-#: Support threshold: a candidate with X above this is in the LP's support.
-SUPPORT_TINY = 1e-6
+#: Support threshold: a candidate with X above this is in the LP's support (the environments'
+#: ``SUPPORT_SHARE``).
+SUPPORT_TINY = SUPPORT_SHARE
 #: ``Run.end_reason`` of a select-mode run stopped by ``round_step_cap``.
 STEP_CAP = "step_cap"
 
@@ -543,10 +544,10 @@ def run_ranker(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, 
     if getattr(ranker, "audit_every", 0):
         # rounds it scored and solved whole as audits (``Ranker(audit_every=)``), the audits
         # failed, and the mean recall of the LP's support over this run's audits with a verdict
-        metrics["audit_fraction"] = ((ranker.audit_rounds - audits_before)
+        metrics["audit_fraction"] = ((getattr(ranker, "audit_rounds", 0) - audits_before)
                                      / max(len(rank_s), 1))
-        metrics["audit_failures"] = ranker.audit_failures - failures_before
-        recalls = ranker.audit_recalls[recalls_before:]
+        metrics["audit_failures"] = getattr(ranker, "audit_failures", 0) - failures_before
+        recalls = list(getattr(ranker, "audit_recalls", ()))[recalls_before:]
         metrics["audit_recall_mean"] = float(np.mean(recalls)) if recalls else None
     if seeding:
         # seed mode (prune="seed"): the mean share of the LP's support the seed held, over

@@ -952,13 +952,14 @@ def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
 
 
 @pytest.mark.slow
-def test_evaluate_cli_reports_a_rankers_audits(tmp_path):
+def test_evaluate_cli_reports_a_rankers_audits(tmp_path, capsys):
     """``hsched evaluate --audit-every N`` end to end: the audited share of the rounds, the
     failures and the mean recall in metrics.json, the settings recorded, and the notes under
     the table say so; an untrained file fails its audits and backs off."""
     import json
 
     from hsched_cli.main import main
+    th.manual_seed(0)
     path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", gate_candidates=0,
                        max_kept_fraction=1.0, threshold=0.999)    # about one kept per job
     out = tmp_path / "o"
@@ -978,6 +979,14 @@ def test_evaluate_cli_reports_a_rankers_audits(tmp_path):
     assert per_seed["audit_failures"] == row["audit_failures"]
     pure, = [r for r in metrics["rows"] if r["policy"] == "pure-lp"]
     assert "audit_fraction" not in pure
+    text = capsys.readouterr().out
+    assert "in the back-off after an unsure round or a failed audit" in text
+    assert f"{row['audit_failures']} failed in all" in text and "pruned " in text
+    assert "audits its pruning (the first round it would prune and every 3rd" in text
+    assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
+                 "--audit-recall", "0.8", "--out", str(tmp_path / "o2")]) == 2
+    assert "no audits are asked for" in capsys.readouterr().err
+    assert not (tmp_path / "o2").exists()
 
 
 def test_decided_support_is_the_lp_support_of_the_round_just_decided():
@@ -1011,3 +1020,105 @@ def test_decided_support_is_the_lp_support_of_the_round_just_decided():
     assert {tuple(p) for p in env.decided_support().tolist()} <= kept
     env.reset(seed=1)
     assert env.decided_support().shape == (0, 2)
+
+
+def test_a_verdict_is_given_on_a_gated_round_and_only_one_step_after_its_audit():
+    """The verdict of an audit comes at the next keep call even when that round is below
+    the candidate gate; when the environment took more than one step since the audit (its
+    last decision is another round's) there is none."""
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    r = _oracle(Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5,
+                       max_kept_fraction=1.0, audit_every=4))
+    obs, *_ = env.step(r.keep(obs, env))                 # an audit
+    r.gate_candidates = 10 ** 9                          # every round below the gate now
+    keep = r.keep(obs, env)
+    assert r.gated_rounds == 1 and r.audit_recalls == [1.0]
+    obs, *_ = env.step(keep)
+    r.gate_candidates = 0
+    assert _drive(r, env, obs, 4) == "pppW"              # the schedule went on: 4th audited
+    obs = _rounds(env, 2)                                # two steps the ranker did not see
+    r.keep(obs, env)
+    assert r.audit_rounds == 2 and r.audit_recalls == [1.0]
+
+
+def test_unsure_rounds_are_not_audited_and_audits_off_keep_no_state():
+    """A round the unsure gate solves whole is not an audit; with audit_every=0 (the
+    default) no audit state is ever kept and the keep bits are the same as with audits
+    never mentioned."""
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    unsure = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6,
+                    max_kept_fraction=0.01, audit_every=1)
+    _drive(unsure, env, obs, 3)
+    assert unsure.unsure_rounds >= 1 and unsure.audit_rounds == 0
+    th.manual_seed(3)
+    net = _spread(RankerNet(hidden=8))
+    a = Ranker(net, gate_candidates=0, threshold=0.6, max_kept_fraction=0.5)
+    b = Ranker(net, gate_candidates=0, threshold=0.6, max_kept_fraction=0.5, audit_every=0)
+    obs, _ = env.reset(seed=1)
+    obs = _rounds(env, 2)
+    for _ in range(6):
+        ka, kb = a.keep(obs, env), b.keep(obs, env)
+        assert np.array_equal(ka, kb)
+        obs, *_ = env.step(ka)
+    assert a.audit_rounds == b.audit_rounds == 0 and not a.audit_recalls
+    assert all(g.audited is None and g.ranked == 0 for g in b._backoff.values())
+
+
+def test_audits_need_an_lp_with_an_allocation_and_a_rank_env():
+    from lp_baseline.registry import make_policy
+
+    class NoAllocation:
+        name = "no-allocation"
+
+        def __init__(self):
+            self.inner = make_policy("heterosched-lp")
+
+        def reset(self, cluster, seed):
+            self.inner.reset(cluster, seed)
+
+        def decide(self, view, allowed=None, lp_rows=None):
+            return self.inner.decide(view, allowed=allowed, lp_rows=lp_rows)
+
+        def shares(self, view, allowed=None):
+            return self.inner.shares(view, allowed)
+
+        def evaluate(self, view, allocation):
+            return self.inner.evaluate(view, allocation)
+
+        @property
+        def last_stats(self):
+            return self.inner.last_stats
+
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune="lp", lp=NoAllocation(),
+                   measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    assert env.unwrapped.decided_support() is None
+    r = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999,   # ~1 kept per job
+               max_kept_fraction=1.0, audit_every=2)
+    obs, *_ = env.step(r.keep(obs, env))
+    with pytest.raises(ConfigError, match="NoAllocation has none"):
+        r.keep(obs, env)
+    with pytest.raises(ConfigError, match="audit_every"):
+        r.keep(obs, object())
+
+
+def test_a_ranker_with_an_audit_pending_pickles_and_starts_over():
+    import pickle
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    r = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999,
+               max_kept_fraction=1.0, audit_every=3)
+    obs, *_ = env.step(r.keep(obs, env))
+    assert r.audit_rounds == 1
+    clone = pickle.loads(pickle.dumps(r))
+    assert clone.audit_every == 3 and clone.audit_rounds == 1 and not clone._backoff
+    obs, _ = env.reset(seed=2)
+    obs = _rounds(env, 2)
+    clone.keep(obs, env)                       # a new episode: its first ranked round audited
+    assert clone.audit_rounds == 2

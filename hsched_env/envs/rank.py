@@ -158,7 +158,8 @@ class RankEnv(HSchedEnvBase):
                               f"got {prune!r}", field="prune")
         self.prune = prune
         self._lp_start_next = None           # set_lp_start's hint for the next step
-        self._decided = None                 # the last step's LP allocation (decided_support)
+        #: the last step's (allocation, the round's job ids) for ``decided_support``
+        self._decided = None
         self.compare_full = bool(compare_full)
         self.measure_time = bool(measure_time)
         super().__init__(cluster, workload, slots=slot_count(slots, max_candidates, 1024),
@@ -297,7 +298,8 @@ class RankEnv(HSchedEnvBase):
                 decision, dt = timed(lp.decide, view, allowed=rows, **start)
         dt += prep
         stats = lp.last_stats
-        self._decided = getattr(lp, "allocation", None)     # (an LP may not show one)
+        alloc = getattr(lp, "allocation", None)              # (an LP may not show one)
+        self._decided = None if alloc is None else (alloc, view.job_ids)
         self._sim.record_decision(dt, getattr(stats, "lp_vars", 0) or 0)
         extra = {}
         if self.compare_full:
@@ -331,16 +333,36 @@ class RankEnv(HSchedEnvBase):
             info["observation_time_s"] = float(self.observation_s)
         return obs, info
 
-    def decided_support(self) -> np.ndarray:
-        """(n, 2) int64: the ``(job id, candidate row)`` pairs with a share above
-        ``SUPPORT_SHARE`` in the LP allocation the last ``step`` decided the round with (n = 0
-        before the first step of an episode). After a step that kept every candidate (or
-        under ``prune="seed"``) that is the whole LP's support, the pairs ``reference_action``
-        keeps for ``prune="lp"``; after a pruned step, the restricted LP's. An LP policy
-        without an ``allocation`` (``{job id: (rows, X)}``, as ``LPPolicy``'s) gives none."""
-        pairs = [(j, r) for j, (rows, x) in (self._decided or {}).items()
-                 for r, xv in zip(rows, x) if xv > SUPPORT_SHARE]
-        return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    @property
+    def decisions(self) -> int:
+        """Steps taken this episode (each decided one round)."""
+        return len(self._actions)
+
+    def decided_support(self) -> np.ndarray | None:
+        """(n, 2) int64: the ``(job id, candidate row)`` pairs of the round the last ``step``
+        decided with a share above ``SUPPORT_SHARE`` in the LP's allocation (jobs of that
+        round only: an LP that kept an earlier allocation may still list finished jobs); n
+        = 0 before the first step of an episode. After a step that kept every candidate of a
+        round whose candidates all had slots (or under ``prune="seed"``), that is the whole
+        LP's support, the pairs ``reference_action`` keeps for ``prune="lp"``; after a pruned
+        step, the restricted LP's. ``None`` after a step of an LP policy without an
+        ``allocation`` (``{job id: (rows, X)}``, as ``LPPolicy``'s)."""
+        if not self._actions:
+            return np.zeros((0, 2), dtype=np.int64)
+        if self._decided is None:
+            return None
+        alloc, round_jobs = self._decided
+        if not alloc:
+            return np.zeros((0, 2), dtype=np.int64)
+        jobs = np.fromiter(alloc.keys(), dtype=np.int64, count=len(alloc))
+        parts = list(alloc.values())
+        sizes = np.fromiter((len(rows) for rows, _ in parts), dtype=np.int64,
+                            count=len(parts))
+        rows = np.concatenate([np.asarray(r, dtype=np.int64).reshape(-1) for r, _ in parts])
+        shares = np.concatenate([np.asarray(x, dtype=float).reshape(-1) for _, x in parts])
+        jobs = np.repeat(jobs, sizes)
+        on = (shares > SUPPORT_SHARE) & np.isin(jobs, np.asarray(round_jobs, dtype=np.int64))
+        return np.stack([jobs[on], rows[on]], axis=1)
 
     def reference_action(self) -> np.ndarray:
         """Keep bits of what the LP uses this round (computed on a copy of the LP's state):
