@@ -1536,6 +1536,14 @@ def test_a_bad_cluster_mapping_names_the_field_inside_it():
         gym.make("hsched/Schedule-Tiny-v0", cluster=bad)
     with pytest.raises(UnknownNameError, match=r"field 'cluster': unknown cluster 'nope'"):
         gym.make("hsched/Schedule-Tiny-v0", cluster="nope")
+    # any other error inside the mapping too: an unknown key, a bad count, a missing list
+    node = {"gpu_type": "V100-16GB", "gpus_per_node": 4, "count": 1}
+    for mapping, where in (({"nodes": [node], "bogus": 1}, r"cluster\.bogus"),
+                           ({"nodes": [{**node, "colour": 2}]}, r"cluster\.nodes\[0\]\.colour"),
+                           ({"nodes": [{**node, "count": -2}]}, r"cluster\.nodes\[0\]\.count"),
+                           ({"name": "x"}, r"cluster\.nodes")):
+        with pytest.raises(ConfigError, match=rf"field '{where}': "):
+            gym.make("hsched/Schedule-Tiny-v0", cluster=mapping)
 
 
 def test_a_bad_cluster_file_names_its_own_field(tmp_path):

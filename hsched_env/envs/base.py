@@ -161,6 +161,12 @@ class HSchedEnvBase(gym.Env):
                 raise       # a cluster file's error names the file, its line and its field
             # a mapping's field is a path inside the argument
             raise _named(exc, "cluster", inside=isinstance(cluster, Mapping)) from None
+        except ConfigError as exc:
+            if not isinstance(cluster, Mapping) or type(exc) is not ConfigError:
+                raise
+            # a mapping's field is a path inside the argument (an unknown key, a bad count)
+            raise ConfigError(exc.reason, source=exc.source, line=exc.line,
+                              field=f"cluster.{exc.field}" if exc.field else "cluster") from None
         get_throughput_source(throughputs)      # an unknown name or missing file: say so now
         if not isinstance(workload, str):
             raise ConfigError(f"workload must be a workload spec string (as hsched simulate "
