@@ -255,7 +255,9 @@ class Simulator:
         candidate_cache: A dict of candidate tables to use and fill (``candidates_of``'s
             cache, keyed by model, batch, GPU-type constraint and requested GPUs): pass the
             same dict to simulators of one cluster and planner configuration to plan each
-            model once (the environments do, across episodes). Default: a new one.
+            model once (the environments do, across episodes). Default: a new one. The
+            tables handed out are read-only (``CandidateTable.freeze``), also those a caller
+            put into the cache.
     """
 
     def __init__(self, cluster: Cluster, workload, policy: Policy,
@@ -310,7 +312,8 @@ class Simulator:
         key = (job.model, job.batch, job.gpu_type, job.requested_gpus)
         table = self._tables.get(key)
         if table is not None:
-            return table
+            # read-only like the tables planned here: one a caller put into the cache too
+            return table if not table.samples_per_s.flags.writeable else table.freeze()
         spec: ModelSpec = job.spec
         cfg = self.config
         table = plan(spec, self.cluster, config=cfg.planner, throughputs=cfg.throughputs)

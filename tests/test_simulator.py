@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -268,6 +269,14 @@ def test_a_policy_cannot_change_the_candidate_tables_it_is_shown():
     after = Simulator(TINY, workload, BASELINES["greedy"](), SimConfig(),
                       candidate_cache=cache).run()
     assert [r.finish_s for r in after.jobs] == [r.finish_s for r in before.jobs]
+    # tables a caller put into the cache itself (writable copies) are handed out read-only too
+    mine = {k: dataclasses.replace(t, **{f: np.array(getattr(t, f)) for f in ("samples_per_s",
+                                                                              "gpus")})
+            for k, t in cache.items()}
+    assert all(t.samples_per_s.flags.writeable for t in mine.values())
+    with pytest.raises(ValueError, match="read-only"):
+        Simulator(TINY, workload, Cheat(), SimConfig(), candidate_cache=mine).run()
+    assert not any(t.samples_per_s.flags.writeable for t in mine.values())
 
 
 def test_a_policy_without_a_name_runs_and_a_class_is_refused():
