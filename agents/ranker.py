@@ -823,11 +823,15 @@ class Ranker:
                     state = self._backoff[sim] = _EpisodeGate()
             except TypeError:                        # not weakly referenceable
                 state = None
-        if self.audit_every and (state is None
-                                 or not callable(getattr(env, "decided_support", None))):
+        if self.audit_every and state is None:
             raise ConfigError(f"audits need an episode of hsched/Rank-v0 (a RankEnv, reset): "
                               f"{type(env).__name__} has no simulator that can be referenced "
                               f"weakly", field="audit_every")
+        if self.audit_every and not (callable(getattr(env, "decided_support", None))
+                                     and hasattr(env, "decisions")):
+            raise ConfigError(f"audits read the LP's decision of the audited round from "
+                              f"hsched/Rank-v0 (RankEnv.decided_support, decisions); "
+                              f"{type(env).__name__} does not have both", field="audit_every")
         return state
 
     def _backing_off(self, env) -> bool:

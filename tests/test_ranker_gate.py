@@ -1050,10 +1050,15 @@ def test_unsure_rounds_are_not_audited_and_audits_off_keep_no_state():
     env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
     obs, _ = env.reset(seed=0)
     obs = _rounds(env, 2)
-    unsure = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=1e-6,
-                    max_kept_fraction=0.01, audit_every=1)
-    _drive(unsure, env, obs, 3)
-    assert unsure.unsure_rounds >= 1 and unsure.audit_rounds == 0
+    th.manual_seed(3)
+    spread = _spread(RankerNet(hidden=8))
+    would = Ranker(spread, gate_candidates=0, threshold=0.999, max_kept_fraction=1.0)
+    valid = int((obs["valid"] > 0.5).sum())
+    assert 0 < would.keep(obs, env).sum() < valid          # it would prune this round...
+    unsure = Ranker(spread, gate_candidates=0, threshold=0.999, max_kept_fraction=0.01,
+                    audit_every=1)
+    assert unsure.keep(obs, env).sum() == valid            # ...but is unsure: whole,
+    assert unsure.unsure_rounds == 1 and unsure.audit_rounds == 0     # and not an audit
     th.manual_seed(3)
     net = _spread(RankerNet(hidden=8))
     a = Ranker(net, gate_candidates=0, threshold=0.6, max_kept_fraction=0.5)
@@ -1122,3 +1127,60 @@ def test_a_ranker_with_an_audit_pending_pickles_and_starts_over():
     obs = _rounds(env, 2)
     clone.keep(obs, env)                       # a new episode: its first ranked round audited
     assert clone.audit_rounds == 2
+
+
+def test_decided_support_leaves_out_jobs_not_in_the_decided_round():
+    """An LP whose allocation still lists a job that is not in the round (a kept allocation
+    with a finished job): ``decided_support`` gives the round's jobs only."""
+    from lp_baseline.registry import make_policy
+
+    class Stale:
+        name = "stale"
+
+        def __init__(self):
+            self.inner = make_policy("heterosched-lp")
+
+        def reset(self, cluster, seed):
+            self.inner.reset(cluster, seed)
+
+        def decide(self, view, allowed=None, lp_rows=None):
+            return self.inner.decide(view, allowed=allowed, lp_rows=lp_rows)
+
+        def shares(self, view, allowed=None):
+            return self.inner.shares(view, allowed)
+
+        def evaluate(self, view, allocation):
+            return self.inner.evaluate(view, allocation)
+
+        @property
+        def allocation(self):
+            return {**self.inner.allocation, 10 ** 6: (np.array([0]), np.array([1.0]))}
+
+        @property
+        def last_stats(self):
+            return self.inner.last_stats
+
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune="lp", lp=Stale(),
+                   measure_time=False).unwrapped
+    env.reset(seed=0)
+    _rounds(env, 3)
+    pairs = env.decided_support()
+    assert pairs.shape[0] > 0 and 10 ** 6 not in pairs[:, 0]
+
+
+def test_a_failed_audit_backs_off_at_least_one_round_without_an_unsure_back_off():
+    """With unsure_backoff=0 a failed audit still backs off: 1 round, then 2, ..."""
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    r = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5, max_kept_fraction=1.0,
+               audit_every=5, unsure_backoff=0)
+
+    def misses_the_support(obs, env):
+        ref = env.unwrapped.reference_action().astype(bool)
+        valid = np.asarray(obs["valid"]) > 0.5
+        return np.where(ref, -10.0, np.where(valid, 10.0, -20.0)).astype(np.float32)
+    r.scores = misses_the_support
+    # audit (fails) | back-off 1 | audit (fails) | back-off 2 | audit
+    assert _drive(r, env, obs, 6) == "WWWWWW"
+    assert (r.audit_rounds, r.audit_failures, r.backoff_rounds) == (3, 2, 3)
