@@ -605,8 +605,8 @@ class Ranker:
 
     **Audits** (``audit_every=N``, prune mode; default 0: none): a check of the pruning
     against the LP itself, for regimes the file was not trained on. The first round of an
-    episode that the ranker would prune, and every ``N``-th after it, is solved whole (the
-    pure LP's decision) after scoring; once the LP has decided it, the share of the whole
+    episode that the ranker would prune, and every ``N``-th after it, is solved over every
+    candidate after scoring; once the LP has decided it, the share of the whole
     LP's support that the pruned set would have held is the audit's recall
     (``audit_recalls``; the environment's ``decided_support``). Below ``audit_recall``
     (default 0.9) the audit fails (``audit_failures``): the next ``unsure_backoff`` rounds it
@@ -982,7 +982,7 @@ class Ranker:
                 unwrapped.set_lp_start(self._seed_bits(s, valid, env))
             return valid.astype(np.int8)             # unsure which the LP needs: whole
         if self._audit(audits, keep, unwrapped):
-            return valid.astype(np.int8)             # an audit: the LP's own decision
+            return valid.astype(np.int8)             # an audit: the LP over every candidate
         return keep.astype(np.int8)
 
 
