@@ -97,6 +97,41 @@ def valid_decision():
     return assert_valid_decision
 
 
+class WrappedLP:
+    """The default LP (``heterosched-lp``) behind the least a ``RankEnv`` needs of an LP
+    policy: ``decide(view, allowed=, lp_rows=)`` (no ``lp_start``), ``shares``, ``evaluate``
+    and ``last_stats`` — no ``allocation``. Subclass it to add one."""
+
+    name = "wrapped-lp"
+
+    def __init__(self):
+        from lp_baseline.registry import make_policy
+        self.inner = make_policy("heterosched-lp")
+
+    def reset(self, cluster, seed):
+        self.inner.reset(cluster, seed)
+
+    def decide(self, view, allowed=None, lp_rows=None):
+        return self.inner.decide(view, allowed=allowed, lp_rows=lp_rows)
+
+    def shares(self, view, allowed=None):
+        return self.inner.shares(view, allowed)
+
+    def evaluate(self, view, allocation):
+        return self.inner.evaluate(view, allocation)
+
+    @property
+    def last_stats(self):
+        return self.inner.last_stats
+
+
+@pytest.fixture(scope="session")
+def wrapped_lp():
+    """``WrappedLP``: the default LP with only what a ``RankEnv`` needs (no ``lp_start``, no
+    ``allocation``)."""
+    return WrappedLP
+
+
 def _imitation_record() -> dict:
     """What imitation records for ``agents.train._ranker_meta``: the target's operating point
     (recall 0.95), two size bands and the ladder of points at recalls 0.95 and 0.99."""

@@ -120,28 +120,8 @@ def test_a_start_hint_is_for_the_next_step_only_and_restricts_nothing():
         env.set_lp_start(np.ones(env.K + 1))
 
 
-def test_seed_mode_and_the_hint_need_an_lp_that_takes_a_start():
-    class NoStart:
-        name = "no-start"
-
-        def __init__(self):
-            self.inner = make_policy("heterosched-lp")
-
-        def reset(self, cluster, seed):
-            self.inner.reset(cluster, seed)
-
-        def decide(self, view, allowed=None, lp_rows=None):
-            return self.inner.decide(view, allowed=allowed, lp_rows=lp_rows)
-
-        def shares(self, view, allowed=None):
-            return self.inner.shares(view, allowed)
-
-        def evaluate(self, view, allocation):
-            return self.inner.evaluate(view, allocation)
-
-        @property
-        def last_stats(self):
-            return self.inner.last_stats
+def test_seed_mode_and_the_hint_need_an_lp_that_takes_a_start(wrapped_lp):
+    NoStart = wrapped_lp                     # its decide takes no lp_start=
 
     with pytest.raises(ConfigError, match="prune='seed' needs an LP policy"):
         rank_env("sia-64", "gavel:rate=20,jobs=20", prune="seed", lp=NoStart())

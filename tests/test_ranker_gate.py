@@ -1073,30 +1073,8 @@ def test_unsure_rounds_are_not_audited_and_audits_off_keep_no_state():
     assert all(g.audited is None and g.ranked == 0 for g in b._backoff.values())
 
 
-def test_audits_need_an_lp_with_an_allocation_and_a_rank_env():
-    from lp_baseline.registry import make_policy
-
-    class NoAllocation:
-        name = "no-allocation"
-
-        def __init__(self):
-            self.inner = make_policy("heterosched-lp")
-
-        def reset(self, cluster, seed):
-            self.inner.reset(cluster, seed)
-
-        def decide(self, view, allowed=None, lp_rows=None):
-            return self.inner.decide(view, allowed=allowed, lp_rows=lp_rows)
-
-        def shares(self, view, allowed=None):
-            return self.inner.shares(view, allowed)
-
-        def evaluate(self, view, allocation):
-            return self.inner.evaluate(view, allocation)
-
-        @property
-        def last_stats(self):
-            return self.inner.last_stats
+def test_audits_need_an_lp_with_an_allocation_and_a_rank_env(wrapped_lp):
+    NoAllocation = wrapped_lp                # no allocation to read an audit's support from
 
     env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune="lp", lp=NoAllocation(),
                    measure_time=False)
@@ -1106,7 +1084,7 @@ def test_audits_need_an_lp_with_an_allocation_and_a_rank_env():
     r = Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.999,   # ~1 kept per job
                max_kept_fraction=1.0, audit_every=2)
     obs, *_ = env.step(r.keep(obs, env))
-    with pytest.raises(ConfigError, match="NoAllocation has none"):
+    with pytest.raises(ConfigError, match="WrappedLP has none"):
         r.keep(obs, env)
     with pytest.raises(ConfigError, match="audit_every"):
         r.keep(obs, object())
@@ -1129,36 +1107,14 @@ def test_a_ranker_with_an_audit_pending_pickles_and_starts_over():
     assert clone.audit_rounds == 2
 
 
-def test_decided_support_leaves_out_jobs_not_in_the_decided_round():
+def test_decided_support_leaves_out_jobs_not_in_the_decided_round(wrapped_lp):
     """An LP whose allocation still lists a job that is not in the round (a kept allocation
     with a finished job): ``decided_support`` gives the round's jobs only."""
-    from lp_baseline.registry import make_policy
 
-    class Stale:
-        name = "stale"
-
-        def __init__(self):
-            self.inner = make_policy("heterosched-lp")
-
-        def reset(self, cluster, seed):
-            self.inner.reset(cluster, seed)
-
-        def decide(self, view, allowed=None, lp_rows=None):
-            return self.inner.decide(view, allowed=allowed, lp_rows=lp_rows)
-
-        def shares(self, view, allowed=None):
-            return self.inner.shares(view, allowed)
-
-        def evaluate(self, view, allocation):
-            return self.inner.evaluate(view, allocation)
-
+    class Stale(wrapped_lp):
         @property
         def allocation(self):
             return {**self.inner.allocation, 10 ** 6: (np.array([0]), np.array([1.0]))}
-
-        @property
-        def last_stats(self):
-            return self.inner.last_stats
 
     env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune="lp", lp=Stale(),
                    measure_time=False).unwrapped
