@@ -834,12 +834,10 @@ class Ranker:
                               f"{type(env).__name__} does not have both", field="audit_every")
         return state
 
-    def _backing_off(self, env) -> bool:
+    @staticmethod
+    def _backing_off(state: _EpisodeGate | None) -> bool:
         """Whether this round is in the back-off after an unsure round or a failed audit of
-        the same episode (then it is counted off)."""
-        if self.max_kept_fraction >= 1.0 and not self.audit_every:   # no state to keep
-            return False
-        state = self._episode_backoff(env)
+        the episode whose gate state is ``state`` (then it is counted off)."""
         if state is None or state.left <= 0:
             return False
         state.left -= 1
@@ -893,13 +891,12 @@ class Ranker:
                          env.decisions)
         return True
 
-    def _unsure(self, keep: np.ndarray, valid: np.ndarray, env) -> bool:
+    def _unsure(self, keep: np.ndarray, valid: np.ndarray, state: _EpisodeGate | None) -> bool:
         """Whether ``keep`` holds more than ``max_kept_fraction`` of the valid candidates;
-        starts the next back-off of ``env``'s episode (twice the last one if the last scored
-        round was unsure too) or, on a sure round, resets it."""
+        starts the next back-off of the episode whose gate state is ``state`` (twice the last
+        one if the last scored round was unsure too) or, on a sure round, resets it."""
         if self.max_kept_fraction >= 1.0:
             return False
-        state = self._episode_backoff(env)
         if keep.sum() <= self.max_kept_fraction * valid.sum():
             if state is not None:
                 state.unsure_last = 0
@@ -956,10 +953,13 @@ class Ranker:
         if budget is None and self.gate_candidates and total < self.gate_candidates:
             self.gated_rounds += 1
             return valid.astype(np.int8)             # a small round: the LP solves it whole
-        if budget is None and self._backing_off(unwrapped):
+        state = audits
+        if budget is None and state is None and self.max_kept_fraction < 1.0:
+            state = self._episode_backoff(unwrapped)        # the unsure gate's back-off
+        if budget is None and self._backing_off(state):
             self.gated_rounds += 1
             self.backoff_rounds += 1
-            return valid.astype(np.int8)             # an unsure round just before: whole
+            return valid.astype(np.int8)             # after an unsure round or a failed audit
         s = self.scores(obs, env)
         if budget is not None:
             n = int(np.ceil(budget * valid.sum()))
@@ -974,7 +974,7 @@ class Ranker:
         elif self.min_per_job > 0:
             jobs = env.unwrapped.slot_jobs()
             keep[(rank_within_job(s, jobs) < self.min_per_job) & (jobs >= 0)] = True
-        if budget is None and self._unsure(keep, valid, unwrapped):
+        if budget is None and self._unsure(keep, valid, state):
             self.unsure_rounds += 1
             if self.seed_fraction > 0 and getattr(unwrapped, "takes_lp_start", False):
                 # the scores are paid for: its best-scored candidates start the whole LP's

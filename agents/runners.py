@@ -29,7 +29,7 @@ from agents.suites import Scenario, Suite
 from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.base import MAX_SLOTS
 from hsched_env.envs.features import observation_space
-from hsched_env.envs.rank import SUPPORT_SHARE, not_keep_bits
+from hsched_env.envs.rank import SUPPORT_SHARE, allocation_support, not_keep_bits
 from hsched_env.errors import ConfigError, HSchedError
 from hsched_env.metrics import decision_time_metrics
 from hsched_env.planner import PlannerConfig
@@ -244,8 +244,7 @@ def run_from_json(data: dict) -> Run:
 def support_pairs(support_lp, view) -> set[tuple[int, int]]:
     """The ``(job id, row)`` pairs with a share in ``support_lp``'s full LP on ``view``."""
     alloc, _ = support_lp.shares(view)
-    return {(int(j), int(r)) for j, (rows, x) in alloc.items()
-            for r, xv in zip(rows, x) if xv > SUPPORT_TINY}
+    return set(map(tuple, allocation_support(alloc).tolist()))
 
 
 def recall_defined(policy) -> bool:

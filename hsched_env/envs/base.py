@@ -156,17 +156,16 @@ class HSchedEnvBase(gym.Env):
                                    field="render_mode")
         try:
             self.cluster = get_cluster(cluster)
-        except UnknownNameError as exc:
-            if exc.source and exc.field and not isinstance(cluster, Mapping):
-                raise       # a cluster file's error names the file, its line and its field
-            # a mapping's field is a path inside the argument
-            raise _named(exc, "cluster", inside=isinstance(cluster, Mapping)) from None
         except ConfigError as exc:
-            if not isinstance(cluster, Mapping) or type(exc) is not ConfigError:
-                raise
-            # a mapping's field is a path inside the argument (an unknown key, a bad count)
-            raise ConfigError(exc.reason, source=exc.source, line=exc.line,
-                              field=f"cluster.{exc.field}" if exc.field else "cluster") from None
+            unknown = isinstance(exc, UnknownNameError)
+            if isinstance(cluster, Mapping):
+                if not (unknown or type(exc) is ConfigError):
+                    raise
+                # a mapping's field is a path inside the argument (a GPU type, a key, a count)
+                raise _named(exc, "cluster", inside=True) from None
+            if not unknown or (exc.source and exc.field):
+                raise       # a cluster file's error names the file, its line and its field
+            raise _named(exc, "cluster") from None
         get_throughput_source(throughputs)      # an unknown name or missing file: say so now
         if not isinstance(workload, str):
             raise ConfigError(f"workload must be a workload spec string (as hsched simulate "
@@ -1013,14 +1012,17 @@ def _gpu_mem(name: str) -> float:
     return get_gpu(name).memory_gb
 
 
-def _named(exc: UnknownNameError, field: str, *, inside: bool = False) -> UnknownNameError:
-    """``exc`` naming the constructor argument ``field`` (the name look-ups it comes from do not
-    know which argument they serve); ``inside``: the field the error names is a path inside
-    the argument (a cluster mapping's ``nodes[0].gpu_type``), kept as ``field.path``."""
+def _named(exc: ConfigError, field: str, *, inside: bool = False) -> ConfigError:
+    """``exc`` (an ``UnknownNameError`` or a plain ``ConfigError``) naming the constructor
+    argument ``field`` (the look-ups it comes from do not know which argument they serve);
+    ``inside``: the field the error names is a path inside the argument (a cluster mapping's
+    ``nodes[0].gpu_type``), kept as ``field.path``."""
     inner = exc.field if inside and exc.field and exc.field != field else None
-    return UnknownNameError(exc.kind, exc.name, exc.valid,
-                            field=f"{field}.{inner}" if inner else field, source=exc.source,
-                            line=exc.line)
+    where = dict(field=f"{field}.{inner}" if inner else field, source=exc.source,
+                 line=exc.line)
+    if isinstance(exc, UnknownNameError):
+        return UnknownNameError(exc.kind, exc.name, exc.valid, **where)
+    return ConfigError(exc.reason, **where)
 
 
 def _is_preset(cluster: Cluster) -> bool:

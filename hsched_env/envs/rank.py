@@ -23,6 +23,24 @@ PRUNE_SCOPES = ("all", "lp", "seed")
 SUPPORT_SHARE = 1e-6
 
 
+def allocation_support(allocation: dict, jobs=None) -> np.ndarray:
+    """(n, 2) int64: the ``(job id, candidate row)`` pairs with a share above
+    ``SUPPORT_SHARE`` in an LP allocation ``{job id: (rows, X)}`` (``LPPolicy.allocation``,
+    ``LPPolicy.shares``); with ``jobs``, of those jobs only."""
+    if not allocation:
+        return np.zeros((0, 2), dtype=np.int64)
+    parts = list(allocation.values())
+    ids = np.fromiter(allocation.keys(), dtype=np.int64, count=len(parts))
+    sizes = np.fromiter((len(rows) for rows, _ in parts), dtype=np.int64, count=len(parts))
+    rows = np.concatenate([np.asarray(r, dtype=np.int64).reshape(-1) for r, _ in parts])
+    shares = np.concatenate([np.asarray(x, dtype=float).reshape(-1) for _, x in parts])
+    ids = np.repeat(ids, sizes)
+    on = shares > SUPPORT_SHARE
+    if jobs is not None:
+        on &= np.isin(ids, np.asarray(jobs, dtype=np.int64))
+    return np.stack([ids[on], rows[on]], axis=1)
+
+
 @dataclass(frozen=True)
 class NotKeepBits:
     """What makes an array not keep bits (``not_keep_bits``): a complex dtype, or its first
@@ -352,17 +370,7 @@ class RankEnv(HSchedEnvBase):
         if self._decided is None:
             return None
         alloc, round_jobs = self._decided
-        if not alloc:
-            return np.zeros((0, 2), dtype=np.int64)
-        jobs = np.fromiter(alloc.keys(), dtype=np.int64, count=len(alloc))
-        parts = list(alloc.values())
-        sizes = np.fromiter((len(rows) for rows, _ in parts), dtype=np.int64,
-                            count=len(parts))
-        rows = np.concatenate([np.asarray(r, dtype=np.int64).reshape(-1) for r, _ in parts])
-        shares = np.concatenate([np.asarray(x, dtype=float).reshape(-1) for _, x in parts])
-        jobs = np.repeat(jobs, sizes)
-        on = (shares > SUPPORT_SHARE) & np.isin(jobs, np.asarray(round_jobs, dtype=np.int64))
-        return np.stack([jobs[on], rows[on]], axis=1)
+        return allocation_support(alloc, round_jobs)
 
     def reference_action(self) -> np.ndarray:
         """Keep bits of what the LP uses this round (computed on a copy of the LP's state):
@@ -386,9 +394,7 @@ class RankEnv(HSchedEnvBase):
         lp = copy.deepcopy(self.lp)
         decision = lp.decide(sl.view)
         whole = getattr(lp, "rounding", None) == "integral"
-        use = set()
-        for j, (rows, x) in lp.allocation.items():
-            use.update((int(j), int(r)) for r, xv in zip(rows, x) if xv > SUPPORT_SHARE)
+        use = set(map(tuple, allocation_support(lp.allocation).tolist()))
         if self.prune == "all":
             for j, choice in decision.items():
                 rows = [choice] if np.ndim(choice) == 0 else list(choice)
@@ -407,4 +413,4 @@ class RankEnv(HSchedEnvBase):
         return out
 
 
-__all__ = ["PRUNE_SCOPES", "SUPPORT_SHARE", "NotKeepBits", "RankEnv", "not_keep_bits"]
+__all__ = ["PRUNE_SCOPES", "SUPPORT_SHARE", "allocation_support", "NotKeepBits", "RankEnv", "not_keep_bits"]
