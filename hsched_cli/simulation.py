@@ -10,6 +10,7 @@ import json
 import math
 import os
 import sys
+import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -537,13 +538,7 @@ def cmd_compare(args) -> int:
             print(interrupted_note(Path(args.out) / "runs", exc), file=sys.stderr)
             return exit_status(exc)
     else:
-        results, done = [], []
-        warm_up_process()          # the process's one-off costs: not in the first policy's times
-        with _own_output_to_stderr(args, bool(own)):
-            for name in names:
-                result = _run_policy(name, cluster, workload, config, args, own.get(name))
-                results.append(result.metrics())
-                done.append(_done_jct(result.jobs, config, cluster.num_gpus))
+        results, done = _compare_serially(args, names, cluster, workload, config, own)
         _add_common_jct(results, done)
     data = [_jsonable(_with_workload(m, workload)) for m in results]
     if args.out is not None:
@@ -588,6 +583,33 @@ def cmd_compare(args) -> int:
         print(sweep_note(sweep, failed_runs, errors_in="their errors: their entries' 'error' "
                          "in the JSON") + where, file=sys.stderr)
     return 1 if any(m.get("status") == "failed" for m in results) else 0
+
+
+def _compare_serially(args, names, cluster, workload, config, own: dict
+                      ) -> tuple[list[dict], list[dict | None]]:
+    """``compare --backend serial``: each policy's metrics and finished jobs
+    (``_done_jct``), in ``names``' order. A run that raises is shown with its traceback on
+    stderr and kept as a failed entry (``status``, ``error``, ``attempts``: 1, as the Ray
+    backend's, which retries once), with ``None`` for its jobs; the other policies still
+    run."""
+    from agents.sweep import error_text
+    results, done = [], []
+    warm_up_process()          # the process's one-off costs: not in the first policy's times
+    with _own_output_to_stderr(args, bool(own)):
+        for name in names:
+            try:
+                result = _run_policy(name, cluster, workload, config, args, own.get(name))
+            except Exception as exc:          # noqa: BLE001 (kept as the run's error)
+                print(f"compare: policy {name} failed; its traceback, the other policies "
+                      f"still run:", file=sys.stderr)
+                traceback.print_exc(file=sys.stderr)
+                results.append({"policy": name, "status": "failed", "error": error_text(exc),
+                                "attempts": 1})
+                done.append(None)
+                continue
+            results.append(result.metrics())
+            done.append(_done_jct(result.jobs, config, cluster.num_gpus))
+    return results, done
 
 
 def _jsonable(metrics: dict) -> dict:

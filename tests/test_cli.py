@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -179,6 +180,15 @@ class NamedFifo(BestPerGPU):
     name = "fifo"
 
 
+class Broken(BestPerGPU):
+    name = "broken"
+
+    def decide(self, view):
+        if self.decisions == 2:
+            raise ValueError("broken on its third decision")
+        return super().decide(view)
+
+
 not_a_policy = 3
 """
 
@@ -223,6 +233,33 @@ def test_simulate_and_compare_run_your_own_policy(capsys, own_policy_module):
     assert [r["policy"] for r in rows] == ["heterosched-lp", "best-per-gpu"]
     assert rows[1]["avg_jct_s"] == m["avg_jct_s"]
     assert module.made == made + 1           # the factory: once for the one run
+
+
+def test_compare_keeps_the_other_runs_when_a_policy_raises(capsys, own_policy_module):
+    """Serial ``compare``: a policy whose ``decide`` raises is a FAILED row with its error
+    (its traceback on stderr), the policies before and after it still run and are compared
+    with each other, and the exit status is 1, as with ``--backend ray``."""
+    mod = own_policy_module
+    workload = "gavel:rate=6,jobs=12,seed=1,duration_scale=0.05"
+    argv = ["compare", "--cluster", "sia-64", "--workload", workload, "--no-progress",
+            "--policies", f"heterosched-lp,{mod}:Broken,{mod}:BestPerGPU"]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 1
+    rows = json.loads(out)
+    assert [r["policy"] for r in rows] == ["heterosched-lp", f"{mod}:Broken", "best-per-gpu"]
+    assert rows[1]["status"] == "failed" and rows[1]["attempts"] == 1
+    assert rows[1]["error"] == "ValueError: broken on its third decision"
+    assert "Traceback" in err and "broken on its third decision" in err
+    assert rows[0]["jobs_completed"] == rows[2]["jobs_completed"] == 12
+    assert rows[0]["common_jobs"] == rows[2]["common_jobs"] == 12
+    assert rows[2]["avg_jct_common_ratio"] == pytest.approx(
+        rows[2]["avg_jct_s"] / rows[0]["avg_jct_s"])
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert re.search(rf"{mod}:Broken\s+FAILED", out)
+    assert (f"{mod}:Broken: FAILED after 1 attempt(s): ValueError: broken on its third "
+            f"decision") in out
+    assert "that did not fail" in out
 
 
 @pytest.mark.parametrize("argv, says", [
