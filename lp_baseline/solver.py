@@ -112,8 +112,9 @@ COLGEN_MIN_COLUMNS = 2000
 
 
 def _repair(p: AllocationProblem, x: np.ndarray) -> np.ndarray:
-    """Clip solver output into the feasible set (removes violations of solver-tolerance size)."""
-    x = np.clip(x, 0.0, 1.0)
+    """Clip solver output into the feasible set (removes violations of solver-tolerance size);
+    a solver's -0.0 becomes 0.0 (``+ 0.0``), so no share prints or serialises as ``-0.0``."""
+    x = np.clip(x, 0.0, 1.0) + 0.0
     if not x.size:
         return x
     per_job = np.bincount(p.job_of, weights=x, minlength=p.n_jobs)

@@ -236,6 +236,7 @@ def test_every_result_is_feasible(objective, backend):
         assert res.status == "optimal"
         assert res.x.shape == (p.n_candidates,)
         check_feasible(p, res.x, tol=1e-7)
+        assert not np.signbit(res.x).any()        # HiGHS' -0.0 shares come out as 0.0
         assert res.n_vars >= p.fits().sum() and res.n_cons >= p.n_jobs
         assert res.build_s > 0 and res.solve_s > 0
 
