@@ -129,7 +129,7 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
                  objective: str, las_tau_s: float, restart_aware: bool,
                  gain_cache: dict | None = None, table_cache: TableMemo | None = None,
                  ftf_guard: float | None = None, guarded: np.ndarray | None = None,
-                 round_restart: bool = False):
+                 projected: np.ndarray | None = None, round_restart: bool = False):
     """``(priority, switch, gain)`` of the jobs ``ks`` (and their candidate ``rows``, in that
     order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``; ``(None,
     None, None)`` for the other objectives. ``gain`` is set only for ``sia-srpt`` /
@@ -146,7 +146,8 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
     remaining work ÷ throughput for ``fair-srpt``, the LAS estimate ``norm × (attained +
     las_tau_s)`` ÷ throughput for ``fair-las`` (which never reads the remaining work).
     ``ftf_guard``, ``guarded``: ``sia-srpt``'s starvation guard and the jobs it has latched
-    (``srpt_weights``). ``round_restart``: ``sia-*`` only, ``sia_gain``'s."""
+    (``srpt_weights``), ``projected`` the jobs' ``projected_ftf`` when the caller has it.
+    ``round_restart``: ``sia-*`` only, ``sia_gain``'s."""
     if objective not in FLOOR_OBJECTIVES:
         return None, None, None
     ks = np.asarray(ks, dtype=np.int64)
@@ -154,7 +155,8 @@ def stage2_terms(view: SchedulerView, ks: np.ndarray, rows: list, norms: np.ndar
         if gain_cache is not None and all(k in gain_cache for k in ks.tolist()):
             w = None                    # every job's gains are known: no weight is read
         else:
-            w = (srpt_weights(view, ks, ftf_guard=ftf_guard, guarded=guarded)
+            w = (srpt_weights(view, ks, ftf_guard=ftf_guard, guarded=guarded,
+                              projected=projected)
                  if objective == "sia-srpt"
                  else las_weights(view, ks, las_tau_s))
         return None, None, sia_gain(view, ks, rows, w, restart_aware=restart_aware,
@@ -217,7 +219,8 @@ def _median(x: np.ndarray) -> float:
 
 def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_ALPHA,
                  ftf_guard: float | None = None,
-                 guarded: np.ndarray | None = None) -> np.ndarray:
+                 guarded: np.ndarray | None = None,
+                 projected: np.ndarray | None = None) -> np.ndarray:
     """(len(ks),) SRPT job weights ``clip((median R / R_j)^α, 0.1, 10)``, ``R`` a job's
     remaining time on its requested configuration (remaining work ÷ reference throughput),
     the median over every active job of the view (so POP parts share one scale).
@@ -227,7 +230,8 @@ def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_AL
     unguarded job, and the most starved guarded job first. ``guarded`` ((len(ks),) bools):
     jobs guarded anyway, at ``10 · max(1, ρ̂ / ρ_max)`` (10 without ``ftf_guard``) —
     ``LPPolicy(ftf_guard=)`` passes the jobs it has seen above the guard in any earlier
-    decision, so a job keeps its place once it has earned it."""
+    decision, so a job keeps its place once it has earned it. ``projected``: the jobs'
+    ``projected_ftf`` when the caller has it already (``guard_weights``)."""
     rem = view.remaining_samples / view.reference_samples_per_s
     if rem.size == 0:
         return np.zeros(0)
@@ -237,19 +241,21 @@ def srpt_weights(view: SchedulerView, ks: np.ndarray, alpha: float = SIA_SRPT_AL
         return w
     if ftf_guard is None:
         return np.where(guarded, SRPT_WEIGHT_MAX, w)
-    top, over = guard_weights(view, ks, ftf_guard)
+    top, over = guard_weights(view, ks, ftf_guard, projected)
     if guarded is not None:
         over = over | guarded
     return np.where(over, top, w)
 
 
-def guard_weights(view: SchedulerView, ks, ftf_guard: float) -> tuple[np.ndarray, np.ndarray]:
+def guard_weights(view: SchedulerView, ks, ftf_guard: float,
+                  projected: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(weight, over)``, each (len(ks),): the SRPT weight the starvation guard ρ_max gives
     each job, ``10 · max(1, ρ̂ / ρ_max)`` (ρ̂ its ``projected_ftf``), and whether ρ̂ is above
     ρ_max. The weight grows with ρ̂ so that the guarded jobs are served most starved first
     (session 47: with one flat top weight they competed with the shortest unguarded jobs
-    and among themselves by goodput alone; BENCHMARKS.md "Schedule quality")."""
-    proj = projected_ftf(view, ks)
+    and among themselves by goodput alone; BENCHMARKS.md "Schedule quality"). ``projected``:
+    ``projected_ftf(view, ks)`` when the caller has it already."""
+    proj = projected_ftf(view, ks) if projected is None else projected
     # a degenerate job (no work: ρ̂ infinite or NaN) weighs the top weight, not inf or NaN,
     # which would take it out of the rounding
     ratio = np.where(np.isfinite(proj), proj / float(ftf_guard), 1.0)

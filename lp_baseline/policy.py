@@ -166,7 +166,8 @@ def same_allocation(a: dict, b: dict) -> bool:
 @dataclass
 class _DecisionMemo:
     """What one ``decide`` computes once and asks for twice (the LP build and the rounding):
-    each job's eligible rows (for ``allowed``) and its ``sia-*`` gains, by active index."""
+    each job's eligible rows (for ``allowed``) and its ``sia-*`` gains, by active index, and
+    the starvation guard's projected ρ̂."""
 
     view: SchedulerView
     allowed: object
@@ -176,6 +177,8 @@ class _DecisionMemo:
     #: ``lp_rows``, e.g. a ranker's kept candidates), and each job's eligible rows for them
     solve_allowed: object = None
     solve_eligible: dict = field(default_factory=dict)
+    #: (A,) every active job's ``projected_ftf`` (the starvation guard), once computed
+    projected_ftf: np.ndarray | None = None
 
 
 def _allowed_rows(view: SchedulerView, allowed) -> list[np.ndarray]:
@@ -1059,28 +1062,40 @@ class LPPolicy:
         that order) for the second stage of ``fair-srpt`` / ``fair-las`` / ``sia-srpt``;
         ``None`` for what an objective does not use (``job_terms.stage2_terms``)."""
         memo = self._memo
+        guarded, projected = self._guarded_jobs(view, ks)
         return stage2_terms(view, ks, rows, norms, objective=self.objective,
                             las_tau_s=self.las_tau_s, restart_aware=self.restart_aware,
                             gain_cache=memo.gains if memo is not None and memo.view is view
                             else None, table_cache=self._goodput_memo,
-                            ftf_guard=self.ftf_guard, guarded=self._guarded_jobs(view, ks),
+                            ftf_guard=self.ftf_guard, guarded=guarded, projected=projected,
                             round_restart=self.round_restart)
 
-    def _guarded_jobs(self, view: SchedulerView, ks: np.ndarray) -> np.ndarray | None:
-        """(len(ks),) whether each job takes the starvation guard's weight: its
-        ``projected_ftf`` is above ``ftf_guard`` now or was in an earlier decision of this
-        run (the guard latches: a job whose projection falls back under it — more jobs
-        arriving raise its fair share's contention — keeps the weight until it finishes,
-        instead of being preempted and guarded again, a restart each time). ``None``: no
-        guard, or an objective without SRPT weights."""
+    def _guarded_jobs(self, view: SchedulerView, ks: np.ndarray
+                      ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(guarded, projected)``, each (len(ks),): whether each job takes the starvation
+        guard's weight — its ``projected_ftf`` (``projected``, handed on to the weights so
+        it is computed once a decision) is above ``ftf_guard`` now or was in an earlier
+        decision of this run (the guard latches: a job whose projection falls back under
+        it — more jobs arriving raise its fair share's contention — keeps the weight until
+        it finishes, instead of being preempted and guarded again, a restart each time).
+        ``(None, None)``: no guard, or an objective without SRPT weights. Within a
+        ``decide``, ρ̂ of every active job is computed at the first call and read by the
+        later ones (each POP part's LP, then the rounding's values)."""
         if self.ftf_guard is None:             # (the constructor allows it under sia-srpt only)
-            return None
+            return None, None
         ks = np.asarray(ks, dtype=np.int64)
         ids = view.job_ids[ks]
-        over = projected_ftf(view, ks) > self.ftf_guard
-        self._guarded.update(ids[over].tolist())
-        return np.fromiter((j in self._guarded for j in ids.tolist()), dtype=bool,
-                           count=ids.size)
+        memo = self._memo
+        if memo is not None and memo.view is view:
+            if memo.projected_ftf is None:
+                memo.projected_ftf = projected_ftf(view, np.arange(view.num_active))
+            projected = memo.projected_ftf[ks]
+        else:
+            projected = projected_ftf(view, ks)
+        self._guarded.update(ids[projected > self.ftf_guard].tolist())
+        guarded = np.fromiter((j in self._guarded for j in ids.tolist()), dtype=bool,
+                              count=ids.size)
+        return guarded, projected
 
     # ------------------------------------------------------------------ rounding
     def _values(self, view: SchedulerView, allowed, norms: np.ndarray) -> dict:

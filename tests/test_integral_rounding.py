@@ -360,6 +360,29 @@ def test_the_guard_serves_the_most_starved_guarded_job_first():
     assert over[0] and w[0] == SRPT_WEIGHT_MAX and np.isfinite(w).all()
 
 
+def test_the_guard_projects_each_jobs_ftf_once_a_decision(monkeypatch):
+    """``LPPolicy`` hands the ρ̂ it latches the guard with on to the SRPT weights: one
+    ``projected_ftf`` per decision, and the same allocation as the weights computing their
+    own ρ̂."""
+    import lp_baseline.job_terms as job_terms
+    import lp_baseline.policy as policy_module
+    tabs = [_one_type_table() for _ in range(3)]
+    view = dataclasses.replace(make_view(tabs, [1, 0], arrival=[0.0, 1e6, 6.9e6], time_s=7e6),
+                               remaining_samples=np.array([9e5, 5e5, 1e3]))
+    before = LPPolicy().decide(view)
+    calls, projected_ftf = [], job_terms.projected_ftf
+
+    def counted(v, ks):
+        calls.append(len(ks))
+        return projected_ftf(v, ks)
+
+    monkeypatch.setattr(policy_module, "projected_ftf", counted)
+    monkeypatch.setattr(job_terms, "projected_ftf", counted)
+    policy = LPPolicy()
+    assert policy.decide(view) == before
+    assert calls == [3]
+
+
 def test_the_ftf_guard_is_refused_where_it_would_be_ignored():
     from hsched_env.errors import ConfigError
     with pytest.raises(ConfigError, match="ftf_guard.*sia-srpt.*'sia-las'"):
