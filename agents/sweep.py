@@ -488,11 +488,15 @@ class RayBackend:
         """The keyword arguments ``start`` passes to ``ray.init``: ``num_cpus`` only for a
         local instance (Ray refuses it when joining a cluster, ``--address`` or
         ``RAY_ADDRESS``)."""
+        return self._init_kwargs(self._joined())
+
+    def _init_kwargs(self, joined: tuple[str, str] | None) -> dict:
+        """``init_kwargs`` for the cluster ``joined`` (``_joined()``'s answer)."""
         kw = {"include_dashboard": False, "log_to_driver": False,
               "logging_level": logging.WARNING}
         if self.address is not None:
             kw["address"] = self.address
-        if self._joined() is None:
+        if joined is None:
             kw["num_cpus"] = self.num_cpus or os.cpu_count() or 1
         return kw
 
@@ -500,8 +504,8 @@ class RayBackend:
         ray = ray_module()
         self._ray = ray
         if not ray.is_initialized():
-            kw = self.init_kwargs()
-            joined = self._joined()
+            joined = self._joined()           # read once: RAY_ADDRESS decides kw and errors
+            kw = self._init_kwargs(joined)
             if joined is not None:
                 _check_reachable(*joined)
             # A local instance's workers inherit this environment: with PYTHONPATH set to the
