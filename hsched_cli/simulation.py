@@ -502,7 +502,8 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
 
 def cmd_compare(args) -> int:
     """``hsched compare``: every policy of ``--policies`` on one workload. Exit status 1 when
-    a run of ``--backend ray`` failed (after its retry)."""
+    a run failed (``--backend ray``: after its retry; serial: at once, the other policies
+    still run)."""
     names = split_policy_list(args.policies)
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -600,8 +601,8 @@ def _compare_serially(args, names, cluster, workload, config, own: dict
             try:
                 result = _run_policy(name, cluster, workload, config, args, own.get(name))
             except Exception as exc:          # noqa: BLE001 (kept as the run's error)
-                print(f"compare: policy {name} failed; its traceback, the other policies "
-                      f"still run:", file=sys.stderr)
+                print(f"compare: policy {name} failed (shown as FAILED in the results); "
+                      f"its traceback:", file=sys.stderr)
                 traceback.print_exc(file=sys.stderr)
                 results.append({"policy": name, "status": "failed", "error": error_text(exc),
                                 "attempts": 1})

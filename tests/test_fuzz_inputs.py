@@ -740,8 +740,10 @@ def test_fuzz_spec_grammar(workdir, fake_traces, kind, keys, data):
 
 
 # ---------------------------------------------------------------------------------- CLI
-class _Reached(Exception):
-    """Raised by the stubs in place of a simulation / demo / evaluation: the arguments passed."""
+class _Reached(BaseException):
+    """Raised by the stubs in place of a simulation / demo / evaluation: the arguments passed.
+    A ``BaseException``, as ``KeyboardInterrupt``: serial ``compare`` keeps a run's
+    ``Exception`` as a FAILED row and goes on, and this must end the command instead."""
 
 
 def _stub(*args, **kwargs):
