@@ -26,14 +26,45 @@ class _NoHyphenBreaks(argparse.HelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
+#: The namespace attribute in which ``_StoreOnce`` notes the flags given so far (removed by
+#: ``_OneLineErrors.parse_known_args`` before the arguments are handed on).
+_GIVEN = "_hsched_flags_given"
+
+
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, except that a flag given twice is an error naming it and both
+    values (argparse keeps the last one silently: ``--policies fifo,greedy --policies gavel``
+    would drop two policies without a word)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string is not None:
+            given = namespace.__dict__.setdefault(_GIVEN, {})
+            if self.dest in given:
+                parser.error(f"argument {'/'.join(self.option_strings)}: given twice "
+                             f"({given[self.dest]!r}, then {values!r}): give it once")
+            given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _OneLineErrors(argparse.ArgumentParser):
     """An argument error in one line naming the command, the flag and what is wrong, and
     where the usage is (argparse prints the whole usage block first: up to 18 lines for
     ``hsched evaluate --seeds 0``); exit status 2, as argparse's. Subcommands' parsers are
-    of this class too (``add_subparsers`` makes them of the parent's class)."""
+    of this class too (``add_subparsers`` makes them of the parent's class). A flag that
+    takes a value may be given once (``_StoreOnce``)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, extra = super().parse_known_args(args, namespace)
+        ns.__dict__.pop(_GIVEN, None)
+        return ns, extra
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but flags a subcommand does not know are refused by that

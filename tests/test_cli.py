@@ -1075,6 +1075,28 @@ def test_compare_refuses_a_policy_listed_twice(capsys):
     assert code == 2 and "names fifo more than once" in err
 
 
+@pytest.mark.parametrize("argv, flag, values", [
+    (["compare", "--cluster", "sia-64", "--workload", "gavel:jobs=5", "--policies",
+      "fifo,greedy", "--policies", "gavel"], "--policies", "'fifo,greedy', then 'gavel'"),
+    (["simulate", "--cluster", "sia-64", "--workload", "gavel:jobs=5", "--cluster=tiny-8"],
+     "--cluster", "'sia-64', then 'tiny-8'"),
+    (["simulate", "--cluster", "sia-64", "--workload", "gavel:jobs=5", "--seed", "0",
+      "--seed", "0"], "--seed", "0, then 0"),
+    (["evaluate", "--cluster", "tiny-8", "--workload", "gavel:jobs=4", "--policies",
+      "pure-lp,fifo", "--policies", "gavel"], "--policies", "'pure-lp,fifo', then 'gavel'"),
+    (["-v", "-v", "candidates", "--model", "resnet50", "--model", "llama2-7b"], "--model",
+     "'resnet50', then 'llama2-7b'"),
+])
+def test_a_flag_given_twice_is_refused_not_overwritten(capsys, argv, flag, values):
+    """argparse keeps the last value of a repeated flag: ``--policies A --policies B`` ran B
+    alone, without a word. Now an error naming the flag and both values (exit 2)."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and not out
+    assert f"argument {flag}: given twice ({values}): give it once" in err
+
+
 def test_a_folder_given_as_cluster_file_and_a_file_given_as_out_folder(capsys, tmp_path):
     folder = tmp_path / "cluster.yaml"
     folder.mkdir()
