@@ -413,8 +413,6 @@ def cmd_simulate(args) -> int:
         result = _run_policy(args.policy, cluster, workload, config, args,
                              own.get(args.policy))
     metrics = result.metrics()
-    if args.jobs_out:
-        _write_jobs(args.jobs_out, result)
     if args.json:
         json.dump(_jsonable(_with_workload(metrics, workload)), sys.stdout, indent=1)
         print()
@@ -423,6 +421,13 @@ def cmd_simulate(args) -> int:
         print(_metrics_rows([metrics]))
         for line in _metric_notes([metrics]):
             print(line)
+    if args.jobs_out:            # after the metrics: a failed write does not lose them
+        try:
+            _write_jobs(args.jobs_out, result)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the per-job results to {args.jobs_out!r}: "
+                              f"{exc.strerror or exc} (the run's metrics were printed)",
+                              field="--jobs-out") from None
     return 0
 
 

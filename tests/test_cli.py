@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -632,6 +633,19 @@ def test_jobs_out_and_measure_jobs(tmp_path):
     assert all(bool(r[-1]) == (r[4] != "") for r in rows), rows
     assert sum(r[4] != "" for r in rows) >= 6
     assert "nan" not in path.read_text()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full")
+def test_a_failed_jobs_out_write_keeps_the_metrics(capsys):
+    """A write that fails after the run (a full disk; root passes the up-front access check
+    of /proc) is an error naming --jobs-out, after the metrics are printed: not a traceback
+    that loses them."""
+    code, out, err = run(capsys, "simulate", "--cluster", "tiny-8", "--workload",
+                         "gavel:jobs=3,duration_scale=0.05", "--policy", "fifo", "--json",
+                         "--no-progress", "--jobs-out", "/dev/full")
+    assert code == 2 and json.loads(out)["jobs_completed"] == 3
+    assert ("field '--jobs-out': cannot write the per-job results to '/dev/full': No space "
+            "left on device") in err and "Traceback" not in err
 
 
 @slow
