@@ -32,10 +32,14 @@ POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "to
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "pop-4-serial", "heterosched-lp-las",
                 "heterosched-lp-v0", "heterosched-lp-v1", "fifo",
                 "fifo-fastest", "srf", "greedy", "random")
+#: The most parts ``pop-K`` takes: each part gets 1/K of every GPU type (rounded down), so
+#: more parts than that leave them nothing to run on any cluster worth splitting, and an
+#: unbounded K made ``pop-99999999999999999999`` an ``OverflowError`` traceback.
+MAX_POP_PARTS = 1024
 #: ``POLICY_NAMES`` as a user reads them (help texts, unknown-name errors): the ``pop-*``
-#: examples replaced by their general forms, which take any K ≥ 2.
+#: examples replaced by their general forms, which take any K from 2 to ``MAX_POP_PARTS``.
 POLICY_NAMES_SPELLED = tuple(n for n in POLICY_NAMES if not n.startswith("pop-")) + (
-    "pop-K (K >= 2)", "pop-K-serial")
+    f"pop-K (2 <= K <= {MAX_POP_PARTS})", "pop-K-serial")
 
 
 #: How an LP policy is solved: every LP policy reads these ``make_policy`` options.
@@ -285,6 +289,11 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         digits, serial = (name[4:-7], True) if name.endswith("-serial") else (name[4:], False)
         # K written plainly: ASCII digits without a leading zero (pop-04 is not pop-4's twin)
         k = int(digits) if re.fullmatch(r"[1-9][0-9]*", digits) else 0
+        if k > MAX_POP_PARTS:
+            raise ConfigError(f"policy {name!r}: POP splits the jobs and every GPU type's "
+                              f"capacity into at most {MAX_POP_PARTS:,} parts (pop-2 to "
+                              f"pop-{MAX_POP_PARTS}; each part gets 1/K of every GPU "
+                              f"type, rounded down), not {k:,}")
         if k >= 2:
             workers = dict(pop_workers=1 if serial else None)
             return LPPolicy(name, pop=k, **dict(workers, **common))

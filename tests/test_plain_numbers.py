@@ -82,6 +82,21 @@ def test_pop_k_is_written_plainly():
             make_policy(name)
 
 
+def test_pop_k_is_bounded(capsys):
+    """K up to ``MAX_POP_PARTS``; above, a one-line error (a K past a C long was an
+    ``OverflowError`` traceback at the first decision, and a K of millions ran on)."""
+    from hsched_cli.main import main
+    from lp_baseline.registry import MAX_POP_PARTS, make_policy
+    assert make_policy(f"pop-{MAX_POP_PARTS}").pop == MAX_POP_PARTS == 1024
+    for name in ("pop-1025", "pop-1025-serial", "pop-99999999999999999999"):
+        with pytest.raises(ConfigError, match=rf"{name}'.* at most 1,024 parts"):
+            make_policy(name)
+    assert main(["simulate", "--cluster", "tiny-8", "--workload", "gavel:jobs=2",
+                 "--policy", "pop-99999999999999999999"]) == 2
+    err = capsys.readouterr().err
+    assert "at most 1,024 parts" in err and "Traceback" not in err
+
+
 def test_training_numbers_and_bands():
     from agents.train import TrainConfig, _number, _schedule
     assert _number("1e-5", False) == 1e-5 and _number("1_0", True) == "1_0"
