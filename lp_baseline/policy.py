@@ -469,6 +469,14 @@ class LPPolicy:
         self.lp_method = lp_method
         if not isinstance(warm_start, bool):
             raise ConfigError(f"must be True or False, got {warm_start!r}", field="warm_start")
+        if warm_start and (lp_method in ("ipm", "colgen") or backend != "highs"):
+            # (silently a no-op there before: no solve of those starts from a basis)
+            why = (f"lp_method={lp_method!r}" if lp_method in ("ipm", "colgen")
+                   else f"backend={backend!r}")
+            raise ConfigError(f"warm starts apply only to HiGHS' dual simplex through highspy "
+                              f"(lp_method 'simplex' or 'auto', backend 'highs'): with {why} "
+                              f"warm_start=True would be ignored, so drop it",
+                              field="warm_start")
         self.warm_start = warm_start
         if not isinstance(scale_factors, bool):
             raise ConfigError(f"must be True or False, got {scale_factors!r}",

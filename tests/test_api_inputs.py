@@ -148,6 +148,20 @@ def test_make_policy_refuses_options_it_would_not_honour(name, kwargs, field):
     assert err.value.field == field
 
 
+@pytest.mark.parametrize("kwargs", [{"lp_method": "ipm"}, {"lp_method": "colgen"},
+                                    {"backend": "pulp"}, {"backend": "pulp", "lp_method": "auto"}])
+def test_a_warm_start_no_solve_would_use_is_refused(kwargs):
+    """``warm_start`` starts HiGHS' dual simplex through highspy from a basis; with IPM,
+    column generation or PuLP it did nothing (``lp_warm_starts`` 0), without a word."""
+    for name in ("heterosched-lp", "gavel"):
+        with pytest.raises(ConfigError, match="would be ignored") as err:
+            make_policy(name, warm_start=True, **kwargs)
+        assert err.value.field == "warm_start"
+        make_policy(name, warm_start=False, **kwargs)
+    for method in ("simplex", "auto"):
+        assert make_policy("heterosched-lp", warm_start=True, lp_method=method).warm_start
+
+
 def test_make_policy_still_takes_what_its_policies_read():
     """The solver's options reach every policy (the command line hands them to all); the
     co-optimizer's own options reach it."""
