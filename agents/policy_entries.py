@@ -577,12 +577,16 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     mode's unsure rounds from the LP's own start); an error if no ranker file is named.
     ``audit_every`` / ``audit_recall``: every prune-mode ranker file named here audits its
     pruning (``agents.ranker.Ranker``; 0: no audits); an error if none is named, and
-    ``audit_recall`` only with audits.
+    ``audit_recall`` only with audits. ``trust_sb3_zip``: an error if no ``sb3:`` item is
+    named (it would allow nothing).
     """
     if isinstance(items, str):
         items = split_policy_list(items, FIELD)
     if not items:
         raise ConfigError("no policy named", field=FIELD)
+    if trust_sb3_zip and not any(isinstance(i, str) and i.startswith("sb3:") for i in items):
+        raise ConfigError("allows the SB3 zip files named (sb3:PATH.zip), and the policies "
+                          "name none", field="--trust-sb3-zip")
     if max_kept_fraction is not None:
         from agents.ranker import check_max_kept_fraction
         max_kept_fraction = check_max_kept_fraction(max_kept_fraction, "--max-kept-fraction")

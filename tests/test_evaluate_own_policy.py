@@ -386,6 +386,10 @@ def test_ranker_zip_points_to_sb3(tmp_path):
         parse_policies([f"sb3:sac:{path}"], trust_sb3_zip=True)
     with pytest.raises(ConfigError, match="cannot read"):           # not an SB3 zip
         parse_policies([f"sb3:{path}"], trust_sb3_zip=True)
+    # trusting zips with none named allows nothing: refused, as --max-kept-fraction is
+    with pytest.raises(ConfigError, match="the policies name none") as err:
+        parse_policies(["pure-lp", "fifo"], trust_sb3_zip=True)
+    assert err.value.field == "--trust-sb3-zip"
 
 
 # ---------------------------------------------------------------------------- custom scenario
