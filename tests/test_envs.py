@@ -1450,6 +1450,39 @@ def test_episode_methods_before_reset_say_so(method):
         call()
 
 
+@pytest.mark.parametrize("make", [make_select, make_rank])
+def test_masks_and_the_reference_outside_an_episode_say_so(make):
+    """``action_masks()`` and ``reference_action()`` before ``reset()`` or after ``close()``
+    raise as the other episode methods do (they returned commit / no-keep bits, or the
+    closed episode's masks)."""
+    env = make()
+    for method in ("action_masks", "reference_action"):
+        with pytest.raises(RuntimeError, match=rf"{method}\(\) needs an episode"):
+            getattr(env, method)()
+    env.reset(seed=0)
+    assert env.action_masks().any()
+    env.reference_action()
+    env.close()
+    for method in ("action_masks", "reference_action"):
+        with pytest.raises(RuntimeError, match=r"call reset\(\) first"):
+            getattr(env, method)()
+
+
+@pytest.mark.parametrize("make", [make_select, make_rank])
+def test_reset_options_are_refused_not_ignored(make):
+    """No reset options are taken: ``None`` and ``{}`` (SB3's vectorised environments pass
+    ``{}``) start an episode; anything else is a ``ValueError`` naming its keys, and the
+    episode under way is left as it was."""
+    env = make()
+    env.reset(seed=0, options=None)
+    _, info = env.reset(seed=3, options={})
+    assert info["episode_seed"] == 3
+    sim = env.simulator
+    with pytest.raises(ValueError, match=r"no reset options, got \['max_time_s', 'workload'\]"):
+        env.reset(seed=0, options={"workload": "gavel:jobs=1", "max_time_s": 1})
+    assert env.simulator is sim and env.action_masks().any()
+
+
 def test_rank_decision_time_counts_turning_the_keep_bits_into_rows():
     """A ranked decision's time includes building each job's rows from the keep bits (the
     pure LP's decision has no such step), in the prune scopes and in seed mode."""

@@ -306,6 +306,15 @@ class HSchedEnvBase(gym.Env):
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """A new episode (Gymnasium's ``reset``). ``options``: none are taken; ``None`` or an
+        empty mapping (what vectorised environments pass), anything else is a ``ValueError``
+        naming it (the scenario is set by ``gymnasium.make``'s keywords)."""
+        if options:
+            keys = sorted(map(str, options)) if isinstance(options, dict) else None
+            raise ValueError(f"reset(options=...): this environment takes no reset options, "
+                             f"got {keys if keys is not None else repr(options)}: set the "
+                             f"scenario (cluster, workload, max_time_s, ...) with "
+                             f"gymnasium.make's keywords")
         super().reset(seed=seed)
         episode_seed = int(seed) if seed is not None else int(
             self.np_random.integers(0, 2**31 - 1))

@@ -234,6 +234,7 @@ class RankEnv(HSchedEnvBase):
     def action_masks(self) -> np.ndarray:
         """(2K,) bool for sb3-contrib MultiBinary masking: per slot [drop, keep]; keeping
         an empty slot is masked."""
+        self._require_episode("action_masks()")
         v = self._valid()
         return np.stack([np.ones(self.K, dtype=bool), v], axis=1).reshape(-1)
 
@@ -388,6 +389,7 @@ class RankEnv(HSchedEnvBase):
         agnostic fill's type order) draws them on another problem — a session-44 audit on
         ``Rank-Tiny-v0`` seeds 0–5 found 1 (``gavel``), 5 (``pop-4``) and 5 (``agnostic-lp``)
         of 6 schedules other than ``hsched simulate``'s."""
+        self._require_episode("reference_action()")
         sl = self._slots
         if sl is None:
             return np.zeros(self.K, dtype=np.int8)

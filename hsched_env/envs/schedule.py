@@ -326,6 +326,7 @@ class ScheduleEnv(HSchedEnvBase):
     def action_masks(self) -> np.ndarray:
         """(K + 1,) bool: the valid actions (sb3-contrib ``MaskablePPO``); commit alone in an
         episode that ended before its first decision (its one step)."""
+        self._require_episode("action_masks()")
         if self._empty_episode:
             mask = np.zeros(self.K + 1, dtype=bool)
             mask[self.K] = True
@@ -382,6 +383,7 @@ class ScheduleEnv(HSchedEnvBase):
 
     def reference_action(self) -> int:
         """The LP reference policy's next action (needs ``candidate_filter="lp"``)."""
+        self._require_episode("reference_action()")
         if self.candidate_filter != "lp":
             raise RuntimeError("the LP reference needs candidate_filter='lp'")
         while self._ref and not self._mask[self._ref[0]]:
