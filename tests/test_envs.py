@@ -1483,6 +1483,24 @@ def test_reset_options_are_refused_not_ignored(make):
     assert env.simulator is sim and env.action_masks().any()
 
 
+def test_rank_mode_warns_once_when_a_round_overflows_its_slots():
+    """Cut candidates can be neither kept nor run: the first round with more candidates
+    than K says so (once per environment); a K that holds every round says nothing."""
+    env = gym.make("hsched/Rank-Tiny-v0", slots=8)
+    with pytest.warns(UserWarning, match=r"has 14 candidates and only K=8 slots: the 6 "
+                                         r"lowest .* are cut") as seen:
+        env.reset(seed=0)
+        for _ in range(5):
+            env.step(np.ones(8, dtype=np.int8))
+    assert sum("only K=8 slots" in str(w.message) for w in seen) == 1
+    env = gym.make("hsched/Rank-Tiny-v0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=0)
+        for _ in range(5):
+            env.step(np.ones(env.unwrapped.K, dtype=np.int8))
+
+
 def test_rank_decision_time_counts_turning_the_keep_bits_into_rows():
     """A ranked decision's time includes building each job's rows from the keep bits (the
     pure LP's decision has no such step), in the prune scopes and in seed mode."""

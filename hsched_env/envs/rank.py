@@ -7,6 +7,7 @@ import inspect
 import math
 from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
@@ -180,6 +181,7 @@ class RankEnv(HSchedEnvBase):
         self._decided = None
         self.compare_full = bool(compare_full)
         self.measure_time = bool(measure_time)
+        self._warned_overflow = False        # (_open_round: once per environment)
         super().__init__(cluster, workload, slots=slot_count(slots, max_candidates, 1024),
                          **kwargs)
         self.action_space = spaces.MultiBinary(self.K)
@@ -256,6 +258,23 @@ class RankEnv(HSchedEnvBase):
             raise ConfigError(f"set_lp_start takes {self.K} bits of 0 or 1 (one per slot), "
                               f"got {b.dtype} of shape {b.shape}", field="bits")
         self._lp_start_next = b.astype(bool)[:self._slots.k.size]
+
+    def _open_round(self) -> None:
+        """The base's round, and a warning the first time a round has more candidates than
+        the K slots: the cut ones can be neither kept nor run, and where they hold a job's
+        only candidates worth running (the LP's support), that job waits (a K of 8 on
+        ``Rank-Tiny-v0`` left every job waiting from round 20 on, under the LP reference
+        too)."""
+        super()._open_round()
+        sl = self._slots
+        if sl is not None and sl.total > sl.k.size and not self._warned_overflow:
+            self._warned_overflow = True
+            gym.logger.warn(f"a round at t={sl.view.time_s:g} s has {sl.total} candidates "
+                            f"and only K={self.K} slots: the {sl.total - sl.k.size} lowest in "
+                            f"the slot order are cut, and can be neither kept nor run "
+                            f"(info['overflow'] counts them each round; warned once). Give "
+                            f"slots= at least the largest round's candidate count (hsched "
+                            f"evaluate uses agents.runners.rank_slots_bound)")
 
     def _kept_rows(self, keep: np.ndarray, hint, whole: bool) -> tuple:
         """The LP's rows from the keep bits (``None``: every candidate kept, and none cut by
