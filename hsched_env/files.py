@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,16 @@ def why_not_a_file(path: Path) -> str:
     return "no such file"
 
 
+def _is_device(path: Path) -> bool:
+    """Whether ``path`` is a character or block device (False where it cannot be stat'ed:
+    reading it then gives the error)."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+
+
 def read_text_file(path: str | os.PathLike[str], *, field: str | None = None,
                    empty_hint: str = "", decode_error: type[ConfigError] = ConfigError) -> str:
     """A file's text as UTF-8 (a byte-order mark is allowed).
@@ -103,6 +114,10 @@ def read_text_file(path: str | os.PathLike[str], *, field: str | None = None,
     """
     p = Path(path)
     source = str(p)
+    if _is_device(p):
+        # /dev/zero or /dev/urandom would be read to the end of memory (a pipe, as from a
+        # shell's <(...), is read as a file is)
+        raise ConfigError("a device, not a file", source=source, field=field)
     try:
         raw = p.read_bytes()
     except FileNotFoundError:

@@ -377,6 +377,26 @@ def test_non_utf8_file(tmp_path):
     assert "UTF-8" in str(ei.value)
 
 
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_device_is_refused_and_a_pipe_is_read(tmp_path):
+    """/dev/zero was read to the end of memory (a MemoryError traceback); a device is now
+    refused before any read. A pipe (a shell's ``<(cat trace.csv)``) is read as a file."""
+    import os
+    for dev in ("/dev/zero", "/dev/null"):
+        with pytest.raises(ConfigError, match="a device, not a file"):
+            load_workload(f"csv:path={dev}", TINY)
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen([sys.executable, "-c", "import sys; open(sys.argv[1], 'w')"
+                               ".write('job_id,submit_time_s,duration_s,num_gpus\\na,0,10,1\\n')",
+                               str(fifo)])
+    try:
+        w = load_workload(f"csv:path={fifo}", TINY)
+    finally:
+        writer.wait(timeout=30)
+    assert [j.name for j in w.jobs] == ["a"]
+
+
 # ------------------------------------------------------------------------------ gavel traces
 @needs_traces
 def test_gavel_trace_first_rows():
