@@ -724,6 +724,9 @@ def parse_assignment(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"expected KEY=VALUE, got {text!r}", field="--set")
+    if not value.strip():
+        raise ConfigError(f"{text!r} gives no value (write {key.strip()}=null for none)",
+                          field="--set")
     try:
         parsed = yaml.safe_load(value)
         yaml_key_lines(value)            # every number as written, a key given once
@@ -756,13 +759,15 @@ def resolve_hyperparams(env: str, algo: str | None, policy: str | None,
 
 def make_config(env: str, algo: str | None = None, policy: str | None = None,
                 hyperparams: str | Path | None = None, logdir: str | None = None,
-                **overrides) -> TrainConfig:
+                set_fields: dict | None = None, **overrides) -> TrainConfig:
     """``TrainConfig`` from the defaults < the hyper-parameter entry < ``overrides`` (the
     command line: ``TrainConfig`` fields or a file's keys, e.g. ``n_timesteps``);
-    ``overrides`` with a ``None`` value are ignored."""
+    ``overrides`` with a ``None`` value are ignored (a flag not given). ``set_fields``: the
+    ``--set KEY=VALUE`` assignments, applied after ``overrides``, a ``None`` (``null``)
+    included (``--set target_kl=null``: no KL limit)."""
     from_file, source = resolve_hyperparams(env, algo, policy, hyperparams)
-    given = config_fields({k: v for k, v in overrides.items() if v is not None},
-                          source="command line")
+    given = config_fields({**{k: v for k, v in overrides.items() if v is not None},
+                           **(set_fields or {})}, source="command line")
     fields = {**from_file, **given}
     if policy is not None:
         fields["policy"] = policy

@@ -212,6 +212,7 @@ def cmd_train(args) -> int:
         flag_of["references"] = "--no-references"
     chosen = {"algo": args.algo, "policy": args.policy, "hyperparams": args.hyperparams}
     set_keys: set[str] = set()
+    set_fields: dict = {}                       # --set's, a null value included
     for item in args.set or ():
         key, value = parse_assignment(item)
         if key == "env":
@@ -237,8 +238,8 @@ def cmd_train(args) -> int:
             if name in set_keys:
                 raise ConfigError(f"sets {name} a second time: give it once", field="--set")
         set_keys |= names
-        fields[key] = value
-    config = make_config(args.env, **chosen, **fields)
+        set_fields[key] = value
+    config = make_config(args.env, **chosen, **fields, set_fields=set_fields)
     def echo(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 

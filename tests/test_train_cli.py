@@ -640,6 +640,34 @@ def test_train_refuses_what_it_would_not_read_before_writing_anything(capsys, tm
 RANK_TINY = "hsched/Rank-Tiny-v0"
 
 
+def test_train_set_null_is_applied_and_an_empty_value_refused(capsys, tmp_path, monkeypatch):
+    """``--set target_kl=null`` sets no KL limit (it was dropped as a flag not given, so the
+    file's 0.05 stayed); ``--set learning_rate=`` (no value) is refused, not dropped."""
+    import agents.train as train_module
+
+    class Built(BaseException):
+        pass
+
+    seen = {}
+
+    def stop(config, overwrite=False):
+        seen["config"] = config
+        raise Built
+
+    monkeypatch.setattr(train_module, "prepare_run_dir", stop)
+    with pytest.raises(Built):
+        main(["train", "--env", RANK_TINY, "--logdir", str(tmp_path / "run"), "--set",
+              "target_kl=null"])
+    assert seen["config"].target_kl is None
+    with pytest.raises(Built):
+        main(["train", "--env", RANK_TINY, "--logdir", str(tmp_path / "run")])
+    assert seen["config"].target_kl == 0.05
+    assert main(["train", "--env", RANK_TINY, "--logdir", str(tmp_path / "run"), "--set",
+                 "learning_rate="]) == 2
+    assert ("field '--set': 'learning_rate=' gives no value (write learning_rate=null for "
+            "none)") in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, field, says", [
     # --algo imitation runs no RL training
     (["--algo", "imitation", "--gamma", "0.5"], "--gamma", "--algo imitation does not run"),
