@@ -480,7 +480,11 @@ def _nonnegative_int(text: str) -> int:
 
 def _output_path(text: str) -> str:
     """An output path (``--out``, ``--logdir``, ``--jobs-out``) with ``~`` expanded, as the
-    input paths are (``hsched_env.files.user_path``): ``--out ~/x`` made a folder named ``~``."""
+    input paths are (``hsched_env.files.user_path``): ``--out ~/x`` made a folder named ``~``.
+    An empty one (an unset shell variable: ``--out "$OUT"``) is refused: ``Path("")`` is the
+    current folder, which ``evaluate --out ""`` filled with its outputs."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (give a folder or file name)")
     try:
         return str(user_path(text))
     except ConfigError as exc:
