@@ -117,6 +117,24 @@ def test_an_empty_cluster_name_is_unknown_not_the_list(capsys):
     assert code == 0 and "preset" in out.splitlines()[0]
 
 
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "--cluster", "tiny-8", "--workload", "gavel:jobs=2", "--policies", "fifo",
+     "--out", ""],
+    ["simulate", "--cluster", "tiny-8", "--workload", "gavel:jobs=2", "--jobs-out", " "],
+    ["demo", "--out", ""],
+    ["train", "--env", "hsched/Rank-Tiny-v0", "--logdir", ""],
+])
+def test_an_empty_output_path_is_refused(capsys, tmp_path, monkeypatch, argv):
+    """An empty output path (an unset shell variable) is the current folder to ``Path``:
+    ``evaluate --out ""`` wrote its metrics, plots and TensorBoard logs there."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert ": an empty path (give a folder or file name)" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
 LONG_NAME = "a" * 300            # longer than a file name may be (255 bytes on Linux)
 
 
@@ -136,24 +154,6 @@ LONG_NAME = "a" * 300            # longer than a file name may be (255 bytes on 
     (["train", "--env", "hsched/Schedule-Tiny-v0", "--timesteps", "10", "--logdir", LONG_NAME],
      "field '--logdir': cannot use 'aaa"),
 ])
-@pytest.mark.parametrize("argv", [
-    ["evaluate", "--cluster", "tiny-8", "--workload", "gavel:jobs=2", "--policies", "fifo",
-     "--out", ""],
-    ["simulate", "--cluster", "tiny-8", "--workload", "gavel:jobs=2", "--jobs-out", " "],
-    ["demo", "--out", ""],
-    ["train", "--env", "hsched/Rank-Tiny-v0", "--logdir", ""],
-])
-def test_an_empty_output_path_is_refused(capsys, tmp_path, monkeypatch, argv):
-    """An empty output path (an unset shell variable) is the current folder to ``Path``:
-    ``evaluate --out ""`` wrote its metrics, plots and TensorBoard logs there."""
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    assert ": an empty path (give a folder or file name)" in capsys.readouterr().err
-    assert not any(tmp_path.iterdir())
-
-
 def test_a_file_name_the_os_rejects_is_a_one_line_error(capsys, tmp_path, monkeypatch, argv,
                                                        says):
     """A path too long for the OS (``Path.exists`` raises ``OSError`` on it) is an error
