@@ -182,6 +182,9 @@ def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
         if name.startswith("pop-"):
             ignored |= set(lp_options) & ({"pop", "pop_workers"} if name.endswith("-serial")
                                           else {"pop"})
+        elif not (is_whole_number(lp_options.get("pop", 1)) and lp_options.get("pop", 1) > 1):
+            # one part: nothing is split, so where and on how many workers is never read
+            ignored |= set(lp_options) & {"pop_workers", "pop_executor"}
     if ignored:
         raise ConfigError(f"{name} does not take option(s) {', '.join(sorted(ignored))}: its "
                           f"definition fixes them, or it does not read them",

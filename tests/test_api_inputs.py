@@ -148,6 +148,18 @@ def test_make_policy_refuses_options_it_would_not_honour(name, kwargs, field):
     assert err.value.field == field
 
 
+def test_pop_options_without_pop_parts_are_refused():
+    """``pop_workers`` / ``pop_executor`` say how POP's parts are solved; a policy of one
+    part read neither, and took them without a word."""
+    for kw in ({"pop_executor": "thread"}, {"pop_workers": 3}):
+        for name in ("heterosched-lp", "lp-on-change", "topk"):
+            with pytest.raises(ConfigError, match="does not take option") as err:
+                make_policy(name, **kw)
+            assert err.value.field == next(iter(kw))
+    assert make_policy("heterosched-lp", pop=4, pop_workers=2).pop_workers == 2
+    assert make_policy("pop-4", pop_executor="thread").pop_executor == "thread"
+
+
 @pytest.mark.parametrize("kwargs", [{"lp_method": "ipm"}, {"lp_method": "colgen"},
                                     {"backend": "pulp"}, {"backend": "pulp", "lp_method": "auto"}])
 def test_a_warm_start_no_solve_would_use_is_refused(kwargs):
