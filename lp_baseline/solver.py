@@ -59,10 +59,11 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, check_switch, is_real_number
 
 # ``highspy`` is imported into this module on purpose: ``solve_allocation`` checks this module's
 # binding, so setting ``lp_baseline.solver.highspy = None`` simulates a missing solver (as
@@ -182,11 +183,16 @@ def solve_allocation(p: AllocationProblem, objective: str = "max-min", *, backen
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; expected one of {BACKENDS}",
                           field="backend")
-    if time_limit_s is not None and not time_limit_s > 0:
-        raise ConfigError(f"time_limit_s must be > 0, got {time_limit_s!r}",
-                          field="time_limit_s")
-    if not (isinstance(floor, (int, float)) and 0.0 <= floor <= 1.0):
-        raise ConfigError(f"floor must be in [0, 1], got {floor!r}", field="floor")
+    if time_limit_s is not None and not (is_real_number(time_limit_s) and time_limit_s > 0):
+        raise ConfigError(f"time_limit_s must be a number > 0 (or None), got "
+                          f"{time_limit_s!r}", field="time_limit_s")
+    if not (is_real_number(floor) and 0.0 <= floor <= 1.0):
+        raise ConfigError(f"floor must be a number in [0, 1], got {floor!r}", field="floor")
+    check_switch(secondary, "secondary")
+    if highs_options is not None and not isinstance(highs_options, Mapping):
+        raise ConfigError(f"highs_options must be a mapping of HiGHS option names to values "
+                          f"(or None), got {type(highs_options).__name__}",
+                          field="highs_options")
     if method not in METHODS:
         raise ConfigError(f"unknown LP method {method!r}; expected one of {METHODS}",
                           field="method")

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
+from hsched_env.errors import ConfigError
 from lp_baseline.solver import (BACKENDS, FLOOR_OBJECTIVES, FTF_REL_TOL, OBJECTIVES,
                                 AllocationProblem, LPResult, check_feasible, evaluate_objective,
                                 random_problem, solve_allocation)
@@ -475,6 +476,22 @@ def test_invalid_input_is_rejected_with_the_field_name():
         solve_allocation(p, "fastest")
     with pytest.raises(ValueError, match="backend"):
         solve_allocation(p, backend="gurobi")
+
+
+def test_arguments_of_the_wrong_kind_are_refused_by_name():
+    """A string time limit or a non-mapping ``highs_options`` raised a bare ``TypeError``; a
+    truthy string for ``secondary`` ran the fill solve and ``floor=True`` read as 1."""
+    p = random_problem(5, np.random.default_rng(0))
+    for kw, field in (({"time_limit_s": "5"}, "time_limit_s"),
+                      ({"time_limit_s": math.nan}, "time_limit_s"),
+                      ({"highs_options": 5}, "highs_options"),
+                      ({"secondary": "no"}, "secondary"), ({"floor": True}, "floor")):
+        with pytest.raises(ConfigError) as err:
+            solve_allocation(p, "max-min", **kw)
+        assert err.value.field == field
+    for kw in ({"time_limit_s": np.float64(5)}, {"floor": np.float32(0.5)},
+               {"secondary": np.False_}, {"highs_options": {}}):
+        assert solve_allocation(p, "max-min", **kw).status == "optimal"
 
 
 def test_highs_options_are_passed_and_checked():
