@@ -535,8 +535,10 @@ def plan_set(model: ModelSpec | str, cluster: Cluster, gpus: dict[str, int], *,
         throughputs: As in ``plan``.
 
     Raises:
-        ConfigError: More than two types, a type the cluster lacks, or more GPUs than it has.
+        ConfigError: More than two types, a type the cluster lacks, or more GPUs than it has;
+            a ``best_only`` that is not ``True`` or ``False`` (``"no"`` read as on).
     """
+    check_switch(best_only, "best_only")
     model, cluster = _plan_inputs(model, cluster, config)
     rs, sk = _sets_and_skeleton(cluster.pools, [_set_tuple(cluster, gpus)])
     priced = _price(model, cluster, rs, sk, config, get_throughput_source(throughputs))

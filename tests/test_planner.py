@@ -239,6 +239,10 @@ def test_plan_set_rejects_bad_sets():
         plan_set("resnet50", SIA, {"T4": 1000})
     with pytest.raises(ConfigError, match="one or two"):
         plan_set("resnet50", SIA, {"T4": 1, "A100-40GB": 1, "RTX2080Ti": 1})
+    for bad in ("no", "False", 0, None):            # "no" read as on: the best row alone
+        with pytest.raises(ConfigError, match="best_only must be True or False"):
+            plan_set("gpt2-xl", SIA, {"A100-40GB": 8}, best_only=bad)
+    assert len(plan_set("gpt2-xl", SIA, {"A100-40GB": 8}, best_only=False)) > 1
 
 
 def test_records_have_the_cli_schema():
