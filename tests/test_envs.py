@@ -1468,6 +1468,18 @@ def test_masks_and_the_reference_outside_an_episode_say_so(make):
             getattr(env, method)()
 
 
+def test_an_injected_lp_with_an_lp_name_or_objective_is_refused():
+    """``lp=`` is the LP itself; ``lp_policy`` / ``lp_objective`` beside it named another
+    and were ignored without a word."""
+    lp = make_policy("heterosched-lp-v1")
+    for kw, field in (({"lp_policy": "gavel"}, "lp_policy"),
+                      ({"lp_objective": "max-min"}, "lp_objective")):
+        with pytest.raises(ConfigError, match="give one or the other") as err:
+            gym.make("hsched/Schedule-Tiny-v0", lp=lp, **kw)
+        assert err.value.field == field
+    assert gym.make("hsched/Schedule-Tiny-v0", lp=lp).unwrapped.lp is lp
+
+
 @pytest.mark.parametrize("make", [make_select, make_rank])
 def test_reset_options_are_refused_not_ignored(make):
     """No reset options are taken: ``None`` and ``{}`` (SB3's vectorised environments pass

@@ -193,6 +193,12 @@ class HSchedEnvBase(gym.Env):
                                       for m in ("reset", "decide")):
             raise ConfigError(f"lp must be an LP policy object (reset, decide(view, ...), "
                               f"like lp_baseline.policy.LPPolicy), got {show(lp)}", field="lp")
+        if lp is not None and (lp_objective is not None or lp_policy != "heterosched-lp"):
+            which = "lp_objective" if lp_objective is not None else "lp_policy"
+            raise ConfigError(f"lp= is the LP policy itself, and {which}="
+                              f"{show(lp_objective if lp_objective is not None else lp_policy)} "
+                              f"names one for the environment to build, which would be "
+                              f"ignored: give one or the other", field=which)
         self._lp_given, self._lp_factory = lp, lp_factory
         self._lp = None
         self._workloads: dict[str, object] = {}
