@@ -413,6 +413,14 @@ def cmd_simulate(args) -> int:
         result = _run_policy(args.policy, cluster, workload, config, args,
                              own.get(args.policy))
     metrics = result.metrics()
+    # the per-job file first (a closed stdout must not lose it), its failure told after the
+    # metrics are printed (a full disk must not lose them)
+    write_error = None
+    if args.jobs_out:
+        try:
+            _write_jobs(args.jobs_out, result)
+        except OSError as exc:
+            write_error = exc.strerror or str(exc)
     if args.json:
         json.dump(_jsonable(_with_workload(metrics, workload)), sys.stdout, indent=1)
         print()
@@ -421,13 +429,10 @@ def cmd_simulate(args) -> int:
         print(_metrics_rows([metrics]))
         for line in _metric_notes([metrics]):
             print(line)
-    if args.jobs_out:            # after the metrics: a failed write does not lose them
-        try:
-            _write_jobs(args.jobs_out, result)
-        except OSError as exc:
-            raise ConfigError(f"cannot write the per-job results to {args.jobs_out!r}: "
-                              f"{exc.strerror or exc} (the run's metrics were printed)",
-                              field="--jobs-out") from None
+    if write_error is not None:
+        raise ConfigError(f"cannot write the per-job results to {args.jobs_out!r}: "
+                          f"{write_error} (the run's metrics were printed)",
+                          field="--jobs-out")
     return 0
 
 

@@ -666,6 +666,23 @@ def test_a_failed_jobs_out_write_keeps_the_metrics(capsys):
             "left on device") in err and "Traceback" not in err
 
 
+def test_jobs_out_is_written_before_a_closed_stdout_ends_the_command(tmp_path, monkeypatch):
+    """``simulate ... --jobs-out F | true``: printing the metrics meets a closed pipe, which
+    ends the command quietly (exit 0); the per-job file is written before that."""
+    import io
+
+    class Closed(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    path = tmp_path / "jobs.csv"
+    assert main(["simulate", "--cluster", "tiny-8", "--workload",
+                 "gavel:jobs=3,duration_scale=0.05", "--policy", "fifo", "--no-progress",
+                 "--jobs-out", str(path)]) == 0
+    assert len(path.read_text().splitlines()) == 4
+
+
 @slow
 def test_simulate_errors(tmp_path):
     out = hsched("simulate", "--cluster", "sia-64", "--workload", "gavel:rate=x",
