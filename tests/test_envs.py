@@ -1482,17 +1482,26 @@ def test_an_injected_lp_with_an_lp_name_or_objective_is_refused():
 
 @pytest.mark.parametrize("make", [make_select, make_rank])
 def test_reset_options_are_refused_not_ignored(make):
-    """No reset options are taken: ``None`` and ``{}`` (SB3's vectorised environments pass
-    ``{}``) start an episode; anything else is a ``ValueError`` naming its keys, and the
-    episode under way is left as it was."""
+    """No reset options are taken: ``None`` and ``{}`` (Gymnasium's vector environments and
+    ``env_checker`` pass ``{}``) start an episode; anything else is a ``ValueError`` naming
+    its keys, and the episode under way is left as it was (its state snapshot too: the
+    subclasses' counters and hints are not cleared first)."""
     env = make()
     env.reset(seed=0, options=None)
     _, info = env.reset(seed=3, options={})
     assert info["episode_seed"] == 3
+    if isinstance(env, ScheduleEnv):
+        env.step(-7)                        # an invalid action, counted
+    else:
+        env.set_lp_start(np.ones(env.K, dtype=np.int8))
     sim = env.simulator
     with pytest.raises(ValueError, match=r"no reset options, got \['max_time_s', 'workload'\]"):
         env.reset(seed=0, options={"workload": "gavel:jobs=1", "max_time_s": 1})
     assert env.simulator is sim and env.action_masks().any()
+    if isinstance(env, ScheduleEnv):
+        assert env._invalid_total == env._invalid_streak == 1
+    else:
+        assert env._lp_start_next is not None
 
 
 def test_rank_mode_warns_once_when_a_round_overflows_its_slots():

@@ -312,15 +312,9 @@ class HSchedEnvBase(gym.Env):
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """A new episode (Gymnasium's ``reset``). ``options``: none are taken; ``None`` or an
-        empty mapping (what vectorised environments pass), anything else is a ``ValueError``
-        naming it (the scenario is set by ``gymnasium.make``'s keywords)."""
-        if options:
-            keys = sorted(map(str, options)) if isinstance(options, dict) else None
-            raise ValueError(f"reset(options=...): this environment takes no reset options, "
-                             f"got {keys if keys is not None else repr(options)}: set the "
-                             f"scenario (cluster, workload, max_time_s, ...) with "
-                             f"gymnasium.make's keywords")
+        """A new episode (Gymnasium's ``reset``). ``options``: none are taken
+        (``check_reset_options``)."""
+        check_reset_options(options)
         super().reset(seed=seed)
         episode_seed = int(seed) if seed is not None else int(
             self.np_random.integers(0, 2**31 - 1))
@@ -1002,6 +996,19 @@ def _unknown_arguments(cls, names: list[str]) -> str:
 #: observation's (K, F) float32 matrix is already ~0.4 GB there; a larger K is a mistake that
 #: would otherwise end in a memory error or the system's out-of-memory killer.
 MAX_SLOTS = 2 ** 22
+
+
+def check_reset_options(options) -> None:
+    """``reset``'s ``options``: none are taken. ``None`` or an empty mapping (Gymnasium's
+    vector environments and ``env_checker`` pass ``{}``) pass; anything else is a
+    ``ValueError`` naming it. Each environment's ``reset`` calls it before it changes
+    anything, so a refused call leaves the episode as it was."""
+    if options:
+        keys = sorted(map(str, options)) if isinstance(options, dict) else None
+        raise ValueError(f"reset(options=...): this environment takes no reset options, "
+                         f"got {keys if keys is not None else repr(options)}: set the "
+                         f"scenario (cluster, workload, max_time_s, ...) with "
+                         f"gymnasium.make's keywords")
 
 
 def slot_count(slots, max_candidates, default: int) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hsched_env.defaults import ENV_WORKLOAD
-from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
+from hsched_env.envs.base import HSchedEnvBase, check_reset_options, slot_count, timed
 from hsched_env.errors import ConfigError, check_switch, is_real_number, shorten
 
 
@@ -364,6 +364,7 @@ class RankEnv(HSchedEnvBase):
         return obs, float(reward), terminated, truncated, info
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        check_reset_options(options)           # before anything changes
         self._lp_start_next = None
         self._decided = None
         obs, info = super().reset(seed=seed, options=options)
