@@ -88,7 +88,7 @@ class PolicyEntry:
 
 def policy_names() -> list[str]:
     """The policy names ``--policies`` accepts, as shown to users (help, unknown-name errors):
-    general forms such as ``ranker:PATH`` and ``pop-K (K >= 2)``, not a list to validate
+    general forms such as ``ranker:PATH`` and ``pop-K (2 <= K <= 1024)``, not a list to validate
     against (``make_policy`` and ``parse_policies`` validate)."""
     return ["pure-lp", "ranker", "ranker:PATH", "ranker@R", "ranker:PATH@R", "ranker-seed",
             "ranker-seed:PATH", "module:callable",
@@ -584,7 +584,8 @@ def parse_policies(items, trust_sb3_zip: bool = False,
         items = split_policy_list(items, FIELD)
     if not items:
         raise ConfigError("no policy named", field=FIELD)
-    if trust_sb3_zip and not any(isinstance(i, str) and i.startswith("sb3:") for i in items):
+    if trust_sb3_zip and not any(isinstance(i, str) and (i == "sb3" or i.startswith("sb3:"))
+                                 for i in items):           # (a bare sb3: its own error)
         raise ConfigError("allows the SB3 zip files named (sb3:PATH.zip), and the policies "
                           "name none", field="--trust-sb3-zip")
     if max_kept_fraction is not None:

@@ -117,7 +117,8 @@ _FIXED_OPTIONS = {"lp-on-change": frozenset({"resolve"}),
                   "topk-dominance": frozenset({"dominance"}),
                   "heterosched-lp-v0": frozenset({"normalizer", "size_cap"})}
 _GAVEL_OPTIONS = frozenset({"lp_method", "warm_start"})
-#: ``pop-K`` / ``pop-K-serial`` with K ≥ 2 written plainly (what ``make_policy`` builds).
+#: ``pop-K`` / ``pop-K-serial`` with K ≥ 2 written plainly (what ``make_policy`` builds; a K
+#: above ``MAX_POP_PARTS`` is refused there).
 _POP_NAME = re.compile(r"pop-([2-9]|[1-9][0-9]+)(-serial)?")
 
 
@@ -194,8 +195,8 @@ def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
 def make_policy(name: str, *, objective: str | None = None, backend: str = "highs",
                 topk: int = 4, time_limit_s: float | None = None, memoize: bool = True,
                 **lp_options):
-    """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes any K ≥ 2 and solves its K
-    parts side by side on up to ``min(K, CPUs)`` workers (``pop-K-serial`` or
+    """A policy by name (see ``POLICY_NAMES``); ``pop-K`` takes K from 2 to ``MAX_POP_PARTS``
+    and solves its K parts side by side on up to ``min(K, CPUs)`` workers (``pop-K-serial`` or
     ``pop_workers=1``: one after the other; ``pop_executor=``: where, see
     ``lp_baseline.parallel_parts``).
 

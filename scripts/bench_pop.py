@@ -142,7 +142,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int_list(1), default="500,1000,2000",
                     help="N, comma-separated")
     ap.add_argument("--pops", type=int_list(2), default="2,4,8",
-                    help="K of pop-K (K >= 2), comma-separated")
+                    help="K of pop-K (2 <= K <= 1024), comma-separated")
     ap.add_argument("--executors", default=",".join(EXECUTORS),
                     help=f"comma-separated, from {', '.join(EXECUTORS)} (serial always runs)")
     ap.add_argument("--workers", type=positive_int, default=2, help="parts at a time (2)")
