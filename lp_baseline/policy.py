@@ -85,7 +85,7 @@ from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIEL
                                  evaluate_objective, problem_fingerprint)
 from lp_baseline.rounding import (TINY, RoundingMemo, integral_assignment, other_candidates,
                                   round_allocation)
-from lp_baseline.solver import METHOD_OPTIONS, solve_allocation
+from lp_baseline.solver import COLGEN_MIN_COLUMNS, METHOD_OPTIONS, solve_allocation
 from lp_baseline.warm_start import BasisKeys
 from hsched_env.table_memo import TableMemo
 
@@ -508,6 +508,7 @@ class LPPolicy:
         self._elapsed = 0.0
         self._bases: dict[int, object] = {}    # POP part -> its last LP basis (warm_start)
         self._warm_starts = 0
+        self._warned_cold = False           # warm_start met an LP column generation solves
         self._warm_retries = 0
         self._last_t: float | None = None
         self._last_solve_t: float | None = None    # time of the last reset (the reset rule)
@@ -920,6 +921,13 @@ class LPPolicy:
                     and outcome.result is not None and not outcome.reused):
                 if outcome.result.basis is not None:
                     self._bases[i] = outcome.result.basis
+                elif outcome.result.method == "colgen" and not self._warned_cold:
+                    # lp_method="auto" chose column generation for a large LP: it solves cold
+                    self._warned_cold = True
+                    log.warning("%s: warm_start: LPs of %d columns and more are solved by "
+                                "column generation (lp_method='auto'), which starts cold; "
+                                "lp_method='simplex' warm-starts every LP", self.name,
+                                COLGEN_MIN_COLUMNS)
                 self._warm_starts += int(outcome.result.warm_started)
                 self._warm_retries += int(outcome.result.warm_retried)
             if accepted and keys[i] is not None and outcome.result.status == "optimal":

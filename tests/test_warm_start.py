@@ -167,6 +167,23 @@ def _run(policy):
     return Simulator(cluster, workload, policy).run()
 
 
+def test_warm_start_says_once_when_column_generation_solves_cold(monkeypatch, caplog):
+    """``lp_method="auto"`` solves LPs from ``COLGEN_MIN_COLUMNS`` columns up by column
+    generation, which starts cold: a warm policy that meets one says so, once a run."""
+    import logging
+    import lp_baseline.solver as solver
+    monkeypatch.setattr(solver, "COLGEN_MIN_COLUMNS", 10)        # every LP here is "large"
+    policy = make_policy("heterosched-lp", warm_start=True)
+    with caplog.at_level(logging.WARNING, logger="lp_baseline.policy"):
+        _run(policy)
+    said = [r for r in caplog.records if "starts cold" in r.getMessage()]
+    assert len(said) == 1 and policy.summary()["lp_warm_starts"] == 0
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="lp_baseline.policy"):
+        _run(make_policy("heterosched-lp", warm_start=True, lp_method="simplex"))
+    assert not [r for r in caplog.records if "starts cold" in r.getMessage()]
+
+
 @pytest.mark.parametrize("name", ["heterosched-lp", "gavel"])
 def test_policy_warm_starts_every_solve_after_the_first(name):
     warm = make_policy(name, warm_start=True, lp_method="simplex")
