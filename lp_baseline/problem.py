@@ -112,6 +112,12 @@ class AllocationProblem:
                                and np.all(job_of == np.round(job_of)))):
             raise _bad("job_of", f"must hold integer job indices, got dtype {job_of.dtype}")
         job_of = job_of.astype(np.int64)
+        named = int(job_of.max()) + 1 if n_cand else 0
+        if (n_cand and named != n_jobs and job_of.min() >= 0
+                and np.bincount(job_of, minlength=named).min() > 0):
+            # job_of names jobs 0..named-1, each with candidates: norm's length is at fault
+            raise _bad("norm", f"has {n_jobs} entries (one per job), but job_of names jobs "
+                       f"0..{named - 1}: expected {named}")
         if n_cand and (job_of.min() < 0 or job_of.max() >= n_jobs):
             i = int(np.flatnonzero((job_of < 0) | (job_of >= n_jobs))[0])
             raise _bad("job_of", f"index {i} names job {job_of[i]}, outside 0..{n_jobs - 1}")

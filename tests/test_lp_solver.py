@@ -469,6 +469,12 @@ def test_invalid_input_is_rejected_with_the_field_name():
     for name, value in bad:
         with pytest.raises(ValueError, match=name):
             AllocationProblem(**{**ok, name: value})
+    # a norm of the wrong length is named, not job_of (which blamed job_of's indices)
+    for norm in (np.ones(1), np.ones(3)):
+        with pytest.raises(ConfigError, match=r"has \d entries \(one per job\), but job_of "
+                                              r"names jobs 0\.\.1: expected 2") as err:
+            AllocationProblem(**{**ok, "norm": norm})
+        assert err.value.field == "norm"
     p = AllocationProblem(**ok)
     with pytest.raises(ValueError, match="remaining"):
         solve_allocation(p, "min-makespan")
