@@ -1077,6 +1077,26 @@ def test_replay_partial_episode_through_make(env_id):
     assert total == sum(t[1] for t in traj[1:])
 
 
+def test_a_bad_episode_record_is_named_by_its_key():
+    """An unknown env id, a seed that is no whole number, arguments that are no dict, or a
+    key no record has: errors naming ``record[...]`` (Gymnasium's own errors, or nothing,
+    before)."""
+    env = gym.make("hsched/Schedule-Tiny-v0")
+    env.reset(seed=0)
+    env.step(env.unwrapped.K)
+    record = env.unwrapped.episode_record()
+    for change, key, says in (({"env_id": "hsched/Foo-v0"}, "env_id", "not registered"),
+                              ({"seed": "x"}, "seed", "whole number"),
+                              ({"seed": 1.5}, "seed", "whole number"),
+                              ({"kwargs": [1]}, "kwargs", "a dict"),
+                              ({"bogus": 1}, "bogus", "not a key of an episode record")):
+        with pytest.raises(ConfigError, match=says) as err:
+            replay({**record, **change})
+        assert err.value.field == f"record[{key!r}]"
+    assert replay({**record, "seed": None})[0]["jobs_total"] > 0     # None: a drawn seed
+    assert replay(record)[1] == replay({**record, "seed": np.int64(0)})[1]
+
+
 def test_a_cluster_that_is_no_preset_is_recorded_whole_and_replayed():
     """A cluster under a preset's name but with other pools (or any non-preset cluster) is
     recorded as itself, not by its name: the replay runs it, and a snapshot of the preset is

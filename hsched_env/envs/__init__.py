@@ -8,11 +8,13 @@ from __future__ import annotations
 from hsched_env.envs.base import ENV_IDS_BY_CLASS
 from hsched_env.envs.rank import RankEnv
 from hsched_env.envs.schedule import ScheduleEnv
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError, is_whole_number, show
 from hsched_env.registration import VARIANT_IDS
 
 #: The two environments at their defaults (every registered id: ``VARIANT_IDS``).
 ENV_IDS = ("hsched/Schedule-v0", "hsched/Rank-v0")
+#: The keys of an ``episode_record()`` (``env_id`` may be absent in older records).
+RECORD_KEYS = ("env_id", "class", "kwargs", "seed", "actions")
 
 
 def replay(record: dict, **overrides) -> tuple[dict, float]:
@@ -28,17 +30,32 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
     if missing:
         raise ConfigError(f"not an episode_record(): it lacks {', '.join(map(repr, missing))}",
                           field=f"record[{missing[0]!r}]")
+    unknown = sorted(map(str, set(record) - set(RECORD_KEYS)))
+    if unknown:
+        raise ConfigError(f"not a key of an episode record: {', '.join(map(repr, unknown))} "
+                          f"(its keys: {', '.join(RECORD_KEYS)})", field=f"record[{unknown[0]!r}]")
     if record["class"] not in ENV_IDS_BY_CLASS:
         raise UnknownNameError("environment class", str(record["class"]),
                                list(ENV_IDS_BY_CLASS), field="record['class']")
     env_id = record.get("env_id") or ENV_IDS_BY_CLASS[record["class"]]
+    if not isinstance(env_id, str) or env_id not in gym.registry:
+        # (an id registered in this process, e.g. a masked one (docs/environments.md), is fine)
+        own = [i for i in VARIANT_IDS if i.startswith(ENV_IDS_BY_CLASS[record["class"]][:-3])]
+        raise UnknownNameError("environment id (not registered in this process)", str(env_id),
+                               own, field="record['env_id']")
+    if record["seed"] is not None and not is_whole_number(record["seed"]):
+        raise ConfigError(f"an episode seed is a whole number (or None), got "
+                          f"{show(record['seed'])}", field="record['seed']")
+    if not isinstance(record["kwargs"], dict):
+        raise ConfigError(f"the environment's arguments are a dict, got "
+                          f"{type(record['kwargs']).__name__}", field="record['kwargs']")
     kwargs = dict(record["kwargs"])
     if record["class"] == "ScheduleEnv":
         # records from before the invalid-action option played invalid actions as free no-ops
         kwargs.setdefault("invalid_action", "noop")
     env = gym.make(env_id, disable_env_checker=True, max_episode_steps=-1,
                    **{**kwargs, **overrides}).unwrapped
-    env.reset(seed=record["seed"])
+    env.reset(seed=None if record["seed"] is None else int(record["seed"]))
     total = 0.0
     for a in record["actions"]:
         _, r, terminated, truncated, _ = env.step(a)
