@@ -6,12 +6,13 @@ the evaluation harness, ``agents.evaluate``."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from hsched_env.cluster import get_cluster
 from hsched_env.defaults import EARLIER_DRAWS
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError, is_real_number
 from hsched_env.workloads import Workload, load_workload, spec_has_key, spec_kind, with_spec_item
 
 #: Seeds the trainers may use (episode seeds of training and validation during training).
@@ -197,8 +198,9 @@ def custom_suite(cluster: str, workload: str, max_time_s: float | None = None,
         raise ConfigError("needs a cluster preset or file", field="--cluster")
     if not workload:
         raise ConfigError("needs a workload spec", field="--workload")
-    if max_time_s is not None and not max_time_s > 0:
-        raise ConfigError(f"must be > 0, got {max_time_s}", field="--max-time-s")
+    if max_time_s is not None and not (is_real_number(max_time_s) and 0 < max_time_s < math.inf):
+        raise ConfigError(f"must be a finite number of seconds > 0 (none: no limit), got "
+                          f"{max_time_s}", field="--max-time-s")
     get_cluster(cluster)                              # unknown preset / bad file: fail now
     name = Path(cluster).stem if Path(cluster).suffix else cluster
     if _workload_kind(workload) != "gavel":

@@ -413,6 +413,11 @@ def test_custom_suite_and_traces(tmp_path):
     assert "a fixed workload: the same jobs on every seed" in format_report(report)
     with pytest.raises(ConfigError):
         custom_suite("no-such-cluster", TINY[1])
+    # one wording and one field for every bad window (inf was named max_time_s, by SimConfig)
+    for bad in (0, -1, math.inf, math.nan, "5"):
+        with pytest.raises(ConfigError, match="must be a finite number of seconds > 0") as err:
+            custom_suite(*TINY, max_time_s=bad)
+        assert err.value.field == "--max-time-s"
 
 
 def _cli(capsys, *argv):
