@@ -232,7 +232,11 @@ def plot_jct_cdf(report, path: Path) -> Path:
         ax.set_ylabel("fraction of completed jobs")
         ax.set_title(panel_title(sc), fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+        else:                                 # (a window in which no job finished)
+            ax.text(0.5, 0.5, "no job completed", transform=ax.transAxes, ha="center",
+                    va="center", fontsize=9, color="0.4")
     fig.suptitle(f"Suite {report.suite.name}: JCT distribution", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -426,6 +426,19 @@ def _cli(capsys, *argv):
     return code, out.out, out.err
 
 
+def test_a_window_in_which_no_job_finished_plots_without_a_warning(capsys, tmp_path):
+    """``--max-time-s 1``: no job completes; the JCT plot says so in the panel instead of
+    matplotlib warning about a legend with nothing in it."""
+    import warnings
+    out = tmp_path / "e"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, _, err = _cli(capsys, "--cluster", TINY[0], "--workload", TINY[1], "--policies",
+                            "fifo", "--max-time-s", "1", "--out", str(out))
+    assert code == 0, err
+    assert (out / "jct_cdf.png").stat().st_size > 0 and "Warning" not in err
+
+
 @slow
 def test_cli_custom_scenario_flags(capsys, tmp_path):
     out = tmp_path / "e"
