@@ -239,6 +239,10 @@ class Cluster:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigError(f"cluster name must be a non-empty string, got {show(self.name)}",
                               field="name")
+        if not isinstance(self.description, str):     # (as a cluster file's is checked)
+            raise ConfigError(f"description must be a string, got "
+                              f"{type(self.description).__name__}", source=self.name,
+                              field="description")
         if isinstance(self.pools, (str, bytes)) or not hasattr(self.pools, "__iter__"):
             raise ConfigError(f"pools must be a sequence of NodePool, got {show(self.pools)}",
                               source=self.name, field="nodes")
