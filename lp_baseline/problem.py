@@ -113,7 +113,7 @@ class AllocationProblem:
             raise _bad("job_of", f"must hold integer job indices, got dtype {job_of.dtype}")
         job_of = job_of.astype(np.int64)
         named = int(job_of.max()) + 1 if n_cand else 0
-        if (n_cand and named != n_jobs and job_of.min() >= 0
+        if (n_cand and named != n_jobs and job_of.min() >= 0 and named <= n_cand
                 and np.bincount(job_of, minlength=named).min() > 0):
             # job_of names jobs 0..named-1, each with candidates: norm's length is at fault
             raise _bad("norm", f"has {n_jobs} entries (one per job), but job_of names jobs "

@@ -181,8 +181,10 @@ def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
     else:             # (LPPolicy refuses a floor, guard or round_restart its objective ignores)
         ignored = set(lp_options) & _FIXED_OPTIONS.get(name, frozenset())
         if name.startswith("pop-"):
-            ignored |= set(lp_options) & ({"pop", "pop_workers"} if name.endswith("-serial")
-                                          else {"pop"})
+            ignored |= set(lp_options) & ({"pop", "pop_workers", "pop_executor"}
+                                          if name.endswith("-serial") else {"pop"})
+            if lp_options.get("pop_workers") == 1 and "pop_executor" in lp_options:
+                ignored.add("pop_executor")       # one worker: the parts run in this thread
         elif not (is_whole_number(lp_options.get("pop", 1)) and lp_options.get("pop", 1) > 1):
             # one part: nothing is split, so where and on how many workers is never read
             ignored |= set(lp_options) & {"pop_workers", "pop_executor"}

@@ -158,6 +158,12 @@ def test_pop_options_without_pop_parts_are_refused():
             assert err.value.field == next(iter(kw))
     assert make_policy("heterosched-lp", pop=4, pop_workers=2).pop_workers == 2
     assert make_policy("pop-4", pop_executor="thread").pop_executor == "thread"
+    # one worker: the parts run one after the other in this thread, wherever told to
+    for name, kw in (("pop-4-serial", {"pop_executor": "thread"}),
+                     ("pop-4", {"pop_workers": 1, "pop_executor": "thread"})):
+        with pytest.raises(ConfigError, match="does not take option") as err:
+            make_policy(name, **kw)
+        assert err.value.field == "pop_executor"
 
 
 @pytest.mark.parametrize("kwargs", [{"lp_method": "ipm"}, {"lp_method": "colgen"},

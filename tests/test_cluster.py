@@ -242,7 +242,8 @@ def test_cluster_rejects_duplicate_pool_names_and_no_pools():
         with pytest.raises(ConfigError, match="sequence of NodePool") as err:
             Cluster("c", pools)
         assert err.value.field == "nodes"
-    for description in (5, None, ["x"]):   # a file's is checked; Python's was taken
+    assert Cluster("c", (NodePool("T4", 4, 1),), description=None).description == ""
+    for description in (5, ["x"]):         # a file's is checked; Python's was taken
         with pytest.raises(ConfigError, match="description must be a string") as err:
             Cluster("c", (NodePool("T4", 4, 1),), description=description)
         assert err.value.field == "description"

@@ -1095,6 +1095,14 @@ def test_a_bad_episode_record_is_named_by_its_key():
         assert err.value.field == f"record[{key!r}]"
     assert replay({**record, "seed": None})[0]["jobs_total"] > 0     # None: a drawn seed
     assert replay(record)[1] == replay({**record, "seed": np.int64(0)})[1]
+    # lp= replaces a recorded non-default LP's name and objective (the environment refuses
+    # lp= beside them)
+    env = gym.make("hsched/Rank-Tiny-v0", lp_policy="lp-on-change")
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(np.ones(env.unwrapped.K, dtype=np.int8))
+    record = env.unwrapped.episode_record()
+    assert replay(record, lp=make_policy("lp-on-change"))[1] == replay(record)[1]
 
 
 def test_a_cluster_that_is_no_preset_is_recorded_whole_and_replayed():

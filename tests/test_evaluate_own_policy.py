@@ -390,6 +390,8 @@ def test_ranker_zip_points_to_sb3(tmp_path):
     with pytest.raises(ConfigError, match="the policies name none") as err:
         parse_policies(["pure-lp", "fifo"], trust_sb3_zip=True)
     assert err.value.field == "--trust-sb3-zip"
+    with pytest.raises(ConfigError, match="sb3: needs a model zip"):    # its own error
+        parse_policies(["sb3"], trust_sb3_zip=True)
 
 
 # ---------------------------------------------------------------------------- custom scenario

@@ -475,6 +475,10 @@ def test_invalid_input_is_rejected_with_the_field_name():
                                               r"names jobs 0\.\.1: expected 2") as err:
             AllocationProblem(**{**ok, "norm": norm})
         assert err.value.field == "norm"
+    # an index far outside is job_of's error, found before any per-job count is made
+    with pytest.raises(ConfigError, match=r"index 1 names job 100000000000") as err:
+        AllocationProblem(**{**ok, "job_of": np.array([0, 10**11])})
+    assert err.value.field == "job_of"
     p = AllocationProblem(**ok)
     with pytest.raises(ValueError, match="remaining"):
         solve_allocation(p, "min-makespan")

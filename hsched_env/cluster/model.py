@@ -228,7 +228,9 @@ class Cluster:
         node_intra_bw_gbps, node_inter_bw_gbps: float64 ``[N]``, bandwidths of each node.
 
     Raises:
-        ConfigError: No pools, a pool that is not a :class:`NodePool`, or duplicate pool names.
+        ConfigError: No pools, a pool that is not a :class:`NodePool`, duplicate pool names,
+            or a ``description`` that is not a string (``None`` is taken as ``""``, as a
+            cluster file's ``description: null``).
     """
 
     name: str
@@ -239,6 +241,8 @@ class Cluster:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigError(f"cluster name must be a non-empty string, got {show(self.name)}",
                               field="name")
+        if self.description is None:                   # (a file's "description: null")
+            object.__setattr__(self, "description", "")
         if not isinstance(self.description, str):     # (as a cluster file's is checked)
             raise ConfigError(f"description must be a string, got "
                               f"{type(self.description).__name__}", source=self.name,

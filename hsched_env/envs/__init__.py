@@ -21,7 +21,10 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
     """Re-run an ``episode_record()``: returns (metrics, total reward). The metrics equal the
     recorded episode's except wall-clock fields (``decision_time_*``, ``wall_s``). The
     environment is made by its registered id (``gymnasium.make``: the default LP factory);
-    ``overrides`` are extra constructor arguments (e.g. ``lp=`` the policy that was used)."""
+    ``overrides`` are extra constructor arguments (e.g. ``lp=`` the policy that was used:
+    it replaces the recorded ``lp_policy`` and ``lp_objective``). A record's keys are those
+    ``episode_record()`` writes (``RECORD_KEYS``); any other is refused, as are an env id
+    not registered in this process and a seed that is no whole number."""
     import gymnasium as gym
     if not isinstance(record, dict):
         raise ConfigError(f"an episode record is the dict episode_record() returns, got "
@@ -50,6 +53,11 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
         raise ConfigError(f"the environment's arguments are a dict, got "
                           f"{type(record['kwargs']).__name__}", field="record['kwargs']")
     kwargs = dict(record["kwargs"])
+    if "lp" in overrides:
+        # the LP itself replaces the recorded one: its name and objective go with it (an
+        # environment refuses lp= beside a non-default lp_policy or an lp_objective)
+        kwargs.pop("lp_policy", None)
+        kwargs.pop("lp_objective", None)
     if record["class"] == "ScheduleEnv":
         # records from before the invalid-action option played invalid actions as free no-ops
         kwargs.setdefault("invalid_action", "noop")
