@@ -32,9 +32,9 @@ POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "to
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "pop-4-serial", "heterosched-lp-las",
                 "heterosched-lp-v0", "heterosched-lp-v1", "fifo",
                 "fifo-fastest", "srf", "greedy", "random")
-#: The most parts ``pop-K`` takes: each part gets 1/K of every GPU type (rounded down), so
-#: more parts than that leave them nothing to run on any cluster worth splitting, and an
-#: unbounded K made ``pop-99999999999999999999`` an ``OverflowError`` traceback.
+#: The most parts ``pop-K`` takes (each part gets 1/K of every GPU type, rounded down): far
+#: above the few to tens of parts POP is run with, and bounded because an unbounded K made
+#: ``pop-99999999999999999999`` an ``OverflowError`` traceback and a K of millions ran on.
 MAX_POP_PARTS = 1024
 #: ``POLICY_NAMES`` as a user reads them (help texts, unknown-name errors): the ``pop-*``
 #: examples replaced by their general forms, which take any K from 2 to ``MAX_POP_PARTS``.
