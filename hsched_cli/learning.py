@@ -224,6 +224,9 @@ def cmd_train(args) -> int:
             if chosen[key] is not None:
                 raise ConfigError(f"--set {key}=... and --{key} both given: give one",
                                   field="--set")
+            if value is None:                   # (None is "not given": it would be dropped)
+                raise ConfigError(f"--set {key}=null would mean the default, as leaving it "
+                                  f"out does: give a value, or leave it out", field="--set")
             chosen[key] = value
             continue
         names = {HYPERPARAM_ALIASES.get(key, key)}   # the fields it sets (n_timesteps is

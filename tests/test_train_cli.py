@@ -666,6 +666,10 @@ def test_train_set_null_is_applied_and_an_empty_value_refused(capsys, tmp_path, 
                  "learning_rate="]) == 2
     assert ("field '--set': 'learning_rate=' gives no value (write learning_rate=null for "
             "none)") in capsys.readouterr().err
+    for key in ("algo", "policy", "hyperparams"):      # null there was dropped silently
+        assert main(["train", "--env", RANK_TINY, "--logdir", str(tmp_path / "run"), "--set",
+                     f"{key}=null"]) == 2
+        assert f"--set {key}=null would mean the default" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, field, says", [
