@@ -1512,8 +1512,8 @@ def test_an_injected_lp_with_an_lp_name_or_objective_is_refused():
 def test_reset_options_are_refused_not_ignored(make):
     """No reset options are taken: ``None`` and ``{}`` (Gymnasium's vector environments and
     ``env_checker`` pass ``{}``) start an episode; anything else is a ``ValueError`` naming
-    its keys, and the episode under way is left as it was (its state snapshot too: the
-    subclasses' counters and hints are not cleared first)."""
+    its keys, and the episode under way is left as it was (the subclasses' counters and
+    hints are not cleared first)."""
     env = make()
     env.reset(seed=0, options=None)
     _, info = env.reset(seed=3, options={})
