@@ -1001,8 +1001,9 @@ MAX_SLOTS = 2 ** 22
 def check_reset_options(options) -> None:
     """``reset``'s ``options``: none are taken. ``None`` or an empty mapping (Gymnasium's
     vector environments and ``env_checker`` pass ``{}``) pass; anything else is a
-    ``ValueError`` naming it. Each environment's ``reset`` calls it before it changes
-    anything, so a refused call leaves the episode as it was."""
+    ``ValueError`` naming it. The base ``reset`` calls it before it changes anything, and
+    the subclasses clear their own state after it, so a refused call leaves the episode as
+    it was."""
     if options:
         keys = sorted(map(str, options)) if isinstance(options, dict) else None
         raise ValueError(f"reset(options=...): this environment takes no reset options, "

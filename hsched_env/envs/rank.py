@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hsched_env.defaults import ENV_WORKLOAD
-from hsched_env.envs.base import HSchedEnvBase, check_reset_options, slot_count, timed
+from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
 from hsched_env.errors import ConfigError, check_switch, is_real_number, shorten
 
 
@@ -364,10 +364,9 @@ class RankEnv(HSchedEnvBase):
         return obs, float(reward), terminated, truncated, info
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        check_reset_options(options)           # before anything changes
+        obs, info = super().reset(seed=seed, options=options)  # (it refuses bad options first)
         self._lp_start_next = None
         self._decided = None
-        obs, info = super().reset(seed=seed, options=options)
         if self.measure_time:
             info["observation_time_s"] = float(self.observation_s)
         return obs, info

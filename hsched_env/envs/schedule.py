@@ -8,7 +8,7 @@ import numpy as np
 from gymnasium import logger, spaces
 
 from hsched_env.defaults import ENV_WORKLOAD
-from hsched_env.envs.base import HSchedEnvBase, check_reset_options, slot_count, timed
+from hsched_env.envs.base import HSchedEnvBase, slot_count, timed
 from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_FEATURES, GLOBAL_FEATURES,
                                       JOB_FEATURES)
 from hsched_env.errors import ConfigError, UnknownNameError
@@ -215,10 +215,10 @@ class ScheduleEnv(HSchedEnvBase):
                 "_invalid_streak": self._invalid_streak, "_invalid_total": self._invalid_total}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        check_reset_options(options)           # before anything changes
+        out = super().reset(seed=seed, options=options)   # (it refuses bad options first)
         self._invalid_streak = 0
         self._invalid_total = 0
-        return super().reset(seed=seed, options=options)
+        return out
 
     def _end(self, reason: str) -> None:
         super()._end(reason)
