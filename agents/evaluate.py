@@ -148,8 +148,8 @@ def _run_task(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, c
 def _ranker_gates(entry: PolicyEntry) -> dict | None:
     """A ``Ranker`` entry's gates, ``{"gate_candidates", "max_kept_fraction",
     "seed_fraction"}`` (a seed-mode ranker: ``max_kept_fraction`` None, it has no unsure
-    gate), with ``"audit_every"`` and ``"audit_recall"`` when it audits; ``None`` for any
-    other entry."""
+    gate), with ``"audit_every"``, ``"audit_recall"`` and ``"audit_start"`` when it audits;
+    ``None`` for any other entry."""
     ranker = entry.ranker
     if ranker is None or not hasattr(ranker, "max_kept_fraction"):
         return None
@@ -161,6 +161,7 @@ def _ranker_gates(entry: PolicyEntry) -> dict | None:
     if getattr(ranker, "audit_every", 0):
         gates["audit_every"] = int(ranker.audit_every)
         gates["audit_recall"] = float(ranker.audit_recall)
+        gates["audit_start"] = getattr(ranker, "audit_start", "own")
     return gates
 
 
@@ -195,7 +196,7 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
              overwrite: bool = False, retries: int = DEFAULT_RETRIES,
              timing_repeats: int = 1, max_kept_fraction: float | None = None,
              seed_fraction: float | None = None, audit_every: int | None = None,
-             audit_recall: float | None = None) -> Report:
+             audit_recall: float | None = None, audit_start: str | None = None) -> Report:
     """Run ``policies`` (names, agent objects and/or ``PolicyEntry`` objects; default
     ``default_policies()``) on every scenario of ``suite`` for each held-out seed (``seeds``:
     a count, or explicit held-out seeds; default the suite's count). ``progress``: a tqdm bar
@@ -204,8 +205,8 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     ranker file ``policies`` names (``parse_policies``; 1: off), instead of each file's own.
     ``seed_fraction``: the column-generation start of every ranker file named (seed mode's,
     and prune mode's unsure rounds'; ``agents.ranker.Ranker``), instead of the default.
-    ``audit_every`` / ``audit_recall``: the audits of every prune-mode ranker file named
-    (``agents.ranker.Ranker``; default none).
+    ``audit_every`` / ``audit_recall`` / ``audit_start``: the audits of every prune-mode
+    ranker file named (``agents.ranker.Ranker``; default none).
 
     ``backend="serial"`` without ``runs_dir`` (the default): every run here, in order; an
     error in a run stops the evaluation. Otherwise a sweep (``agents.sweep``): each
@@ -245,7 +246,7 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     entries = parse_policies(default_policies() if policies is None else policies,
                              trust_sb3_zip=trust_sb3_zip, max_kept_fraction=max_kept_fraction,
                              seed_fraction=seed_fraction, audit_every=audit_every,
-                             audit_recall=audit_recall)
+                             audit_recall=audit_recall, audit_start=audit_start)
     for sc in suite.scenarios:              # SB3 models trained on other shapes: fail now
         cluster = get_cluster(sc.cluster)
         for e in entries:

@@ -119,13 +119,14 @@ def _ranker_class(required: bool = True):
 def load_ranker(path: str | Path, target_recall: float | None = None,
                 max_kept_fraction: float | None = None, mode: str = "prune",
                 seed_fraction: float | None = None, audit_every: int | None = None,
-                audit_recall: float | None = None):
+                audit_recall: float | None = None, audit_start: str | None = None):
     """``Ranker.load(path)`` (``agents.ranker``), with a one-line error for a missing file
     and a pointer to ``sb3:`` for an SB3 model zip; ``target_recall``: the file's operating
     point for that recall (``Ranker``); ``max_kept_fraction``: its unsure gate, instead of
     the file's (1: off); ``mode``: ``"prune"`` or ``"seed"``; ``seed_fraction``: the share
     of a round, best-scored first, that starts the LP's column generation (``Ranker``);
-    ``audit_every`` / ``audit_recall``: its audits (``Ranker``; default none)."""
+    ``audit_every`` / ``audit_recall`` / ``audit_start``: its audits (``Ranker``; default
+    none)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
@@ -143,6 +144,8 @@ def load_ranker(path: str | Path, target_recall: float | None = None,
         gate["audit_every"] = audit_every
     if audit_recall is not None:
         gate["audit_recall"] = audit_recall
+    if audit_start is not None:
+        gate["audit_start"] = audit_start
     if target_recall is None:
         return _ranker_class().load(str(p), **gate)
     try:
@@ -559,7 +562,8 @@ def sb3_entry(item: str, trust: bool) -> PolicyEntry:
 def parse_policies(items, trust_sb3_zip: bool = False,
                    max_kept_fraction: float | None = None,
                    seed_fraction: float | None = None, audit_every: int | None = None,
-                   audit_recall: float | None = None) -> list[PolicyEntry]:
+                   audit_recall: float | None = None,
+                   audit_start: str | None = None) -> list[PolicyEntry]:
     """Policy entries from names (a comma-separated string or a list), agent objects and/or
     ``PolicyEntry`` objects (kept as they are).
 
@@ -575,9 +579,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     ``seed_fraction``: every ranker file named here starts the LP's column generation from
     this share of a round (seed mode's start, and prune mode's unsure rounds'; 0: prune
     mode's unsure rounds from the LP's own start); an error if no ranker file is named.
-    ``audit_every`` / ``audit_recall``: every prune-mode ranker file named here audits its
-    pruning (``agents.ranker.Ranker``; 0: no audits); an error if none is named, and
-    ``audit_recall`` only with audits. ``trust_sb3_zip``: an error if no ``sb3:`` item is
+    ``audit_every`` / ``audit_recall`` / ``audit_start``: every prune-mode ranker file named
+    here audits its pruning (``agents.ranker.Ranker``; 0: no audits); an error if none is
+    named, and ``audit_recall`` / ``audit_start`` only with audits. ``trust_sb3_zip``: an error if no ``sb3:`` item is
     named (it would allow nothing).
     """
     if isinstance(items, str):
@@ -604,7 +608,8 @@ def parse_policies(items, trust_sb3_zip: bool = False,
             raise ConfigError("sets the start of the ranker files named (ranker, ranker:PATH, "
                               "ranker-seed, ranker-seed:PATH), and the policies name none",
                               field="--seed-fraction")
-    audit_every, audit_recall = _checked_audits(items, audit_every, audit_recall)
+    audit_every, audit_recall, audit_start = _checked_audits(items, audit_every, audit_recall,
+                                                             audit_start)
     out, seen = [], set()
     for item in items:
         if isinstance(item, PolicyEntry):
@@ -629,7 +634,8 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                 raise ConfigError(f"{spec.split(':')[0]}: needs a path "
                                   f"({spec.split(':')[0]}:PATH)", field=FIELD)
             audits = {} if seed else {"audit_every": audit_every,
-                                      "audit_recall": audit_recall}
+                                      "audit_recall": audit_recall,
+                                      "audit_start": audit_start}
             r = load_ranker(path, target_recall=recall, max_kept_fraction=max_kept_fraction,
                             mode="seed" if seed else "prune", seed_fraction=seed_fraction,
                             **audits)
@@ -667,15 +673,16 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     return out
 
 
-def _checked_audits(items, audit_every, audit_recall) -> tuple[int | None, float | None]:
-    """``parse_policies``' ``audit_every`` and ``audit_recall`` checked against the policies
-    (``--audit-every``, ``--audit-recall``)."""
-    if audit_recall is None and not audit_every:         # None or 0: no audits
+def _checked_audits(items, audit_every, audit_recall,
+                    audit_start=None) -> tuple[int | None, float | None, str | None]:
+    """``parse_policies``' ``audit_every``, ``audit_recall`` and ``audit_start`` checked
+    against the policies (``--audit-every``, ``--audit-recall``, ``--audit-start``)."""
+    if audit_recall is None and audit_start is None and not audit_every:   # no audits
         if audit_every is not None:
             from agents.ranker import check_audit_every
             audit_every = check_audit_every(audit_every, "--audit-every")
-        return audit_every, None
-    from agents.ranker import check_audit_every, check_audit_recall
+        return audit_every, None, None
+    from agents.ranker import check_audit_every, check_audit_recall, check_audit_start
     if audit_every is not None:
         audit_every = check_audit_every(audit_every, "--audit-every")
     if audit_recall is not None:
@@ -683,6 +690,11 @@ def _checked_audits(items, audit_every, audit_recall) -> tuple[int | None, float
         if not audit_every:
             raise ConfigError("sets the recall an audit must reach, and no audits are asked "
                               "for (--audit-every N, N >= 1)", field="--audit-recall")
+    if audit_start is not None:
+        audit_start = check_audit_start(audit_start, "--audit-start")
+        if not audit_every:
+            raise ConfigError("sets what starts an audit's LP, and no audits are asked for "
+                              "(--audit-every N, N >= 1)", field="--audit-start")
     if not any(isinstance(i, str) and _names_ranker_file(i) and not i.startswith("ranker-seed")
                for i in items):
         raise ConfigError("sets the audits of the prune-mode ranker files named (ranker, "
@@ -690,7 +702,7 @@ def _checked_audits(items, audit_every, audit_recall) -> tuple[int | None, float
                           "their own; ranker-seed solves every round whole)",
                           field="--audit-every" if audit_every is not None
                           else "--audit-recall")
-    return audit_every, audit_recall
+    return audit_every, audit_recall, audit_start
 
 
 def _names_ranker_file(item: str) -> bool:
@@ -718,8 +730,10 @@ def _gates_text(ranker) -> str:
         n = ranker.audit_every
         which = ("every round it would prune" if n == 1 else
                  f"the first round it would prune and every {n}{_ordinal(n)} after it")
-        text += (f"; audits its pruning ({which} solved whole; a recall of the LP's support "
-                 f"below {ranker.audit_recall:g} backs off)")
+        start = ("from the set it would have kept" if getattr(ranker, "audit_start", "own")
+                 == "kept" else "from the LP's own start")
+        text += (f"; audits its pruning ({which} solved whole, {start}; a recall of the LP's "
+                 f"support below {ranker.audit_recall:g} backs off)")
     return text
 
 

@@ -84,6 +84,11 @@ DEFAULT_SEED_FRACTION = 0.05
 #: candidates the ranker would have kept hold less than this share of the whole LP's support:
 #: issue 12's recall target.
 DEFAULT_AUDIT_RECALL = 0.9
+#: ``audit_start``: what starts an audited round's whole-LP column generation: ``"kept"`` —
+#: the set the ranker would have kept (cheaper where it holds the LP's support: BENCHMARKS.md,
+#: "Session 57: audits from the kept set"); ``"own"`` — the LP's own start.
+AUDIT_STARTS = ("kept", "own")
+DEFAULT_AUDIT_START = "kept"
 
 
 def pair_recall(support: np.ndarray, kept: np.ndarray) -> float:
@@ -614,9 +619,14 @@ class Ranker:
     doubling with each failure in a row, up to ``MAX_UNSURE_BACKOFF``; at least one round),
     and the first round it ranks after them is audited again. The verdict is given at the
     next ``keep`` call of the episode (no verdict if the environment did not take exactly one
-    step in between, or the LP's support was empty). An audit costs its round the whole LP's
-    time plus inference, and the next round the verdict (BENCHMARKS.md, "Session 55:
-    audits").
+    step in between, or the LP's support was empty). With ``audit_start="kept"`` (the
+    default), the set it would have kept starts the whole LP's column generation on the
+    audited round (``RankEnv.set_lp_start``; an LP that takes no start, or one small enough
+    for the dual simplex, solves from its own): where that set holds the LP's support, the
+    first pricing finds little to add. ``"own"``: the LP's own start (before session 57).
+    An audit costs its round inference plus the whole LP from that
+    start, and the next round the verdict (BENCHMARKS.md, "Session 57: audits from the kept
+    set").
 
     **Unsure gate.** A round in which the ranker would keep more than
     ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
@@ -640,7 +650,8 @@ class Ranker:
                  max_kept_fraction: float | None = None,
                  unsure_backoff: int = DEFAULT_UNSURE_BACKOFF, mode: str = "prune",
                  seed_fraction: float = DEFAULT_SEED_FRACTION, audit_every: int = 0,
-                 audit_recall: float = DEFAULT_AUDIT_RECALL) -> None:
+                 audit_recall: float = DEFAULT_AUDIT_RECALL,
+                 audit_start: str = DEFAULT_AUDIT_START) -> None:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
         # only adds spin-waiting (measured 0.5 ms with 1 thread, 29 ms with 2 on a busy
         # 2-core machine). ``torch_threads=None`` leaves PyTorch's setting alone.
@@ -692,6 +703,7 @@ class Ranker:
         self.seed_fraction = check_seed_fraction(seed_fraction, "seed_fraction")
         self.audit_every = check_audit_every(audit_every, "audit_every")
         self.audit_recall = check_audit_recall(audit_recall, "audit_recall")
+        self.audit_start = check_audit_start(audit_start, "audit_start")
         if self.audit_every and mode == "seed":
             raise ConfigError("seed mode solves every round whole (the pure LP's optimum): it "
                               "has no pruning to audit", field="audit_every")
@@ -982,6 +994,10 @@ class Ranker:
                 unwrapped.set_lp_start(self._seed_bits(s, valid, env))
             return valid.astype(np.int8)             # unsure which the LP needs: whole
         if self._audit(audits, keep, unwrapped):
+            if self.audit_start == "kept" and getattr(unwrapped, "takes_lp_start", False):
+                # the set it would have kept starts the whole LP's column generation: where
+                # it holds the LP's support, the first pricing finds nothing to add
+                unwrapped.set_lp_start(keep.astype(np.int8))
             return valid.astype(np.int8)             # an audit: the LP over every candidate
         return keep.astype(np.int8)
 
@@ -1020,6 +1036,15 @@ def check_audit_recall(value, field: str) -> float:
             or not 0.0 < value <= 1.0:                    # also refuses NaN
         raise ConfigError(f"must be a number in (0, 1], got {value!r}", field=field)
     return float(value)
+
+
+def check_audit_start(value, field: str) -> str:
+    """``value`` as an ``audit_start`` (one of ``AUDIT_STARTS``), or a ``ConfigError`` naming
+    ``field``."""
+    if not isinstance(value, str) or value not in AUDIT_STARTS:
+        raise ConfigError(f"must be one of {', '.join(map(repr, AUDIT_STARTS))}, got "
+                          f"{value!r}", field=field)
+    return value
 
 
 def check_seed_fraction(value, field: str) -> float:

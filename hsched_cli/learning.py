@@ -137,7 +137,8 @@ def cmd_evaluate(args) -> int:
                                 max_kept_fraction=args.max_kept_fraction,
                                 seed_fraction=args.seed_fraction,
                                 audit_every=args.audit_every,
-                                audit_recall=args.audit_recall)
+                                audit_recall=args.audit_recall,
+                                audit_start=args.audit_start)
     # never over results (a resumed sweep rewrites its own metrics.json). What this run
     # creates (folders, its claim on a default one) goes again if it fails before writing.
     check_no_earlier_results(args.out, overwrite=args.overwrite, resume=args.resume,

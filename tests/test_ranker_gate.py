@@ -883,6 +883,52 @@ def test_an_audit_solves_its_round_whole_and_a_passed_one_lets_pruning_go_on():
     assert r.gated_rounds == 0 and r.backoff_rounds == 0
 
 
+def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_keep():
+    """On an LP that takes a start, an audited round hands the LP its would-be kept set as
+    column generation's start (and restricts nothing: every candidate is kept); the rounds it
+    prunes get no start; ``audit_start="own"`` hands none. A ranker keeping exactly the LP's
+    support still passes every audit."""
+    from lp_baseline.registry import make_policy
+    for audit_start in ("kept", "own"):
+        env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False,
+                       lp=make_policy("heterosched-lp", lp_method="colgen"))
+        obs, _ = env.reset(seed=0)
+        obs = _rounds(env, 2)
+        r = _oracle(Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5,
+                           max_kept_fraction=1.0, audit_every=3, audit_start=audit_start))
+        calls, stepping = [], []              # the step's own decide (not reference_action's)
+        decide = env.unwrapped.lp.decide
+
+        def spy(view, **kw):
+            if stepping:
+                calls.append(kw)
+            return decide(view, **kw)
+
+        env.unwrapped.lp.decide = spy
+        marks, kept_sizes = [], []
+        for _ in range(6):
+            ref = env.unwrapped.reference_action().astype(bool)
+            keep = r.keep(obs, env)
+            kept_sizes.append(int(ref.sum()))
+            marks.append("W" if keep.sum() == (np.asarray(obs["valid"]) > 0.5).sum() else "p")
+            stepping.append(True)
+            obs, *_ = env.step(keep)
+            stepping.clear()
+        assert len(calls) == 6
+        assert "".join(marks) == "WppWpp"
+        assert r.audit_recalls == [1.0, 1.0] and r.audit_failures == 0
+        for i, kw in enumerate(calls):
+            if audit_start == "kept" and marks[i] == "W":
+                assert kw.get("allowed") is None and kw.get("lp_rows") is None  # whole
+                assert sum(len(s) for s in kw["lp_start"]) == kept_sizes[i]
+            else:
+                assert "lp_start" not in kw
+    for bad in ("no", True, None):
+        with pytest.raises(ConfigError, match="audit_start") as err:
+            Ranker(RankerNet(hidden=8), audit_every=3, audit_start=bad)
+        assert "'kept', 'own'" in str(err.value)
+
+
 def test_a_failed_audit_backs_off_doubling_and_audits_again_after_it():
     """A ranker whose pruning misses the LP's support fails its audits: each is followed by
     a back-off solved whole without inference (2, then 4, ...), and the first round ranked
@@ -939,9 +985,20 @@ def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
                                  audit_recall=0.95)
     assert (entry.ranker.audit_every, entry.ranker.audit_recall) == (8, 0.95)
     assert "every 8th after it" in entry.source and "below 0.95" in entry.source
+    assert "from the set it would have kept" in entry.source      # audit_start's default
     assert seed.ranker.audit_every == 0 and "audits its pruning" not in seed.source
     from agents.evaluate import _entry_config
     assert _entry_config(entry)["gates"]["audit_every"] == 8
+    assert _entry_config(entry)["gates"]["audit_start"] == "kept"
+    own, = parse_policies([f"ranker:{path}"], audit_every=8, audit_start="own")
+    assert own.ranker.audit_start == "own" and "from the LP's own start" in own.source
+    assert _entry_config(own)["gates"]["audit_start"] == "own"
+    with pytest.raises(ConfigError, match="no audits are asked for") as err:
+        parse_policies([f"ranker:{path}"], audit_start="own")
+    assert err.value.field == "--audit-start"
+    with pytest.raises(ConfigError, match="'kept', 'own'") as err:
+        parse_policies([f"ranker:{path}"], audit_every=8, audit_start="lp")
+    assert err.value.field == "--audit-start"
     assert "audit_every" not in _entry_config(parse_policies([f"ranker:{path}"])[0])["gates"]
     with pytest.raises(ConfigError, match="--audit-every"):
         parse_policies(["pure-lp", f"ranker-seed:{path}"], audit_every=8)
