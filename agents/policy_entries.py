@@ -581,8 +581,8 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     mode's unsure rounds from the LP's own start); an error if no ranker file is named.
     ``audit_every`` / ``audit_recall`` / ``audit_start``: every prune-mode ranker file named
     here audits its pruning (``agents.ranker.Ranker``; 0: no audits); an error if none is
-    named, and ``audit_recall`` / ``audit_start`` only with audits. ``trust_sb3_zip``: an error if no ``sb3:`` item is
-    named (it would allow nothing).
+    named, and ``audit_recall`` / ``audit_start`` only with audits. ``trust_sb3_zip``: an
+    error if no ``sb3:`` item is named (it would allow nothing).
     """
     if isinstance(items, str):
         items = split_policy_list(items, FIELD)

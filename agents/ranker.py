@@ -623,7 +623,9 @@ class Ranker:
     default), the set it would have kept starts the whole LP's column generation on the
     audited round (``RankEnv.set_lp_start``; an LP that takes no start, or one small enough
     for the dual simplex, solves from its own): where that set holds the LP's support, the
-    first pricing finds little to add. ``"own"``: the LP's own start (before session 57).
+    first pricing finds little or nothing to add. Not under an LP time limit
+    (``time_limit_s``): a solve cut short from that set would stay inside it, and the audit
+    would pass it. ``"own"``: the LP's own start (before session 57).
     An audit costs its round inference plus the whole LP from that
     start, and the next round the verdict (BENCHMARKS.md, "Session 57: audits from the kept
     set").
@@ -820,6 +822,7 @@ class Ranker:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("audit_start", "own")       # a Ranker pickled before session 57
         self.__dict__.update(state)
         self._backoff = weakref.WeakKeyDictionary()
 
@@ -994,9 +997,12 @@ class Ranker:
                 unwrapped.set_lp_start(self._seed_bits(s, valid, env))
             return valid.astype(np.int8)             # unsure which the LP needs: whole
         if self._audit(audits, keep, unwrapped):
-            if self.audit_start == "kept" and getattr(unwrapped, "takes_lp_start", False):
+            if (self.audit_start == "kept" and getattr(unwrapped, "takes_lp_start", False)
+                    and getattr(unwrapped.lp, "time_limit_s", None) is None):
                 # the set it would have kept starts the whole LP's column generation: where
-                # it holds the LP's support, the first pricing finds nothing to add
+                # it holds the LP's support, the first pricing finds little or nothing to
+                # add (not under a time limit: a solve cut short would stay inside that set,
+                # and the audit would pass it)
                 unwrapped.set_lp_start(keep.astype(np.int8))
             return valid.astype(np.int8)             # an audit: the LP over every candidate
         return keep.astype(np.int8)

@@ -883,12 +883,15 @@ def test_an_audit_solves_its_round_whole_and_a_passed_one_lets_pruning_go_on():
     assert r.gated_rounds == 0 and r.backoff_rounds == 0
 
 
-def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_keep():
+def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_keep(
+        monkeypatch):
     """On an LP that takes a start, an audited round hands the LP its would-be kept set as
     column generation's start (and restricts nothing: every candidate is kept); the rounds it
     prunes get no start; ``audit_start="own"`` hands none. A ranker keeping exactly the LP's
     support still passes every audit."""
+    from lp_baseline.policy import LPPolicy
     from lp_baseline.registry import make_policy
+    original = LPPolicy.decide
     for audit_start in ("kept", "own"):
         env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False,
                        lp=make_policy("heterosched-lp", lp_method="colgen"))
@@ -896,24 +899,23 @@ def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_k
         obs = _rounds(env, 2)
         r = _oracle(Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5,
                            max_kept_fraction=1.0, audit_every=3, audit_start=audit_start))
-        calls, stepping = [], []              # the step's own decide (not reference_action's)
-        decide = env.unwrapped.lp.decide
+        calls, lp = [], env.unwrapped.lp      # the step's own decide (not reference_action's,
+        decide = original                     # which decides on a copy of the LP)
 
-        def spy(view, **kw):
-            if stepping:
+        def spy(self, view, **kw):
+            if self is lp:
                 calls.append(kw)
-            return decide(view, **kw)
+            return decide(self, view, **kw)
 
-        env.unwrapped.lp.decide = spy
+        assert type(lp) is LPPolicy
+        monkeypatch.setattr(LPPolicy, "decide", spy)
         marks, kept_sizes = [], []
         for _ in range(6):
             ref = env.unwrapped.reference_action().astype(bool)
             keep = r.keep(obs, env)
             kept_sizes.append(int(ref.sum()))
             marks.append("W" if keep.sum() == (np.asarray(obs["valid"]) > 0.5).sum() else "p")
-            stepping.append(True)
             obs, *_ = env.step(keep)
-            stepping.clear()
         assert len(calls) == 6
         assert "".join(marks) == "WppWpp"
         assert r.audit_recalls == [1.0, 1.0] and r.audit_failures == 0
@@ -927,6 +929,17 @@ def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_k
         with pytest.raises(ConfigError, match="audit_start") as err:
             Ranker(RankerNet(hidden=8), audit_every=3, audit_start=bad)
         assert "'kept', 'own'" in str(err.value)
+    # under an LP time limit the audit takes the LP's own start (a solve cut short from the
+    # kept set would stay inside it)
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False,
+                   lp=make_policy("heterosched-lp", lp_method="colgen", time_limit_s=60.0))
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    r = _oracle(Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5,
+                       max_kept_fraction=1.0, audit_every=3))
+    assert r.audit_start == "kept"
+    r.keep(obs, env)
+    assert r.audit_rounds == 1 and env.unwrapped._lp_start_next is None
 
 
 def test_a_failed_audit_backs_off_doubling_and_audits_again_after_it():
@@ -1021,8 +1034,8 @@ def test_evaluate_cli_reports_a_rankers_audits(tmp_path, capsys):
                        max_kept_fraction=1.0, threshold=0.999)    # about one kept per job
     out = tmp_path / "o"
     assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
-                 "--audit-every", "3", "--seeds", "1", "--out", str(out),
-                 "--no-progress"]) == 0
+                 "--audit-every", "3", "--audit-start", "own", "--seeds", "1", "--out",
+                 str(out), "--no-progress"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     row, = [r for r in metrics["rows"] if r["policy"].startswith("ranker")]
     assert 0 < row["audit_fraction"] <= 1 and row["audit_failures"] >= 1
@@ -1032,6 +1045,7 @@ def test_evaluate_cli_reports_a_rankers_audits(tmp_path, capsys):
             <= 1 + 1e-9)
     gates, = metrics["settings"]["ranker_gates"].values()
     assert gates["audit_every"] == 3 and gates["audit_recall"] == 0.9
+    assert gates["audit_start"] == "own"                 # --audit-start reached the ranker
     per_seed, = [r for r in metrics["per_seed"] if r["policy"].startswith("ranker")]
     assert per_seed["audit_failures"] == row["audit_failures"]
     pure, = [r for r in metrics["rows"] if r["policy"] == "pure-lp"]
@@ -1040,10 +1054,16 @@ def test_evaluate_cli_reports_a_rankers_audits(tmp_path, capsys):
     assert "in the back-off after an unsure round or a failed audit" in text
     assert f"{row['audit_failures']} failed in all" in text and "pruned " in text
     assert "audits its pruning (the first round it would prune and every 3rd" in text
+    assert "solved whole, from the LP's own start;" in text
     assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
                  "--audit-recall", "0.8", "--out", str(tmp_path / "o2")]) == 2
     assert "no audits are asked for" in capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
+    for audits in (["--audit-every", "0"], []):
+        assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
+                     *audits, "--audit-start", "own", "--out", str(tmp_path / "o3")]) == 2
+        assert "field '--audit-start'" in capsys.readouterr().err
+    assert not (tmp_path / "o3").exists()
 
 
 def test_decided_support_is_the_lp_support_of_the_round_just_decided():
