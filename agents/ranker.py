@@ -84,11 +84,13 @@ DEFAULT_SEED_FRACTION = 0.05
 #: candidates the ranker would have kept hold less than this share of the whole LP's support:
 #: issue 12's recall target.
 DEFAULT_AUDIT_RECALL = 0.9
-#: ``audit_start``: what starts an audited round's whole-LP column generation: ``"kept"`` —
-#: the set the ranker would have kept (cheaper where it holds the LP's support: BENCHMARKS.md,
-#: "Session 57: audits from the kept set"); ``"own"`` — the LP's own start.
-AUDIT_STARTS = ("kept", "own")
-DEFAULT_AUDIT_START = "kept"
+#: ``audit_start``: what starts an audited round's whole-LP column generation: ``"seed"`` —
+#: its best-scored ``seed_fraction`` of the round and each job's best, as an unsure round's;
+#: ``"kept"`` — the set the ranker would have kept; ``"own"`` — the LP's own start
+#: (BENCHMARKS.md, "Session 57: where an audit's column generation starts"). ``"seed"`` costs
+#: least: a small first LP, and few pricing rounds after it.
+AUDIT_STARTS = ("seed", "kept", "own")
+DEFAULT_AUDIT_START = "seed"
 
 
 def pair_recall(support: np.ndarray, kept: np.ndarray) -> float:
@@ -619,16 +621,16 @@ class Ranker:
     doubling with each failure in a row, up to ``MAX_UNSURE_BACKOFF``; at least one round),
     and the first round it ranks after them is audited again. The verdict is given at the
     next ``keep`` call of the episode (no verdict if the environment did not take exactly one
-    step in between, or the LP's support was empty). With ``audit_start="kept"`` (the
-    default), the set it would have kept starts the whole LP's column generation on the
-    audited round (``RankEnv.set_lp_start``; an LP that takes no start, or one small enough
-    for the dual simplex, solves from its own): where that set holds the LP's support, the
-    first pricing finds little or nothing to add. Not under an LP time limit
-    (``time_limit_s``): a solve cut short from that set would stay inside it, and the audit
-    would pass it. ``"own"``: the LP's own start (before session 57).
-    An audit costs its round inference plus the whole LP from that
-    start, and the next round the verdict (BENCHMARKS.md, "Session 57: audits from the kept
-    set").
+    step in between, or the LP's support was empty). On the audited round the whole LP's
+    column generation starts (``RankEnv.set_lp_start``) from ``audit_start``: ``"seed"`` (the
+    default) — its best-scored ``seed_fraction`` of the round and each job's best, as on an
+    unsure round (the LP's own start with ``seed_fraction`` 0); ``"kept"`` — the set it would
+    have kept; ``"own"`` — the LP's own start (every audit before session 57). An LP that
+    takes no start, one small enough for the dual simplex, or one under a time limit solves
+    from its own (a solve cut short from the ranker's start would stay inside the set it
+    would have kept, and the audit would pass it). An audit costs its round inference plus
+    the whole LP from that start, and the next round the verdict (BENCHMARKS.md, "Session
+    57: where an audit's column generation starts").
 
     **Unsure gate.** A round in which the ranker would keep more than
     ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
@@ -906,6 +908,23 @@ class Ranker:
                          env.decisions)
         return True
 
+    def _audit_start_bits(self, s: np.ndarray, keep: np.ndarray, valid: np.ndarray,
+                          env) -> np.ndarray | None:
+        """(K,) int8: the start of an audited round's whole-LP column generation
+        (``audit_start``), or ``None`` for the LP's own: ``"seed"``, its best-scored
+        ``seed_fraction`` and each job's best (as an unsure round's; none with
+        ``seed_fraction`` 0); ``"kept"``, the set it would have kept. None either way when
+        the environment's LP takes no start or has a time limit: a solve cut short would
+        stay inside the start, which is within the set it would have kept, and the audit
+        would pass it."""
+        unwrapped = env.unwrapped
+        if (self.audit_start == "own" or not getattr(unwrapped, "takes_lp_start", False)
+                or getattr(unwrapped.lp, "time_limit_s", None) is not None):
+            return None
+        if self.audit_start == "kept":
+            return keep.astype(np.int8)
+        return self._seed_bits(s, valid, env) if self.seed_fraction > 0 else None
+
     def _unsure(self, keep: np.ndarray, valid: np.ndarray, state: _EpisodeGate | None) -> bool:
         """Whether ``keep`` holds more than ``max_kept_fraction`` of the valid candidates;
         starts the next back-off of the episode whose gate state is ``state`` (twice the last
@@ -997,13 +1016,9 @@ class Ranker:
                 unwrapped.set_lp_start(self._seed_bits(s, valid, env))
             return valid.astype(np.int8)             # unsure which the LP needs: whole
         if self._audit(audits, keep, unwrapped):
-            if (self.audit_start == "kept" and getattr(unwrapped, "takes_lp_start", False)
-                    and getattr(unwrapped.lp, "time_limit_s", None) is None):
-                # the set it would have kept starts the whole LP's column generation: where
-                # it holds the LP's support, the first pricing finds little or nothing to
-                # add (not under a time limit: a solve cut short would stay inside that set,
-                # and the audit would pass it)
-                unwrapped.set_lp_start(keep.astype(np.int8))
+            start = self._audit_start_bits(s, keep, valid, env)
+            if start is not None:
+                unwrapped.set_lp_start(start)
             return valid.astype(np.int8)             # an audit: the LP over every candidate
         return keep.astype(np.int8)
 

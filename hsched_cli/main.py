@@ -290,11 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--audit-recall", type=_number, default=None, metavar="R",
                     help="the recall of the LP's support an audit must reach, in (0, 1] "
                          "(default 0.9); needs --audit-every")
-    ev.add_argument("--audit-start", default=None, metavar="kept|own",
-                    help="what starts an audited round's whole-LP column generation: kept "
-                         "(default), the set the ranker would have kept, or own, the LP's "
-                         "own start (as before session 57); LPs small enough for the dual "
-                         "simplex ignore it; needs --audit-every")
+    ev.add_argument("--audit-start", default=None, metavar="seed|kept|own",
+                    help="what starts an audited round's whole-LP column generation: seed "
+                         "(default), the ranker's best-scored --seed-fraction of the round "
+                         "and each job's best, as in an unsure round; kept, the set it would "
+                         "have kept; or own, the LP's own start (every audit before session "
+                         "57); LPs small enough for the dual simplex ignore it; needs "
+                         "--audit-every")
     ev.add_argument("--timing-repeats", type=_positive_int, default=1, metavar="N",
                     help="make every (scenario, policy, seed) run N times (serially the "
                          "policies interleaved) and take each round's decision time from the "

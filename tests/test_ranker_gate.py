@@ -883,16 +883,17 @@ def test_an_audit_solves_its_round_whole_and_a_passed_one_lets_pruning_go_on():
     assert r.gated_rounds == 0 and r.backoff_rounds == 0
 
 
-def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_keep(
+def test_an_audit_starts_the_whole_lps_column_generation_from_the_rankers_candidates(
         monkeypatch):
-    """On an LP that takes a start, an audited round hands the LP its would-be kept set as
-    column generation's start (and restricts nothing: every candidate is kept); the rounds it
-    prunes get no start; ``audit_start="own"`` hands none. A ranker keeping exactly the LP's
-    support still passes every audit."""
+    """On an LP that takes a start, an audited round hands the LP column generation's start
+    (and restricts nothing: every candidate is kept): its best-scored seed_fraction and each
+    job's best (``audit_start="seed"``, the default), or its would-be kept set (``"kept"``);
+    the rounds it prunes get no start; ``"own"`` hands none. A ranker keeping exactly the
+    LP's support still passes every audit."""
     from lp_baseline.policy import LPPolicy
     from lp_baseline.registry import make_policy
     original = LPPolicy.decide
-    for audit_start in ("kept", "own"):
+    for audit_start in ("seed", "kept", "own"):
         env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False,
                        lp=make_policy("heterosched-lp", lp_method="colgen"))
         obs, _ = env.reset(seed=0)
@@ -909,9 +910,11 @@ def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_k
 
         assert type(lp) is LPPolicy
         monkeypatch.setattr(LPPolicy, "decide", spy)
-        marks, kept_sizes = [], []
+        marks, kept_sizes, seed_sizes = [], [], []
         for _ in range(6):
             ref = env.unwrapped.reference_action().astype(bool)
+            valid = np.asarray(obs["valid"]) > 0.5
+            seed_sizes.append(int(r._seed_bits(r.scores(obs, env), valid, env).sum()))
             keep = r.keep(obs, env)
             kept_sizes.append(int(ref.sum()))
             marks.append("W" if keep.sum() == (np.asarray(obs["valid"]) > 0.5).sum() else "p")
@@ -920,15 +923,16 @@ def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_k
         assert "".join(marks) == "WppWpp"
         assert r.audit_recalls == [1.0, 1.0] and r.audit_failures == 0
         for i, kw in enumerate(calls):
-            if audit_start == "kept" and marks[i] == "W":
+            if audit_start != "own" and marks[i] == "W":
                 assert kw.get("allowed") is None and kw.get("lp_rows") is None  # whole
-                assert sum(len(s) for s in kw["lp_start"]) == kept_sizes[i]
+                want = (kept_sizes if audit_start == "kept" else seed_sizes)[i]
+                assert sum(len(s) for s in kw["lp_start"]) == want
             else:
                 assert "lp_start" not in kw
     for bad in ("no", True, None):
         with pytest.raises(ConfigError, match="audit_start") as err:
             Ranker(RankerNet(hidden=8), audit_every=3, audit_start=bad)
-        assert "'kept', 'own'" in str(err.value)
+        assert "'seed', 'kept', 'own'" in str(err.value)
     # under an LP time limit the audit takes the LP's own start (a solve cut short from the
     # kept set would stay inside it)
     env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False,
@@ -937,7 +941,7 @@ def test_an_audit_starts_the_whole_lps_column_generation_from_the_set_it_would_k
     obs = _rounds(env, 2)
     r = _oracle(Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5,
                        max_kept_fraction=1.0, audit_every=3))
-    assert r.audit_start == "kept"
+    assert r.audit_start == "seed"
     r.keep(obs, env)
     assert r.audit_rounds == 1 and env.unwrapped._lp_start_next is None
 
@@ -998,18 +1002,22 @@ def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
                                  audit_recall=0.95)
     assert (entry.ranker.audit_every, entry.ranker.audit_recall) == (8, 0.95)
     assert "every 8th after it" in entry.source and "below 0.95" in entry.source
-    assert "from the set it would have kept" in entry.source      # audit_start's default
+    assert "solved whole, from its best-scored 5%;" in entry.source  # audit_start's default
     assert seed.ranker.audit_every == 0 and "audits its pruning" not in seed.source
     from agents.evaluate import _entry_config
     assert _entry_config(entry)["gates"]["audit_every"] == 8
-    assert _entry_config(entry)["gates"]["audit_start"] == "kept"
+    assert _entry_config(entry)["gates"]["audit_start"] == "seed"
     own, = parse_policies([f"ranker:{path}"], audit_every=8, audit_start="own")
     assert own.ranker.audit_start == "own" and "from the LP's own start" in own.source
     assert _entry_config(own)["gates"]["audit_start"] == "own"
     with pytest.raises(ConfigError, match="no audits are asked for") as err:
         parse_policies([f"ranker:{path}"], audit_start="own")
     assert err.value.field == "--audit-start"
-    with pytest.raises(ConfigError, match="'kept', 'own'") as err:
+    kept, = parse_policies([f"ranker:{path}"], audit_every=8, audit_start="kept")
+    assert "from the set it would have kept" in kept.source
+    none, = parse_policies([f"ranker:{path}"], audit_every=8, seed_fraction=0.0)
+    assert "solved whole, from the LP's own start;" in none.source
+    with pytest.raises(ConfigError, match="'seed', 'kept', 'own'") as err:
         parse_policies([f"ranker:{path}"], audit_every=8, audit_start="lp")
     assert err.value.field == "--audit-start"
     assert "audit_every" not in _entry_config(parse_policies([f"ranker:{path}"])[0])["gates"]
