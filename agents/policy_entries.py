@@ -730,11 +730,12 @@ def _gates_text(ranker) -> str:
         n = ranker.audit_every
         which = ("every round it would prune" if n == 1 else
                  f"the first round it would prune and every {n}{_ordinal(n)} after it")
+        how = getattr(ranker, "audit_start", "own")
+        if how == "seed" and not ranker.seed_fraction:          # --seed-fraction 0
+            how = "own"
         start = {"seed": f"from its best-scored {ranker.seed_fraction * 100:.4g}%",
-                 "kept": "from the set it would have kept"}.get(
-            getattr(ranker, "audit_start", "own"), "from the LP's own start")
-        if getattr(ranker, "audit_start", "own") == "seed" and not ranker.seed_fraction:
-            start = "from the LP's own start"                  # --seed-fraction 0
+                 "kept": "from the set it would have kept"}.get(how,
+                                                                "from the LP's own start")
         text += (f"; audits its pruning ({which} solved whole, {start}; a recall of the LP's "
                  f"support below {ranker.audit_recall:g} backs off)")
     return text

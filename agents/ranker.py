@@ -627,8 +627,8 @@ class Ranker:
     unsure round (the LP's own start with ``seed_fraction`` 0); ``"kept"`` — the set it would
     have kept; ``"own"`` — the LP's own start (every audit before session 57). An LP that
     takes no start, one small enough for the dual simplex, or one under a time limit solves
-    from its own (a solve cut short from the ranker's start would stay inside the set it
-    would have kept, and the audit would pass it). An audit costs its round inference plus
+    from its own (a solve cut short from the ranker's start would stay near the candidates it
+    favours, and the audit could pass a pruning it should fail). An audit costs its round inference plus
     the whole LP from that start, and the next round the verdict (BENCHMARKS.md, "Session
     57: where an audit's column generation starts").
 
@@ -915,8 +915,8 @@ class Ranker:
         ``seed_fraction`` and each job's best (as an unsure round's; none with
         ``seed_fraction`` 0); ``"kept"``, the set it would have kept. None either way when
         the environment's LP takes no start or has a time limit: a solve cut short would
-        stay inside the start, which is within the set it would have kept, and the audit
-        would pass it."""
+        stay near the start, the candidates the ranker favours, and the audit could pass a
+        pruning it should fail."""
         unwrapped = env.unwrapped
         if (self.audit_start == "own" or not getattr(unwrapped, "takes_lp_start", False)
                 or getattr(unwrapped.lp, "time_limit_s", None) is not None):
