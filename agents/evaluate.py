@@ -161,7 +161,7 @@ def _ranker_gates(entry: PolicyEntry) -> dict | None:
     if getattr(ranker, "audit_every", 0):
         gates["audit_every"] = int(ranker.audit_every)
         gates["audit_recall"] = float(ranker.audit_recall)
-        gates["audit_start"] = getattr(ranker, "audit_start", "own")
+        gates["audit_start"] = getattr(ranker, "audit_start_in_use", "own")
     return gates
 
 

@@ -577,8 +577,8 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     ``max_kept_fraction``: every ranker file named here runs with this unsure gate instead
     of its own (``agents.ranker.Ranker``; 1: off); an error if no ranker file is named.
     ``seed_fraction``: every ranker file named here starts the LP's column generation from
-    this share of a round (seed mode's start, and prune mode's unsure rounds'; 0: prune
-    mode's unsure rounds from the LP's own start); an error if no ranker file is named.
+    this share of a round (seed mode's start, and prune mode's unsure rounds' and audits';
+    0: those from the LP's own start); an error if no ranker file is named.
     ``audit_every`` / ``audit_recall`` / ``audit_start``: every prune-mode ranker file named
     here audits its pruning (``agents.ranker.Ranker``; 0: no audits); an error if none is
     named, and ``audit_recall`` / ``audit_start`` only with audits. ``trust_sb3_zip``: an
@@ -730,10 +730,9 @@ def _gates_text(ranker) -> str:
         n = ranker.audit_every
         which = ("every round it would prune" if n == 1 else
                  f"the first round it would prune and every {n}{_ordinal(n)} after it")
-        how = getattr(ranker, "audit_start", "own")
-        if how == "seed" and not ranker.seed_fraction:          # --seed-fraction 0
-            how = "own"
-        start = {"seed": f"from its best-scored {ranker.seed_fraction * 100:.4g}%",
+        how = getattr(ranker, "audit_start_in_use", "own")
+        start = {"seed": f"from its best-scored {ranker.seed_fraction * 100:.4g}% and each "
+                         f"job's best",
                  "kept": "from the set it would have kept"}.get(how,
                                                                 "from the LP's own start")
         text += (f"; audits its pruning ({which} solved whole, {start}; a recall of the LP's "

@@ -75,8 +75,8 @@ MAX_UNSURE_BACKOFF = 64
 #: LP's column generation from them (``prune="seed"``): the pure LP's optimum, certified.
 RANKER_MODES = ("prune", "seed")
 #: ``seed_fraction``: the share of a round's candidates, best-scored first, that starts the
-#: LP's column generation (with each job's best-scored one) in seed mode and in prune mode's
-#: unsure rounds. Chosen on training seeds 11 and 12 of the ``large-family`` bursts
+#: LP's column generation (with each job's best-scored one) in seed mode, in prune mode's
+#: unsure rounds and in its audits (``audit_start="seed"``). Chosen on training seeds 11 and 12 of the ``large-family`` bursts
 #: (BENCHMARKS.md, "Session 39: the ranker as column generation's start"); without a time
 #: limit any value gives the same optimum, only the time changes.
 DEFAULT_SEED_FRACTION = 0.05
@@ -628,9 +628,10 @@ class Ranker:
     have kept; ``"own"`` — the LP's own start (every audit before session 57). An LP that
     takes no start, one small enough for the dual simplex, or one under a time limit solves
     from its own (a solve cut short from the ranker's start would stay near the candidates it
-    favours, and the audit could pass a pruning it should fail). An audit costs its round inference plus
-    the whole LP from that start, and the next round the verdict (BENCHMARKS.md, "Session
-    57: where an audit's column generation starts").
+    favours, and the audit could pass a pruning it should fail). ``audit_start_in_use`` is
+    the start audits actually take. An audit costs its round inference plus the whole LP
+    from that start, and the next round the verdict (BENCHMARKS.md, "Session 57: where an
+    audit's column generation starts").
 
     **Unsure gate.** A round in which the ranker would keep more than
     ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
@@ -918,12 +919,19 @@ class Ranker:
         stay near the start, the candidates the ranker favours, and the audit could pass a
         pruning it should fail."""
         unwrapped = env.unwrapped
-        if (self.audit_start == "own" or not getattr(unwrapped, "takes_lp_start", False)
-                or getattr(unwrapped.lp, "time_limit_s", None) is not None):
+        how = self.audit_start_in_use
+        if (how == "own" or not getattr(unwrapped, "takes_lp_start", False)
+                or getattr(getattr(unwrapped, "lp", None), "time_limit_s", None) is not None):
             return None
-        if self.audit_start == "kept":
-            return keep.astype(np.int8)
-        return self._seed_bits(s, valid, env) if self.seed_fraction > 0 else None
+        return keep.astype(np.int8) if how == "kept" else self._seed_bits(s, valid, env)
+
+    @property
+    def audit_start_in_use(self) -> str:
+        """The start audits take (``audit_start``), ``"own"`` for ``"seed"`` with
+        ``seed_fraction`` 0 (no best-scored share to start from)."""
+        if self.audit_start == "seed" and not self.seed_fraction:
+            return "own"
+        return self.audit_start
 
     def _unsure(self, keep: np.ndarray, valid: np.ndarray, state: _EpisodeGate | None) -> bool:
         """Whether ``keep`` holds more than ``max_kept_fraction`` of the valid candidates;

@@ -275,8 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed-fraction", type=_number, default=None, metavar="F",
                     help="the start of every ranker file listed: its best-scored F of a round "
                          "(and each job's best) start the LP's column generation, in "
-                         "ranker-seed's rounds and in ranker's unsure rounds (default 0.05; 0: "
-                         "ranker's unsure rounds from the LP's own start); F in [0, 1]; "
+                         "ranker-seed's rounds and in ranker's unsure rounds and audits "
+                         "(default 0.05; 0: ranker's unsure rounds and audits from the LP's "
+                         "own start); F in [0, 1]; "
                          "recorded in metrics.json (settings.ranker_gates)")
     ev.add_argument("--audit-every", type=_nonnegative_int, default=None, metavar="N",
                     help="audit the pruning of every ranker file listed (not ranker-seed): "

@@ -929,6 +929,22 @@ def test_an_audit_starts_the_whole_lps_column_generation_from_the_rankers_candid
                 assert sum(len(s) for s in kw["lp_start"]) == want
             else:
                 assert "lp_start" not in kw
+    # "seed" with seed_fraction 0: the LP's own start (no best-scored share to start from)
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False,
+                   lp=make_policy("heterosched-lp", lp_method="colgen"))
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    r = _oracle(Ranker(RankerNet(hidden=8), gate_candidates=0, threshold=0.5,
+                       max_kept_fraction=1.0, audit_every=3, seed_fraction=0.0))
+    assert r.audit_start == "seed" and r.audit_start_in_use == "own"
+    r.keep(obs, env)
+    assert r.audit_rounds == 1 and env.unwrapped._lp_start_next is None
+    # a Ranker pickled before audit_start existed audits from the LP's own start
+    old = Ranker.__new__(Ranker)
+    state = dict(Ranker(RankerNet(hidden=8)).__getstate__())
+    del state["audit_start"]
+    old.__setstate__(state)
+    assert old.audit_start == "own" and old.audit_start_in_use == "own"
     for bad in ("no", True, None):
         with pytest.raises(ConfigError, match="audit_start") as err:
             Ranker(RankerNet(hidden=8), audit_every=3, audit_start=bad)
@@ -1002,7 +1018,7 @@ def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
                                  audit_recall=0.95)
     assert (entry.ranker.audit_every, entry.ranker.audit_recall) == (8, 0.95)
     assert "every 8th after it" in entry.source and "below 0.95" in entry.source
-    assert "solved whole, from its best-scored 5%;" in entry.source  # audit_start's default
+    assert "solved whole, from its best-scored 5% and each job's best;" in entry.source
     assert seed.ranker.audit_every == 0 and "audits its pruning" not in seed.source
     from agents.evaluate import _entry_config
     assert _entry_config(entry)["gates"]["audit_every"] == 8
@@ -1017,6 +1033,7 @@ def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
     assert "from the set it would have kept" in kept.source
     none, = parse_policies([f"ranker:{path}"], audit_every=8, seed_fraction=0.0)
     assert "solved whole, from the LP's own start;" in none.source
+    assert _entry_config(none)["gates"]["audit_start"] == "own"        # the start in use
     with pytest.raises(ConfigError, match="'seed', 'kept', 'own'") as err:
         parse_policies([f"ranker:{path}"], audit_every=8, audit_start="lp")
     assert err.value.field == "--audit-start"
