@@ -43,6 +43,7 @@ from hsched_env.text import markdown_table  # noqa: E402
 from hsched_env.workloads import load_workload  # noqa: E402
 from lp_baseline.parallel_parts import EXECUTORS  # noqa: E402
 from lp_baseline.policy import LPPolicy, make_policy  # noqa: E402
+from lp_baseline.registry import MAX_POP_PARTS  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
 from script_args import int_list, positive_int  # noqa: E402
@@ -142,7 +143,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int_list(1), default="500,1000,2000",
                     help="N, comma-separated")
     ap.add_argument("--pops", type=int_list(2), default="2,4,8",
-                    help="K of pop-K (2 <= K <= 1024), comma-separated")
+                    help=f"K of pop-K (2 <= K <= {MAX_POP_PARTS}), comma-separated")
     ap.add_argument("--executors", default=",".join(EXECUTORS),
                     help=f"comma-separated, from {', '.join(EXECUTORS)} (serial always runs)")
     ap.add_argument("--workers", type=positive_int, default=2, help="parts at a time (2)")
