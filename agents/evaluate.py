@@ -148,7 +148,8 @@ def _run_task(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int, c
 def _ranker_gates(entry: PolicyEntry) -> dict | None:
     """A ``Ranker`` entry's gates, ``{"gate_candidates", "max_kept_fraction",
     "seed_fraction"}`` (a seed-mode ranker: ``max_kept_fraction`` None, it has no unsure
-    gate), with ``"audit_every"``, ``"audit_recall"`` and ``"audit_start"`` when it audits;
+    gate), with ``"audit_every"``, ``"audit_recall"``, ``"audit_start"`` and
+    ``"audits_from_file"`` (the file's default, not ``--audit-every``) when it audits;
     ``None`` for any other entry."""
     ranker = entry.ranker
     if ranker is None or not hasattr(ranker, "max_kept_fraction"):
@@ -162,6 +163,7 @@ def _ranker_gates(entry: PolicyEntry) -> dict | None:
         gates["audit_every"] = int(ranker.audit_every)
         gates["audit_recall"] = float(ranker.audit_recall)
         gates["audit_start"] = getattr(ranker, "audit_start_in_use", "own")
+        gates["audits_from_file"] = bool(getattr(ranker, "audits_from_file", False))
     return gates
 
 
@@ -206,7 +208,8 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     ``seed_fraction``: the column-generation start of every ranker file named (seed mode's,
     and prune mode's unsure rounds'; ``agents.ranker.Ranker``), instead of the default.
     ``audit_every`` / ``audit_recall`` / ``audit_start``: the audits of every prune-mode
-    ranker file named (``agents.ranker.Ranker``; default none).
+    ranker file named (``agents.ranker.Ranker``; default: each file's own, ``meta
+    ["audit_every"]``; 0: none).
 
     ``backend="serial"`` without ``runs_dir`` (the default): every run here, in order; an
     error in a run stops the evaluation. Otherwise a sweep (``agents.sweep``): each

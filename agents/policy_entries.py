@@ -126,7 +126,7 @@ def load_ranker(path: str | Path, target_recall: float | None = None,
     the file's (1: off); ``mode``: ``"prune"`` or ``"seed"``; ``seed_fraction``: the share
     of a round, best-scored first, that starts the LP's column generation (``Ranker``);
     ``audit_every`` / ``audit_recall`` / ``audit_start``: its audits (``Ranker``; default
-    none)."""
+    the file's ``meta["audit_every"]``, none without it)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         raise ConfigError(f"{str(p)!r} looks like a Stable-Baselines3 model zip, not a "
@@ -580,8 +580,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     this share of a round (seed mode's start, and prune mode's unsure rounds' and audits';
     0: those from the LP's own start); an error if no ranker file is named.
     ``audit_every`` / ``audit_recall`` / ``audit_start``: every prune-mode ranker file named
-    here audits its pruning (``agents.ranker.Ranker``; 0: no audits); an error if none is
-    named, and ``audit_recall`` / ``audit_start`` only with audits. ``trust_sb3_zip``: an
+    here audits its pruning (``agents.ranker.Ranker``; None: each file's own, ``meta
+    ["audit_every"]``; 0: no audits); an error if none is named, and ``audit_recall`` /
+    ``audit_start`` only for a file that audits (given or its own). ``trust_sb3_zip``: an
     error if no ``sb3:`` item is named (it would allow nothing).
     """
     if isinstance(items, str):
@@ -639,6 +640,8 @@ def parse_policies(items, trust_sb3_zip: bool = False,
             r = load_ranker(path, target_recall=recall, max_kept_fraction=max_kept_fraction,
                             mode="seed" if seed else "prune", seed_fraction=seed_fraction,
                             **audits)
+            if not seed:
+                _check_audited(r, path, audit_recall, audit_start)
             point = None if seed else getattr(r, "target_recall", None)
             entry = PolicyEntry(_ranker_label(getattr(r, "name", Path(path).name)), "ranker",
                                 ranker=r, path=path,
@@ -687,14 +690,14 @@ def _checked_audits(items, audit_every, audit_recall,
         audit_every = check_audit_every(audit_every, "--audit-every")
     if audit_recall is not None:
         audit_recall = check_audit_recall(audit_recall, "--audit-recall")
-        if not audit_every:
-            raise ConfigError("sets the recall an audit must reach, and no audits are asked "
-                              "for (--audit-every N, N >= 1)", field="--audit-recall")
+        if audit_every == 0:
+            raise ConfigError("sets the recall an audit must reach, and --audit-every 0 turns "
+                              "the audits off", field="--audit-recall")
     if audit_start is not None:
         audit_start = check_audit_start(audit_start, "--audit-start")
-        if not audit_every:
-            raise ConfigError("sets what starts an audit's LP, and no audits are asked for "
-                              "(--audit-every N, N >= 1)", field="--audit-start")
+        if audit_every == 0:
+            raise ConfigError("sets what starts an audit's LP, and --audit-every 0 turns the "
+                              "audits off", field="--audit-start")
     if not any(isinstance(i, str) and _names_ranker_file(i) and not i.startswith("ranker-seed")
                for i in items):
         raise ConfigError("sets the audits of the prune-mode ranker files named (ranker, "
@@ -703,6 +706,17 @@ def _checked_audits(items, audit_every, audit_recall,
                           field="--audit-every" if audit_every is not None
                           else "--audit-recall")
     return audit_every, audit_recall, audit_start
+
+
+def _check_audited(ranker, path: str, audit_recall: float | None,
+                   audit_start: str | None) -> None:
+    """``ConfigError`` when ``--audit-recall`` or ``--audit-start`` is given for a ranker
+    file that audits nothing (no ``--audit-every`` and no ``meta["audit_every"]``)."""
+    for flag, value in (("--audit-recall", audit_recall), ("--audit-start", audit_start)):
+        if value is not None and not getattr(ranker, "audit_every", 0):
+            raise ConfigError(f"sets its audits, and ranker file {shorten(str(path), 80)} "
+                              f"audits nothing by default (its meta has no audit_every): "
+                              f"give --audit-every N", field=flag)
 
 
 def _names_ranker_file(item: str) -> bool:
@@ -735,8 +749,9 @@ def _gates_text(ranker) -> str:
                          f"job's best",
                  "kept": "from the set it would have kept"}.get(how,
                                                                 "from the LP's own start")
-        text += (f"; audits its pruning ({which} solved whole, {start}; a recall of the LP's "
-                 f"support below {ranker.audit_recall:g} backs off)")
+        whose = " (the file's default)" if getattr(ranker, "audits_from_file", False) else ""
+        text += (f"; audits its pruning{whose} ({which} solved whole, {start}; a recall of the "
+                 f"LP's support below {ranker.audit_recall:g} backs off)")
     return text
 
 

@@ -33,6 +33,7 @@ over types), so a ranker trained on one cluster and K runs on any other (``Ranke
 from __future__ import annotations
 
 import functools
+import warnings
 import weakref
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def pair_recall(support: np.ndarray, kept: np.ndarray) -> float:
 class _EpisodeGate:
     """A ``Ranker``'s state for one episode: its back-off, and its audits."""
 
-    __slots__ = ("left", "unsure_last", "audit_last", "ranked", "audited")
+    __slots__ = ("left", "unsure_last", "audit_last", "ranked", "audited", "unauditable")
 
     def __init__(self) -> None:
         self.left = 0            # rounds of the current back-off still to solve whole
@@ -114,6 +115,8 @@ class _EpisodeGate:
         #                          audit failed (every audit_every-th is audited, the first too)
         self.audited = None      # the audited round's would-be kept (job, row) pairs and
         #                          the environment's ``decisions`` then, until its verdict
+        self.unauditable = False  # the file's audits found the episode's LP without an
+        #                          allocation to read: none more in this episode
 
 
 #: Inputs the ranker derives per candidate from the state of the candidate's own GPU types
@@ -610,7 +613,9 @@ class Ranker:
     a poor ranking cannot change the schedule's objective, and costs at most a larger first
     restricted LP.
 
-    **Audits** (``audit_every=N``, prune mode; default 0: none): a check of the pruning
+    **Audits** (``audit_every=N``, prune mode; default: the file's ``meta["audit_every"]``,
+    ``hsched train --audit-every``, else 0: none; the shipped file's is 8 since session 58;
+    0 turns them off): a check of the pruning
     against the LP itself, for regimes the file was not trained on. The first round of an
     episode that the ranker would prune, and every ``N``-th after it, is solved over every
     candidate after scoring; once the LP has decided it, the share of the whole
@@ -632,6 +637,10 @@ class Ranker:
     the start audits actually take. An audit costs its round inference plus the whole LP
     from that start, and the next round the verdict (BENCHMARKS.md, "Session 57: where an
     audit's column generation starts").
+    Audits asked for here (``audit_every`` given) need an environment that can be audited
+    (an episode of ``hsched/Rank-v0`` whose LP has an allocation, as ``LPPolicy``'s): on
+    another a ``ConfigError``. The file's own audits (``audits_from_file``) are skipped
+    there instead, with a warning (a ``RuntimeWarning``, once per ranker and reason).
 
     **Unsure gate.** A round in which the ranker would keep more than
     ``max_kept_fraction`` of its candidates is solved whole anyway (``unsure_rounds``): the
@@ -654,7 +663,7 @@ class Ranker:
                  target_recall: float | None = None,
                  max_kept_fraction: float | None = None,
                  unsure_backoff: int = DEFAULT_UNSURE_BACKOFF, mode: str = "prune",
-                 seed_fraction: float = DEFAULT_SEED_FRACTION, audit_every: int = 0,
+                 seed_fraction: float = DEFAULT_SEED_FRACTION, audit_every: int | None = None,
                  audit_recall: float = DEFAULT_AUDIT_RECALL,
                  audit_start: str = DEFAULT_AUDIT_START) -> None:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
@@ -706,9 +715,17 @@ class Ranker:
                               f"{mode!r}", field="mode")
         self.mode = mode
         self.seed_fraction = check_seed_fraction(seed_fraction, "seed_fraction")
+        #: whether the audits are the file's default (``meta["audit_every"]``, not given):
+        #: an environment that cannot be audited skips them with a warning instead of an error
+        self.audits_from_file = audit_every is None
+        if audit_every is None:           # the file's; seed mode has no pruning to audit
+            audit_every = 0 if mode == "seed" else int(self.meta.get("audit_every", 0))
         self.audit_every = check_audit_every(audit_every, "audit_every")
+        self.audits_from_file = self.audits_from_file and self.audit_every > 0
         self.audit_recall = check_audit_recall(audit_recall, "audit_recall")
         self.audit_start = check_audit_start(audit_start, "audit_start")
+        #: why the file's audits were skipped, each warned about once (``_file_audits_off``)
+        self._audit_skips: set[str] = set()
         if self.audit_every and mode == "seed":
             raise ConfigError("seed mode solves every round whole (the pure LP's optimum): it "
                               "has no pruning to audit", field="audit_every")
@@ -826,6 +843,8 @@ class Ranker:
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("audit_start", "own")       # a Ranker pickled before session 57
+        state.setdefault("audits_from_file", False)  # ... before session 58
+        state.setdefault("_audit_skips", set())
         self.__dict__.update(state)
         self._backoff = weakref.WeakKeyDictionary()
 
@@ -841,16 +860,37 @@ class Ranker:
                     state = self._backoff[sim] = _EpisodeGate()
             except TypeError:                        # not weakly referenceable
                 state = None
-        if self.audit_every and state is None:
-            raise ConfigError(f"audits need an episode of hsched/Rank-v0 (a RankEnv, reset): "
-                              f"{type(env).__name__} has no simulator that can be referenced "
-                              f"weakly", field="audit_every")
-        if self.audit_every and not (callable(getattr(env, "decided_support", None))
-                                     and hasattr(env, "decisions")):
-            raise ConfigError(f"audits read the LP's decision of the audited round from "
-                              f"hsched/Rank-v0 (RankEnv.decided_support, decisions); "
-                              f"{type(env).__name__} does not have both", field="audit_every")
         return state
+
+    def _audit_state(self, env) -> _EpisodeGate | None:
+        """The gate state of ``env``'s episode, for its audits: ``None`` when the file's own
+        audits cannot run there (skipped, with a warning); a ``ConfigError`` when audits
+        asked for cannot."""
+        state = self._episode_backoff(env)
+        why = None
+        if state is None:
+            why = (f"audits need an episode of hsched/Rank-v0 (a RankEnv, reset): "
+                   f"{type(env).__name__} has no simulator that can be referenced weakly")
+        elif not (callable(getattr(env, "decided_support", None))
+                  and hasattr(env, "decisions")):
+            why = (f"audits read the LP's decision of the audited round from hsched/Rank-v0 "
+                   f"(RankEnv.decided_support, decisions); {type(env).__name__} does not "
+                   f"have both")
+        if why is not None:
+            self._file_audits_off(why)
+            return None
+        return None if state.unauditable else state
+
+    def _file_audits_off(self, why: str) -> None:
+        """The file's audits cannot run here (``why``): a warning, once per reason; audits
+        asked for (``audit_every`` given): a ``ConfigError``."""
+        if not self.audits_from_file:
+            raise ConfigError(why, field="audit_every")
+        if why not in self._audit_skips:
+            self._audit_skips.add(why)
+            warnings.warn(f"{self.name}: its file's audits (meta audit_every "
+                          f"{self.audit_every}) are skipped here: {why}", RuntimeWarning,
+                          stacklevel=4)
 
     @staticmethod
     def _backing_off(state: _EpisodeGate | None) -> bool:
@@ -877,9 +917,11 @@ class Ranker:
             return
         support = env.decided_support()
         if support is None:
-            raise ConfigError(f"audits read the LP's decision of the audited round from its "
-                              f"allocation ({{job id: (rows, X)}}, as LPPolicy's); "
-                              f"{type(env.lp).__name__} has none", field="audit_every")
+            state.unauditable = True
+            self._file_audits_off(f"audits read the LP's decision of the audited round from "
+                                  f"its allocation ({{job id: (rows, X)}}, as LPPolicy's); "
+                                  f"{type(env.lp).__name__} has none")
+            return
         if support.shape[0] == 0:
             return                                   # no support: nothing to recall
         recall = pair_recall(support, kept)
@@ -988,10 +1030,11 @@ class Ranker:
                               f"would prune the LP", field="mode")
         if budget is None and seeding:
             return self._seed(obs, env, valid, total)
-        audits = self._episode_backoff(unwrapped) if self.audit_every and budget is None \
-            else None
+        audits = self._audit_state(unwrapped) if self.audit_every and budget is None else None
         if audits is not None and audits.audited is not None:
             self._audit_verdict(audits, unwrapped)
+            if audits.unauditable:                   # the file's audits, skipped from now
+                audits = None
         if budget is None and self.gate_candidates and total < self.gate_candidates:
             self.gated_rounds += 1
             return valid.astype(np.int8)             # a small round: the LP solves it whole

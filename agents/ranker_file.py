@@ -303,6 +303,7 @@ META_CHECKS = {
     "operating_points": _operating_points,
     "gate_candidates": _count,            # agents.ranker.Ranker's gates
     "max_kept_fraction": _number_in(0.0, 1.0, True, False, " (1: no unsure gate)"),
+    "audit_every": _count,                # audits by default (0: none)
     "dagger": _count,
     "timesteps": _count,
     "inputs": _one_of(META_INPUTS),

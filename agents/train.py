@@ -185,6 +185,9 @@ class TrainConfig:
     # solved whole (None: the ranker's default, agents.ranker.DEFAULT_MAX_KEPT_FRACTION;
     # 1: no unsure gate)
     max_kept_fraction: float | None = None
+    # the ranker file's audits by default (agents.ranker.Ranker's audit_every: the first
+    # round it would prune and every N-th after it solved whole and checked; 0: none)
+    audit_every: int = 0
     # imitation: DAgger iterations after the first fit — collect again on the same regimes
     # and seeds with the fitted ranker driving (the LP labels every round), add those rounds,
     # fit anew on all of them (0: the LP's own trajectories only)
@@ -364,7 +367,8 @@ class TrainConfig:
                               "(hsched/Rank-*, --algo imitation or its warm start)",
                               field="--dagger")
         for name, given in (("--gate-candidates", self.gate_candidates),
-                            ("--max-kept-fraction", self.max_kept_fraction is not None)):
+                            ("--max-kept-fraction", self.max_kept_fraction is not None),
+                            ("--audit-every", self.audit_every)):
             if given and self.mode != "rank":
                 raise ConfigError(f"is recorded in a rank-mode ranker file (hsched/Rank-*); "
                                   f"{self.env} trains a select-mode agent", field=name)
@@ -411,7 +415,8 @@ class TrainConfig:
     #: Fields that only ``--set`` (or a hyper-parameter file) reaches, with their bounds:
     #: whole numbers >= the bound, and numbers > (strict) or >= the bound.
     _WHOLE_AT_LEAST = {"imitation_rounds": 1, "imitation_epochs": 1, "imitation_sort_pool": 0,
-                       "gate_candidates": 0, "hidden": 1, "checkpoint_steps": 1,
+                       "gate_candidates": 0, "audit_every": 0, "hidden": 1,
+                       "checkpoint_steps": 1,
                        "torch_threads": 1}
     _NUMBER_ABOVE = {"imitation_lr": (0.0, True), "pos_weight": (0.0, True),
                      "ent_coef": (0.0, False), "vf_coef": (0.0, False),
@@ -428,7 +433,8 @@ class TrainConfig:
         for name, low in self._WHOLE_AT_LEAST.items():
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                field_name = "--gate-candidates" if name == "gate_candidates" else name
+                field_name = (_option(name) if name in ("gate_candidates", "audit_every")
+                              else name)
                 raise ConfigError(f"must be a whole number >= {low}, got {v!r}",
                                   field=field_name)
             setattr(self, name, int(v))             # a plain int in config.json
@@ -672,7 +678,8 @@ _FIELD_KINDS = {
 #: copied as they are; ``OWN_FLAG_FIELDS`` have flags it reads in its own way.
 FLAG_FIELDS = ("cluster", "workload", "slots", "imitation_seeds", "keep_cost", "regimes",
                "target_recall", "operating_recall", "threshold_bands", "dagger",
-               "gate_candidates", "max_kept_fraction", "fair_share_inputs", "prune",
+               "gate_candidates", "max_kept_fraction", "audit_every", "fair_share_inputs",
+               "prune",
                "job_context", "learning_rate", "hidden", "gamma", "n_steps", "batch_size",
                "n_epochs", "ent_coef", "train_seeds", "portable_math")
 OWN_FLAG_FIELDS = ("timesteps", "n_envs", "seed", "logdir", "episode_hours", "algo", "policy",
@@ -884,7 +891,7 @@ def _check_fields_read(config: TrainConfig, explicit: set[str], given: set[str])
                           "--algo imitation writes a ranker that serves per-band thresholds",
                           field="--threshold-bands")
     if config.policy == "mlp":
-        for name in ("gate_candidates", "max_kept_fraction"):
+        for name in ("gate_candidates", "max_kept_fraction", "audit_every"):
             if name in given:
                 raise ConfigError("is recorded in the ranker file (ranker.pt), which --policy "
                                   "mlp does not write (SB3's MultiInputPolicy: model.zip only)",
@@ -1600,7 +1607,7 @@ def _imitation(config: TrainConfig, out: Path, progress: Progress, writer,
         # (torch_threads=None: the run's own setting, config.torch_threads, stays)
         ranker = Ranker(net, meta=_ranker_meta(config, record, serve=False,
                                                arithmetic=arithmetic),
-                        gate_candidates=0, max_kept_fraction=1.0,
+                        gate_candidates=0, max_kept_fraction=1.0, audit_every=0,
                         name=f"dagger-{it + 1}", torch_threads=None)
         t1 = time.perf_counter()
         more_train, more_valid, more_regime, _ = _collect_regimes(
@@ -1793,6 +1800,8 @@ def _ranker_meta(config: TrainConfig, imitation: dict | None, serve: bool = True
         meta["gate_candidates"] = int(config.gate_candidates)
     if config.max_kept_fraction is not None:
         meta["max_kept_fraction"] = float(config.max_kept_fraction)
+    if config.audit_every:
+        meta["audit_every"] = int(config.audit_every)
     if config.dagger:
         meta["dagger"] = int(config.dagger)
     if config.fair_share_inputs and imitation is not None:

@@ -286,18 +286,19 @@ def build_parser() -> argparse.ArgumentParser:
                          "kept is measured; below --audit-recall the next rounds are solved "
                          "whole without inference (a back-off, doubling while audits fail). "
                          "For regimes the file was not trained on; costs each audited round "
-                         "the whole LP's time (default: no audits; 0: none); recorded in "
+                         "the whole LP's time (default: the file's meta audit_every, 8 for the "
+                         "shipped file, none for a file without one; 0: none); recorded in "
                          "metrics.json (settings.ranker_gates)")
     ev.add_argument("--audit-recall", type=_number, default=None, metavar="R",
                     help="the recall of the LP's support an audit must reach, in (0, 1] "
-                         "(default 0.9); needs --audit-every")
+                         "(default 0.9); needs audits (--audit-every or the file's)")
     ev.add_argument("--audit-start", default=None, metavar="seed|kept|own",
                     help="what starts an audited round's whole-LP column generation: seed "
                          "(default), the ranker's best-scored --seed-fraction of the round "
                          "and each job's best, as in an unsure round; kept, the set it would "
                          "have kept; or own, the LP's own start (every audit before session "
                          "57); LPs small enough for the dual simplex ignore it; needs "
-                         "--audit-every")
+                         "audits (--audit-every or the file's)")
     ev.add_argument("--timing-repeats", type=_positive_int, default=1, metavar="N",
                     help="make every (scenario, policy, seed) run N times (serially the "
                          "policies interleaved) and take each round's decision time from the "
@@ -402,6 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "candidates is solved whole, and the next few it would rank too "
                          "(recorded in the ranker file; default: 0.25 for a file with a "
                          "candidate gate, --gate-candidates, else 1: never)")
+    tr.add_argument("--audit-every", type=_integer, default=None, metavar="N",
+                    help="the ranker file audits its pruning by default: the first round it "
+                         "would prune and every N-th after it are solved whole and its recall "
+                         "of the LP's support checked (recorded in the ranker file; hsched "
+                         "evaluate --audit-every overrides it; default 0: none)")
     tr.add_argument("--portable-math", action="store_true", default=None,
                     help="CPU-independent arithmetic (MKL_CBWR=COMPATIBLE, "
                          "ATEN_CPU_CAPABILITY=avx2): the command writes the same weights on "

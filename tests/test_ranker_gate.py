@@ -5,6 +5,7 @@ rounds whole."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -767,6 +768,11 @@ def test_the_shipped_file_sets_its_own_unsure_gate_and_was_trained_portably():
     net, meta = load_ranker_net(shipped_ranker_path())
     assert meta["max_kept_fraction"] == 0.35 and meta["gate_candidates"] == 10105
     assert Ranker.load(shipped_ranker_path()).max_kept_fraction == 0.35
+    # audits by default since session 58 (recorded as hsched train --audit-every 8 does)
+    assert meta["audit_every"] == 8
+    shipped = Ranker.load(shipped_ranker_path())
+    assert (shipped.audit_every, shipped.audits_from_file) == (8, True)
+    assert shipped.audit_start_in_use == "seed"
     assert DEFAULT_MAX_KEPT_FRACTION == 0.25
     assert meta["arithmetic_fingerprint"] == REFERENCE_FINGERPRINT
     # session 51's weights (the file: sha256 49393262…8c8c7649; agents/data/README.md)
@@ -1026,8 +1032,11 @@ def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
     own, = parse_policies([f"ranker:{path}"], audit_every=8, audit_start="own")
     assert own.ranker.audit_start == "own" and "from the LP's own start" in own.source
     assert _entry_config(own)["gates"]["audit_start"] == "own"
-    with pytest.raises(ConfigError, match="no audits are asked for") as err:
+    with pytest.raises(ConfigError, match="audits nothing by default") as err:
         parse_policies([f"ranker:{path}"], audit_start="own")
+    assert err.value.field == "--audit-start"
+    with pytest.raises(ConfigError, match="--audit-every 0 turns the audits off") as err:
+        parse_policies([f"ranker:{path}"], audit_every=0, audit_start="own")
     assert err.value.field == "--audit-start"
     kept, = parse_policies([f"ranker:{path}"], audit_every=8, audit_start="kept")
     assert "from the set it would have kept" in kept.source
@@ -1040,8 +1049,9 @@ def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
     assert "audit_every" not in _entry_config(parse_policies([f"ranker:{path}"])[0])["gates"]
     with pytest.raises(ConfigError, match="--audit-every"):
         parse_policies(["pure-lp", f"ranker-seed:{path}"], audit_every=8)
-    with pytest.raises(ConfigError, match="--audit-recall"):
+    with pytest.raises(ConfigError, match="audits nothing by default") as err:
         parse_policies([f"ranker:{path}"], audit_recall=0.8)
+    assert err.value.field == "--audit-recall"
     with pytest.raises(ConfigError, match="--audit-every"):
         parse_policies([f"ranker:{path}"], audit_every=-2)
 
@@ -1082,7 +1092,7 @@ def test_evaluate_cli_reports_a_rankers_audits(tmp_path, capsys):
     assert "solved whole, from the LP's own start;" in text
     assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
                  "--audit-recall", "0.8", "--out", str(tmp_path / "o2")]) == 2
-    assert "no audits are asked for" in capsys.readouterr().err
+    assert "audits nothing by default (its meta has no audit_every)" in capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
     for audits in (["--audit-every", "0"], []):
         assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
@@ -1190,6 +1200,90 @@ def test_audits_need_an_lp_with_an_allocation_and_a_rank_env(wrapped_lp):
         r.keep(obs, env)
     with pytest.raises(ConfigError, match="audit_every"):
         r.keep(obs, object())
+
+
+def test_a_files_own_audits_are_its_default_and_skipped_where_they_cannot_run(tmp_path,
+                                                                             wrapped_lp):
+    """A file with ``meta["audit_every"]`` audits without being asked (``audit_every=0``
+    turns them off; seed mode and a directly built Ranker have none). Where its audits cannot
+    run — an LP without an allocation, an environment without an episode — they are skipped
+    with one warning per reason, and the ranker goes on pruning; audits asked for raise
+    there instead."""
+    from agents.evaluate import _entry_config
+    from agents.policy_entries import parse_policies
+    path = save_ranker(RankerNet(hidden=8), tmp_path / "r.pt", gate_candidates=0,
+                       max_kept_fraction=1.0, threshold=0.999, audit_every=3)
+    own = Ranker.load(path)
+    assert (own.audit_every, own.audits_from_file) == (3, True)
+    assert Ranker.load(path, audit_every=0).audit_every == 0
+    given = Ranker.load(path, audit_every=3)
+    assert (given.audit_every, given.audits_from_file) == (3, False)
+    assert Ranker.load(path, mode="seed").audit_every == 0
+    assert Ranker(RankerNet(hidden=8)).audit_every == 0
+    with pytest.raises(ConfigError, match="audit_every"):
+        save_ranker(RankerNet(hidden=8), tmp_path / "bad.pt", audit_every=-1)
+    # the policies: the file's audits, and --audit-start / --audit-recall for them
+    entry, seed = parse_policies([f"ranker:{path}", f"ranker-seed:{path}"])
+    assert entry.ranker.audit_every == 3 and seed.ranker.audit_every == 0
+    assert "audits its pruning (the file's default) (the first round it would prune and every " \
+           "3rd after it" in entry.source
+    gates = _entry_config(entry)["gates"]
+    assert gates["audit_every"] == 3 and gates["audits_from_file"] is True
+    start, = parse_policies([f"ranker:{path}"], audit_start="own", audit_recall=0.8)
+    assert (start.ranker.audit_start, start.ranker.audit_recall) == ("own", 0.8)
+    off, = parse_policies([f"ranker:{path}"], audit_every=0)
+    assert off.ranker.audit_every == 0 and "audit_every" not in _entry_config(off)["gates"]
+    # on a Rank-v0 episode they run as asked-for audits do: the first pruned round audited
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    assert _drive(Ranker.load(path), env, obs, 1) == "W"
+    # an LP without an allocation: the audited round is solved whole, then one warning and
+    # no more audits in the episode; the ranker prunes on
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune="lp", lp=wrapped_lp(),
+                   measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    r = Ranker.load(path)
+    with pytest.warns(RuntimeWarning, match="its file's audits .* are skipped here: .*"
+                                            "WrappedLP has none"):
+        assert _drive(r, env, obs, 5) == "Wpppp"
+    assert r.audit_rounds == 1 and not r.audit_recalls
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # once per reason
+        obs, _ = env.reset(seed=1)
+        obs = _rounds(env, 2)
+        assert _drive(r, env, obs, 3) == "Wpp"           # a new episode: audited, skipped
+    asked = Ranker.load(path, audit_every=3)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    obs, *_ = env.step(asked.keep(obs, env))
+    with pytest.raises(ConfigError, match="WrappedLP has none"):
+        asked.keep(obs, env)
+    # an environment without an episode: skipped with a warning (asked for: an error)
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+
+    class NoEpisode:                          # the Rank-v0 environment, but no simulator
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            if name == "simulator":
+                raise AttributeError(name)
+            return getattr(self.inner, name)
+
+        @property
+        def unwrapped(self):
+            return self
+
+    r = Ranker.load(path)
+    with pytest.warns(RuntimeWarning, match="no simulator that can be referenced weakly"):
+        keep = r.keep(obs, NoEpisode(env.unwrapped))
+    assert 0 < keep.sum() < (obs["valid"] > 0.5).sum() and r.audit_rounds == 0   # pruned
+    with pytest.raises(ConfigError, match="audit_every"):
+        Ranker.load(path, audit_every=3).keep(obs, NoEpisode(env.unwrapped))
 
 
 def test_a_ranker_with_an_audit_pending_pickles_and_starts_over():

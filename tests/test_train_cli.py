@@ -434,7 +434,7 @@ def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path, monkeypatch
     cfg = TrainConfig(env="hsched/Rank-Tiny-v0", algo="imitation", imitation_seeds=3,
                       imitation_rounds=10, imitation_epochs=2, target_recall=0.95,
                       threshold_bands=(30,), dagger=1, max_kept_fraction=0.4,
-                      logdir=str(run))
+                      audit_every=5, logdir=str(run))
     s = train(cfg, progress="none")
     im = s["imitation"]
     (reg,) = im["regimes"]
@@ -457,6 +457,7 @@ def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path, monkeypatch
     (ranker,) = rankers.values()
     assert isinstance(ranker, Ranker) and ranker.gate_candidates == 0
     assert ranker.max_kept_fraction == 1.0                    # DAgger drives ungated
+    assert ranker.audit_every == 0                            # and without audits
     assert ranker.threshold == pytest.approx(first_op["threshold"])
     assert [lo for lo, _ in ranker.size_thresholds] == [0, 30]
     assert any(a.shape != b.shape or not (a == b).all()        # it did drive elsewhere
@@ -465,6 +466,10 @@ def test_imitation_with_dagger_adds_the_rankers_own_rounds(tmp_path, monkeypatch
     _, meta = load_ranker_net(run / "ranker.pt")
     assert meta["dagger"] == 1
     assert meta["max_kept_fraction"] == 0.4 == Ranker.load(run / "ranker.pt").max_kept_fraction
+    # the file's audits, recorded right after its unsure gate (the shipped file's key order)
+    assert meta["audit_every"] == 5 == Ranker.load(run / "ranker.pt").audit_every
+    keys = list(meta)
+    assert keys.index("audit_every") == keys.index("max_kept_fraction") + 1
 
 
 @slow
@@ -710,6 +715,9 @@ def test_train_set_null_is_applied_and_an_empty_value_refused(capsys, tmp_path, 
      "is the horizon of the --regimes demonstrations"),
     (["--policy", "mlp", "--gate-candidates", "5"], "--gate-candidates",
      "which --policy mlp does not write"),
+    (["--policy", "mlp", "--audit-every", "8"], "--audit-every",
+     "which --policy mlp does not write"),
+    (["--audit-every", "-1"], "--audit-every", "must be a whole number >= 0, got -1"),
     # values out of range (they failed after the run folder was written, or were taken)
     (["--algo", "imitation", "--regimes", "mixed", "--set", "imitation_hours=-3"],
      "imitation_hours", "must be a number >= 0 (hours; 0 or null: no limit) or null, got -3"),
@@ -733,6 +741,11 @@ def test_schedule_ids_refuse_the_imitations_settings(capsys, tmp_path):
     err = capsys.readouterr().err
     assert "field 'imitation_epochs': is an argument of the equivariant ranker's imitation" in err
     assert not run.exists()
+    for flag, value in (("--gate-candidates", "5"), ("--audit-every", "8")):
+        assert main(["train", "--env", TINY, flag, value, "--logdir", str(run)]) == 2
+        err = capsys.readouterr().err
+        assert f"field '{flag}': is recorded in a rank-mode ranker file" in err
+        assert not run.exists()
 
 
 class _Accepted(Exception):
