@@ -136,7 +136,8 @@ def measure(scenario_names: list[str] | None, seeds: int, progress: bool,
         twice = [n for n in dict.fromkeys(scenario_names) if scenario_names.count(n) > 1]
         raise ConfigError(f"scenario {', '.join(twice)} given more than once in "
                           f"{scenario_names}: give each at most once", field="--scenarios")
-    ranker = Ranker.load(shipped_ranker_path(), gate_candidates=0, max_kept_fraction=1.0)
+    ranker = Ranker.load(shipped_ranker_path(), gate_candidates=0, max_kept_fraction=1.0,
+                         audit_every=0)
     support_lp = make_policy("heterosched-lp")
     rows = []
     bar = tqdm(total=len(scenarios) * seeds * (2 + len(prunes)), desc="ranker bound",

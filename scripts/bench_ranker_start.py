@@ -74,7 +74,8 @@ class _StartProbe:
     from each start (``LPPolicy.shares(lp_start=)``) and its build and solve time noted."""
 
     def __init__(self, path: Path, fractions, per_job) -> None:
-        self.entry = parse_policies([f"ranker:{path}"])[0]
+        self.entry = parse_policies([f"ranker:{path}"], audit_every=0)[0]   # no audits: as
+        #                                                      measured before session 58
         self.ranker = self.entry.ranker
         self.fractions, self.per_job = fractions, per_job
         self.times: dict[str, list[float]] = {}
@@ -144,7 +145,8 @@ def fractions_main(args) -> int:
 
 def compare_main(args) -> int:
     entries = parse_policies(["pure-lp", f"ranker:{args.ranker}", f"ranker:{args.ranker}",
-                              f"ranker-seed:{args.ranker}"])
+                              f"ranker-seed:{args.ranker}"],
+                             audit_every=0)        # the unsure rounds' start alone, no audits
     entries[1].ranker.seed_fraction = 0.0          # unsure rounds from the LP's own start
     entries[1].label = "ranker-no-start"
     entries[2].label = "ranker"

@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     if not Path(args.ranker).is_file():
         ap.error(f"--ranker: no such file: {args.ranker}")
     ranker = Ranker.load(args.ranker, gate_candidates=0,        # measure the ungated ranker
-                         max_kept_fraction=1.0)
+                         max_kept_fraction=1.0, audit_every=0)
     rows = []
     for cluster, workload, at in PROBES:
         with settled_heap():                 # as ``hsched evaluate`` times its runs

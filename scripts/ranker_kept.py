@@ -48,7 +48,7 @@ class KeptLog:
 
     def __init__(self, path: Path, gate_candidates: int | None = None) -> None:
         self.ranker = Ranker.load(path, max_kept_fraction=1.0, name="no-unsure-gate",
-                                  gate_candidates=gate_candidates)
+                                  gate_candidates=gate_candidates, audit_every=0)
         self.name = self.ranker.name
         self.env_kwargs = self.ranker.env_kwargs
         #: per round: (ranked, kept share of the valid candidates)

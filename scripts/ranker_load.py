@@ -62,8 +62,9 @@ def round_load(view) -> float:
 
 def ungated(path: Path):
     """The ranker file's policy entry without its unsure gate (``max_kept_fraction`` 1: what
-    it would keep); its candidate gate stays."""
-    entry = parse_policies([f"ranker:{path}"])[0]
+    it would keep) and without audits (every round it ranks is pruned); its candidate gate
+    stays."""
+    entry = parse_policies([f"ranker:{path}"], audit_every=0)[0]
     entry.ranker.max_kept_fraction = 1.0
     return entry
 

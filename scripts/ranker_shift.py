@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     scenario = suite.scenarios[args.scenario]
     seeds = heldout_seeds(args.seeds)
     try:
-        (entry,) = parse_policies([ranker_spec(args.ranker)])
+        (entry,) = parse_policies([ranker_spec(args.ranker)], audit_every=0)   # its own keeps
     except ConfigError as exc:          # parse_policies names its own flag, --policies
         ap.error(f"--ranker: {(exc.source + ': ') if exc.source else ''}{exc.reason}"
                  if exc.field == "--policies" else f"--ranker: {exc}")
