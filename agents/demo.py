@@ -110,7 +110,9 @@ def _ranker_at_scale(out: Path) -> Iterator[str]:
     yield (f"\nThe learned ranker where it pays: {cluster}, {spec}, the first 1.5 simulated "
            f"hours (a held-out seed). Its gates solve a round whole below the file's "
            f"gate_candidates, or where it would keep more than its max_kept_fraction (it is "
-           f"unsure there); the line under the table adds the observation it "
+           f"unsure there); its file's audits solve the first round it would prune, and "
+           f"every 8th after it, whole, to check its pruning against the LP (hsched evaluate "
+           f"--audit-every 0 turns them off); the line under the table adds the observation it "
            f"scores (the environment builds it), which its 'decide ms' leaves out. One seed "
            f"of ~18 rounds: its time ratios move by several percent between runs on a shared "
            f"machine; hsched evaluate --suite large-family measures three seeds.")

@@ -749,7 +749,7 @@ def _gates_text(ranker) -> str:
                          f"job's best",
                  "kept": "from the set it would have kept"}.get(how,
                                                                 "from the LP's own start")
-        whose = " (the file's default)" if getattr(ranker, "audits_from_file", False) else ""
+        whose = " by its file's default" if getattr(ranker, "audits_from_file", False) else ""
         text += (f"; audits its pruning{whose} ({which} solved whole, {start}; a recall of the "
                  f"LP's support below {ranker.audit_recall:g} backs off)")
     return text

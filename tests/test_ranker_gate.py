@@ -1225,8 +1225,8 @@ def test_a_files_own_audits_are_its_default_and_skipped_where_they_cannot_run(tm
     # the policies: the file's audits, and --audit-start / --audit-recall for them
     entry, seed = parse_policies([f"ranker:{path}", f"ranker-seed:{path}"])
     assert entry.ranker.audit_every == 3 and seed.ranker.audit_every == 0
-    assert "audits its pruning (the file's default) (the first round it would prune and every " \
-           "3rd after it" in entry.source
+    assert "audits its pruning by its file's default (the first round it would prune and " \
+           "every 3rd after it" in entry.source
     gates = _entry_config(entry)["gates"]
     assert gates["audit_every"] == 3 and gates["audits_from_file"] is True
     start, = parse_policies([f"ranker:{path}"], audit_start="own", audit_recall=0.8)
