@@ -748,8 +748,10 @@ def resolve_hyperparams(env: str, algo: str | None, policy: str | None,
                         path: str | Path | None = None) -> tuple[dict, str]:
     """The hyper-parameter entry of ``env`` (fields for ``TrainConfig``) and a sentence
     saying where it came from: ``path`` if given, else the shipped file for ``algo`` and
-    ``policy`` (``default_hyperparams_file``). A file without an entry for ``env`` gives
-    ``{}`` (the ``TrainConfig`` defaults). An explicit ``path`` must exist."""
+    ``policy`` (``default_hyperparams_file``). The shipped file without an entry for ``env``
+    gives ``{}`` (the ``TrainConfig`` defaults). An explicit ``path`` must exist and hold an
+    entry for ``env`` (a ``ConfigError`` naming ``--hyperparams`` and the entries it holds:
+    a misspelt id would otherwise train on the defaults)."""
     if algo is None:
         algo = "ppo" if env in VARIANT_IDS and variant(env).env == "Rank" else "maskable-ppo"
     file = Path(path) if path is not None else default_hyperparams_file(algo, policy)
@@ -759,6 +761,14 @@ def resolve_hyperparams(env: str, algo: str | None, policy: str | None,
         return {}, f"no shipped {file.name}: TrainConfig defaults"
     data = read_hyperparams(file)
     shown = _shown_path(file)
+    if env not in data and path is not None:
+        import difflib
+        near = difflib.get_close_matches(env, [str(k) for k in data], n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        held = ", ".join(map(str, data)) or "none"
+        raise ConfigError(f"{shown} has no entry for {env}{hint}; its entries: {held} (without "
+                          f"--hyperparams the shipped file's, or the TrainConfig defaults)",
+                          field="--hyperparams")
     if env not in data:
         return {}, f"{shown} has no entry for {env}: TrainConfig defaults"
     return config_fields(data[env], source=f"{shown} [{env}]"), f"{shown} [{env}]"

@@ -65,12 +65,25 @@ hsched/Rank-Tiny-v0:
     assert cfg.batch_size == TrainConfig.batch_size           # not in the file: the default
 
 
-def test_an_id_without_entry_uses_the_defaults(tmp_path):
+def test_an_id_without_entry_uses_the_defaults_only_from_the_shipped_file(tmp_path, capsys):
+    """The shipped file without an entry for the id: the TrainConfig defaults, said so. A
+    --hyperparams file without one is refused, naming its entries (a misspelt id trained
+    on the defaults before)."""
+    fields, source = resolve_hyperparams("hsched/Rank-v0", "ppo", None)
+    assert fields == {} and "ppo.yml has no entry for hsched/Rank-v0" in source
+    assert make_config("hsched/Rank-v0").gamma == TrainConfig.gamma
     f = write_yaml(tmp_path / "hp.yml", "hsched/Rank-Tiny-v0:\n  gamma: 0.5\n")
-    fields, source = resolve_hyperparams(TINY, "maskable-ppo", None, f)
-    assert fields == {} and "no entry" in source
-    cfg = make_config(TINY, hyperparams=f)
-    assert cfg.gamma == TrainConfig.gamma and cfg.algo == "maskable-ppo"
+    with pytest.raises(ConfigError) as err:
+        resolve_hyperparams("hsched/Rank-Tiny-v1", "ppo", None, f)
+    assert err.value.field == "--hyperparams"
+    assert "has no entry for hsched/Rank-Tiny-v1 (did you mean 'hsched/Rank-Tiny-v0'?); " \
+           "its entries: hsched/Rank-Tiny-v0" in str(err.value)
+    with pytest.raises(ConfigError, match="its entries: hsched/Rank-Tiny-v0 "):
+        make_config(TINY, hyperparams=f)
+    run = tmp_path / "run"
+    assert main(["train", "--env", TINY, "--hyperparams", str(f), "--logdir", str(run)]) == 2
+    out = capsys.readouterr().err
+    assert "field '--hyperparams'" in out and out.count("\n") == 1 and not run.exists()
 
 
 def test_bad_hyperparams_are_refused(tmp_path):
