@@ -680,11 +680,8 @@ def _checked_audits(items, audit_every, audit_recall,
                     audit_start=None) -> tuple[int | None, float | None, str | None]:
     """``parse_policies``' ``audit_every``, ``audit_recall`` and ``audit_start`` checked
     against the policies (``--audit-every``, ``--audit-recall``, ``--audit-start``)."""
-    if audit_recall is None and audit_start is None and not audit_every:   # no audits
-        if audit_every is not None:
-            from agents.ranker import check_audit_every
-            audit_every = check_audit_every(audit_every, "--audit-every")
-        return audit_every, None, None
+    if audit_recall is None and audit_start is None and audit_every is None:   # the files'
+        return None, None, None
     from agents.ranker import check_audit_every, check_audit_recall, check_audit_start
     if audit_every is not None:
         audit_every = check_audit_every(audit_every, "--audit-every")
@@ -704,7 +701,8 @@ def _checked_audits(items, audit_every, audit_recall,
                           "ranker:PATH), and the policies name none (agent objects keep "
                           "their own; ranker-seed solves every round whole)",
                           field="--audit-every" if audit_every is not None
-                          else "--audit-recall")
+                          else "--audit-recall" if audit_recall is not None
+                          else "--audit-start")
     return audit_every, audit_recall, audit_start
 
 
@@ -715,7 +713,7 @@ def _check_audited(ranker, path: str, audit_recall: float | None,
     for flag, value in (("--audit-recall", audit_recall), ("--audit-start", audit_start)):
         if value is not None and not getattr(ranker, "audit_every", 0):
             raise ConfigError(f"sets its audits, and ranker file {shorten(str(path), 80)} "
-                              f"audits nothing by default (its meta has no audit_every): "
+                              f"audits nothing by default (its meta sets no audit_every): "
                               f"give --audit-every N", field=flag)
 
 
@@ -743,7 +741,7 @@ def _gates_text(ranker) -> str:
     if getattr(ranker, "audit_every", 0):
         n = ranker.audit_every
         which = ("every round it would prune" if n == 1 else
-                 f"the first round it would prune and every {n}{_ordinal(n)} after it")
+                 f"the first round it would prune and every {n}{ordinal(n)} after it")
         how = getattr(ranker, "audit_start_in_use", "own")
         start = {"seed": f"from its best-scored {ranker.seed_fraction * 100:.4g}% and each "
                          f"job's best",
@@ -755,7 +753,7 @@ def _gates_text(ranker) -> str:
     return text
 
 
-def _ordinal(n: int) -> str:
+def ordinal(n: int) -> str:
     """``nd``, ``rd`` or ``th``: the suffix of ``n``-th (n >= 2)."""
     if n % 100 in (11, 12, 13):
         return "th"

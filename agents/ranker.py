@@ -862,10 +862,11 @@ class Ranker:
                 state = None
         return state
 
-    def _audit_state(self, env) -> _EpisodeGate | None:
+    def _audit_state(self, env, gated: bool = False) -> _EpisodeGate | None:
         """The gate state of ``env``'s episode, for its audits: ``None`` when the file's own
-        audits cannot run there (skipped, with a warning); a ``ConfigError`` when audits
-        asked for cannot."""
+        audits cannot run there (skipped, with a warning, once a round is not ``gated``: a
+        round below the candidate gate would not have been audited); a ``ConfigError`` when
+        audits asked for cannot."""
         state = self._episode_backoff(env)
         why = None
         if state is None:
@@ -877,7 +878,8 @@ class Ranker:
                    f"(RankEnv.decided_support, decisions); {type(env).__name__} does not "
                    f"have both")
         if why is not None:
-            self._file_audits_off(why)
+            if not (gated and self.audits_from_file):
+                self._file_audits_off(why)
             return None
         return None if state.unauditable else state
 
@@ -1030,12 +1032,14 @@ class Ranker:
                               f"would prune the LP", field="mode")
         if budget is None and seeding:
             return self._seed(obs, env, valid, total)
-        audits = self._audit_state(unwrapped) if self.audit_every and budget is None else None
+        gated = bool(budget is None and self.gate_candidates and total < self.gate_candidates)
+        audits = (self._audit_state(unwrapped, gated) if self.audit_every and budget is None
+                  else None)
         if audits is not None and audits.audited is not None:
             self._audit_verdict(audits, unwrapped)
             if audits.unauditable:                   # the file's audits, skipped from now
                 audits = None
-        if budget is None and self.gate_candidates and total < self.gate_candidates:
+        if gated:
             self.gated_rounds += 1
             return valid.astype(np.int8)             # a small round: the LP solves it whole
         state = audits

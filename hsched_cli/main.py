@@ -286,9 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "kept is measured; below --audit-recall the next rounds are solved "
                          "whole without inference (a back-off, doubling while audits fail). "
                          "For regimes the file was not trained on; costs each audited round "
-                         "the whole LP's time (default: the file's meta audit_every, 8 for the "
-                         "shipped file, none for a file without one; 0: none); recorded in "
-                         "metrics.json (settings.ranker_gates)")
+                         "the whole LP's time (default: the file's meta audit_every — the "
+                         "shipped file audits — none for a file without one; 0: none); "
+                         "recorded in metrics.json (settings.ranker_gates)")
     ev.add_argument("--audit-recall", type=_number, default=None, metavar="R",
                     help="the recall of the LP's support an audit must reach, in (0, 1] "
                          "(default 0.9); needs audits (--audit-every or the file's)")

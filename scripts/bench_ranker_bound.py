@@ -114,6 +114,13 @@ def _stats(x) -> tuple[float, float]:
     return float(x.mean()), float(np.percentile(x, 99))
 
 
+def measured_ranker() -> Ranker:
+    """The shipped ranker as this bound measures its inference: every round ranked (no
+    candidate gate, no unsure gate, no audits)."""
+    return Ranker.load(shipped_ranker_path(), gate_candidates=0, max_kept_fraction=1.0,
+                       audit_every=0)
+
+
 def measure(scenario_names: list[str] | None, seeds: int, progress: bool,
             suite: str = "large-family", prune: str | tuple[str, ...] = PRUNE) -> list[dict]:
     """The bound's figures per scenario of ``suite`` (``scenario_names``: a subset), over
@@ -136,8 +143,7 @@ def measure(scenario_names: list[str] | None, seeds: int, progress: bool,
         twice = [n for n in dict.fromkeys(scenario_names) if scenario_names.count(n) > 1]
         raise ConfigError(f"scenario {', '.join(twice)} given more than once in "
                           f"{scenario_names}: give each at most once", field="--scenarios")
-    ranker = Ranker.load(shipped_ranker_path(), gate_candidates=0, max_kept_fraction=1.0,
-                         audit_every=0)
+    ranker = measured_ranker()
     support_lp = make_policy("heterosched-lp")
     rows = []
     bar = tqdm(total=len(scenarios) * seeds * (2 + len(prunes)), desc="ranker bound",

@@ -117,6 +117,12 @@ def suggest_gate(rows: list[dict], margin: float = 0.9, share: float = 1.0,
     return GATE_NEVER if rows else 0
 
 
+def ungated_ranker(path) -> Ranker:
+    """The ranker file at ``path`` as measured here: every round ranked and pruned (no
+    candidate gate, no unsure gate, no audits)."""
+    return Ranker.load(path, gate_candidates=0, max_kept_fraction=1.0, audit_every=0)
+
+
 @one_line_errors
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -132,8 +138,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if not Path(args.ranker).is_file():
         ap.error(f"--ranker: no such file: {args.ranker}")
-    ranker = Ranker.load(args.ranker, gate_candidates=0,        # measure the ungated ranker
-                         max_kept_fraction=1.0, audit_every=0)
+    ranker = ungated_ranker(args.ranker)
     rows = []
     for cluster, workload, at in PROBES:
         with settled_heap():                 # as ``hsched evaluate`` times its runs

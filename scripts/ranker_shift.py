@@ -94,7 +94,10 @@ def main(argv=None) -> int:
     scenario = suite.scenarios[args.scenario]
     seeds = heldout_seeds(args.seeds)
     try:
-        (entry,) = parse_policies([ranker_spec(args.ranker)], audit_every=0)   # its own keeps
+        spec = ranker_spec(args.ranker)
+        # its own keeps, without audits (seed mode has none to turn off)
+        (entry,) = parse_policies([spec], **({} if spec.startswith("ranker-seed")
+                                             else {"audit_every": 0}))
     except ConfigError as exc:          # parse_policies names its own flag, --policies
         ap.error(f"--ranker: {(exc.source + ': ') if exc.source else ''}{exc.reason}"
                  if exc.field == "--policies" else f"--ranker: {exc}")

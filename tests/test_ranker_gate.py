@@ -495,6 +495,9 @@ def test_suggested_gate_is_where_every_larger_probed_round_pays():
     assert mod.suggest_gate([{"candidates": 10, "pure_lp_s": 1.0, "ranker_s": 0.5,
                               "ranker_with_observation_s": 2.0}]) == GATE_NEVER
     assert mod.suggest_gate([]) == 0
+    from agents.ranker import shipped_ranker_path
+    ranker = mod.ungated_ranker(shipped_ranker_path())     # measured ranking every round
+    assert (ranker.gate_candidates, ranker.max_kept_fraction, ranker.audit_every) == (0, 1.0, 0)
 
 
 @pytest.mark.slow
@@ -508,6 +511,9 @@ def test_ranker_bound_oracle_reproduces_the_pure_lp_and_keeps_only_its_support(t
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     import bench_ranker_bound as bound
 
+    measured = bound.measured_ranker()            # ranking every round: no gates, no audits
+    assert (measured.gate_candidates, measured.max_kept_fraction, measured.audit_every) == \
+        (0, 1.0, 0)
     rows = bound.measure(None, 1, progress=False, suite="smoke", prune=("lp", "all"))
     assert [(r["scenario"], r["prune"]) for r in rows] == [("sia-64", "lp"), ("sia-64", "all")]
     lp, every = rows
@@ -678,6 +684,8 @@ def test_ranker_kept_script_writes_rounds_and_a_plot(tmp_path, capsys):
         "ranker_kept", Path(__file__).resolve().parents[1] / "scripts" / "ranker_kept.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    from agents.ranker import shipped_ranker_path
+    assert mod.KeptLog(shipped_ranker_path()).ranker.audit_every == 0   # its own kept shares
     out, png = tmp_path / "r.json", tmp_path / "r.png"
     assert mod.main(["--cluster", "sia-64", "--workload", "gavel:rate=40,jobs=30",
                      "--max-time-s", "3600", "--gate-candidates", "0", "--json", str(out),
@@ -806,6 +814,7 @@ def test_ranker_load_script_measures_training_rounds_only(capsys):
     # no unsure gate, the candidate gate kept
     entry = mod.ungated(shipped_ranker_path())
     assert entry.ranker.max_kept_fraction == 1.0 and entry.ranker.gate_candidates == 10105
+    assert entry.ranker.audit_every == 0 and entry.ranker.audits_from_file is False
     entry.ranker.gate_candidates = 0                 # small rounds, to rank some here
     suite = custom_suite("sia-64", "gavel:rate=40,jobs=30", max_time_s=3600)
     rows = mod.run_scenario(entry, suite, suite.scenarios[0], 5)
@@ -949,8 +958,11 @@ def test_an_audit_starts_the_whole_lps_column_generation_from_the_rankers_candid
     old = Ranker.__new__(Ranker)
     state = dict(Ranker(RankerNet(hidden=8)).__getstate__())
     del state["audit_start"]
+    for later in ("audits_from_file", "_audit_skips"):          # ... or before session 58
+        del state[later]
     old.__setstate__(state)
     assert old.audit_start == "own" and old.audit_start_in_use == "own"
+    assert old.audits_from_file is False and old._audit_skips == set()
     for bad in ("no", True, None):
         with pytest.raises(ConfigError, match="audit_start") as err:
             Ranker(RankerNet(hidden=8), audit_every=3, audit_start=bad)
@@ -1049,6 +1061,12 @@ def test_audit_settings_are_checked_and_seed_mode_has_none(tmp_path):
     assert "audit_every" not in _entry_config(parse_policies([f"ranker:{path}"])[0])["gates"]
     with pytest.raises(ConfigError, match="--audit-every"):
         parse_policies(["pure-lp", f"ranker-seed:{path}"], audit_every=8)
+    for flags, field in (({"audit_every": 0}, "--audit-every"),     # nothing to turn off
+                         ({"audit_start": "kept"}, "--audit-start"),
+                         ({"audit_recall": 0.8}, "--audit-recall")):
+        with pytest.raises(ConfigError, match="the policies name none") as err:
+            parse_policies(["pure-lp", f"ranker-seed:{path}"], **flags)
+        assert err.value.field == field
     with pytest.raises(ConfigError, match="audits nothing by default") as err:
         parse_policies([f"ranker:{path}"], audit_recall=0.8)
     assert err.value.field == "--audit-recall"
@@ -1278,12 +1296,43 @@ def test_a_files_own_audits_are_its_default_and_skipped_where_they_cannot_run(tm
         def unwrapped(self):
             return self
 
-    r = Ranker.load(path)
+    r = Ranker.load(path, gate_candidates=10 ** 9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")        # a round below the gate: no audit, no warning
+        assert r.keep(obs, NoEpisode(env.unwrapped)).sum() == (obs["valid"] > 0.5).sum()
+    r.gate_candidates = 0
     with pytest.warns(RuntimeWarning, match="no simulator that can be referenced weakly"):
         keep = r.keep(obs, NoEpisode(env.unwrapped))
     assert 0 < keep.sum() < (obs["valid"] > 0.5).sum() and r.audit_rounds == 0   # pruned
     with pytest.raises(ConfigError, match="audit_every"):
         Ranker.load(path, audit_every=3).keep(obs, NoEpisode(env.unwrapped))
+
+    class NoSupport(NoEpisode):               # an episode, but not the LP's decisions
+        def __getattr__(self, name):
+            if name in ("decided_support", "decisions"):
+                raise AttributeError(name)
+            return getattr(self.inner, name)
+
+    r = Ranker.load(path)
+    with pytest.warns(RuntimeWarning, match="NoSupport does not have both"):
+        assert _drive(r, NoSupport(env.unwrapped), obs, 3) == "ppp"
+    assert r.audit_rounds == 0
+    with pytest.raises(ConfigError, match="does not have both"):
+        Ranker.load(path, audit_every=3).keep(obs, NoSupport(env.unwrapped))
+    # every round due (audit_every 1): once the LP shows no allocation, no more audits
+    every = save_ranker(RankerNet(hidden=8), tmp_path / "every.pt", gate_candidates=0,
+                        max_kept_fraction=1.0, threshold=0.999, audit_every=1)
+    env = rank_env("sia-64", "gavel:rate=20,jobs=80", prune="lp", lp=wrapped_lp(),
+                   measure_time=False)
+    obs, _ = env.reset(seed=0)
+    obs = _rounds(env, 2)
+    with pytest.warns(RuntimeWarning, match="WrappedLP has none"):
+        assert _drive(Ranker.load(every), env, obs, 5) == "Wpppp"
+    # a file whose meta sets 0 audits nothing, and says so for --audit-start
+    zero = save_ranker(RankerNet(hidden=8), tmp_path / "zero.pt", audit_every=0)
+    assert Ranker.load(zero).audits_from_file is False
+    with pytest.raises(ConfigError, match="its meta sets no audit_every"):
+        parse_policies([f"ranker:{zero}"], audit_start="kept")
 
 
 def test_a_ranker_with_an_audit_pending_pickles_and_starts_over():
