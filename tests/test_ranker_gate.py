@@ -1110,7 +1110,7 @@ def test_evaluate_cli_reports_a_rankers_audits(tmp_path, capsys):
     assert "solved whole, from the LP's own start;" in text
     assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
                  "--audit-recall", "0.8", "--out", str(tmp_path / "o2")]) == 2
-    assert "audits nothing by default (its meta has no audit_every)" in capsys.readouterr().err
+    assert "audits nothing by default (its meta sets no audit_every)" in capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
     for audits in (["--audit-every", "0"], []):
         assert main(["evaluate", "--suite", "smoke", "--policies", f"pure-lp,ranker:{path}",
