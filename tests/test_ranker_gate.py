@@ -1306,6 +1306,9 @@ def test_a_files_own_audits_are_its_default_and_skipped_where_they_cannot_run(tm
     assert 0 < keep.sum() < (obs["valid"] > 0.5).sum() and r.audit_rounds == 0   # pruned
     with pytest.raises(ConfigError, match="audit_every"):
         Ranker.load(path, audit_every=3).keep(obs, NoEpisode(env.unwrapped))
+    with pytest.raises(ConfigError, match="audit_every"):    # asked for: even below the gate
+        Ranker.load(path, audit_every=3, gate_candidates=10 ** 9).keep(
+            obs, NoEpisode(env.unwrapped))
 
     class NoSupport(NoEpisode):               # an episode, but not the LP's decisions
         def __getattr__(self, name):
