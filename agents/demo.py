@@ -30,9 +30,7 @@ from hsched_env.catalog import get_model
 from hsched_env.defaults import EARLIER_DRAWS
 from agents.evaluate import Scenario, Suite, evaluate, format_report, write_outputs
 from agents.report import tensorboard_command
-from agents.policy_entries import ordinal
 from agents.ranker import shipped_ranker_path
-from agents.ranker_file import read_ranker_file
 from hsched_env.cluster import get_cluster
 from hsched_env.planner import plan
 from hsched_env.text import candidates_text, format_table
@@ -112,7 +110,10 @@ def _ranker_at_scale(out: Path) -> Iterator[str]:
     yield (f"\nThe learned ranker where it pays: {cluster}, {spec}, the first 1.5 simulated "
            f"hours (a held-out seed). Its gates solve a round whole below the file's "
            f"gate_candidates, or where it would keep more than its max_kept_fraction (it is "
-           f"unsure there){_audits_text()}; the line under the table adds the observation it "
+           f"unsure there); where its file sets audits, they solve some rounds it would prune "
+           f"whole to check its pruning against the LP (its line above the table says which; "
+           f"hsched evaluate --audit-every 0 turns them off); the line under the table adds "
+           f"the observation it "
            f"scores (the environment builds it), which its 'decide ms' leaves out. One seed "
            f"of ~18 rounds: its time ratios move by several percent between runs on a shared "
            f"machine; hsched evaluate --suite large-family measures three seeds.")
@@ -120,18 +121,6 @@ def _ranker_at_scale(out: Path) -> Iterator[str]:
     yield format_report(report)
     written = write_outputs(report, out, overwrite=True)
     yield "\nWrote " + ", ".join(str(p) for p in written)
-
-
-def _audits_text() -> str:
-    """``; its file's audits ...`` when the shipped file audits by default (its
-    ``meta["audit_every"]``), else empty."""
-    every = read_ranker_file(shipped_ranker_path()).get("meta", {}).get("audit_every", 0)
-    if not every:
-        return ""
-    which = "every round it would prune" if every == 1 else (
-        f"the first round it would prune and every {every}{ordinal(every)} after it")
-    return (f"; its file's audits solve {which} whole, to check its pruning against the LP "
-            f"(hsched evaluate --audit-every 0 turns them off)")
 
 
 def _plot(tables: dict, cluster: str, path: Path) -> Path:

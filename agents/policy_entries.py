@@ -741,7 +741,7 @@ def _gates_text(ranker) -> str:
     if getattr(ranker, "audit_every", 0):
         n = ranker.audit_every
         which = ("every round it would prune" if n == 1 else
-                 f"the first round it would prune and every {n}{ordinal(n)} after it")
+                 f"the first round it would prune and every {n}{_ordinal(n)} after it")
         how = getattr(ranker, "audit_start_in_use", "own")
         start = {"seed": f"from its best-scored {ranker.seed_fraction * 100:.4g}% and each "
                          f"job's best",
@@ -753,7 +753,7 @@ def _gates_text(ranker) -> str:
     return text
 
 
-def ordinal(n: int) -> str:
+def _ordinal(n: int) -> str:
     """``nd``, ``rd`` or ``th``: the suffix of ``n``-th (n >= 2)."""
     if n % 100 in (11, 12, 13):
         return "th"

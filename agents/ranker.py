@@ -715,13 +715,13 @@ class Ranker:
                               f"{mode!r}", field="mode")
         self.mode = mode
         self.seed_fraction = check_seed_fraction(seed_fraction, "seed_fraction")
-        #: whether the audits are the file's default (``meta["audit_every"]``, not given):
-        #: an environment that cannot be audited skips them with a warning instead of an error
-        self.audits_from_file = audit_every is None
-        if audit_every is None:           # the file's; seed mode has no pruning to audit
+        from_file = audit_every is None
+        if from_file:                     # the file's; seed mode has no pruning to audit
             audit_every = 0 if mode == "seed" else int(self.meta.get("audit_every", 0))
         self.audit_every = check_audit_every(audit_every, "audit_every")
-        self.audits_from_file = self.audits_from_file and self.audit_every > 0
+        #: whether the audits are the file's default (``meta["audit_every"]``, not given):
+        #: an environment that cannot be audited skips them with a warning instead of an error
+        self.audits_from_file = from_file and self.audit_every > 0
         self.audit_recall = check_audit_recall(audit_recall, "audit_recall")
         self.audit_start = check_audit_start(audit_start, "audit_start")
         #: why the file's audits were skipped, each warned about once (``_file_audits_off``)
