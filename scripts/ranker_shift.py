@@ -66,10 +66,16 @@ def recalls(entry, suite, scenario, seed: int, drive: str,
 
 def ranker_spec(text: str) -> str:
     """``--ranker`` as a ``parse_policies`` name: the ranker forms (``ranker``,
-    ``ranker:PATH``, ``ranker@R``, ``ranker-seed``, ...) as they are, anything else a ranker
-    file's path (``PATH`` -> ``ranker:PATH``)."""
-    if text in ("ranker", "ranker-seed") or text.startswith(("ranker:", "ranker@",
-                                                             "ranker-seed:", "ranker-seed@")):
+    ``ranker:PATH``, ``ranker@R``, ...) as they are, anything else a ranker file's path
+    (``PATH`` -> ``ranker:PATH``). A seed-mode ranker (``ranker-seed...``) is refused: it
+    prunes nothing, and its bits (the start of the LP's column generation, none on a round
+    below its gate) are no kept set whose recall this script could measure."""
+    if text == "ranker-seed" or text.startswith(("ranker-seed:", "ranker-seed@")):
+        raise ConfigError(f"{text!r} is a seed-mode ranker: it prunes nothing (its bits only "
+                          f"start the LP's column generation), so it has no recall of the "
+                          f"LP's support to measure; give a prune-mode ranker (ranker, "
+                          f"ranker:PATH)")
+    if text == "ranker" or text.startswith(("ranker:", "ranker@")):
         return text
     return f"ranker:{text}"
 
@@ -94,10 +100,8 @@ def main(argv=None) -> int:
     scenario = suite.scenarios[args.scenario]
     seeds = heldout_seeds(args.seeds)
     try:
-        spec = ranker_spec(args.ranker)
-        # its own keeps, without audits (seed mode has none to turn off)
-        (entry,) = parse_policies([spec], **({} if spec.startswith("ranker-seed")
-                                             else {"audit_every": 0}))
+        # its own keeps, without audits
+        (entry,) = parse_policies([ranker_spec(args.ranker)], audit_every=0)
     except ConfigError as exc:          # parse_policies names its own flag, --policies
         ap.error(f"--ranker: {(exc.source + ': ') if exc.source else ''}{exc.reason}"
                  if exc.field == "--policies" else f"--ranker: {exc}")

@@ -625,6 +625,26 @@ def test_ranker_shift_compares_the_lp_states_with_the_rankers_own():
     assert set(shift.recalls(keep_all, suite, scenario, 1_000_000, "ranker")) == {1.0}
 
 
+def test_ranker_shift_refuses_a_seed_mode_ranker(capsys):
+    """A seed-mode ranker prunes nothing: its bits start the LP's column generation (none on a
+    gated round), so ``ranker_shift.py`` printed a meaningless recall for it (0.000). It is
+    refused, naming ``--ranker``, before anything loads; the prune-mode forms map as before."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "ranker_shift.py"
+    spec = importlib.util.spec_from_file_location("ranker_shift", path)
+    shift = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shift)
+    for form in ("ranker-seed", "ranker-seed:x.pt", "ranker-seed@0.95"):
+        with pytest.raises(SystemExit) as exc:
+            shift.main(["--ranker", form])
+        assert exc.value.code == 2
+        assert "--ranker:" in capsys.readouterr().err
+    assert shift.ranker_spec("ranker@0.95") == "ranker@0.95"
+    assert shift.ranker_spec("runs/r.pt") == "ranker:runs/r.pt"
+
+
 def test_one_ranker_serves_environments_of_other_shapes_in_turn():
     """A ``Ranker`` keeps one slot layout per observation shape (K slots, T types), so it can
     alternate between environments — as DAgger's collection and ``hsched evaluate`` do."""
