@@ -244,6 +244,25 @@ def _accumulated(start: np.ndarray, step, rounds: int) -> np.ndarray:
     return np.add.accumulate(np.concatenate([np.asarray(start)[None], steps]), axis=0)[-1]
 
 
+
+def _check_jobs_fit(jobs, cluster: Cluster) -> None:
+    """A ``ConfigError`` naming the first job that cannot run on ``cluster``: more GPUs than
+    it has (of the job's ``gpu_type``, if constrained), or a type it lacks. ``load_workload``
+    refuses such rows with their file and line; jobs built or loaded for another cluster
+    would otherwise wait for ever (or, under the co-optimizer, run on a set the trace did not
+    ask for, with a fairness above what any schedule could give)."""
+    capacity, total = cluster.capacity, cluster.num_gpus
+    for job in jobs:
+        have = total if job.gpu_type is None else capacity.get(job.gpu_type, 0)
+        if job.requested_gpus > have:
+            of = "" if job.gpu_type is None else f" of type {job.gpu_type}"
+            raise ConfigError(f"job needs {job.requested_gpus} GPUs{of} but cluster "
+                              f"{show(cluster.name)} has {have}{'' if of else ' in total'} "
+                              f"(was the workload loaded for another cluster?)",
+                              source=f"job {job.job_id} ({show(job.name)})",
+                              field="requested_gpus")
+
+
 class Simulator:
     """Simulates ``workload`` on ``cluster`` under ``policy``.
 
@@ -290,6 +309,7 @@ class Simulator:
         if any(b < a for a, b in zip(arrivals, arrivals[1:])):
             raise ConfigError("jobs must be sorted by arrival time (as load_workload returns "
                               "them)", field="workload")
+        _check_jobs_fit(self.jobs, cluster)
         self.policy = policy
         self.config = config
         self._tables: dict[tuple, CandidateTable] = ({} if candidate_cache is None

@@ -279,6 +279,22 @@ def test_a_policy_cannot_change_the_candidate_tables_it_is_shown():
     assert not any(t.samples_per_s.flags.writeable for t in mine.values())
 
 
+def test_jobs_that_do_not_fit_the_cluster_are_refused_by_name():
+    """Jobs loaded for a larger cluster (or built by hand) that cannot run on this one are
+    refused before anything runs, naming the job; they waited for ever under FIFO before."""
+    jobs = list(load_workload("gavel:jobs=6,seed=3", get_cluster("modern-512")).jobs)
+    jobs[4] = dataclasses.replace(jobs[4], requested_gpus=16)    # fits modern-512, not tiny-8
+    Simulator(get_cluster("modern-512"), jobs, BASELINES["fifo"]())
+    with pytest.raises(ConfigError, match=r"job 4 .*field 'requested_gpus'.*needs 16 GPUs but "
+                                          r"cluster 'tiny-8' has 8 in total"):
+        Simulator(TINY, jobs, BASELINES["fifo"]())
+    typed = dataclasses.replace(load_workload("gavel:jobs=1,seed=1", TINY).jobs[0],
+                                gpu_type="H100-SXM", requested_gpus=1)
+    with pytest.raises(ConfigError, match="needs 1 GPUs of type H100-SXM but cluster 'tiny-8' "
+                                          "has 0"):
+        Simulator(TINY, [typed], BASELINES["fifo"]())
+
+
 def test_a_policy_without_a_name_runs_and_a_class_is_refused():
     workload = load_workload("gavel:rate=30,jobs=4,seed=4,duration_scale=0.05", TINY)
 

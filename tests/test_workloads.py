@@ -693,6 +693,35 @@ def test_job_is_frozen_and_spec():
         j.model = "lm"  # type: ignore[misc]
 
 
+@pytest.mark.parametrize("field,value,match", [
+    ("work_samples", -5.0, "work_samples.*> 0"),          # it "finished" before it arrived
+    ("work_samples", math.inf, "work_samples"),
+    ("duration_s", -1.0, "duration_s"),                   # 1,000 LP fallbacks, then NaN
+    ("duration_s", 1e-9, "duration_s"),
+    ("arrival_s", math.nan, "arrival_s"),                 # a raw ValueError before
+    ("arrival_s", -3.0, "arrival_s"),
+    ("requested_gpus", 0, "requested_gpus.*>= 1"),
+    ("requested_gpus", 1.5, "requested_gpus"),
+    ("requested_gpus", True, "requested_gpus"),
+    ("batch", 0, "batch"),
+    ("job_id", -1, "job_id"),
+    ("name", 7, "name"),
+    ("model", "nope", "field 'model': unknown model 'nope'"),
+    ("gpu_type", "zz", "field 'gpu_type': unknown GPU type"),
+    ("gpu_type", "v100", "canonical name 'V100-16GB'"),
+])
+def test_a_job_built_by_hand_is_checked_field_by_field(field, value, match):
+    """``Job`` is public, and ``Simulator`` takes a sequence of them: a job outside the limits
+    the loaders apply is refused as it is made, naming the job and the field."""
+    good = dict(job_id=3, name="a", model="resnet50", batch=None, arrival_s=0.0,
+                requested_gpus=2, duration_s=3600.0, work_samples=5.0, gpu_type="V100-16GB")
+    Job(**good)
+    with pytest.raises(ConfigError, match=match) as exc:
+        Job(**{**good, field: value})
+    assert exc.value.field == field
+    assert exc.value.source == f"job {(-1 if field == 'job_id' else 3)} ({(7 if field == 'name' else 'a')!r})"
+
+
 def test_generator_single_gpu_jobs():
     w = load_workload("gavel:jobs=200,seed=1,multi_gpu=0", GAVEL108)
     assert {j.requested_gpus for j in w.jobs} == {1}

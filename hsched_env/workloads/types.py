@@ -10,10 +10,13 @@ finishes it sooner than ``duration_s``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hsched_env.catalog import ModelSpec, model_variant
+from hsched_env.catalog import MAX_BATCH, ModelSpec, get_gpu, get_model, model_variant
+from hsched_env.errors import (ConfigError, UnknownNameError, is_real_number, is_whole_number,
+                               show)
 
 __all__ = ["Job", "Workload", "MAX_SECONDS", "MIN_DURATION_S"]
 
@@ -30,6 +33,24 @@ MIN_DURATION_S = 1e-3
 @lru_cache(maxsize=None)
 def _variant(model: str, batch: int | None) -> ModelSpec:
     return model_variant(model, batch)
+
+
+@lru_cache(maxsize=256)
+def _model_known(name: str) -> bool:
+    try:
+        get_model(name)
+    except UnknownNameError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=256)
+def _gpu_canonical(name: str) -> str | None:
+    """The GPU type's canonical name, ``None`` for an unknown one."""
+    try:
+        return get_gpu(name).name
+    except UnknownNameError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -49,6 +70,11 @@ class Job:
         work_samples: Samples to train: ``duration_s × reference_throughput(spec,
             requested_gpus)``.
         gpu_type: Canonical GPU type the job is constrained to, or ``None``.
+
+    A job is checked as it is made (``ConfigError`` naming the job and the field): the
+    loaders check their rows first and name the file and line; a ``Job`` built by hand gets
+    the same limits (a negative ``work_samples`` finished "before it arrived"). Whether it fits
+    a cluster is the ``Simulator``'s check.
     """
 
     job_id: int
@@ -60,6 +86,65 @@ class Job:
     duration_s: float
     work_samples: float
     gpu_type: str | None = None
+
+    def __post_init__(self) -> None:
+        # the common case (plain Python values, as the loaders make them) in one expression;
+        # anything else (NumPy numbers, a bad field) is checked field by field
+        gpu_type = self.gpu_type
+        if not (type(self.job_id) is int and self.job_id >= 0 and type(self.name) is str
+                and type(self.model) is str and _model_known(self.model)
+                and (self.batch is None
+                     or (type(self.batch) is int and 1 <= self.batch <= MAX_BATCH))
+                and type(self.arrival_s) is float and 0.0 <= self.arrival_s <= MAX_SECONDS
+                and type(self.requested_gpus) is int and self.requested_gpus >= 1
+                and type(self.duration_s) is float
+                and MIN_DURATION_S <= self.duration_s <= MAX_SECONDS
+                and type(self.work_samples) is float and 0.0 < self.work_samples < math.inf
+                and (gpu_type is None
+                     or (type(gpu_type) is str and _gpu_canonical(gpu_type) == gpu_type))):
+            self._check_fields()
+
+    def _check_fields(self) -> None:
+        """A ``ConfigError`` naming the job and its first field out of bounds."""
+        where = f"job {show(self.job_id)} ({show(self.name)})"
+
+        def bad(field: str, why: str) -> ConfigError:
+            return ConfigError(f"{why}, got {show(getattr(self, field))}", source=where,
+                               field=field)
+
+        def named(lookup, field: str):
+            try:
+                return lookup(getattr(self, field))
+            except UnknownNameError as exc:
+                raise UnknownNameError(exc.kind, exc.name, exc.valid, source=where,
+                                       field=field) from None
+        if not (is_whole_number(self.job_id) and self.job_id >= 0):
+            raise bad("job_id", "must be a whole number >= 0")
+        if not isinstance(self.name, str):
+            raise bad("name", "must be a string")
+        if not isinstance(self.model, str):
+            raise bad("model", "must be a catalog model's name (a string)")
+        named(get_model, "model")          # an unknown name: listing the catalog's
+        if self.batch is not None and not (is_whole_number(self.batch)
+                                           and 1 <= self.batch <= MAX_BATCH):
+            raise bad("batch", f"must be None or a whole number from 1 to {MAX_BATCH}")
+        if not (is_real_number(self.arrival_s) and 0 <= self.arrival_s <= MAX_SECONDS):
+            raise bad("arrival_s", f"must be a number of seconds from 0 to {MAX_SECONDS:g}")
+        if not (is_whole_number(self.requested_gpus) and self.requested_gpus >= 1):
+            raise bad("requested_gpus", "must be a whole number >= 1")
+        if not (is_real_number(self.duration_s)
+                and MIN_DURATION_S <= self.duration_s <= MAX_SECONDS):
+            raise bad("duration_s", f"must be a number of seconds from {MIN_DURATION_S:g} "
+                                    f"to {MAX_SECONDS:g}")
+        if not (is_real_number(self.work_samples) and 0 < self.work_samples < math.inf):
+            raise bad("work_samples", "must be a finite number of samples > 0")
+        if self.gpu_type is not None:
+            if not isinstance(self.gpu_type, str):
+                raise bad("gpu_type", "must be None or a GPU type's canonical name")
+            canonical = named(get_gpu, "gpu_type").name
+            if canonical != self.gpu_type:
+                raise bad("gpu_type", f"must be the GPU type's canonical name "
+                                      f"{show(canonical)}")
 
     @property
     def spec(self) -> ModelSpec:
