@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hsched_env.errors import ConfigError, is_real_number, is_whole_number, show
 from lp_baseline.problem import AllocationProblem
 
 
@@ -28,8 +29,25 @@ def random_problem(n_jobs: int, rng: np.random.Generator, *, candidates_per_job:
         total_gpus: GPUs in the cluster.
         max_gpus: largest GPU count of one type in a candidate (a power of two).
         mixed_fraction: share of candidates that use two types.
+
+    Raises:
+        ConfigError: an argument out of its range, naming it.
     """
-    k, t = candidates_per_job, n_types
+    for name, value, lo in (("n_jobs", n_jobs, 0), ("candidates_per_job", candidates_per_job, 1),
+                            ("n_types", n_types, 1), ("total_gpus", total_gpus, 1),
+                            ("max_gpus", max_gpus, 1)):
+        if not (is_whole_number(value) and value >= lo):
+            raise ConfigError(f"must be a whole number >= {lo}, got {show(value)}", field=name)
+    if max_gpus & (max_gpus - 1):
+        raise ConfigError(f"must be a power of two, got {max_gpus}", field="max_gpus")
+    if not (is_real_number(mixed_fraction) and 0 <= mixed_fraction <= 1):
+        raise ConfigError(f"must be a number from 0 to 1, got {show(mixed_fraction)}",
+                          field="mixed_fraction")
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError(f"must be a numpy.random.Generator (np.random.default_rng(seed)), "
+                          f"got {show(rng)}", field="rng")
+    k, t = int(candidates_per_job), int(n_types)
+    n_jobs, max_gpus, total_gpus = int(n_jobs), int(max_gpus), int(total_gpus)
     c = n_jobs * k
     job_of = np.repeat(np.arange(n_jobs, dtype=np.int64), k)
     gpus = np.zeros((c, t), dtype=np.int64)

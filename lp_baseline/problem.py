@@ -67,7 +67,7 @@ class AllocationProblem:
         job_of: (C,) job index ``0..J-1`` of each candidate; every job has at least one.
         gpus: (C, T) GPUs of each type the candidate uses (integers >= 0, at least one GPU).
         thr: (C,) candidate throughput in samples/s, > 0.
-        capacity: (T,) GPUs available per type, >= 0.
+        capacity: (T,) GPUs available per type, whole numbers >= 0.
         norm: (J,) the job's equal-share throughput (normalizer), > 0. Defines ``J``.
         weight: (J,) priority weights (max-min), > 0; default 1.
         remaining: (J,) samples remaining, >= 0 (min-makespan, ftf).
@@ -126,12 +126,23 @@ class AllocationProblem:
             raise _bad("job_of", f"job {int(np.argmin(counts))} has no candidate")
         self.job_of = job_of
 
-        capacity = np.asarray(self.capacity, dtype=np.float64)
+        raw = np.asarray(self.capacity)
+        if raw.dtype == np.bool_:
+            raise _bad("capacity", "GPUs available per type must be whole numbers, got "
+                       "booleans")
+        capacity = np.asarray(raw, dtype=np.float64)
         if capacity.ndim != 1:
             raise _bad("capacity", "expected a 1-D array (one entry per GPU type), "
                        f"got shape {capacity.shape}")
         n_types = capacity.shape[0]
         self.capacity = _float_vector("capacity", capacity, n_types, positive=False)
+        fractional = np.flatnonzero(self.capacity != np.round(self.capacity))
+        if fractional.size:
+            # a GPU is not shared between candidates within a round: 4.5 GPUs would let the LP
+            # give out half a GPU that no placement can run
+            i = int(fractional[0])
+            raise _bad("capacity", f"GPUs available per type must be whole numbers; type {i} "
+                       f"has {self.capacity[i]:g}")
 
         gpus = np.asarray(self.gpus)
         if gpus.shape != (n_cand, n_types):

@@ -457,6 +457,20 @@ def test_time_limit_returns_a_feasible_answer(backend):
             assert np.isfinite(res.objective)   # the constructed fallback bound is feasible
 
 
+@pytest.mark.parametrize("kwargs,field", [
+    ({"n_jobs": 2.5}, "n_jobs"), ({"n_jobs": -1}, "n_jobs"), ({"n_types": 2.5}, "n_types"),
+    ({"candidates_per_job": 0}, "candidates_per_job"), ({"max_gpus": 48}, "max_gpus"),
+    ({"total_gpus": True}, "total_gpus"), ({"mixed_fraction": 1.5}, "mixed_fraction"),
+    ({"rng": 7}, "rng"),
+])
+def test_random_problem_names_a_bad_argument(kwargs, field):
+    """``random_problem`` (documented in docs/lp.md) raised raw TypeErrors / numpy errors."""
+    args = {"n_jobs": 3, "rng": np.random.default_rng(0), **kwargs}
+    with pytest.raises(ConfigError) as err:
+        random_problem(args.pop("n_jobs"), args.pop("rng"), **args)
+    assert err.value.field == field
+
+
 def test_invalid_input_is_rejected_with_the_field_name():
     ok = dict(job_of=np.array([0, 1]), gpus=np.array([[1], [2]]), thr=np.array([1.0, 2.0]),
               capacity=np.array([4.0]), norm=np.ones(2))
@@ -464,7 +478,8 @@ def test_invalid_input_is_rejected_with_the_field_name():
     bad = [("job_of", np.array([0, 2])), ("job_of", np.array([0, 0])),
            ("gpus", np.array([[1, 0], [2, 0]])), ("gpus", np.array([[0], [2]])),
            ("gpus", np.array([[1.5], [2]])), ("thr", np.array([1.0, 0.0])),
-           ("capacity", np.array([-1.0])), ("norm", np.array([1.0, np.nan])),
+           ("capacity", np.array([-1.0])), ("capacity", np.array([4.5])),
+           ("capacity", np.array([True])), ("norm", np.array([1.0, np.nan])),
            ("weight", np.ones(3))]
     for name, value in bad:
         with pytest.raises(ValueError, match=name):
