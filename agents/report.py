@@ -428,6 +428,15 @@ def _early_end_reason(reason: str, slots) -> str:
     return f"{reason}: the environment ended the episode"
 
 
+def _seeded_generated(workload: str) -> bool:
+    """Whether ``workload`` is a ``gavel:`` spec with its own ``seed=``."""
+    from hsched_env.workloads import spec_has_key, spec_kind
+    try:
+        return spec_kind(workload) == "gavel" and spec_has_key(workload, "seed")
+    except ConfigError:
+        return False
+
+
 def format_report(report: Report) -> str:
     """The printed tables: one per scenario, seed-averaged rows."""
     s = report.suite
@@ -449,8 +458,12 @@ def format_report(report: Report) -> str:
     for sc in report.scenarios:
         window = (f", first {sc['max_time_s'] / 3600:g} h" if sc["max_time_s"] else "")
         if sc.get("fixed_workload"):
-            window += (" (a fixed workload: the same jobs on every seed)"
-                       if len(report.seeds) > 1 else " (a fixed workload)")
+            window += (" (a fixed workload: the same jobs on every seed"
+                       if len(report.seeds) > 1 else " (a fixed workload")
+            if _seeded_generated(sc["workload"]):
+                # the seeds above are the episodes'; its jobs are not a held-out draw
+                window += "; its jobs drawn with the spec's own seed=, not a held-out seed"
+            window += ")"
         lines.append("")
         lines.append(f"{sc['name']}: {sc['workload']} on {sc['cluster']}{window} — active jobs "
                      f"mean {sc['active_jobs_mean']:.0f} (lowest run "

@@ -357,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
                     default=None, metavar="K",
                     help="K, the environment's candidate slots (default: the id's; "
                          "--max-candidates: old name)")
-    tr.add_argument("--imitation-seeds", type=_integer, default=None,
+    tr.add_argument("--imitation-seeds", type=_nonnegative_int, default=None,
                     help="LP-reference episodes for the warm start of an equivariant Rank "
                          "policy (default 8; 0: none); not counted in --timesteps; not with "
                          "--regimes (each regime has its own seeds)")

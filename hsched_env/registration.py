@@ -21,6 +21,14 @@ from hsched_env.defaults import EARLIER_DRAWS, ENV_WORKLOAD
 
 ENTRY_POINTS = {"Schedule": "lp_baseline.environments:schedule_env",
                 "Rank": "lp_baseline.environments:rank_env"}
+#: The registered ids skip Gymnasium's passive checker unless ``gym.make(...,
+#: disable_env_checker=False)`` asks for it: its wrapper (Gymnasium 1.4.0) marks its first
+#: ``reset`` as done before calling it, so a refused first reset (``options`` the environment
+#: does not take, a negative seed) left it without that reset's data, and the next ``step``
+#: failed with a raw ``TypeError`` from inside Gymnasium. The environments are held to
+#: Gymnasium's and SB3's full checkers by the tests instead (docs/environments.md,
+#: "Conformance").
+PASSIVE_CHECKER_OFF = True
 #: The wrapper every registered id adds outside ``TimeLimit`` (metrics on a step-limit cut).
 END_INFO_WRAPPER = WrapperSpec(name="EpisodeEndInfo",
                                entry_point="hsched_env.envs.episode:EpisodeEndInfo", kwargs={})
@@ -107,4 +115,5 @@ def register_all() -> None:
         if v.id not in gym.registry:
             gym.register(id=v.id, entry_point=ENTRY_POINTS[v.env], kwargs=v.registered_kwargs,
                          max_episode_steps=v.max_episode_steps,
-                         additional_wrappers=(END_INFO_WRAPPER,))
+                         additional_wrappers=(END_INFO_WRAPPER,),
+                         disable_env_checker=PASSIVE_CHECKER_OFF)

@@ -199,6 +199,27 @@ def test_make_with_module_prefix_in_fresh_process(env_id, cls, n):
 
 
 # ---------------------------------------------------------------------------------- 2. checkers
+@pytest.mark.parametrize("env_id", ["hsched/Schedule-Tiny-v0", "hsched/Rank-Tiny-v0"])
+def test_a_refused_first_reset_leaves_the_registered_id_usable(env_id):
+    """Gymnasium's passive checker (1.4.0) marks its first reset done before calling it: after
+    a refused first reset the next step failed with a raw TypeError inside Gymnasium. The
+    registered ids skip that checker unless asked for; a refused reset changes nothing."""
+    env = gym.make(env_id)
+    assert "PassiveEnvChecker" not in str(env)
+    with pytest.raises(ValueError, match="takes no reset options"):
+        env.reset(seed=0, options={"x": 1})
+    with pytest.raises(gym.error.Error, match="Seed must be greater"):
+        env.reset(seed=-1)
+    first, _ = env.reset(seed=0)
+    action = env.unwrapped.reference_action()
+    obs, reward, terminated, truncated, _ = env.step(action)
+    again = gym.make(env_id)
+    first_again, _ = again.reset(seed=0)
+    assert all(np.array_equal(first[k], first_again[k]) for k in first)
+    assert (reward, terminated, truncated) == again.step(action)[1:4]
+    assert "PassiveEnvChecker" in str(gym.make(env_id, disable_env_checker=False))
+
+
 @pytest.mark.parametrize("env_id", [SCHEDULE, RANK])
 @slow
 def test_gymnasium_env_checker(env_id):

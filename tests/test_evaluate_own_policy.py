@@ -412,7 +412,12 @@ def test_custom_suite_and_traces(tmp_path):
     a, b = (r for r in report.runs if r.label == "fifo")
     assert [j.arrival_s for j in a.records] == [j.arrival_s for j in b.records]
     assert all(r.metrics["jobs_completed"] == 3 for r in report.runs)
-    assert "a fixed workload: the same jobs on every seed" in format_report(report)
+    assert "a fixed workload: the same jobs on every seed)" in format_report(report)
+    # a seeded generated workload: its jobs are its own seed's draw, not a held-out one
+    seeded = evaluate(custom_suite("tiny-8", TINY[1] + ",seed=3"), ["fifo"], seeds=2,
+                      progress=False)
+    assert ("the same jobs on every seed; its jobs drawn with the spec's own seed=, not a "
+            "held-out seed)") in format_report(seeded)
     with pytest.raises(ConfigError):
         custom_suite("no-such-cluster", TINY[1])
     # one wording and one field for every bad window (inf was named max_time_s, by SimConfig)

@@ -655,6 +655,17 @@ def test_train_refuses_what_it_would_not_read_before_writing_anything(capsys, tm
     assert not run.exists()
 
 
+def test_train_names_a_negative_imitation_seed_count(capsys, tmp_path):
+    """``--imitation-seeds -1`` said "imitation needs demonstrations"; it is a count >= 0."""
+    run = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        main(["train", "--env", "hsched/Rank-Tiny-v0", "--algo", "imitation",
+              "--imitation-seeds", "-1", "--logdir", str(run)])
+    err = capsys.readouterr().err
+    assert "--imitation-seeds: expected a whole number >= 0, got '-1'" in err
+    assert not run.exists()
+
+
 RANK_TINY = "hsched/Rank-Tiny-v0"
 
 

@@ -644,7 +644,7 @@ def test_csv_header_with_unnamed_columns_says_so(tmp_path):
     ("b,5,100,1,nosuchmodel,,", "model"),
     ("b,5,100,1,resnet50,Z100,", "gpu_type"),
     ("b,5,100,8,resnet50,T4,", "num_gpus"),          # tiny-8 has 4 T4s
-    ("b,5,100,2,resnet50,A100,", "num_gpus"),        # tiny-8 has no A100s
+    ("b,5,100,2,resnet50,A100,", "gpu_type"),        # tiny-8 has no A100s: the type is named
     ("b,5,100,16,resnet50,,", "num_gpus"),           # more than the cluster
     ("b,5,100,8,llama2-70b,,", "num_gpus"),          # raised to > 8
     ("a,5,100,1,resnet50,,", "job_id"),              # duplicate

@@ -162,11 +162,17 @@ class _Rows:
             raise self.error(field, f"batch size {batch} is above the limit of {MAX_BATCH}")
 
     def gpu_type(self, text: str, field: str) -> str:
+        """A catalog GPU type (name or alias) the cluster has: its canonical name."""
         text = self._value(text, field)
         try:
-            return get_gpu(text).name
+            name = get_gpu(text).name
         except UnknownNameError as exc:
             raise self.error(field, str(exc)) from None
+        have = self.cluster.capacity
+        if name not in have:
+            raise self.error(field, f"cluster {show(self.cluster.name)} has no {name} GPUs "
+                                    f"(it has {', '.join(sorted(have))})")
+        return name
 
     # ---- completion: reference throughput, raised GPU counts, cluster capacity
     def add(self, *, order: int, name: str, model: str, batch: int | None, arrival_s: float,
