@@ -151,7 +151,8 @@ def test_fields_the_objective_reads_change_the_fingerprint(objective):
                             priority=rng.uniform(0.5, 2, p.n_jobs),
                             switch=rng.uniform(0.5, 1, p.n_candidates))
     for name in ("thr", "norm", "capacity") + OBJECTIVE_FIELDS[objective]:
-        q = dataclasses.replace(p, **{name: getattr(p, name) * (0.9 if name == "switch" else 1.5)})
+        factor = {"switch": 0.9, "capacity": 2.0}.get(name, 1.5)   # capacities stay whole
+        q = dataclasses.replace(p, **{name: getattr(p, name) * factor})
         assert problem_fingerprint(q, objective) != problem_fingerprint(p, objective), name
 
 
