@@ -1405,13 +1405,18 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
 
     echo = echo or log.info
     prog = Progress(progress, every_s=config.progress_every_s)
+    # what only the environment checks (its keywords: keep_cost, slots, the cluster, the
+    # workload, ...) and the rollout plan are checked before the run folder is made, or an
+    # earlier run's files deleted under ``overwrite`` (the CLI checked the scenario first;
+    # the Python API deleted them, then refused the config)
+    config.scenario()
+    rl = config.algo != "imitation"
+    plan = rollout_plan(config) if rl else None
     th.set_num_threads(max(int(config.torch_threads), 1))
     arithmetic = _arithmetic(config, echo)      # before PyTorch's first tensor operation
     th.manual_seed(config.seed)
     out = prepare_run_dir(config, overwrite=overwrite)
     t_start = time.perf_counter()
-    rl = config.algo != "imitation"
-    plan = rollout_plan(config) if rl else None
     if plan is not None and plan["adjusted"]:
         config.n_steps, config.batch_size = plan["n_steps"], plan["batch_size"]
     warm = config.warm_imitation

@@ -184,6 +184,30 @@ def test_an_existing_run_dir_needs_overwrite(tmp_path, capsys):
     prepare_run_dir(TrainConfig(env=TINY, logdir=str(tmp_path / "new")))   # new: fine
 
 
+@pytest.mark.parametrize("bad", [{"keep_cost": float("nan")}, {"workload": "gavel:jobs=-4"},
+                                 {"cluster": "no-such-cluster"}])
+def test_train_checks_the_environment_before_it_replaces_a_run(tmp_path, bad):
+    """``train(config, overwrite=True)`` deleted the earlier run's files, then found that the
+    environment refuses the config (what only the environment checks): now nothing is
+    written or deleted, and no default run folder is left behind either."""
+    from agents.train import train
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "ranker.pt").write_text("an earlier run")
+    (run / "config.json").write_text(json.dumps(dataclasses.asdict(TrainConfig(env=TINY))))
+    config = TrainConfig(env="hsched/Rank-Tiny-v0", algo="imitation", imitation_seeds=2,
+                         logdir=str(run), **bad)
+    with pytest.raises(ConfigError):
+        train(config, overwrite=True, progress="none")
+    assert (run / "ranker.pt").read_text() == "an earlier run"
+    before = set(Path("runs").iterdir()) if Path("runs").is_dir() else set()
+    with pytest.raises(ConfigError):
+        train(TrainConfig(env="hsched/Rank-Tiny-v0", algo="imitation", imitation_seeds=2,
+                          **bad), progress="none")
+    after = set(Path("runs").iterdir()) if Path("runs").is_dir() else set()
+    assert after == before
+
+
 def test_overwrite_deletes_nothing_in_a_folder_that_holds_no_run(tmp_path, capsys):
     """Files named like a run's (a user's ``config.json``, an evaluation's ``tb/``) do not
     make a folder a run: ``--overwrite`` there is refused and deletes nothing (it replaced
