@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import json
 import math
+import numbers
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -381,6 +382,54 @@ def _check_model_semantics(m: ModelSpec, fail: Callable[[str, str], None]) -> No
             fail("parallelism", "'tp' needs a transformer-shaped model (fwd_flops_per_sample null)")
     if "pp" in m.parallelism and m.layers < 2:
         fail("layers", "'pp' needs at least 2 layers")
+
+
+def check_model(model: Any, field: str = "model") -> ModelSpec:
+    """``model`` if it is a ``ModelSpec`` a catalog file could hold (the loader's field types
+    and ranges, and its cross-field rules), else a ``ConfigError`` naming the model and the
+    field (``field``: the argument's name, when ``model`` is no ``ModelSpec``). The planner
+    and the reference throughput check a spec given to them: one built or changed by hand
+    (``dataclasses.replace(spec, layers=0)``) priced 60 times the real model's speed, and a
+    ``heads=0`` ended in a ``ZeroDivisionError`` inside the cost model. Each distinct spec is
+    checked once."""
+    if not isinstance(model, ModelSpec):
+        raise ConfigError(f"expected a ModelSpec (hsched_env.catalog.get_model / "
+                          f"model_variant), got {show(model)}", field=field)
+    try:
+        return _checked_model(model)
+    except TypeError:                   # an unhashable field (a list for parallelism, ...)
+        return _check_model_fields(model)
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked_model(model: ModelSpec) -> ModelSpec:
+    return _check_model_fields(model)
+
+
+def _check_model_fields(model: ModelSpec) -> ModelSpec:
+    source = f"model {show(getattr(model, 'name', None))}"
+
+    def err(key: str, message: str) -> ConfigError:
+        return ConfigError(message, source=source, field=key)
+
+    row = {f.name: getattr(model, f.name) for f in dataclasses.fields(ModelSpec)}
+    if isinstance(row["parallelism"], tuple):
+        row["parallelism"] = list(row["parallelism"])     # the file's form
+    for key, code in _MODEL_SCHEMA.items():
+        value = row[key]
+        if isinstance(value, bool) or value is None:
+            pass
+        elif code.startswith("int") and isinstance(value, numbers.Integral):
+            value = int(value)                            # a NumPy integer, say
+        elif code.startswith("num") and isinstance(value, numbers.Real):
+            value = float(value)
+        _check_value(value, code, functools.partial(err, key))
+
+    def fail(key: str, message: str) -> None:
+        raise err(key, message)
+
+    _check_model_semantics(model, fail)
+    return model
 
 
 def _parse_models(text: str, source: str) -> dict[str, ModelSpec]:

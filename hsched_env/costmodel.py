@@ -43,11 +43,14 @@ Calibration (see ``Calibration``) — which anchors fit which factor, and which 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from hsched_env.catalog import GpuType, ModelSpec
+from hsched_env.catalog import ARCHS, FAMILIES, GpuType, ModelSpec
+from hsched_env.errors import ConfigError, is_real_number, show
 
 KIND_HOMO, KIND_DP_SPLIT, KIND_PP_SPLIT = 0, 1, 2
 KIND_NAMES = ("homogeneous", "mixed-dp", "mixed-pp")
@@ -143,6 +146,42 @@ class Calibration:
     fixed_mem_gb: float = 1.0
     mem_usable_fraction: float = 0.9
 
+    def __post_init__(self) -> None:
+        """Each factor in its range (a ``ConfigError`` naming it): an efficiency of −1 priced
+        Llama-2 7B at 500 times its speed, and a NaN one dropped candidates without a word."""
+        def bad(name: str, why: str, value) -> ConfigError:
+            return ConfigError(f"must be {why}, got {show(value)}", source="Calibration",
+                               field=name)
+
+        def check(name: str, value, lo: float, hi: float = math.inf,
+                  lo_open: bool = False) -> None:
+            if not (is_real_number(value) and math.isfinite(value)
+                    and (value > lo if lo_open else value >= lo) and value <= hi):
+                span = (f"{'>' if lo_open else '>='} {lo:g}" if hi == math.inf
+                        else f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]")
+                raise bad(name, f"a finite number {span}", value)
+
+        for name in ("eta_llm", "eta_tf32", "mem_usable_fraction"):
+            check(name, getattr(self, name), 0.0, 1.0, lo_open=True)
+        for name in ("eta_llm_by_arch", "eta_half_by_arch", "eta_fp32_by_arch"):
+            table = getattr(self, name)
+            if not isinstance(table, Mapping):
+                raise bad(name, "a mapping of architecture to efficiency", table)
+            for arch, value in table.items():
+                if arch not in ARCHS:
+                    raise bad(f"{name}[{arch!r}]", f"an architecture of "
+                                                    f"{', '.join(ARCHS)}", arch)
+                check(f"{name}[{arch!r}]", value, 0.0, 1.0, lo_open=True)
+        for name in ("llm_elementwise_traffic", "mem_traffic_factor", "launch_overhead_s",
+                     "kernel_launch_s", "collective_latency_s", "optimizer_bytes_per_param",
+                     "fixed_mem_gb"):
+            check(name, getattr(self, name), 0.0)
+        check("overlap_gamma", self.overlap_gamma, 1.0, 10.0)
+        families = self.tf32_families
+        if not (isinstance(families, (tuple, list, frozenset, set))
+                and all(f in FAMILIES for f in families)):
+            raise bad("tf32_families", f"model families of {', '.join(FAMILIES)}", families)
+
     def achievable_flops(self, gpu: GpuType, model: ModelSpec) -> float:
         """FLOP/s ``model``'s kernels reach on ``gpu``: the dense peak of the model's precision
         × the matching efficiency — or, for an fp32 convolutional model on a GPU with TF32,
@@ -161,13 +200,21 @@ class Calibration:
     def eta(self, gpu: GpuType, model: ModelSpec) -> float:
         """Kernel efficiency of ``model`` on ``gpu`` (fraction of the matching dense peak)."""
         if model.precision == "fp32":
-            return self.eta_fp32_by_arch[gpu.arch]
+            return self._by_arch("eta_fp32_by_arch", gpu)
         nvlink = gpu.link.lower().startswith("nvlink")
         if nvlink and gpu.arch in self.eta_llm_by_arch:
             return self.eta_llm_by_arch[gpu.arch]
         if gpu.arch in ("ampere", "hopper") and nvlink:
             return self.eta_llm
-        return self.eta_half_by_arch[gpu.arch]
+        return self._by_arch("eta_half_by_arch", gpu)
+
+    def _by_arch(self, table: str, gpu: GpuType) -> float:
+        try:
+            return getattr(self, table)[gpu.arch]
+        except KeyError:
+            raise ConfigError(f"has no efficiency for architecture {gpu.arch!r} (GPU type "
+                              f"{gpu.name}): give one", source="Calibration",
+                              field=table) from None
 
 
 DEFAULT_CALIBRATION = Calibration()

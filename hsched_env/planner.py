@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hsched_env.catalog import ModelSpec, get_gpu, get_model
+from hsched_env.catalog import ModelSpec, check_model, get_gpu, get_model
 from hsched_env.cluster import Cluster, get_cluster
 from hsched_env.errors import ConfigError, check_switch, is_whole_number, show
 from hsched_env.costmodel import (DEFAULT_CALIBRATION, GB, KIND_DP_SPLIT, KIND_HOMO,
@@ -577,6 +577,8 @@ def _plan_inputs(model, cluster, config) -> tuple[ModelSpec, Cluster]:
     elif not isinstance(model, ModelSpec):
         raise ConfigError(f"model is a catalog name or a ModelSpec, got {show(model)}",
                           field="model")
+    else:
+        check_model(model)                          # one built or changed by hand too
     cluster = get_cluster(cluster)                  # a preset name or a file too
     if not isinstance(config, PlannerConfig):
         raise ConfigError(f"config is a PlannerConfig, got {show(config)}", field="config")

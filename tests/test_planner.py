@@ -890,3 +890,52 @@ def test_undominated_rows_edge_inputs_on_both_paths():
         nan = rng.integers(0, 3, size=(n, 2)).astype(float)
         nan[0, 1] = np.nan
         assert np.array_equal(undominated_rows(nan, thr), _undominated_all_pairs(nan, thr))
+
+
+# ------------------------------------------------------------ hand-built specs and factors
+@pytest.mark.parametrize("change,field", [
+    ({"layers": 0}, "layers"),                  # priced at 60x the real model's speed
+    ({"hidden": 0}, "hidden"),
+    ({"global_batch": -8}, "global_batch"),     # an empty table
+    ({"params": float("nan")}, "params"),
+    ({"heads": 0}, "kv_heads"),                 # a ZeroDivisionError in the cost model
+    ({"family": "bogus"}, "family"),            # a TypeError in the cost model
+    ({"layers": 2.5}, "layers"),
+])
+def test_a_hand_built_model_spec_is_checked_as_a_catalog_row(change, field):
+    """``plan``, ``plan_set``, ``plan_sets`` and ``reference_throughput`` check a ``ModelSpec``
+    given to them with the catalog loader's rules, naming the model and the field."""
+    import dataclasses
+
+    from hsched_env.workloads import reference_throughput
+    spec = dataclasses.replace(get_model("llama2-7b"), **change)
+    cluster = get_cluster("sia-64")
+    calls = (lambda: plan(spec, cluster), lambda: plan_set(spec, cluster, {"A100-80GB": 8}),
+             lambda: plan_sets(spec, cluster, [{"A100-80GB": 8}]),
+             lambda: reference_throughput(spec, 8))
+    for call in calls:
+        with pytest.raises(ConfigError) as err:
+            call()
+        assert err.value.field == field and err.value.source == "model 'llama2-7b'"
+    assert plan(get_model("llama2-7b"), cluster).samples_per_s.size    # the real one passes
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"eta_llm": -1.0}, "eta_llm"),             # priced Llama-2 7B at 500x its speed
+    ({"eta_llm": float("nan")}, "eta_llm"),     # dropped candidates without a word
+    ({"eta_llm": "0.5"}, "eta_llm"),
+    ({"mem_usable_fraction": 0.0}, "mem_usable_fraction"),
+    ({"fixed_mem_gb": -5.0}, "fixed_mem_gb"),
+    ({"overlap_gamma": 0.5}, "overlap_gamma"),
+    ({"eta_llm_by_arch": {"hopper": 2.0}}, "eta_llm_by_arch['hopper']"),
+    ({"tf32_families": ("cnn", "x")}, "tf32_families"),
+])
+def test_calibration_factors_are_checked(change, field):
+    import dataclasses
+    with pytest.raises(ConfigError) as err:
+        dataclasses.replace(DEFAULT_CALIBRATION, **change)
+    assert err.value.field == field
+    # a table without the cluster's architecture is named when the planner needs it
+    thin = dataclasses.replace(DEFAULT_CALIBRATION, eta_fp32_by_arch={"volta": 0.8})
+    with pytest.raises(ConfigError, match="no efficiency for architecture 'turing'"):
+        plan("resnet50", get_cluster("sia-64"), config=PlannerConfig(calibration=thin))

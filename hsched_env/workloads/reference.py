@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from hsched_env.catalog import ModelSpec, get_model
+from hsched_env.catalog import ModelSpec, check_model, get_model
 from hsched_env.cluster import Cluster, cluster_from_dict
 from hsched_env.errors import ConfigError, show
 
@@ -81,7 +81,7 @@ def reference_throughput(model: ModelSpec | str, gpus: int,
         ConfigError: Bad GPU count, or the model cannot train with data parallelism on that
             many reference GPUs (e.g. Llama-2 70B on 8 A100s).
     """
-    spec = get_model(model) if isinstance(model, str) else model
+    spec = get_model(model) if isinstance(model, str) else check_model(model)
     n = _check_gpu_count(gpus)
     thr = _reference_thr(spec, n, throughputs)
     if thr <= 0:
