@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +84,7 @@ from agents.suites import (CUSTOM_SUITE, HELDOUT_SEED_BASE, HELDOUT_SEEDS, LARGE
 from agents.sweep import (DEFAULT_RETRIES, RUNS_DIR, RayBackend, RunStore, SerialBackend,
                           Task, file_fingerprint, fingerprint, make_backend, run_sweep)
 from hsched_env.cluster import get_cluster
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, is_whole_number, show
 from lp_baseline.registry import make_policy
 from lp_baseline.warm_up import warm_up_process
 
@@ -231,11 +232,12 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     rounds, that one slow round no longer decides."""
     if isinstance(suite, str):
         suite = get_suite(suite)
-    if seeds is None:
-        seeds = heldout_seeds(suite.seeds)
-    elif isinstance(seeds, (int, np.integer)):
-        seeds = heldout_seeds(int(seeds))
-    seeds = [int(s) for s in seeds]
+    if not isinstance(suite, Suite):
+        raise ConfigError(f"must be a suite's name or an agents.suites.Suite, got "
+                          f"{show(suite)}", field="suite")
+    if not suite.scenarios:
+        raise ConfigError(f"suite {suite.name!r} has no scenarios", field="suite")
+    seeds = _evaluation_seeds(suite, seeds)
     if isinstance(timing_repeats, bool) or not isinstance(timing_repeats, (int, np.integer)) \
             or timing_repeats < 1:
         raise ConfigError(f"must be a whole number >= 1, got {timing_repeats!r}",
@@ -291,6 +293,30 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     report = _report(suite, entries, seeds, runs, [], time.perf_counter() - t_start)
     report.timing_repeats = timing_repeats
     return report
+
+
+def _evaluation_seeds(suite: Suite, seeds) -> list[int]:
+    """``evaluate``'s ``seeds`` as a list: ``None`` the suite's count, a count the first that
+    many held-out seeds, else distinct whole numbers (a repeated seed was run twice and
+    averaged as two; ``1000000.7`` ran as 1000000 and ``True`` as one seed)."""
+    if seeds is None:
+        return heldout_seeds(suite.seeds)
+    if is_whole_number(seeds):
+        return heldout_seeds(int(seeds))
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise ConfigError(f"must be a count or a list of held-out seeds, got {show(seeds)}",
+                          field="seeds")
+    seeds = list(seeds)
+    if not seeds:
+        raise ConfigError("the list of seeds is empty", field="seeds")
+    wrong = [s for s in seeds if not is_whole_number(s)]
+    if wrong:
+        raise ConfigError(f"seeds must be whole numbers, got {show(wrong[0])}", field="seeds")
+    seeds = [int(s) for s in seeds]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise ConfigError(f"seeds must be distinct; repeated: {twice}", field="seeds")
+    return seeds
 
 
 def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, overwrite,

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from hsched_env.cluster import get_cluster
 from hsched_env.defaults import EARLIER_DRAWS
-from hsched_env.errors import ConfigError, UnknownNameError, is_real_number
+from hsched_env.errors import (ConfigError, UnknownNameError, is_real_number, is_whole_number,
+                               show)
 from hsched_env.workloads import Workload, load_workload, spec_has_key, spec_kind, with_spec_item
 
 #: Seeds the trainers may use (episode seeds of training and validation during training).
@@ -132,6 +133,26 @@ class Suite:
     topk: int = 4
     description: str = ""
 
+    def __post_init__(self) -> None:
+        where = f"suite {show(self.name)}"
+        if not isinstance(self.scenarios, (tuple, list)) or not self.scenarios:
+            raise ConfigError(f"must be a non-empty tuple of Scenario, got "
+                              f"{show(self.scenarios)}", source=where, field="scenarios")
+        bad = [sc for sc in self.scenarios if not isinstance(sc, Scenario)]
+        if bad:
+            raise ConfigError(f"must hold Scenario objects, got {show(bad[0])}", source=where,
+                              field="scenarios")
+        object.__setattr__(self, "scenarios", tuple(self.scenarios))
+        if not (is_whole_number(self.seeds) and 1 <= self.seeds <= len(HELDOUT_SEEDS)):
+            raise ConfigError(f"must be a whole number of held-out seeds from 1 to "
+                              f"{len(HELDOUT_SEEDS):,}, got {show(self.seeds)}", source=where,
+                              field="seeds")
+        for name in ("job_candidates", "topk"):
+            value = getattr(self, name)
+            if not (is_whole_number(value) and value >= 1):
+                raise ConfigError(f"must be a whole number >= 1, got {show(value)}",
+                                  source=where, field=name)
+
 
 SMOKE = Suite(
     "smoke",
@@ -211,5 +232,5 @@ def custom_suite(cluster: str, workload: str, max_time_s: float | None = None,
         note = "a generated workload: each held-out seed draws new jobs"
     sc = Scenario(name, cluster, workload, max_time_s=max_time_s, note=note, fixed_ok=True)
     window = f", first {max_time_s / 3600:g} h" if max_time_s else ""
-    return Suite(CUSTOM_SUITE, (sc,), seeds=int(seeds),
+    return Suite(CUSTOM_SUITE, (sc,), seeds=seeds,
                  description=f"{workload} on {cluster}{window}")

@@ -1036,3 +1036,33 @@ def test_timing_repeats_repeat_where_the_starvation_guard_latches():
     run = run_from_json(_run_task(entry, suite, sc, 3, cluster, sc.load(3, cluster),
                                   timing_repeats=2))
     assert 0 < float(np.mean(run.recall)) < 1
+
+
+@pytest.mark.parametrize("seeds,says", [
+    ([1_000_000, 1_000_000], "distinct; repeated: [1000000]"),   # averaged as two seeds
+    ([1_000_000.7], "whole numbers, got 1000000.7"),             # ran as 1000000
+    (True, "a count or a list"),                                  # ran as one seed
+    ([], "empty"),                                                # an all-NaN report
+    ("1000000", "a count or a list"),                             # "got [1, 0, 0, ...]"
+    (2.0, "a count or a list"),
+    ([None], "whole numbers, got None"),
+])
+def test_evaluate_names_bad_seeds_before_anything_runs(seeds, says):
+    from agents.suites import SMOKE
+    with pytest.raises(ConfigError) as err:
+        evaluate(SMOKE, ["fifo"], seeds=seeds, progress=False)
+    assert err.value.field == "seeds" and says in err.value.reason
+
+
+def test_a_suite_is_checked_as_it_is_made():
+    from agents.suites import SMOKE, Suite, custom_suite
+    for kwargs, field in (({"scenarios": ()}, "scenarios"), ({"scenarios": ("x",)}, "scenarios"),
+                          ({"seeds": 2.5}, "seeds"), ({"seeds": 0}, "seeds"),
+                          ({"topk": 0}, "topk"), ({"job_candidates": 1.5}, "job_candidates")):
+        with pytest.raises(ConfigError) as err:
+            Suite(**{"name": "x", "scenarios": SMOKE.scenarios, "seeds": 1, **kwargs})
+        assert err.value.field == field
+    with pytest.raises(ConfigError, match="whole number of held-out seeds"):
+        custom_suite("tiny-8", "gavel:jobs=3", seeds=2.7)            # ran 2 seeds before
+    with pytest.raises(ConfigError, match="suite's name or an agents.suites.Suite"):
+        evaluate(None, ["fifo"], progress=False)
