@@ -45,7 +45,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from agents.ranker_file import FORMAT, check_meta, check_weights, read_ranker_file
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, is_real_number, is_whole_number, show
 from hsched_env.envs.features import (CANDIDATE_FEATURES, CLUSTER_COLUMN, CLUSTER_FEATURES,
                                       GLOBAL_FEATURES, JOB_FEATURES, CandidateColumns)
 
@@ -669,6 +669,27 @@ class Ranker:
         # One round's scoring is a few small matrix products: PyTorch's default thread pool
         # only adds spin-waiting (measured 0.5 ms with 1 thread, 29 ms with 2 on a busy
         # 2-core machine). ``torch_threads=None`` leaves PyTorch's setting alone.
+        if not isinstance(net, th.nn.Module):
+            raise ConfigError(f"must be a RankerNet (Ranker.load reads one from a file), got "
+                              f"{show(net)}", field="net")
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"must be a non-empty string, got {show(name)}", field="name")
+        if torch_threads is not None and not (is_whole_number(torch_threads)
+                                              and torch_threads >= 1):
+            raise ConfigError(f"must be a whole number >= 1 (None: PyTorch's setting), got "
+                              f"{show(torch_threads)}", field="torch_threads")
+        if threshold is not None and not is_real_number(threshold):
+            raise ConfigError(f"must be a number in (0, 1), got {show(threshold)}",
+                              field="threshold")
+        if not (is_whole_number(min_per_job) and min_per_job >= 0):
+            raise ConfigError(f"must be a whole number >= 0, got {show(min_per_job)}",
+                              field="min_per_job")
+        if gate_candidates is not None and not (is_whole_number(gate_candidates)
+                                                and 0 <= gate_candidates <= GATE_NEVER):
+            raise ConfigError(f"must be a whole number from 0 (always rank) to GATE_NEVER "
+                              f"(2**62: never rank), got {show(gate_candidates)}",
+                              field="gate_candidates")
+        # checked above, before this process-wide setting changes
         if torch_threads is not None:
             th.set_num_threads(int(torch_threads))
         self.net, self.name = net.eval(), name

@@ -1388,3 +1388,23 @@ def test_a_failed_audit_backs_off_at_least_one_round_without_an_unsure_back_off(
     # audit (fails) | back-off 1 | audit (fails) | back-off 2 | audit
     assert _drive(r, env, obs, 6) == "WWWWWW"
     assert (r.audit_rounds, r.audit_failures, r.backoff_rounds) == (3, 2, 3)
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"min_per_job": 2.7}, "min_per_job"), ({"min_per_job": "2"}, "min_per_job"),
+    ({"min_per_job": True}, "min_per_job"),              # each was rounded or read as 1
+    ({"gate_candidates": -5}, "gate_candidates"), ({"gate_candidates": 3.9}, "gate_candidates"),
+    ({"gate_candidates": "100"}, "gate_candidates"),
+    ({"gate_candidates": math.inf}, "gate_candidates"),   # an OverflowError before
+    ({"torch_threads": 2.7}, "torch_threads"), ({"torch_threads": 0}, "torch_threads"),
+    ({"threshold": "0.5"}, "threshold"), ({"name": None}, "name"), ({"net": None}, "net"),
+])
+def test_ranker_arguments_are_checked_before_the_thread_count_changes(kwargs, field):
+    from hsched_env.errors import ConfigError
+    before = th.get_num_threads()
+    args = {"net": RankerNet(hidden=8), **kwargs}
+    with pytest.raises(ConfigError) as err:
+        Ranker(args.pop("net"), **args)
+    assert err.value.field == field
+    assert th.get_num_threads() == before           # a refused Ranker changes nothing
+    assert Ranker(RankerNet(hidden=8), gate_candidates=2 ** 62, min_per_job=0).min_per_job == 0
