@@ -80,6 +80,7 @@ from lp_baseline.job_terms import (DEFAULT_LAS_TAU_S, NORMALIZERS, ftf_denominat
                                    projected_ftf, stage2_terms, take_rows)
 from lp_baseline.parallel_parts import (DEFAULT_EXECUTOR, EXECUTORS, PartOutcome, PartSolve,
                                         default_workers, solve_parts)
+from lp_baseline.registry import MAX_POP_PARTS
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIELDS, OBJECTIVES,
                                  SIA_OBJECTIVES, AllocationProblem, check_feasible,
                                  evaluate_objective, problem_fingerprint)
@@ -378,6 +379,10 @@ class LPPolicy:
             if value is not None and not (is_whole_number(value) and value >= 1):
                 raise ConfigError(f"{field} must be a whole number >= 1, got {value!r}",
                                   field=field)
+        if pop is not None and pop > MAX_POP_PARTS:
+            # as pop-K names are bounded: a million parts ran on for minutes per round
+            raise ConfigError(f"pop must be at most {MAX_POP_PARTS:,} parts, got {pop!r}",
+                              field="pop")
         defaults = objective_defaults(objective)
         if ftf_guard is None:
             ftf_guard = defaults["ftf_guard"]
@@ -456,9 +461,10 @@ class LPPolicy:
         if pop_workers is None:
             pop_workers = default_workers(self.pop)
         if not (isinstance(pop_workers, int) and not isinstance(pop_workers, bool)
-                and pop_workers >= 1):
-            raise ConfigError(f"pop_workers must be an integer ≥ 1 or None, got "
-                              f"{pop_workers!r}", field="pop_workers")
+                and 1 <= pop_workers <= MAX_POP_PARTS):
+            raise ConfigError(f"pop_workers must be an integer from 1 to {MAX_POP_PARTS:,} "
+                              f"(at most one per part) or None, got {pop_workers!r}",
+                              field="pop_workers")
         self.pop_workers, self.pop_executor = pop_workers, pop_executor
         self.memoize = bool(memoize)
         if lp_method not in LP_METHODS:

@@ -348,3 +348,16 @@ def test_an_unchanged_lp_keeps_its_allocation_and_history(options):
                in zip(seen, seen[1:]) if jobs == jobs2 and not retry]
     assert len(repeats) > 20
     assert all(kept_x and kept_history for kept_x, kept_history in repeats), repeats
+
+
+def test_pop_as_an_option_is_bounded_like_its_name():
+    """``pop-1025`` is refused; ``pop=10**6`` as an option ran on for minutes a round."""
+    from hsched_env.errors import ConfigError
+    for kwargs, field in (({"pop": 10**6}, "pop"), ({"pop": 4, "pop_workers": 10**6},
+                                                    "pop_workers")):
+        with pytest.raises(ConfigError) as err:
+            make_policy("heterosched-lp", **kwargs)
+        assert err.value.field == field
+        with pytest.raises(ConfigError):
+            LPPolicy(**kwargs)
+    assert LPPolicy(pop=1024).pop == 1024
