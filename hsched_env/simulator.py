@@ -263,6 +263,26 @@ def _check_jobs_fit(jobs, cluster: Cluster) -> None:
                               field="requested_gpus")
 
 
+class _NotStarted:
+    """The run state of a ``Simulator`` before ``reset``: reading any of it is a clear error
+    (a ``RuntimeError``) instead of an ``AttributeError`` on ``None`` from deep inside."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):                 # copy, pickle and the like look these up
+            raise AttributeError(name)
+        raise RuntimeError("the simulator has not started: call reset() first (run() "
+                           "does), then next_view() / place() / advance()")
+
+    def __reduce__(self):
+        return "NOT_STARTED"                      # the module's one instance
+
+
+#: The state of every simulator before its first ``reset``.
+NOT_STARTED = _NotStarted()
+
+
 class Simulator:
     """Simulates ``workload`` on ``cluster`` under ``policy``.
 
@@ -287,7 +307,14 @@ class Simulator:
             raise ConfigError(f"workload is a Workload or a sequence of jobs; load the spec "
                               f"{show(workload)} with hsched_env.workloads.load_workload",
                               field="workload")
-        self.jobs = tuple(getattr(workload, "jobs", workload))
+        try:
+            self.jobs = tuple(getattr(workload, "jobs", workload))
+        except TypeError:
+            raise ConfigError(f"workload is a Workload or a sequence of jobs, got "
+                              f"{show(workload)}", field="workload") from None
+        if candidate_cache is not None and not isinstance(candidate_cache, dict):
+            raise ConfigError(f"candidate_cache is a dict shared between simulators (or "
+                              f"None), got {show(candidate_cache)}", field="candidate_cache")
         if not self.jobs:
             raise ConfigError("the workload has no jobs", field="workload")
         if not all(isinstance(j, Job) for j in self.jobs):
@@ -314,7 +341,7 @@ class Simulator:
         self.config = config
         self._tables: dict[tuple, CandidateTable] = ({} if candidate_cache is None
                                                       else candidate_cache)
-        self._s: _RunState | None = None
+        self._s: _RunState = NOT_STARTED          # reset() starts the run
         self._run_view = RunView(self)
         self._rows = TableMemo()                  # (id(table), row) -> _row_info
 
@@ -686,6 +713,9 @@ class Simulator:
         """A simulator of the same scenario continuing from ``snapshot`` with its own copy of
         the policy as it was then (this one is left as it is, policy included); a snapshot
         can be restored any number of times, each branch the same run."""
+        if not isinstance(snapshot, RunSnapshot):
+            raise ConfigError(f"expected a RunSnapshot (Simulator.snapshot()), got "
+                              f"{show(snapshot)}", field="snapshot")
         sim = copy.copy(self)
         sim._s = copy.deepcopy(snapshot.state, self._shared_memo())
         if snapshot.policy is not None:

@@ -346,6 +346,19 @@ def test_replay_refuses_what_is_not_an_episode_record():
         replay([1, 2])
     with pytest.raises(ConfigError, match="unknown environment class"):
         replay({"class": "Nope", "kwargs": {}, "seed": 0, "actions": []})
+    # the actions and the seed are checked before anything runs: "abc" replayed as three
+    # invalid actions, with another reward and no word
+    ok = {"class": "ScheduleEnv", "kwargs": {}, "seed": 0, "actions": []}
+    for bad, field in (({"actions": "abc"}, "record['actions']"),
+                       ({"actions": None}, "record['actions']"),
+                       ({"actions": [{"x": 1}]}, "record['actions'][0]"),
+                       ({"actions": [3, 2.5]}, "record['actions'][1]"),
+                       ({"class": "RankEnv", "actions": [1]}, "record['actions'][0]"),
+                       ({"class": ["RankEnv"]}, "record['class']"),
+                       ({"seed": -1}, "record['seed']")):
+        with pytest.raises(ConfigError) as err:
+            replay({**ok, **bad})
+        assert err.value.field == field
 
 
 @pytest.mark.parametrize("key", ["flat", "multidiscrete"])

@@ -626,3 +626,27 @@ def test_a_stall_warning_names_the_policy(monkeypatch, caplog):
     assert sim.end_reason == "stalled"
     assert any(r.getMessage().startswith("idle-policy: no job ran for 5 rounds")
                for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_the_driving_api_before_reset_and_bad_arguments_are_clear_errors():
+    """``next_view()`` / ``advance()`` / ``result()`` before ``reset()`` raised
+    ``AttributeError: 'NoneType' ...``; a workload that is not one and a cache that is no dict
+    raised deep inside."""
+    import copy
+    import pickle
+    jobs = load_workload("gavel:jobs=3,seed=1", TINY)
+    sim = Simulator(TINY, jobs, BASELINES["fifo"]())
+    for call in (sim.next_view, sim.advance, sim.result, lambda: sim.run_view().time_s):
+        with pytest.raises(RuntimeError, match="call reset"):
+            call()
+    for clone in (copy.deepcopy(sim), pickle.loads(pickle.dumps(sim))):
+        with pytest.raises(RuntimeError, match="call reset"):
+            clone.next_view()
+    with pytest.raises(ConfigError, match="RunSnapshot"):
+        sim.restored(None)
+    assert sim.run().metrics()["jobs_completed"] == 3
+    for workload, cache, field in ((None, None, "workload"), (5, None, "workload"),
+                                   (jobs, [], "candidate_cache")):
+        with pytest.raises(ConfigError) as err:
+            Simulator(TINY, workload, BASELINES["fifo"](), candidate_cache=cache)
+        assert err.value.field == field

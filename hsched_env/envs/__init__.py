@@ -5,6 +5,8 @@ Importing ``hsched_env`` registers them all (``hsched_env.registration``); see
 
 from __future__ import annotations
 
+import numpy as np
+
 from hsched_env.envs.base import ENV_IDS_BY_CLASS
 from hsched_env.envs.rank import RankEnv
 from hsched_env.envs.schedule import ScheduleEnv
@@ -15,6 +17,23 @@ from hsched_env.registration import VARIANT_IDS
 ENV_IDS = ("hsched/Schedule-v0", "hsched/Rank-v0")
 #: The keys of an ``episode_record()`` (``env_id`` may be absent in older records).
 RECORD_KEYS = ("env_id", "class", "kwargs", "seed", "actions")
+
+
+def _check_recorded_actions(actions, cls: str) -> None:
+    """A record's actions as ``episode_record()`` writes them: a list of whole numbers
+    (``ScheduleEnv``) or of keep-bit lists (``RankEnv``, whose ``step`` checks the bits). A
+    select-mode environment counts a non-integer action as an invalid one, so ``"abc"``
+    replayed as three invalid actions and another reward, without a word."""
+    if not isinstance(actions, (list, tuple)):
+        raise ConfigError(f"a record's actions are a list, got {show(actions)}",
+                          field="record['actions']")
+    for i, a in enumerate(actions):
+        if cls == "ScheduleEnv" and not is_whole_number(a):
+            raise ConfigError(f"a select-mode action is a whole number, got {show(a)}",
+                              field=f"record['actions'][{i}]")
+        if cls == "RankEnv" and not isinstance(a, (list, tuple, np.ndarray)):
+            raise ConfigError(f"a rank-mode action is a list of keep bits, got {show(a)}",
+                              field=f"record['actions'][{i}]")
 
 
 def replay(record: dict, **overrides) -> tuple[dict, float]:
@@ -37,7 +56,7 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
     if unknown:
         raise ConfigError(f"not a key of an episode record: {', '.join(map(repr, unknown))} "
                           f"(its keys: {', '.join(RECORD_KEYS)})", field=f"record[{unknown[0]!r}]")
-    if record["class"] not in ENV_IDS_BY_CLASS:
+    if not isinstance(record["class"], str) or record["class"] not in ENV_IDS_BY_CLASS:
         raise UnknownNameError("environment class", str(record["class"]),
                                list(ENV_IDS_BY_CLASS), field="record['class']")
     env_id = record.get("env_id") or ENV_IDS_BY_CLASS[record["class"]]
@@ -46,9 +65,11 @@ def replay(record: dict, **overrides) -> tuple[dict, float]:
         own = [i for i in VARIANT_IDS if i.startswith(ENV_IDS_BY_CLASS[record["class"]][:-3])]
         raise UnknownNameError("environment id (not registered in this process)", str(env_id),
                                own, field="record['env_id']")
-    if record["seed"] is not None and not is_whole_number(record["seed"]):
-        raise ConfigError(f"an episode seed is a whole number (or None), got "
+    if record["seed"] is not None and not (is_whole_number(record["seed"])
+                                           and record["seed"] >= 0):
+        raise ConfigError(f"an episode seed is a whole number >= 0 (or None), got "
                           f"{show(record['seed'])}", field="record['seed']")
+    _check_recorded_actions(record["actions"], record["class"])
     if not isinstance(record["kwargs"], dict):
         raise ConfigError(f"the environment's arguments are a dict, got "
                           f"{type(record['kwargs']).__name__}", field="record['kwargs']")
