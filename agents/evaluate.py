@@ -59,6 +59,7 @@ parts live in one module per job (imports flow one way, each only from those bef
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -256,6 +257,11 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
         cluster = get_cluster(sc.cluster)
         for e in entries:
             check_observation(e, sc, cluster)
+    if runs_dir is not None and not isinstance(runs_dir, (str, os.PathLike)):
+        raise ConfigError(f"must be a folder's path (or None), got {show(runs_dir)}",
+                          field="runs_dir")
+    if not (is_whole_number(retries) and retries >= 0):
+        raise ConfigError(f"must be a whole number >= 0, got {show(retries)}", field="retries")
     sweep = not (isinstance(backend, str) and backend == "serial" and runs_dir is None)
     if sweep:
         return _evaluate_sweep(suite, entries, seeds, progress, make_backend(backend),

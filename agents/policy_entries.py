@@ -27,6 +27,7 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +36,7 @@ import numpy as np
 from hsched_env.envs import RankEnv, ScheduleEnv
 from hsched_env.envs.base import HSchedEnvBase
 from hsched_env.envs.features import CLUSTER_FEATURES
-from hsched_env.errors import ConfigError, UnknownNameError, shorten
+from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
 from hsched_env.files import why_not_a_file
 from lp_baseline.registry import POLICY_NAMES_SPELLED, make_policy, split_policy_list
 
@@ -587,6 +588,10 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     """
     if isinstance(items, str):
         items = split_policy_list(items, FIELD)
+    if isinstance(items, (bytes, dict)) or not isinstance(items, Iterable):
+        raise ConfigError(f"policies are a comma-separated string or a list of names, agents "
+                          f"and PolicyEntry objects, got {show(items)}", field=FIELD)
+    items = list(items)
     if not items:
         raise ConfigError("no policy named", field=FIELD)
     if trust_sb3_zip and not any(isinstance(i, str) and (i == "sb3" or i.startswith("sb3:"))

@@ -250,9 +250,12 @@ class RankerNet(nn.Module):
 
     def __init__(self, hidden: int = 64, commit: bool = False,
                  job_context: bool = False) -> None:
+        if not (is_whole_number(hidden) and hidden >= 1):
+            raise ConfigError(f"must be a whole number >= 1 (the layers' width), got "
+                              f"{show(hidden)}", field="hidden")
         super().__init__()
-        self.hidden, self.commit, self.job_context = hidden, commit, bool(job_context)
-        H = hidden
+        self.hidden, self.commit, self.job_context = int(hidden), commit, bool(job_context)
+        H = self.hidden
         self.phi = _mlp([self.n_in, H, H])
         self.rho = _mlp([2 * H + self.n_cluster + self.n_global, H, H])
         self.psi = _mlp([(3 if self.job_context else 2) * H, H, 1])
@@ -1038,6 +1041,17 @@ class Ranker:
     def keep(self, obs: dict, env, budget: float | None = None) -> np.ndarray:
         """(K,) int8 keep bits for a ``RankEnv`` observation."""
         unwrapped = getattr(env, "unwrapped", env)
+        if not callable(getattr(unwrapped, "slot_jobs", None)):
+            raise ConfigError(f"keep(obs, env) ranks the slots of hsched/Rank-v0 (a RankEnv), "
+                              f"got {type(unwrapped).__name__}", field="env")
+        if not (isinstance(obs, dict) and "valid" in obs and "candidates" in obs):
+            raise ConfigError(f"keep(obs, env) takes the environment's observation (a dict "
+                              f"with 'valid' and 'candidates'), got {show(obs, 60)}",
+                              field="obs")
+        if np.shape(obs["valid"]) != (unwrapped.K,):
+            raise ConfigError(f"the observation has {np.shape(obs['valid'])} slots, the "
+                              f"environment K={unwrapped.K}: an observation of another "
+                              f"environment?", field="obs")
         space = getattr(unwrapped, "observation_space", None)
         if space is not None and space is not self._space_seen:   # a new environment:
             self._layout(env)                                       # reserve the buffers

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import pickle
 import re
 import warnings
@@ -52,6 +53,9 @@ def read_ranker_file(path: str | Path) -> dict:
     """The dict of the ranker file at ``path``, every field checked (``ConfigError``: no
     file, not a file of tensors and plain values, not a ranker file, or a field missing or
     invalid) except the shapes of the weights (``check_weights``)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"a ranker file is named by a path, got {show(path)}",
+                          field="ranker")
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"no ranker file at {path}", field="ranker")

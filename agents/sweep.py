@@ -57,7 +57,7 @@ from typing import Callable
 from tqdm import tqdm
 
 from agents.provenance import environment_record, same_set_up
-from hsched_env.errors import ConfigError, UnknownNameError
+from hsched_env.errors import ConfigError, UnknownNameError, show
 
 #: ``--backend`` values of ``hsched evaluate`` / ``hsched compare``.
 BACKENDS = ("serial", "ray")
@@ -678,6 +678,12 @@ def make_backend(backend="serial", num_cpus: int | None = None, address: str | N
     """A backend object from ``"serial"`` / ``"ray"`` (or a backend object, returned as it
     is). ``num_cpus`` / ``address`` belong to ``"ray"``."""
     if not isinstance(backend, str):
+        if not all(callable(getattr(backend, m, None))
+                   for m in ("start", "stop", "submit", "next_done")):
+            raise ConfigError(f"a backend is 'serial', 'ray' or a backend object (start, "
+                              f"stop, submit, next_done: SerialBackend, RayBackend), got "
+                              f"{show(backend)}",
+                              field="--backend")
         return backend
     if backend == "serial":
         if num_cpus is not None or address is not None:

@@ -485,10 +485,12 @@ class PlannerConfig:
                               f"{show(self.calibration)}", field="calibration")
         for name in ("max_candidates", "max_gpus"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
+            if value is None:
+                continue
+            if not (is_whole_number(value) and value >= 1):
                 raise ConfigError(f"{name} must be a positive integer or None, got {value!r}",
                                   field=name)
+            object.__setattr__(self, name, int(value))     # a NumPy integer as a Python one
 
 
 def plan(model: ModelSpec | str, cluster: Cluster, *, config: PlannerConfig = PlannerConfig(),
@@ -559,6 +561,9 @@ def plan_sets(model: ModelSpec | str, cluster: Cluster, sets: list[dict[str, int
         ConfigError: As ``plan_set``, for the first bad set.
     """
     model, cluster = _plan_inputs(model, cluster, config)
+    if not isinstance(sets, (list, tuple)):
+        raise ConfigError(f"sets is a list of {{GPU type: count}} dicts, got {show(sets)}",
+                          field="sets")
     if not sets:
         return []
     rs, sk = _sets_and_skeleton(cluster.pools, [_set_tuple(cluster, g) for g in sets])

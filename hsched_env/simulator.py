@@ -45,6 +45,7 @@ from hsched_env.placement import NodeState, candidate_parts
 from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, sia_sizes
 from hsched_env.policy import Assignment, Policy, SchedulerView
 from hsched_env.table_memo import TableMemo
+from hsched_env.throughput import check_throughput_source
 from hsched_env.workloads.types import MAX_SECONDS, Job
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,8 @@ class SimConfig:
         if not isinstance(self.planner, PlannerConfig):
             raise ConfigError(f"planner must be a hsched_env.planner.PlannerConfig, got "
                               f"{show(self.planner)}", field="planner")
+        # a bad source named now, not when the first job is planned
+        check_throughput_source(self.throughputs, "throughputs")
 
 
 @dataclass

@@ -362,6 +362,9 @@ class LPPolicy:
                  lp_method: str = "auto", min_resolve_interval_s: float = 0.0,
                  warm_start: bool = False, scale_factors: bool = False,
                  ftf_guard: float | str | None = None, round_restart: bool = False) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"name (the label results carry) must be a non-empty string, "
+                              f"got {name!r}", field="name")
         if objective not in OBJECTIVES:
             raise UnknownNameError("objective", objective, list(OBJECTIVES))
         # switches are True or False ("no" read as on), counts whole numbers (0.7 or "3" were

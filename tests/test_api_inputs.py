@@ -412,3 +412,52 @@ def test_errors_survive_a_trip_to_another_process():
         assert (back.source, back.field, back.line) == (err.source, err.field, err.line)
     assert errors[-1].field == "frameskip"
     assert pickle.loads(pickle.dumps(errors[3])).valid == ["resnet50", "vgg"]
+
+
+# ----------------------------------------------- the Python API's arguments (session 59 audit)
+def test_python_api_arguments_of_the_wrong_kind_are_named():
+    """Each raised a raw TypeError / AttributeError / KeyError from deep inside, or (the
+    backend) only at the end of a sweep; each is now a ConfigError naming the argument."""
+    import gymnasium as gym
+
+    from agents.evaluate import evaluate
+    from agents.policy_entries import parse_policies
+    from agents.ranker import Ranker, RankerNet
+    from agents.suites import SMOKE
+    from agents.sweep import make_backend
+    from hsched_env.planner import PlannerConfig, plan_sets
+    from lp_baseline.policy import LPPolicy
+    cluster = get_cluster("sia-64")
+    cases = [
+        (lambda: plan_sets("resnet50", cluster, 5), "sets"),
+        (lambda: plan_sets("resnet50", cluster, None), "sets"),   # returned [] silently
+        (lambda: RankerNet(hidden=0), "hidden"),                   # a zero-width network
+        (lambda: RankerNet(hidden=2.5), "hidden"),
+        (lambda: Ranker.load(None), "ranker"),
+        (lambda: SimConfig(throughputs="bogus"), "throughputs"),  # named only at run()
+        (lambda: PlannerConfig(max_candidates=2.5), "max_candidates"),
+        (lambda: parse_policies(5), "--policies"),
+        (lambda: make_backend(None), "--backend"),
+        (lambda: evaluate(SMOKE, ["fifo"], runs_dir=5, progress=False), "runs_dir"),
+        (lambda: evaluate(SMOKE, ["fifo"], retries="x", runs_dir="unused", progress=False),
+         "retries"),
+        (lambda: LPPolicy(name=None), "name"),
+    ]
+    for call, field in cases:
+        with pytest.raises(ConfigError) as err:
+            call()
+        assert err.value.field == field
+    # a NumPy count is a count, as elsewhere (it was refused by PlannerConfig alone)
+    assert PlannerConfig(max_candidates=np.int64(8)) == PlannerConfig(max_candidates=8)
+    # keep() on what is not a Rank-v0 episode, or another environment's observation
+    ranker = Ranker(RankerNet(hidden=8), gate_candidates=0)
+    rank = gym.make("hsched/Rank-Tiny-v0")
+    obs, _ = rank.reset(seed=0)
+    assert ranker.keep(obs, rank).shape == (rank.unwrapped.K,)
+    select = gym.make("hsched/Schedule-Tiny-v0")
+    other, _ = gym.make("hsched/Rank-Small-v0").reset(seed=0)
+    for o, e, field in ((select.reset(seed=0)[0], select, "env"), ({}, rank, "obs"),
+                        (other, rank, "obs")):
+        with pytest.raises(ConfigError) as err:
+            ranker.keep(o, e)
+        assert err.value.field == field

@@ -1216,8 +1216,9 @@ def test_audits_need_an_lp_with_an_allocation_and_a_rank_env(wrapped_lp):
     obs, *_ = env.step(r.keep(obs, env))
     with pytest.raises(ConfigError, match="WrappedLP has none"):
         r.keep(obs, env)
-    with pytest.raises(ConfigError, match="audit_every"):
-        r.keep(obs, object())
+    with pytest.raises(ConfigError, match="ranks the slots of hsched/Rank-v0") as err:
+        r.keep(obs, object())                  # no Rank-v0 at all: named before the audits
+    assert err.value.field == "env"
 
 
 def test_a_files_own_audits_are_its_default_and_skipped_where_they_cannot_run(tmp_path,
