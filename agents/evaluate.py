@@ -61,6 +61,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -319,7 +320,7 @@ def _evaluation_seeds(suite: Suite, seeds) -> list[int]:
     if wrong:
         raise ConfigError(f"seeds must be whole numbers, got {show(wrong[0])}", field="seeds")
     seeds = [int(s) for s in seeds]
-    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    twice = sorted(s for s, n in Counter(seeds).items() if n > 1)
     if twice:
         raise ConfigError(f"seeds must be distinct; repeated: {twice}", field="seeds")
     return seeds

@@ -692,9 +692,6 @@ class Ranker:
             raise ConfigError(f"must be a whole number from 0 (always rank) to GATE_NEVER "
                               f"(2**62: never rank), got {show(gate_candidates)}",
                               field="gate_candidates")
-        # checked above, before this process-wide setting changes
-        if torch_threads is not None:
-            th.set_num_threads(int(torch_threads))
         self.net, self.name = net.eval(), name
         self.meta = meta or {}
         check_meta(self.meta, f"Ranker {name!r}")       # as a file's meta is checked
@@ -777,6 +774,10 @@ class Ranker:
         #: call for an environment the gate lets rank, see ``_layout``; grown by a quarter
         #: beyond a larger round; ``scratch.clear()`` frees them)
         self.scratch = RoundScratch()
+        # last, once every argument has passed: a refused Ranker leaves this process-wide
+        # setting as it was
+        if torch_threads is not None:
+            th.set_num_threads(int(torch_threads))
 
     @property
     def env_kwargs(self) -> dict:

@@ -22,7 +22,7 @@ import numpy as np
 from agents.plots import plot_decision_vs_jct, plot_jct_cdf
 from agents.policy_entries import PolicyEntry
 from agents.runners import STEP_CAP, SUPPORT_TINY, Run, round_step_cap
-from agents.suites import TRAIN_SEEDS, Scenario, Suite
+from agents.suites import TRAIN_SEEDS, Scenario, Suite, is_fixed_generated
 from hsched_env.errors import ConfigError
 from hsched_env.files import missing_parents, usable_path
 from hsched_env.metrics import finish_time_fairness, finished_by_all
@@ -428,15 +428,6 @@ def _early_end_reason(reason: str, slots) -> str:
     return f"{reason}: the environment ended the episode"
 
 
-def _seeded_generated(workload: str) -> bool:
-    """Whether ``workload`` is a ``gavel:`` spec with its own ``seed=``."""
-    from hsched_env.workloads import spec_has_key, spec_kind
-    try:
-        return spec_kind(workload) == "gavel" and spec_has_key(workload, "seed")
-    except ConfigError:
-        return False
-
-
 def format_report(report: Report) -> str:
     """The printed tables: one per scenario, seed-averaged rows."""
     s = report.suite
@@ -460,7 +451,7 @@ def format_report(report: Report) -> str:
         if sc.get("fixed_workload"):
             window += (" (a fixed workload: the same jobs on every seed"
                        if len(report.seeds) > 1 else " (a fixed workload")
-            if _seeded_generated(sc["workload"]):
+            if is_fixed_generated(sc["workload"]):
                 # the seeds above are the episodes'; its jobs are not a held-out draw
                 window += "; its jobs drawn with the spec's own seed=, not a held-out seed"
             window += ")"

@@ -30,7 +30,7 @@ import logging
 import math
 import time
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -247,7 +247,6 @@ def _accumulated(start: np.ndarray, step, rounds: int) -> np.ndarray:
     return np.add.accumulate(np.concatenate([np.asarray(start)[None], steps]), axis=0)[-1]
 
 
-
 def _check_jobs_fit(jobs, cluster: Cluster) -> None:
     """A ``ConfigError`` naming the first job that cannot run on ``cluster``: more GPUs than
     it has (of the job's ``gpu_type``, if constrained), or a type it lacks. ``load_workload``
@@ -256,7 +255,11 @@ def _check_jobs_fit(jobs, cluster: Cluster) -> None:
     ask for, with a fairness above what any schedule could give)."""
     capacity, total = cluster.capacity, cluster.num_gpus
     for job in jobs:
-        have = total if job.gpu_type is None else capacity.get(job.gpu_type, 0)
+        if job.gpu_type is not None and job.gpu_type not in capacity:
+            raise ConfigError(f"cluster {show(cluster.name)} has no {job.gpu_type} GPUs (it "
+                              f"has {', '.join(sorted(capacity))})",
+                              source=f"job {job.job_id} ({show(job.name)})", field="gpu_type")
+        have = total if job.gpu_type is None else capacity[job.gpu_type]
         if job.requested_gpus > have:
             of = "" if job.gpu_type is None else f" of type {job.gpu_type}"
             raise ConfigError(f"job needs {job.requested_gpus} GPUs{of} but cluster "
@@ -315,7 +318,7 @@ class Simulator:
         except TypeError:
             raise ConfigError(f"workload is a Workload or a sequence of jobs, got "
                               f"{show(workload)}", field="workload") from None
-        if candidate_cache is not None and not isinstance(candidate_cache, dict):
+        if candidate_cache is not None and not isinstance(candidate_cache, MutableMapping):
             raise ConfigError(f"candidate_cache is a dict shared between simulators (or "
                               f"None), got {show(candidate_cache)}", field="candidate_cache")
         if not self.jobs:
@@ -344,7 +347,7 @@ class Simulator:
         self.config = config
         self._tables: dict[tuple, CandidateTable] = ({} if candidate_cache is None
                                                       else candidate_cache)
-        self._s: _RunState = NOT_STARTED          # reset() starts the run
+        self._s: _RunState | _NotStarted = NOT_STARTED    # reset() starts the run
         self._run_view = RunView(self)
         self._rows = TableMemo()                  # (id(table), row) -> _row_info
 

@@ -58,7 +58,8 @@ def random_problem(n_jobs: int, rng: np.random.Generator, *, candidates_per_job:
     if t > 1:
         mixed = rng.random(c) < mixed_fraction
         second = (first + 1 + rng.integers(0, t - 1, c)) % t
-        gpus[rows[mixed], second[mixed]] = 2 ** rng.integers(0, top, int(mixed.sum()))
+        # (max_gpus=1: the second type's one GPU; a draw from [0, 0) was numpy's error)
+        gpus[rows[mixed], second[mixed]] = 2 ** rng.integers(0, max(top, 1), int(mixed.sum()))
     speed = rng.lognormal(0.0, 0.5, t)
     affinity = rng.lognormal(0.0, 0.3, (n_jobs, t))
     base = rng.lognormal(3.0, 1.0, n_jobs)

@@ -466,7 +466,7 @@ class LPPolicy:
         if not (isinstance(pop_workers, int) and not isinstance(pop_workers, bool)
                 and 1 <= pop_workers <= MAX_POP_PARTS):
             raise ConfigError(f"pop_workers must be an integer from 1 to {MAX_POP_PARTS:,} "
-                              f"(at most one per part) or None, got {pop_workers!r}",
+                              f"(None: one per part, at most the CPUs), got {pop_workers!r}",
                               field="pop_workers")
         self.pop_workers, self.pop_executor = pop_workers, pop_executor
         self.memoize = bool(memoize)

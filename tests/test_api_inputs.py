@@ -461,3 +461,22 @@ def test_python_api_arguments_of_the_wrong_kind_are_named():
         with pytest.raises(ConfigError) as err:
             ranker.keep(o, e)
         assert err.value.field == field
+
+
+def test_replay_reads_actions_as_the_environment_does():
+    """A record's actions as an array, or as integral floats (pandas, float-only JSON tools),
+    replay exactly: the check refuses only what the environment could not read as one
+    integer (the reviewer found the first version refusing these)."""
+    import gymnasium as gym
+
+    from hsched_env.envs import replay
+    env = gym.make("hsched/Schedule-Tiny-v0").unwrapped
+    env.reset(seed=3)
+    for _ in range(6):
+        env.step(env.reference_action())
+    rec = env.episode_record()
+    _, reward = replay(rec)
+    for actions in (np.array(rec["actions"]), [float(a) for a in rec["actions"]]):
+        assert replay({**rec, "actions": actions})[1] == reward
+    with pytest.raises(ConfigError, match="one integer"):
+        replay({**rec, "actions": [*rec["actions"][:-1], 2.5]})

@@ -1399,13 +1399,19 @@ def test_a_failed_audit_backs_off_at_least_one_round_without_an_unsure_back_off(
     ({"gate_candidates": math.inf}, "gate_candidates"),   # an OverflowError before
     ({"torch_threads": 2.7}, "torch_threads"), ({"torch_threads": 0}, "torch_threads"),
     ({"threshold": "0.5"}, "threshold"), ({"name": None}, "name"), ({"net": None}, "net"),
+    ({"threshold": 1.5}, "threshold"), ({"mode": "nope"}, "mode"),
+    ({"max_kept_fraction": -1}, "max_kept_fraction"),
 ])
 def test_ranker_arguments_are_checked_before_the_thread_count_changes(kwargs, field):
     from hsched_env.errors import ConfigError
     before = th.get_num_threads()
-    args = {"net": RankerNet(hidden=8), **kwargs}
-    with pytest.raises(ConfigError) as err:
-        Ranker(args.pop("net"), **args)
-    assert err.value.field == field
-    assert th.get_num_threads() == before           # a refused Ranker changes nothing
+    th.set_num_threads(2)                            # not the Ranker's default of 1
+    try:
+        args = {"net": RankerNet(hidden=8), **kwargs}
+        with pytest.raises(ConfigError) as err:
+            Ranker(args.pop("net"), **args)
+        assert err.value.field == field
+        assert th.get_num_threads() == 2             # a refused Ranker changes nothing
+    finally:
+        th.set_num_threads(before)
     assert Ranker(RankerNet(hidden=8), gate_candidates=2 ** 62, min_per_job=0).min_per_job == 0

@@ -290,9 +290,12 @@ def test_jobs_that_do_not_fit_the_cluster_are_refused_by_name():
         Simulator(TINY, jobs, BASELINES["fifo"]())
     typed = dataclasses.replace(load_workload("gavel:jobs=1,seed=1", TINY).jobs[0],
                                 gpu_type="H100-SXM", requested_gpus=1)
-    with pytest.raises(ConfigError, match="needs 1 GPUs of type H100-SXM but cluster 'tiny-8' "
-                                          "has 0"):
+    with pytest.raises(ConfigError, match="cluster 'tiny-8' has no H100-SXM GPUs") as err:
         Simulator(TINY, [typed], BASELINES["fifo"]())
+    assert err.value.field == "gpu_type"
+    big = dataclasses.replace(typed, gpu_type="T4", requested_gpus=5)     # tiny-8 has 4 T4s
+    with pytest.raises(ConfigError, match="needs 5 GPUs of type T4 but cluster 'tiny-8' has 4"):
+        Simulator(TINY, [big], BASELINES["fifo"]())
 
 
 def test_a_policy_without_a_name_runs_and_a_class_is_refused():

@@ -338,7 +338,7 @@ class ScheduleEnv(HSchedEnvBase):
         if self._empty_episode:
             return self._step_of_an_empty_episode()
         self._check_running()
-        a = _action_int(action)
+        a = select_action(action)
         self._actions.append(a)
         reward, invalid, committed = 0.0, False, False
         if a == self.K:
@@ -392,7 +392,7 @@ class ScheduleEnv(HSchedEnvBase):
         return self._ref[0] if self._ref else self.K
 
 
-def _action_int(action) -> int:
+def select_action(action) -> int:
     """The action as an int, or -1 (invalid) for anything that is not one integer."""
     if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
         return int(action)

@@ -145,6 +145,14 @@ class Job:
             if canonical != self.gpu_type:
                 raise bad("gpu_type", f"must be the GPU type's canonical name "
                                       f"{show(canonical)}")
+        # NumPy numbers kept as Python ones, as the loaders make them (a NumPy batch was
+        # refused later, by model_variant, without naming the job)
+        for name, kind in (("job_id", int), ("batch", int), ("arrival_s", float),
+                           ("requested_gpus", int), ("duration_s", float),
+                           ("work_samples", float)):
+            value = getattr(self, name)
+            if value is not None and type(value) is not kind:
+                object.__setattr__(self, name, kind(value))
 
     @property
     def spec(self) -> ModelSpec:
