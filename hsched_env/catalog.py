@@ -513,9 +513,20 @@ def _packaged_gpu_index() -> dict[str, GpuType]:
     return _gpu_index({g.name: g for g in _packaged_gpus()})
 
 
+def _catalog_entries(catalog: Any, kind: type) -> tuple:
+    """A catalog's entries (``load_gpu_catalog`` / ``load_model_catalog``'s mapping of name
+    to ``kind``), or a ``ConfigError`` naming ``catalog``."""
+    entries = tuple(catalog.values()) if isinstance(catalog, Mapping) else None
+    if entries is None or not all(isinstance(e, kind) for e in entries):
+        raise ConfigError(f"a catalog is a mapping of name to {kind.__name__} (as "
+                          f"load_{'gpu' if kind is GpuType else 'model'}_catalog returns), "
+                          f"got {show(catalog)}", field="catalog")
+    return entries
+
+
 def _gpu_index(catalog: Mapping[str, GpuType]) -> dict[str, GpuType]:
     index: dict[str, GpuType] = {}
-    for gpu in catalog.values():
+    for gpu in _catalog_entries(catalog, GpuType):
         for key in (gpu.name, *gpu.aliases):
             index[_norm(key)] = gpu
     return index
@@ -589,7 +600,7 @@ def get_model(name: str, catalog: Mapping[str, ModelSpec] | None = None) -> Mode
     Raises:
         UnknownNameError: No such model; the message lists the valid names.
     """
-    models = _packaged_models() if catalog is None else tuple(catalog.values())
+    models = _packaged_models() if catalog is None else _catalog_entries(catalog, ModelSpec)
     if isinstance(name, str):
         for model in models:
             if _norm(model.name) == _norm(name):

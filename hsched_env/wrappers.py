@@ -46,7 +46,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from hsched_env.errors import check_switch
+from hsched_env.errors import ConfigError, check_switch, show
 
 #: The observation key of the mask (RLlib's and TorchRL's default).
 MASK_KEY = "action_mask"
@@ -78,15 +78,25 @@ def mask_shape(action_space: gym.Space, *, flat: bool = False) -> tuple[int, ...
     return (slots * n,) if flat else (slots, n)
 
 
+def mask_dtype(dtype) -> np.dtype:
+    """``dtype`` as a mask's NumPy dtype (bool, integer or float), or a ``ConfigError``."""
+    try:
+        out = np.dtype(dtype)
+    except TypeError:
+        out = None
+    if out is None or out.kind not in "biuf":
+        raise ConfigError(f"the mask dtype must be bool, integer or float, got {dtype!r}",
+                          field="dtype")
+    return out
+
+
 class _MaskMixin:
     """The mask of the wrapped environment's current state, in the observation's shape."""
 
     env: gym.Env
 
     def _setup_mask(self, dtype, flat: bool) -> None:
-        self._mask_dtype = np.dtype(dtype)
-        if self._mask_dtype.kind not in "biuf":
-            raise ValueError(f"the mask dtype must be bool, integer or float, got {dtype!r}")
+        self._mask_dtype = mask_dtype(dtype)
         if not self.env.has_wrapper_attr("action_masks"):
             raise TypeError(f"{self.env} has no action_masks() to read the mask from")
         self._mask_shape = mask_shape(self.env.action_space, flat=flat)
@@ -117,7 +127,7 @@ class ActionMaskObservation(_MaskMixin, gym.ObservationWrapper, gym.utils.Record
     """
 
     def __init__(self, env: gym.Env, dtype="int8") -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, dtype=np.dtype(dtype).name)
+        gym.utils.RecordConstructorArgs.__init__(self, dtype=mask_dtype(dtype).name)
         gym.ObservationWrapper.__init__(self, env)
         if not isinstance(env.observation_space, spaces.Dict):
             raise TypeError(f"ActionMaskObservation needs a Dict observation space, got "
@@ -147,7 +157,7 @@ class FlatActionMaskObservation(_MaskMixin, gym.ObservationWrapper,
     """
 
     def __init__(self, env: gym.Env, dtype="float32") -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, dtype=np.dtype(dtype).name)
+        gym.utils.RecordConstructorArgs.__init__(self, dtype=mask_dtype(dtype).name)
         gym.ObservationWrapper.__init__(self, env)
         inner = env.observation_space
         if not isinstance(inner, spaces.Dict):
@@ -203,6 +213,9 @@ def wrap_masked(env: gym.Env, *, flat: bool = False, multidiscrete: bool = True,
     mask, RLlib), after :class:`MultiBinaryAsMultiDiscrete` when ``multidiscrete`` and the
     action space is ``MultiBinary`` (``hsched/Rank-*``). ``mask_dtype`` overrides the mask's
     dtype."""
+    if not isinstance(env, gym.Env):
+        raise ConfigError(f"expected a Gymnasium environment (gymnasium.make(...)), got "
+                          f"{show(env)}", field="env")
     check_switch(flat, "flat")
     check_switch(multidiscrete, "multidiscrete")
     if multidiscrete and isinstance(env.action_space, spaces.MultiBinary):

@@ -480,3 +480,23 @@ def test_replay_reads_actions_as_the_environment_does():
         assert replay({**rec, "actions": actions})[1] == reward
     with pytest.raises(ConfigError, match="one integer"):
         replay({**rec, "actions": [*rec["actions"][:-1], 2.5]})
+
+
+def test_catalog_lookups_and_mask_wrappers_name_a_bad_argument():
+    import gymnasium as gym
+
+    from hsched_env.catalog import get_gpu, get_model, gpu_catalog, model_catalog
+    from hsched_env.wrappers import wrap_masked
+    for call in (lambda: get_gpu("v100", catalog=5), lambda: get_model("resnet50", catalog=[1]),
+                 lambda: get_model("resnet50", catalog={"a": 1})):
+        with pytest.raises(ConfigError) as err:               # AttributeError before
+            call()
+        assert err.value.field == "catalog"
+    assert get_gpu("v100", catalog=gpu_catalog()).name == "V100-16GB"
+    assert get_model("ResNet-50", catalog=model_catalog()).name == "resnet50"
+    with pytest.raises(ConfigError) as err:
+        wrap_masked(None)
+    assert err.value.field == "env"
+    with pytest.raises(ConfigError) as err:                   # numpy's TypeError before
+        wrap_masked(gym.make("hsched/Schedule-Tiny-v0"), mask_dtype="bogus")
+    assert err.value.field == "dtype"
