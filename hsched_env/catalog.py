@@ -556,6 +556,7 @@ def get_gpu(name: str, catalog: Mapping[str, GpuType] | None = None) -> GpuType:
 
     Raises:
         UnknownNameError: No such GPU type; the message lists the canonical names.
+        ConfigError: ``catalog`` is no mapping of name to ``GpuType``.
     """
     index = _packaged_gpu_index() if catalog is None else _gpu_index(catalog)
     gpu = index.get(_norm(name)) if isinstance(name, str) else None
@@ -599,6 +600,7 @@ def get_model(name: str, catalog: Mapping[str, ModelSpec] | None = None) -> Mode
 
     Raises:
         UnknownNameError: No such model; the message lists the valid names.
+        ConfigError: ``catalog`` is no mapping of name to ``ModelSpec``.
     """
     models = _packaged_models() if catalog is None else _catalog_entries(catalog, ModelSpec)
     if isinstance(name, str):

@@ -319,7 +319,7 @@ class Simulator:
             raise ConfigError(f"workload is a Workload or a sequence of jobs, got "
                               f"{show(workload)}", field="workload") from None
         if candidate_cache is not None and not isinstance(candidate_cache, MutableMapping):
-            raise ConfigError(f"candidate_cache is a dict shared between simulators (or "
+            raise ConfigError(f"candidate_cache is a mapping shared between simulators (or "
                               f"None), got {show(candidate_cache)}", field="candidate_cache")
         if not self.jobs:
             raise ConfigError("the workload has no jobs", field="workload")

@@ -82,7 +82,7 @@ def mask_dtype(dtype) -> np.dtype:
     """``dtype`` as a mask's NumPy dtype (bool, integer or float), or a ``ConfigError``."""
     try:
         out = np.dtype(dtype)
-    except TypeError:
+    except Exception:               # noqa: BLE001 (TypeError, SyntaxError, ValueError: numpy's)
         out = None
     if out is None or out.kind not in "biuf":
         raise ConfigError(f"the mask dtype must be bool, integer or float, got {dtype!r}",

@@ -474,12 +474,18 @@ def test_replay_reads_actions_as_the_environment_does():
     env.reset(seed=3)
     for _ in range(6):
         env.step(env.reference_action())
+    env.step(3.5)                                  # not one integer: recorded as -1
     rec = env.episode_record()
+    assert rec["actions"][-1] == -1
     _, reward = replay(rec)
-    for actions in (np.array(rec["actions"]), [float(a) for a in rec["actions"]]):
+    for actions in (np.array(rec["actions"]), [float(a) for a in rec["actions"]],
+                    np.array(rec["actions"], dtype=float)):
         assert replay({**rec, "actions": actions})[1] == reward
-    with pytest.raises(ConfigError, match="one integer"):
-        replay({**rec, "actions": [*rec["actions"][:-1], 2.5]})
+    for bad, field in (([*rec["actions"][:-1], 2.5], "record['actions'][6]"),
+                       (np.array(3), "record['actions']")):      # a 0-d array: TypeError
+        with pytest.raises(ConfigError) as err:
+            replay({**rec, "actions": bad})
+        assert err.value.field == field
 
 
 def test_catalog_lookups_and_mask_wrappers_name_a_bad_argument():

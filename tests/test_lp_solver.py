@@ -469,7 +469,10 @@ def test_random_problem_names_a_bad_argument(kwargs, field):
     with pytest.raises(ConfigError) as err:
         random_problem(args.pop("n_jobs"), args.pop("rng"), **args)
     assert err.value.field == field
-    # the smallest valid max_gpus with mixed candidates (numpy's "high <= 0" before)
+
+
+def test_random_problem_with_one_gpu_candidates_mixed():
+    """The smallest valid max_gpus with mixed candidates (numpy's "high <= 0" before)."""
     one = random_problem(3, np.random.default_rng(0), max_gpus=1, mixed_fraction=1.0)
     assert one.gpus.max() == 1 and (one.gpus.sum(axis=1) == 2).all()
 

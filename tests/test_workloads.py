@@ -716,15 +716,26 @@ def test_a_job_built_by_hand_is_checked_field_by_field(field, value, match):
     good = dict(job_id=3, name="a", model="resnet50", batch=None, arrival_s=0.0,
                 requested_gpus=2, duration_s=3600.0, work_samples=5.0, gpu_type="V100-16GB")
     Job(**good)
-    # NumPy numbers pass, kept as the Python numbers the loaders make
-    numpy_job = Job(**{**good, "batch": np.int64(32), "arrival_s": np.float32(5.0),
-                       "requested_gpus": np.int64(2), "work_samples": np.float64(5.0)})
-    assert (type(numpy_job.batch), type(numpy_job.arrival_s), type(numpy_job.requested_gpus),
-            type(numpy_job.work_samples)) == (int, float, int, float)
     with pytest.raises(ConfigError, match=match) as exc:
         Job(**{**good, field: value})
     assert exc.value.field == field
-    assert exc.value.source == f"job {(-1 if field == 'job_id' else 3)} ({(7 if field == 'name' else 'a')!r})"
+    job_id, name = (-1 if field == "job_id" else 3), (7 if field == "name" else "a")
+    assert exc.value.source == f"job {job_id} ({name!r})"
+
+
+def test_a_job_keeps_numpy_numbers_as_python_ones():
+    """NumPy numbers pass, kept as the Python numbers the loaders make (a NumPy batch was
+    refused later by model_variant, naming no job); an int past float's range is refused
+    (an OverflowError before)."""
+    good = dict(job_id=3, name="a", model="resnet50", batch=None, arrival_s=0.0,
+                requested_gpus=2, duration_s=3600.0, work_samples=5.0)
+    job = Job(**{**good, "batch": np.int64(32), "arrival_s": np.float32(5.0),
+                 "requested_gpus": np.int64(2), "work_samples": np.float64(5.0)})
+    assert (type(job.batch), type(job.arrival_s), type(job.requested_gpus),
+            type(job.work_samples)) == (int, float, int, float)
+    assert job.spec.global_batch == 32
+    with pytest.raises(ConfigError, match="work_samples"):
+        Job(**{**good, "work_samples": 10 ** 400})
 
 
 def test_generator_single_gpu_jobs():

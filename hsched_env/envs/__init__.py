@@ -9,7 +9,7 @@ import numpy as np
 
 from hsched_env.envs.base import ENV_IDS_BY_CLASS
 from hsched_env.envs.rank import RankEnv
-from hsched_env.envs.schedule import ScheduleEnv, select_action
+from hsched_env.envs.schedule import ScheduleEnv, read_action
 from hsched_env.errors import ConfigError, UnknownNameError, is_whole_number, show
 from hsched_env.registration import VARIANT_IDS
 
@@ -24,13 +24,14 @@ def _check_recorded_actions(actions, cls: str) -> None:
     (``ScheduleEnv``) or of keep-bit lists (``RankEnv``, whose ``step`` checks the bits). A
     select-mode environment counts a non-integer action as an invalid one, so ``"abc"``
     replayed as three invalid actions and another reward, without a word."""
-    if not isinstance(actions, (list, tuple, np.ndarray)):
+    if not (isinstance(actions, (list, tuple))
+            or (isinstance(actions, np.ndarray) and actions.ndim >= 1)):
         raise ConfigError(f"a record's actions are a list, got {show(actions)}",
                           field="record['actions']")
     for i, a in enumerate(actions):
         # what the environment's step reads as one integer (3, np.int64(3), 3.0, [3]); -1 is
-        # how a record keeps an invalid action
-        if cls == "ScheduleEnv" and not (is_whole_number(a) or select_action(a) != -1):
+        # how a record keeps an invalid action (-1.0 after a float-only tool)
+        if cls == "ScheduleEnv" and read_action(a) is None:
             raise ConfigError(f"a select-mode action is one integer, got {show(a)}",
                               field=f"record['actions'][{i}]")
         if cls == "RankEnv" and not isinstance(a, (list, tuple, np.ndarray)):

@@ -338,7 +338,9 @@ class ScheduleEnv(HSchedEnvBase):
         if self._empty_episode:
             return self._step_of_an_empty_episode()
         self._check_running()
-        a = select_action(action)
+        a = read_action(action)
+        if a is None:
+            a = -1                                    # not one integer: an invalid action
         self._actions.append(a)
         reward, invalid, committed = 0.0, False, False
         if a == self.K:
@@ -392,19 +394,21 @@ class ScheduleEnv(HSchedEnvBase):
         return self._ref[0] if self._ref else self.K
 
 
-def select_action(action) -> int:
-    """The action as an int, or -1 (invalid) for anything that is not one integer."""
+def read_action(action) -> int | None:
+    """The action as an int (an int, a NumPy integer, an integral float, a one-element
+    array), or ``None`` for anything that is not one integer (``step`` plays it as the
+    invalid action -1)."""
     if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
         return int(action)
     try:
         value = np.asarray(action)
-    except Exception:                                 # noqa: BLE001 (any object: invalid)
-        return -1
+    except Exception:                                 # noqa: BLE001 (any object: unreadable)
+        return None
     if value.size != 1 or value.dtype.kind not in "iuf":
-        return -1
+        return None
     value = value.reshape(()).item()
     if isinstance(value, float) and not value.is_integer():
-        return -1
+        return None
     return int(value)
 
 

@@ -35,6 +35,14 @@ def _variant(model: str, batch: int | None) -> ModelSpec:
     return model_variant(model, batch)
 
 
+def _finite_as_float(value) -> bool:
+    """Whether ``float(value)`` is finite (an int past float's range overflows)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 @lru_cache(maxsize=256)
 def _model_known(name: str) -> bool:
     try:
@@ -136,7 +144,8 @@ class Job:
                 and MIN_DURATION_S <= self.duration_s <= MAX_SECONDS):
             raise bad("duration_s", f"must be a number of seconds from {MIN_DURATION_S:g} "
                                     f"to {MAX_SECONDS:g}")
-        if not (is_real_number(self.work_samples) and 0 < self.work_samples < math.inf):
+        if not (is_real_number(self.work_samples) and 0 < self.work_samples
+                and _finite_as_float(self.work_samples)):
             raise bad("work_samples", "must be a finite number of samples > 0")
         if self.gpu_type is not None:
             if not isinstance(self.gpu_type, str):
