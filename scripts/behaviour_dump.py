@@ -190,6 +190,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shared", type=Path, default=SHARED,
                     help=f"the shared folder with traces/ (default {SHARED})")
     args = ap.parse_args(argv)
+    if args.diff and args.out:
+        ap.error("--out writes a dump, --diff compares two: give one of them")
     if args.diff:
         dumps = []
         for p in args.diff:
@@ -208,6 +210,10 @@ def main(argv=None) -> int:
         return 1 if lines else 0
     if not args.out:
         ap.error("give --out FILE or --diff BEFORE AFTER")
+    # imported here: a dump may be taken with another checkout's code first on the path
+    sys.path.append(str(Path(__file__).resolve().parent))
+    from script_args import refuse_unwritable
+    refuse_unwritable(ap, out=args.out)
     if not (args.shared / POLLUX_W2).is_file():
         ap.error(f"--shared: no {POLLUX_W2} under {args.shared} (give the shared folder)")
     args.out.write_text(json.dumps(dump(args.shared), indent=1, sort_keys=True))

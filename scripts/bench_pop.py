@@ -151,7 +151,13 @@ def main() -> None:
                     help="decisions per configuration (3)")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args()
-    executors = ["serial"] + [e for e in args.executors.split(",") if e and e != "serial"]
+    over = [k for k in args.pops if k > MAX_POP_PARTS]
+    if over:                   # (refused after the work before: pop-2's results were lost)
+        ap.error(f"--pops: K must be at most {MAX_POP_PARTS}, got {over[0]}")
+    named = args.executors.split(",")
+    if "" in (e.strip() for e in named):
+        ap.error(f"--executors: an empty entry in {args.executors!r}")
+    executors = ["serial"] + [e.strip() for e in named if e.strip() != "serial"]
     for e in executors:
         if e not in EXECUTORS:
             ap.error(f"--executors: unknown executor {e!r} (choose from {', '.join(EXECUTORS)})")

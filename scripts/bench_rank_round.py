@@ -266,8 +266,12 @@ def main(argv=None) -> int:
         ap.error("--pairs and --min-rounds must be >= 1")
     if not (args.against / "hsched_env" / "__init__.py").is_file():
         ap.error(f"--against {args.against}: not a checkout (no hsched_env/__init__.py there)")
-    if args.plot is not None and not args.plot.resolve().parent.is_dir():
-        ap.error(f"--plot {args.plot}: its folder does not exist")
+    if args.plot is not None:
+        # imported here: the runs of each checkout execute this file with that checkout's
+        # code first on the path, which need not have what script_args imports
+        sys.path.append(str(Path(__file__).resolve().parent))
+        from script_args import refuse_unwritable
+        refuse_unwritable(ap, plots=("plot",), plot=args.plot)
     rows, runs = compare(args.against.resolve(), args.keep, args)
     if args.plot is not None:
         plot(runs, args.plot, args.against.resolve())

@@ -74,6 +74,9 @@ from hsched_env.text import markdown_table  # noqa: E402
 from hsched_env.workloads import load_workload  # noqa: E402
 from lp_baseline.registry import make_policy  # noqa: E402
 
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import refuse_unwritable  # noqa: E402
+
 #: ``--prune``'s default: the shipped ranker's scope (the kept set restricts the LP solve only)
 PRUNE = "lp"
 
@@ -261,9 +264,7 @@ def main(argv=None) -> int:
     if args.seeds < 1:
         ap.error("--seeds must be >= 1")
     names = args.scenarios.split(",") if args.scenarios else None
-    for path, flag in ((args.out, "--out"), (args.plot, "--plot")):
-        if path and not Path(path).resolve().parent.is_dir():
-            ap.error(f"{flag}: the folder of {path} does not exist")
+    refuse_unwritable(ap, plots=("plot",), out=args.out, plot=args.plot)
     try:
         rows = measure(names, args.seeds, progress=not args.no_progress, suite=args.suite,
                        prune=tuple(p.strip() for p in args.prune.split(",")))

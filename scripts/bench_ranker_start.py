@@ -48,7 +48,7 @@ from hsched_env.errors import ConfigError  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
 from script_args import (int_list, list_of, one_line_errors, positive_int,  # noqa: E402
-                         positive_number, probability)
+                         positive_number, probability, refuse_unwritable)
 
 
 def _starts(scores: np.ndarray, jobs: np.ndarray, fractions, per_job) -> dict:
@@ -205,8 +205,7 @@ def main(argv=None) -> int:
     here = fr if args.command == "fractions" else cp
     if not args.ranker.is_file():
         here.error(f"--ranker: no such file: {args.ranker}")
-    if args.json is not None and not args.json.resolve().parent.is_dir():
-        here.error(f"--json {args.json}: its folder does not exist")
+    refuse_unwritable(here, json=args.json)
     if args.command == "fractions" and args.sizes is not None:
         known = [sc.name.rsplit("-", 1)[-1] for sc in SUITES["large-family"].scenarios]
         unknown = [s for s in args.sizes.split(",") if s not in known]

@@ -37,7 +37,8 @@ from agents.ranker import Ranker, shipped_ranker_path  # noqa: E402
 from agents.suites import custom_suite  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
-from script_args import nonnegative_int, one_line_errors, positive_number  # noqa: E402
+from script_args import (nonnegative_int, one_line_errors, positive_number,  # noqa: E402
+                         refuse_unwritable)
 
 #: Lower edges of the bands of kept share the recall is reported for.
 BANDS = (0.0, 0.15, 0.25, 0.35)
@@ -92,9 +93,7 @@ def main(argv=None) -> int:
         ap.error(f"--also: no such file: {', '.join(missing)}")
     if not args.ranker.is_file():
         ap.error(f"--ranker: no such file: {args.ranker}")
-    for flag, path in (("--json", args.json), ("--plot", args.plot)):
-        if path is not None and not path.resolve().parent.is_dir():
-            ap.error(f"{flag} {path}: its folder does not exist")
+    refuse_unwritable(ap, plots=("plot",), json=args.json, plot=args.plot)
     agent = KeptLog(args.ranker, args.gate_candidates)
     # the unsure gate the file runs with elsewhere (drawn on the plot)
     in_use = Ranker.load(args.ranker, gate_candidates=args.gate_candidates).max_kept_fraction

@@ -41,7 +41,7 @@ from agents.suites import SUITES, custom_suite, is_training_seed  # noqa: E402
 from hsched_env.errors import ConfigError  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
-from script_args import one_line_errors  # noqa: E402
+from script_args import one_line_errors, refuse_unwritable  # noqa: E402
 
 #: Overloaded Philly windows outside the held-out Philly evaluation's dates (2017-10-02 to
 #: 10-12): two of ``agents.regimes.MIXED_WIDE``'s ``sia-64`` windows and the same 10-16 window
@@ -138,8 +138,7 @@ def main(argv=None) -> int:
                  f"training seeds, not on the evaluation's")
     if not args.ranker.is_file():
         ap.error(f"--ranker: no such file: {args.ranker}")
-    if args.json is not None and not args.json.resolve().parent.is_dir():
-        ap.error(f"--json {args.json}: its folder does not exist")
+    refuse_unwritable(ap, json=args.json)
     entry = ungated(args.ranker)
     family = SUITES["large-family"]
     by_size = {sc.name.rsplit("-", 1)[-1]: sc for sc in family.scenarios}

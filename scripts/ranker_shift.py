@@ -108,10 +108,13 @@ def main(argv=None) -> int:
     if entry.ranker is None:
         ap.error(f"--ranker: {args.ranker!r} is not a ranker file")
     if hasattr(entry.ranker, "max_kept_fraction"):
-        # the network's own keep bits: an unsure round solved whole would count as recall 1
+        # the network's own keep bits on every round: a round its gates solve whole (below
+        # the file's candidate gate, or unsure) would count as recall 1 (on smoke every
+        # round is below the shipped file's gate: "recall 1.000")
         entry.ranker.max_kept_fraction = 1.0
-    print(f"{entry.label} on {scenario.name} ({scenario.workload}); recall of the full LP's "
-          f"support per round, mean (first half / second half of the rounds)")
+        entry.ranker.gate_candidates = 0
+    print(f"{entry.label} on {scenario.name} ({scenario.workload}), its gates off; recall of "
+          f"the full LP's support per round, mean (first half / second half of the rounds)")
     for seed in seeds:
         slots = slots_for(entry, suite, scenario, seed)          # once for both episodes
         for drive in ("lp", "ranker"):

@@ -52,6 +52,9 @@ import gymnasium as gym
 import hsched_env  # noqa: F401  (registers the environments)
 from hsched_env.defaults import EARLIER_DRAWS
 
+sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
+from script_args import refuse_unwritable  # noqa: E402
+
 SCHEDULE = {"env_id": "hsched/Schedule-v0", "cluster": "sia-64",
             "workload": f"gavel:rate=4,jobs=100,{EARLIER_DRAWS}", "kwargs": {}}
 # Rank steps are one LP round each (~4 ms with the default workload): a lighter scenario
@@ -493,6 +496,7 @@ def main(argv=None) -> int:
         return 0
     if args.steps < 1 or (args.rank_steps is not None and args.rank_steps < 1):
         ap.error("--steps and --rank-steps must be >= 1")
+    refuse_unwritable(ap, json=args.json, markdown=args.markdown)
     if args.seed < 0:
         ap.error(f"--seed must be >= 0, got {args.seed}")
     steps = {"schedule": args.steps,

@@ -65,7 +65,8 @@ from hsched_env.errors import UnknownNameError  # noqa: E402
 from hsched_env.registration import VARIANTS, variant  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
-from script_args import nonnegative_int, one_line_errors, positive_int  # noqa: E402
+from script_args import (nonnegative_int, one_line_errors, output_folder_problem,  # noqa: E402
+                         positive_int)
 
 SMALL_IDS = tuple(v.id for v in VARIANTS if v.level in ("Tiny", "Small"))
 MEDIUM_IDS = tuple(v.id for v in VARIANTS if v.level in ("", "Medium"))
@@ -396,23 +397,34 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated subset of {', '.join(a.name for a in AGENTS)}")
     p.add_argument("--run", action="append", default=[], metavar="ID:AGENT=RUNDIR",
                    help="evaluate this run directory as AGENT on ID instead of training it")
-    p.add_argument("--train-dir", default="runs/rl-baselines",
-                   help="where the trainings go (runs/rl-baselines; overwritten)")
+    p.add_argument("--train-dir", default=str(ROOT / "runs" / "rl-baselines"),
+                   help="where the trainings go (this checkout's runs/rl-baselines; "
+                        "overwritten)")
     p.add_argument("--timesteps", type=positive_int, default=None,
                    help="override the hyper-parameter files' n_timesteps (quick tries)")
     p.add_argument("--train-seed", type=nonnegative_int, default=0, help="training seed (0)")
-    p.add_argument("--out", default="docs/rl_baselines.md",
-                   help="markdown to write (the JSON goes next to it)")
+    p.add_argument("--out", default=str(ROOT / "docs" / "rl_baselines.md"),
+                   help="markdown to write (the JSON goes next to it; default this "
+                        "checkout's docs/rl_baselines.md, wherever it is run from)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--render", default=None, metavar="JSON",
                    help="only rewrite --out from an earlier run's JSON (same command line, "
                         "no episodes run; trained agents' records re-read from their run "
                         "directories when present)")
     args = p.parse_args(argv)
+    # (its folder is made if missing, as the training runs' folder is)
+    problem = ("it is a folder, not a file" if Path(args.out).is_dir()
+               else output_folder_problem(Path(args.out).parent))
+    if problem:
+        p.error(f"--out: cannot write {args.out!r}: {problem}")
     if args.render:
         if not Path(args.render).is_file():
             p.error(f"--render: no such file: {args.render}")
-        return render(Path(args.render), Path(args.out))
+        try:
+            return render(Path(args.render), Path(args.out))
+        except (ValueError, KeyError, TypeError) as exc:      # not this script's JSON
+            p.error(f"--render: {args.render} is not an earlier run's JSON "
+                    f"({type(exc).__name__}: {exc})")
 
     ids = ((_names(p, "--ids", args.ids) if args.ids else list(SMALL_IDS))
            + (list(MEDIUM_IDS) if args.medium else []) + (list(LARGE_IDS) if args.large else []))

@@ -12,7 +12,8 @@
 * ``output_file_problem`` / ``output_folder_problem``: why a file or folder the script will
   write at the end cannot be written (``None`` if it can), checked before a long run without
   creating anything, so a bad ``--json`` / ``--out`` is a one-line error up front rather than
-  a traceback after the work.
+  a traceback after the work; ``refuse_unwritable(parser, out=..., json=...)`` makes that the
+  parser's error for a script's output flags (and checks a ``--plot`` file's format).
 
 A script imports it with its own folder on ``sys.path`` (``python scripts/NAME.py`` puts it
 there; the scripts add it too, for tests that load them by path)::
@@ -33,8 +34,9 @@ from pathlib import Path
 from hsched_env.errors import (HSchedError, command_line_value, decimal_float, decimal_int,
                                show)
 
-__all__ = ["int_list", "list_of", "nonnegative_int", "one_line_errors", "output_file_problem",
-           "output_folder_problem", "positive_int", "positive_number", "probability"]
+__all__ = ["PLOT_SUFFIXES", "int_list", "list_of", "nonnegative_int", "one_line_errors",
+           "output_file_problem", "output_folder_problem", "positive_int", "positive_number",
+           "probability", "refuse_unwritable"]
 
 
 def positive_int(text: str) -> int:
@@ -112,6 +114,28 @@ def output_file_problem(path) -> str | None:
     if not os.access(folder, os.W_OK):
         return f"its folder {str(folder)!r} is not writable"
     return None
+
+
+#: The figure formats the scripts' ``--plot`` files may name (matplotlib's, by suffix).
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff",
+                 ".webp")
+
+
+def refuse_unwritable(parser: argparse.ArgumentParser, plots: tuple = (), **paths) -> None:
+    """``parser.error`` (one line, exit 2) for the first of ``paths`` (``--flag-name`` with
+    ``_`` for ``-``: the file it names, or ``None`` / ``"-"``: not written) that cannot be
+    written (``output_file_problem``), checked before the run; for the flags in ``plots``
+    also a suffix that is not a figure format (``--plot /tmp`` wrote ``/tmp.png``, ``x.xyz``
+    ended in matplotlib's traceback after the run)."""
+    for key, path in paths.items():
+        if path is None or str(path) == "-":
+            continue
+        flag = "--" + key.replace("_", "-")
+        problem = output_file_problem(path)
+        if problem is None and key in plots and Path(path).suffix.lower() not in PLOT_SUFFIXES:
+            problem = f"not a figure file (give one of {', '.join(PLOT_SUFFIXES)})"
+        if problem is not None:
+            parser.error(f"{flag}: cannot write {str(path)!r}: {problem}")
 
 
 def output_folder_problem(path) -> str | None:

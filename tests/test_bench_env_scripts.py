@@ -13,8 +13,10 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
 def _load(name: str):
+    import sys
     spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module            # (a script's dataclasses look their module up)
     spec.loader.exec_module(module)
     return module
 
@@ -197,3 +199,41 @@ def test_bench_many_nodes_tells_outputs_apart_but_not_timings():
     assert script.comparable("simulate 20 jobs", a) != script.comparable("simulate 20 jobs", c)
     assert script.comparable("candidates resnet50", a) != script.comparable(
         "candidates resnet50", b)
+
+
+@pytest.mark.parametrize("name,argv,needle", [
+    # a folder for a file, a missing folder, a figure of no known format: refused before the
+    # run (each ended in a traceback after the work, its results lost; --plot /tmp wrote
+    # /tmp.png)
+    ("bench_ranker_bound", ["--suite", "smoke", "--out", "{tmp}"], "--out: cannot write"),
+    ("bench_ranker_bound", ["--suite", "smoke", "--plot", "{tmp}/x.xyz"], "not a figure file"),
+    ("bench_ranker_start", ["compare", "--suite", "smoke", "--json", "{tmp}"],
+     "--json: cannot write"),
+    ("ranker_load", ["--json", "{tmp}/no/x.json"], "does not exist"),
+    ("reliability", ["--steps", "10", "--json", "{tmp}/no/x.json"], "--json: cannot write"),
+    ("reliability", ["--steps", "10", "--markdown", "{tmp}"], "--markdown: cannot write"),
+    ("behaviour_dump", ["--out", "{tmp}/no/d.json"], "--out: cannot write"),
+    ("behaviour_dump", ["--out", "{tmp}/d.json", "--diff", "a", "b"], "give one of them"),
+    ("rl_baselines", ["--out", "{tmp}"], "--out: cannot write"),
+    ("rl_baselines", ["--render", "{readme}", "--out", "{tmp}/r.md"],
+     "is not an earlier run's JSON"),
+    ("bench_rank_round", ["--against", "{repo}", "--pairs", "1", "--plot", "{tmp}"],
+     "--plot: cannot write"),
+])
+def test_scripts_refuse_an_output_they_cannot_write_before_the_run(name, argv, needle,
+                                                                    tmp_path, capsys):
+    repo = SCRIPTS.parent
+    argv = [a.format(tmp=tmp_path, readme=repo / "README.md", repo=repo) for a in argv]
+    _refused(_load(name), argv, capsys, needle)
+    assert not any(tmp_path.iterdir())                 # nothing written
+
+
+def test_bench_pop_bounds_k_and_refuses_an_empty_executor(capsys, monkeypatch):
+    import sys
+    script = _load("bench_pop")
+    for argv, needle in ((["--pops", "2,5000"], "at most 1024"),
+                         (["--executors", ","], "an empty entry")):
+        monkeypatch.setattr(sys, "argv", ["bench_pop.py", *argv])
+        with pytest.raises(SystemExit) as stop:
+            script.main()
+        assert stop.value.code == 2 and needle in capsys.readouterr().err
