@@ -131,6 +131,8 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     ap.add_argument("--json", action="store_true", help="one JSON object")
     args = ap.parse_args(argv)
+    if args.json and args.markdown:             # (JSON won, silently)
+        ap.error("--json and --markdown: give one of them")
     only = None if args.only is None else [o.strip() for o in args.only.split(",")]
     if only is not None:
         if not all(only):

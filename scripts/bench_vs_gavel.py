@@ -426,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
                  our_jobs=args.our_jobs or b + 1000)
     if cfg.our_jobs < b:
         ap.error(f"--our-jobs {cfg.our_jobs} is below the measured end {b}")
+    if args.gavel_log is not None and not args.gavel:
+        ap.error("--gavel-log: Gavel's log is written only when its side runs (give --gavel)")
     # what is written at the end, checked before the runs (nothing is created here)
     for flag, path in (("--out", args.out), ("--gavel-log", args.gavel_log)):
         problem = path is not None and output_file_problem(path)

@@ -88,6 +88,8 @@ def main(argv=None) -> int:
     ap.add_argument("--also", type=Path, nargs="*", default=[], metavar="JSON",
                     help="--json files of earlier runs to draw with this one")
     args = ap.parse_args(argv)
+    if args.also and args.plot is None:         # (they were read by nothing)
+        ap.error("--also: earlier runs are drawn on --plot; give --plot FILE.png")
     missing = [str(f) for f in args.also if not Path(f).is_file()]
     if missing:
         ap.error(f"--also: no such file: {', '.join(missing)}")

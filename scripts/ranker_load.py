@@ -142,13 +142,18 @@ def main(argv=None) -> int:
     entry = ungated(args.ranker)
     family = SUITES["large-family"]
     by_size = {sc.name.rsplit("-", 1)[-1]: sc for sc in family.scenarios}
-    sizes = [s.strip() for s in args.bursts.split(",") if s.strip()]
+    sizes = [s.strip() for s in args.bursts.split(",")] if args.bursts.strip() else []
+    if "" in sizes:
+        ap.error(f"--bursts: an empty entry in {args.bursts!r}")
     unknown = [s for s in sizes if s not in by_size]
     if unknown:
         ap.error(f"--bursts: {', '.join(unknown)} not among large-family's "
                  f"{', '.join(by_size)} (by active-job scale)")
     runs = [(family, by_size[s], seeds) for s in sizes]
-    for spec in (w for w in args.windows.split(",") if w.strip()):
+    windows = [w.strip() for w in args.windows.split(",")] if args.windows.strip() else []
+    if "" in windows:
+        ap.error(f"--windows: an empty entry in {args.windows!r}")
+    for spec in windows:
         if "@" not in spec:
             ap.error(f"--windows: {spec!r} is not CLUSTER@START")
         cluster, start = spec.split("@", 1)
@@ -158,6 +163,8 @@ def main(argv=None) -> int:
         except ConfigError as exc:
             ap.error(f"--windows: {spec!r}: {exc}")
         runs.append((suite, suite.scenarios[0], [0]))         # a trace: the same jobs
+    if not runs:                                # (it ran nothing and said nothing)
+        ap.error("--bursts and --windows are both empty: nothing to run")
     try:
         from hsched_env.workloads.traces import traces_dir
         if len(runs) > len(sizes):

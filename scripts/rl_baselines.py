@@ -418,6 +418,13 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         p.error(f"--out: cannot write {args.out!r}: {problem}")
     if args.render:
+        # the rendered JSON's own ids, agents and seeds are what it shows
+        given = [f for f, v in (("--ids", args.ids), ("--medium", args.medium),
+                                ("--large", args.large), ("--agents", args.agents),
+                                ("--run", args.run), ("--no-train", args.no_train)) if v]
+        if given:
+            p.error(f"--render rewrites an earlier run's tables; {', '.join(given)} would "
+                    f"change nothing")
         if not Path(args.render).is_file():
             p.error(f"--render: no such file: {args.render}")
         try:

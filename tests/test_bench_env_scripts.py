@@ -237,3 +237,21 @@ def test_bench_pop_bounds_k_and_refuses_an_empty_executor(capsys, monkeypatch):
         with pytest.raises(SystemExit) as stop:
             script.main()
         assert stop.value.code == 2 and needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,argv,needle", [
+    # flags that contradict each other, or a run of nothing, were silently accepted
+    ("bench_env", ["--json", "--markdown"], "give one of them"),
+    ("bench_vs_gavel", ["--gavel-log", "{tmp}/g.txt"], "give --gavel"),
+    ("ranker_kept", ["--cluster", "sia-64", "--workload", "gavel:jobs=3", "--also",
+                     "{readme}"], "give --plot"),
+    ("ranker_load", ["--bursts", "", "--windows", ""], "nothing to run"),
+    ("ranker_load", ["--bursts", "500,,1000"], "an empty entry"),
+    ("rl_baselines", ["--render", "{readme}", "--ids", "hsched/Rank-Tiny-v0", "--out",
+                      "{tmp}/r.md"], "would change nothing"),
+])
+def test_scripts_refuse_flags_that_contradict_each_other(name, argv, needle, tmp_path, capsys):
+    repo = SCRIPTS.parent
+    argv = [a.format(tmp=tmp_path, readme=repo / "README.md") for a in argv]
+    _refused(_load(name), argv, capsys, needle)
+    assert not any(tmp_path.iterdir())

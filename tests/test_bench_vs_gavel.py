@@ -202,10 +202,13 @@ def test_main_warns_when_our_arrivals_ran_out(monkeypatch, capsys):
 @pytest.mark.parametrize("flag", ["--out", "--gavel-log"])
 def test_outputs_are_checked_before_the_runs(tmp_path, monkeypatch, capsys, flag):
     _ours_refused(monkeypatch)
+    # Gavel's log is written only when Gavel's side runs: a (fake) checkout given with it
+    gavel = ["--gavel", str(tmp_path / "gavel")] if flag == "--gavel-log" else []
     for path, says in ((tmp_path / "no" / "x.json", "does not exist"),
                        (tmp_path, "it is a folder")):
         with pytest.raises(SystemExit) as exc:
-            bvg.main(["--runs", "1", "--jobs", "2:6", "--our-jobs", "10", flag, str(path)])
+            bvg.main(["--runs", "1", "--jobs", "2:6", "--our-jobs", "10", *gavel, flag,
+                      str(path)])
         err = capsys.readouterr().err
         assert exc.value.code == 2 and f"{flag} {path}: cannot write it" in err, err
         assert says in err and "Traceback" not in err
