@@ -237,8 +237,6 @@ def evaluate(suite: Suite | str, policies=None, seeds: int | list[int] | None = 
     if not isinstance(suite, Suite):
         raise ConfigError(f"must be a suite's name or an agents.suites.Suite, got "
                           f"{show(suite)}", field="suite")
-    if not suite.scenarios:
-        raise ConfigError(f"suite {suite.name!r} has no scenarios", field="suite")
     seeds = _evaluation_seeds(suite, seeds)
     if isinstance(timing_repeats, bool) or not isinstance(timing_repeats, (int, np.integer)) \
             or timing_repeats < 1:

@@ -46,7 +46,7 @@ from hsched_env.planner import CandidateTable, PlannerConfig, plan, plan_sets, s
 from hsched_env.policy import Assignment, Policy, SchedulerView
 from hsched_env.table_memo import TableMemo
 from hsched_env.throughput import check_throughput_source
-from hsched_env.workloads.types import MAX_SECONDS, Job
+from hsched_env.workloads.types import MAX_SECONDS, Job, gpus_over_capacity, missing_gpu_type
 
 log = logging.getLogger(__name__)
 
@@ -253,20 +253,17 @@ def _check_jobs_fit(jobs, cluster: Cluster) -> None:
     refuses such rows with their file and line; jobs built or loaded for another cluster
     would otherwise wait for ever (or, under the co-optimizer, run on a set the trace did not
     ask for, with a fairness above what any schedule could give)."""
-    capacity, total = cluster.capacity, cluster.num_gpus
     for job in jobs:
-        if job.gpu_type is not None and job.gpu_type not in capacity:
-            raise ConfigError(f"cluster {show(cluster.name)} has no {job.gpu_type} GPUs (it "
-                              f"has {', '.join(sorted(capacity))})",
-                              source=f"job {job.job_id} ({show(job.name)})", field="gpu_type")
-        have = total if job.gpu_type is None else capacity[job.gpu_type]
-        if job.requested_gpus > have:
-            of = "" if job.gpu_type is None else f" of type {job.gpu_type}"
-            raise ConfigError(f"job needs {job.requested_gpus} GPUs{of} but cluster "
-                              f"{show(cluster.name)} has {have}{'' if of else ' in total'} "
-                              f"(was the workload loaded for another cluster?)",
-                              source=f"job {job.job_id} ({show(job.name)})",
-                              field="requested_gpus")
+        field, problem = "gpu_type", (None if job.gpu_type is None
+                                      else missing_gpu_type(cluster, job.gpu_type))
+        if problem is None:
+            field, problem = "requested_gpus", gpus_over_capacity(
+                cluster, job.requested_gpus, job.gpu_type)
+            if problem:
+                problem += " (was the workload loaded for another cluster?)"
+        if problem:
+            raise ConfigError(problem, source=f"job {job.job_id} ({show(job.name)})",
+                              field=field)
 
 
 class _NotStarted:

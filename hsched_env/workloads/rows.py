@@ -26,7 +26,8 @@ from hsched_env.errors import (ConfigError, TraceError, UnknownNameError, decima
 from hsched_env.text import counted
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model
 from hsched_env.workloads.reference import _fit_reference, reference_gpu
-from hsched_env.workloads.types import MAX_SECONDS, MIN_DURATION_S, Job, Workload, _variant
+from hsched_env.workloads.types import (MAX_SECONDS, MIN_DURATION_S, Job, Workload, _variant,
+                                        gpus_over_capacity, missing_gpu_type)
 
 # The package's logger name, as before it was split into modules ("hsched_env.workloads: ...").
 log = logging.getLogger("hsched_env.workloads")
@@ -168,10 +169,9 @@ class _Rows:
             name = get_gpu(text).name
         except UnknownNameError as exc:
             raise self.error(field, str(exc)) from None
-        have = self.cluster.capacity
-        if name not in have:
-            raise self.error(field, f"cluster {show(self.cluster.name)} has no {name} GPUs "
-                                    f"(it has {', '.join(sorted(have))})")
+        problem = missing_gpu_type(self.cluster, name)
+        if problem:
+            raise self.error(field, problem)
         return name
 
     # ---- completion: reference throughput, raised GPU counts, cluster capacity
@@ -214,15 +214,9 @@ class _Rows:
                                   float(duration_s), float(work_samples), gpu_type, gpus))
 
     def _check_capacity(self, gpus: int, gpu_type: str | None, field: str, why: str) -> None:
-        c = self.cluster
-        if gpu_type is not None:
-            cap = c.capacity.get(gpu_type, 0)
-            if gpus > cap:
-                raise self.error(field, f"job needs {show(gpus)} GPUs of type {gpu_type}{why} but "
-                                 f"cluster {show(c.name)} has {cap}")
-        elif gpus > c.num_gpus:
-            raise self.error(field, f"job needs {show(gpus)} GPUs{why} but cluster "
-                             f"{show(c.name)} has {c.num_gpus} in total")
+        problem = gpus_over_capacity(self.cluster, gpus, gpu_type, why)
+        if problem:
+            raise self.error(field, problem)
 
 
 def _assemble(rows: _Rows, spec: str, notes: list[str], max_jobs: int | None,

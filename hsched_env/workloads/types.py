@@ -29,6 +29,28 @@ MAX_SECONDS = 1e10
 MIN_DURATION_S = 1e-3
 
 
+# ----------------------------------------------------------------- fitting a cluster
+def missing_gpu_type(cluster, gpu_type: str) -> str | None:
+    """Why a job constrained to ``gpu_type`` cannot run on ``cluster`` (it has none of that
+    type), or ``None``; shared by the trace loaders and the ``Simulator``."""
+    have = cluster.capacity
+    if gpu_type in have:
+        return None
+    return f"cluster {show(cluster.name)} has no {gpu_type} GPUs (it has {', '.join(sorted(have))})"
+
+
+def gpus_over_capacity(cluster, gpus: int, gpu_type: str | None, why: str = "") -> str | None:
+    """Why a job of ``gpus`` GPUs (of ``gpu_type``, if constrained) cannot run on ``cluster``
+    (more than it has; ``why`` follows the count), or ``None``."""
+    if gpu_type is not None:
+        cap = cluster.capacity.get(gpu_type, 0)
+        return (None if gpus <= cap else f"job needs {show(gpus)} GPUs of type {gpu_type}{why} "
+                                         f"but cluster {show(cluster.name)} has {cap}")
+    return (None if gpus <= cluster.num_gpus else
+            f"job needs {show(gpus)} GPUs{why} but cluster {show(cluster.name)} has "
+            f"{cluster.num_gpus} in total")
+
+
 # ---------------------------------------------------------------------------------- types
 @lru_cache(maxsize=None)
 def _variant(model: str, batch: int | None) -> ModelSpec:
