@@ -184,7 +184,7 @@ def diff(a, b, path="") -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="write the dump here")
     ap.add_argument("--diff", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     ap.add_argument("--shared", type=Path, default=SHARED,

@@ -131,6 +131,9 @@ def main(argv=None) -> int:
                     help="seconds after which a command is stopped")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = ap.parse_args(argv)
+    for flag, values in (("--nodes", args.nodes), ("--models", args.models)):
+        if len(set(values)) != len(values):  # a value twice would pool its runs' timings
+            ap.error(f"{flag}: give distinct values, got {','.join(map(str, values))}")
     if any(n > 50_000 for n in args.nodes):
         ap.error("--nodes: at most 50000 per pool (MAX_NODES is 100000 in all)")
     from hsched_env.catalog import get_model

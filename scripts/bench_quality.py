@@ -82,7 +82,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args
-from script_args import output_file_problem, output_folder_problem  # noqa: E402
+from script_args import (nonnegative_int, output_file_problem, output_folder_problem,  # noqa: E402
+                         positive_int)
 
 DEFAULT_POLICIES = "heterosched-lp,heterosched-lp-las,gavel,sia"
 GROUPS = ("gavel-classic", "gavel-llm", "philly", "pollux")
@@ -705,9 +706,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=_split, default=",".join(GROUPS),
                     help=f"comma-separated case groups ({', '.join(GROUPS)}; default all)")
-    ap.add_argument("--seeds", type=int, default=3,
+    ap.add_argument("--seeds", type=positive_int, default=3,
                     help="how many seeds of the generator cases (default 3: seeds 0..2)")
-    ap.add_argument("--first-seed", type=int, default=0, metavar="K",
+    ap.add_argument("--first-seed", type=nonnegative_int, default=0, metavar="K",
                     help="the generator cases' first seed (default 0); e.g. --first-seed 3 "
                          "for seeds held out from the published table")
     ap.add_argument("--policies", default=DEFAULT_POLICIES,
@@ -715,7 +716,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"(default {DEFAULT_POLICIES})")
     ap.add_argument("--objective", default=None,
                     help="LP objective handed to make_policy (default: its own)")
-    ap.add_argument("--workers", type=int, default=2, help="simulation processes (default 2)")
+    ap.add_argument("--workers", type=positive_int, default=2, help="simulation processes (default 2)")
     ap.add_argument("--quick", action="store_true",
                     help=f"smoke run: 1 seed, at most {QUICK_JOBS} jobs per case")
     ap.add_argument("--out", default=str(REPO / "runs" / "bench_quality"),
@@ -735,8 +736,6 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--policies: {exc.reason}")
     if len(set(policies)) != len(policies):
         ap.error("--policies: give distinct policy names")
-    if args.workers < 1:
-        ap.error("--workers must be >= 1")
     try:
         cases = build_cases(args.cases, args.seeds, args.quick, args.first_seed)
     except ValueError as exc:

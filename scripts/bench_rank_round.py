@@ -202,11 +202,12 @@ def _times(x: float | None) -> str:
 
 
 def _keeps(text: str) -> list[float]:
-    """``--keep``: one probability, or a comma-separated list (duplicates dropped)."""
-    parts = [v.strip() for v in str(text).split(",") if v.strip()]
-    if not parts:
+    """``--keep``: one probability, or a comma-separated list (duplicates dropped; an empty
+    entry, a stray comma, is refused rather than skipped)."""
+    parts = [v.strip() for v in str(text).split(",")]
+    if not all(parts):
         raise argparse.ArgumentTypeError(
-            f"expected a number or a comma-separated list, got {text!r}")
+            f"expected a number or a comma-separated list without empty entries, got {text!r}")
     try:
         keeps = [float(v) for v in parts]
     except ValueError:

@@ -75,7 +75,7 @@ from hsched_env.workloads import load_workload  # noqa: E402
 from lp_baseline.registry import make_policy  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
-from script_args import refuse_unwritable  # noqa: E402
+from script_args import positive_int, refuse_unwritable  # noqa: E402
 
 #: ``--prune``'s default: the shipped ranker's scope (the kept set restricts the LP solve only)
 PRUNE = "lp"
@@ -246,7 +246,7 @@ def plot(rows: list[dict], path: Path, suite: str = "large-family") -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=3, help="held-out seeds (default 3)")
+    ap.add_argument("--seeds", type=positive_int, default=3, help="held-out seeds (default 3)")
     ap.add_argument("--suite", default="large-family",
                     help="evaluation suite (default large-family; smoke: a check in seconds)")
     ap.add_argument("--scenarios", default=None,
@@ -261,8 +261,6 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    if args.seeds < 1:
-        ap.error("--seeds must be >= 1")
     names = args.scenarios.split(",") if args.scenarios else None
     refuse_unwritable(ap, plots=("plot",), out=args.out, plot=args.plot)
     try:

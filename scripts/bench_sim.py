@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="job counts of the decision, ipm and methods benchmarks, "
                          "comma-separated (default: 100,500,1000,2000; ipm 500,1000,2000)")
     args = ap.parse_args(argv)
+    if args.sizes is not None and args.what not in ("decision", "ipm", "methods", "all"):
+        ap.error(f"--sizes: the {args.what} benchmark has no job counts to set (only "
+                 f"decision, ipm and methods, or all for its decision run)")
     todo = ALL if args.what == "all" else [args.what]
     for what in todo:
         if what in ("decision", "ipm", "methods"):

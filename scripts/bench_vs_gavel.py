@@ -100,7 +100,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args
-from script_args import output_file_problem  # noqa: E402
+from script_args import output_file_problem, positive_int  # noqa: E402
+
+from hsched_env.errors import decimal_int  # noqa: E402
 
 # Gavel's cluster (``-c V100:P100:K80``) and our preset with the same GPUs.
 GAVEL_CLUSTER = "36:36:36"
@@ -293,13 +295,14 @@ def gavel_python_problem(python: str, cwd: Path) -> str | None:
 
 
 def gavel_scheduler_dir(path: str) -> Path:
-    """Gavel's ``scheduler/`` directory from a checkout (or the directory itself)."""
+    """Gavel's ``scheduler/`` directory from a checkout (or the directory itself); a
+    ``ValueError`` saying what is missing if ``path`` is not a usable checkout."""
     p = Path(path).expanduser().resolve()
     d = p if (p / GAVEL_DRIVER).is_file() else p / "scheduler"
     if not (d / GAVEL_DRIVER).is_file():
-        raise SystemExit(f"--gavel {path}: no {GAVEL_DRIVER} under it or its scheduler/")
+        raise ValueError(f"no {GAVEL_DRIVER} under it or its scheduler/")
     if not (d / GAVEL_STUB).is_file():
-        raise SystemExit(f"--gavel {path}: Gavel's gRPC stubs are missing ({d / GAVEL_STUB}); "
+        raise ValueError(f"Gavel's gRPC stubs are missing ({d / GAVEL_STUB}); "
                          f"run `make rpc_stubs` in {d} with its venv's python on PATH")
     return d
 
@@ -348,7 +351,7 @@ def table_rows(summaries: dict[str, dict]) -> list[list[str]]:
 
 def parse_range(text: str) -> tuple[int, int]:
     try:
-        a, b = (int(x) for x in text.split(":"))
+        a, b = (decimal_int(x) for x in text.split(":"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected A:B, got {text!r}")
     if not 0 <= a < b:
@@ -386,7 +389,7 @@ def _count(minimum: int):
     """An integer >= ``minimum`` (``--seed``: 0, ``--our-jobs``: 1)."""
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = decimal_int(text)
         except ValueError:
             value = minimum - 1
         if value < minimum:
@@ -405,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="interpreter with Gavel's dependencies (python3)")
     ap.add_argument("--gavel-log", metavar="FILE", type=Path,
                     help="keep Gavel's stderr log of the last run here (discarded by default)")
-    ap.add_argument("--runs", type=int, default=5, help="runs per side and policy (5)")
+    ap.add_argument("--runs", type=positive_int, default=5, help="runs per side and policy (5)")
     ap.add_argument("--policies", type=parse_policies, default=list(DEFAULT_POLICIES),
                     help="comma-separated among " + ",".join(POLICIES)
                     + " (default: lp,lp-resets,fifo; the -warm keys add --lp-warm-start)")
@@ -419,8 +422,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, metavar="FILE.json", help="write every run as JSON")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = ap.parse_args(argv)
-    if args.runs < 1:
-        ap.error("--runs must be at least 1")
     b = args.jobs[1]
     cfg = Config(rate=args.rate, seed=args.seed, jobs=args.jobs, round_s=args.round_s,
                  our_jobs=args.our_jobs or b + 1000)
@@ -434,7 +435,10 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             ap.error(f"{flag} {path}: cannot write it: {problem}")
 
-    sched_dir = gavel_scheduler_dir(args.gavel) if args.gavel else None
+    try:
+        sched_dir = gavel_scheduler_dir(args.gavel) if args.gavel else None
+    except ValueError as exc:
+        ap.error(f"--gavel {args.gavel}: {exc}")
     if sched_dir and args.round_s != int(args.round_s):
         ap.error("Gavel's -i takes whole seconds: --round-s must be an integer with --gavel")
     if sched_dir:

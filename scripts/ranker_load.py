@@ -41,7 +41,7 @@ from agents.suites import SUITES, custom_suite, is_training_seed  # noqa: E402
 from hsched_env.errors import ConfigError  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
-from script_args import one_line_errors, refuse_unwritable  # noqa: E402
+from script_args import list_of, nonnegative_int, one_line_errors, refuse_unwritable  # noqa: E402
 
 #: Overloaded Philly windows outside the held-out Philly evaluation's dates (2017-10-02 to
 #: 10-12): two of ``agents.regimes.MIXED_WIDE``'s ``sia-64`` windows and the same 10-16 window
@@ -118,20 +118,19 @@ def main(argv=None) -> int:
     ap.add_argument("--bursts", default="500,1000,2000",
                     help="large-family bursts to run, by active-job scale (default all; "
                          "'' none)")
-    ap.add_argument("--seeds", default="11,12,13,14,15,16,17,18",
-                    help="training seeds of the bursts (default 11..18)")
+    ap.add_argument("--seeds", type=list_of(nonnegative_int, empty_ok=True),
+                    default="11,12,13,14,15,16,17,18",
+                    help="training seeds of the bursts (default 11..18; '' none, with "
+                         "--bursts '')")
     ap.add_argument("--windows", default=",".join(WINDOWS),
                     help="CLUSTER@START Philly windows (72 h, run for 48 h; '' none)")
     ap.add_argument("--ranker", type=Path, default=shipped_ranker_path(),
                     help="ranker file (default the shipped one)")
     ap.add_argument("--json", type=Path, default=None, metavar="FILE")
     args = ap.parse_args(argv)
-    try:
-        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds.strip() else []
-    except ValueError:
-        ap.error(f"--seeds: {args.seeds!r} is not a comma-separated list of whole numbers")
-    if not seeds:
-        ap.error("--seeds: no seed given (the bursts run on these training seeds)")
+    seeds = args.seeds
+    if len(set(seeds)) != len(seeds):           # a seed twice would count its rounds twice
+        ap.error(f"--seeds: give distinct seeds, got {','.join(map(str, seeds))}")
     bad = [s for s in seeds if not is_training_seed(s)]
     if bad:
         ap.error(f"--seeds: {bad} are not training seeds (0..9999): the gates are chosen on "
@@ -149,6 +148,8 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"--bursts: {', '.join(unknown)} not among large-family's "
                  f"{', '.join(by_size)} (by active-job scale)")
+    if sizes and not seeds:
+        ap.error("--seeds: no seed given (the bursts run on these training seeds)")
     runs = [(family, by_size[s], seeds) for s in sizes]
     windows = [w.strip() for w in args.windows.split(",")] if args.windows.strip() else []
     if "" in windows:

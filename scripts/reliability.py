@@ -53,7 +53,7 @@ import hsched_env  # noqa: F401  (registers the environments)
 from hsched_env.defaults import EARLIER_DRAWS
 
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, next to this file
-from script_args import refuse_unwritable  # noqa: E402
+from script_args import nonnegative_int, positive_int, refuse_unwritable  # noqa: E402
 
 SCHEDULE = {"env_id": "hsched/Schedule-v0", "cluster": "sia-64",
             "workload": f"gavel:rate=4,jobs=100,{EARLIER_DRAWS}", "kwargs": {}}
@@ -476,10 +476,10 @@ def markdown(summary: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=100_000, help="select-mode soak steps")
-    ap.add_argument("--rank-steps", type=int, default=None,
+    ap.add_argument("--steps", type=positive_int, default=100_000, help="select-mode soak steps")
+    ap.add_argument("--rank-steps", type=positive_int, default=None,
                     help="rank-mode soak steps (default: --steps)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=nonnegative_int, default=0)
     ap.add_argument("--markdown", nargs="?", const="-", default=None, metavar="FILE",
                     help="also print markdown tables (or write them to FILE)")
     ap.add_argument("--json", default=None, metavar="FILE", help="also write the JSON here")
@@ -494,11 +494,7 @@ def main(argv=None) -> int:
     if args._soak:
         print(json.dumps(soak(args._soak[0], int(args._soak[1]), int(args._soak[2]))))
         return 0
-    if args.steps < 1 or (args.rank_steps is not None and args.rank_steps < 1):
-        ap.error("--steps and --rank-steps must be >= 1")
     refuse_unwritable(ap, json=args.json, markdown=args.markdown)
-    if args.seed < 0:
-        ap.error(f"--seed must be >= 0, got {args.seed}")
     steps = {"schedule": args.steps,
              "rank": args.rank_steps if args.rank_steps is not None else args.steps}
     t0 = time.perf_counter()

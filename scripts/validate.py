@@ -149,7 +149,7 @@ def _strategy_text(st: measured.StatedStrategy) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--markdown", action="store_true", help="markdown tables")
     ap.add_argument("--anchors-only", action="store_true", help="skip the measured rows")
     args = ap.parse_args(argv)

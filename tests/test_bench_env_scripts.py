@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,9 +105,19 @@ def test_bench_env_refuses_bad_arguments(argv, capsys):
 @pytest.mark.parametrize("argv,needle", [(["--keep", "2"], "(0, 1]"),
                                          (["--keep", "inf"], "(0, 1]"),
                                          (["--keep", "nan"], "(0, 1]"),
+                                         (["--keep", "0.5,,1"], "without empty entries"),
+                                         (["--keep", "0.5,"], "without empty entries"),
                                          (["--seed", "-1"], "--seed must be >= 0")])
 def test_bench_rank_round_refuses_bad_arguments(argv, needle, capsys):
     _refused(_load("bench_rank_round"), argv, capsys, needle)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--steps", "0"], "argument --steps: expected a positive integer"),
+    (["--rank-steps", "1_0"], "argument --rank-steps: expected a positive integer"),
+    (["--seed", "-1"], "argument --seed: expected a non-negative integer")])
+def test_reliability_refuses_bad_counts(argv, needle, capsys):
+    _refused(_load("reliability"), argv, capsys, needle)
 
 
 def test_reliability_soak_counts_the_unfinished_episodes_lp_fallbacks():
@@ -144,6 +155,21 @@ def test_bench_sim_sizes_default_to_each_benchmarks_own(monkeypatch):
                      ("decision", ((100, 500, 1000, 2000),), {}),
                      ("lp_methods", ((100, 500, 1000, 2000),), {})]
     assert _load("bench_sim").ipm.__defaults__[0] == (500, 1000, 2000)   # ipm's own
+
+
+@pytest.mark.parametrize("what", ["hetero", "llm", "speed", "memo"])
+def test_bench_sim_refuses_sizes_a_benchmark_would_ignore(what, monkeypatch, capsys):
+    script = _load("bench_sim")
+    calls = _recorded(script, monkeypatch, (what,))
+    _refused(script, [what, "--sizes", "100"], capsys, f"--sizes: the {what} benchmark")
+    assert calls == []                          # (it ran the benchmark with its own sizes)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--nodes", "2,2"], "--nodes: give distinct values, got 2,2"),
+    (["--models", "resnet50,resnet50"], "--models: give distinct values")])
+def test_bench_many_nodes_refuses_a_repeated_value(argv, needle, capsys):
+    _refused(_load("bench_many_nodes"), argv, capsys, needle)
 
 
 def test_bench_sim_all_runs_what_its_usage_says(monkeypatch, capsys):
@@ -246,6 +272,8 @@ def test_bench_pop_bounds_k_and_refuses_an_empty_executor(capsys, monkeypatch):
     ("ranker_kept", ["--cluster", "sia-64", "--workload", "gavel:jobs=3", "--also",
                      "{readme}"], "give --plot"),
     ("ranker_load", ["--bursts", "", "--windows", ""], "nothing to run"),
+    # no burst, so no seed is needed: the seeds' check does not get in the way
+    ("ranker_load", ["--bursts", "", "--seeds", "", "--windows", ""], "nothing to run"),
     ("ranker_load", ["--bursts", "500,,1000"], "an empty entry"),
     ("rl_baselines", ["--render", "{readme}", "--ids", "hsched/Rank-Tiny-v0", "--out",
                       "{tmp}/r.md"], "would change nothing"),
@@ -255,3 +283,18 @@ def test_scripts_refuse_flags_that_contradict_each_other(name, argv, needle, tmp
     argv = [a.format(tmp=tmp_path, readme=repo / "README.md") for a in argv]
     _refused(_load(name), argv, capsys, needle)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SCRIPTS.glob("*.py")
+                                        if p.stem != "script_args"))
+def test_a_scripts_help_describes_it_in_whole_sentences(name, monkeypatch, capsys):
+    """``--help`` shows the script's description whole: a first line of a docstring whose
+    sentence goes on ("... `hsched compare` metrics, `hsched") was cut mid-sentence."""
+    script = _load(name)
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])   # (bench_pop reads argv)
+    with pytest.raises(SystemExit) as stop:
+        script.main(*([] if name == "bench_pop" else [["--help"]]))
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    description = " ".join(out.split("\n\n")[1].split())        # after the usage paragraph
+    assert description.endswith((".", "?", ")", ":")), (name, description)

@@ -177,6 +177,18 @@ def test_cli_rejects_bad_input(capsys):
         assert "--policies: entry" in err and "is empty" in err, err
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["--workers", "0"], "argument --workers: expected a positive integer, got '0'"),
+    (["--seeds", "1_0"], "argument --seeds: expected a positive integer, got '1_0'"),
+    (["--seeds", "0"], "argument --seeds: expected a positive integer"),
+    (["--first-seed", "-1"], "argument --first-seed: expected a non-negative integer"),
+])
+def test_counts_are_plain_whole_numbers_in_range(capsys, argv, says):
+    with pytest.raises(SystemExit) as exc:
+        bq.main(["--cases", "pollux"] + argv)
+    assert exc.value.code == 2 and says in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("cases", ["philly,", ",philly", "philly,,pollux"])
 def test_cases_with_an_empty_entry_are_refused(capsys, cases):
     with pytest.raises(SystemExit) as exc:

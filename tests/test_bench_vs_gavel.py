@@ -138,8 +138,16 @@ def test_missing_gavel_stubs(tmp_path):
     sched = tmp_path / "scheduler"
     (sched / bvg.GAVEL_DRIVER).parent.mkdir(parents=True)
     (sched / bvg.GAVEL_DRIVER).write_text("")
-    with pytest.raises(SystemExit, match="make rpc_stubs"):
+    with pytest.raises(ValueError, match="make rpc_stubs"):
         bvg.gavel_scheduler_dir(str(tmp_path))
+
+
+def test_a_missing_gavel_checkout_is_an_argparse_error(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        bvg.main(["--gavel", str(tmp_path / "nonexist"), "--runs", "1"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert "error: --gavel " in err and "no scripts/drivers/" in err
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -148,6 +156,7 @@ def test_missing_gavel_stubs(tmp_path):
     (["--round-s", "0"], "argument --round-s: expected a positive number"),
     (["--seed", "-1"], "argument --seed: expected an integer >= 0"),
     (["--our-jobs", "0"], "argument --our-jobs: expected an integer >= 1"),
+    (["--runs", "1_0"], "argument --runs: expected a positive integer"),
     # a key twice would double its runs while the footer says "medians of N run(s)"
     (["--policies", "fifo,fifo"], "fifo given more than once"),
     (["--policies", "lp,fifo,lp"], "lp given more than once"),

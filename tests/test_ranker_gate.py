@@ -804,7 +804,9 @@ def test_ranker_load_script_measures_training_rounds_only(capsys):
     spec.loader.exec_module(mod)
     for argv, message in ((["--seeds", "1000000", "--windows", ""], "not training seeds"),
                           (["--bursts", "550"], "not among large-family's"),
-                          (["--seeds", "x"], "whole numbers")):
+                          (["--seeds", "x"], "expected a non-negative integer"),
+                          (["--seeds", "11,11"], "give distinct seeds"),
+                          (["--seeds", ""], "no seed given")):
         with pytest.raises(SystemExit):
             mod.main(argv)
         assert message in capsys.readouterr().err
