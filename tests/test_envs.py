@@ -1063,6 +1063,44 @@ def test_render_rgb_array_shows_placements(env_id):
     assert job_colors, "no GPU shows as occupied after placing a job"
 
 
+def _held_gpu_cells(text: str) -> list[str]:
+    """The GPU cells of an ``ansi`` picture's node lines that name a job (free: ".")."""
+    lines = text.split("nodes:\n")[1].splitlines()
+    return [cell for line in lines for cell in line.split()[1:] if cell not in (".", "|")]
+
+
+def _run_to_the_end(env) -> None:
+    """Steps ``env`` (reset) with the first valid placement / keeping every candidate until
+    its episode ends; asserts that some GPU showed as held on the way."""
+    u = env.unwrapped
+    terminated = truncated = held = False
+    while not (terminated or truncated):
+        if u.places_within_round:
+            valid = np.flatnonzero(u.action_masks()[:u.K])
+            action = int(valid[0]) if valid.size else u.K
+        else:
+            action = np.ones(u.K, dtype=np.int8)
+        _, _, terminated, truncated, _ = env.step(action)
+        held = held or any(a is not None for a in u.simulator.run_view().allocations)
+    assert terminated and held
+
+
+@pytest.mark.parametrize("env_id", ["hsched/Schedule-Tiny-v0", "hsched/Rank-Tiny-v0"])
+def test_render_after_the_last_job_shows_every_gpu_free(env_id):
+    """The episode's last picture: every job done, so no GPU held (it showed the last job
+    to finish on every GPU it had run on, beside "16/16 jobs done")."""
+    env = gym.make(env_id, render_mode="ansi")
+    env.reset(seed=0)
+    assert _held_gpu_cells("t=0\nnodes:\n  T4  . 3 | 12 .\n") == ["3", "12"]   # the reader
+    _run_to_the_end(env)
+    text = env.render()
+    assert "16/16 jobs done" in text and _held_gpu_cells(text) == [], text
+    env = gym.make(env_id, render_mode="rgb_array")
+    env.reset(seed=0)
+    _run_to_the_end(env)
+    assert _picture_colors(env.render()) <= _PALETTE              # no job's colour
+
+
 def test_render_without_mode_warns():
     env = make_select(candidate_filter="score")
     env.reset(seed=0)

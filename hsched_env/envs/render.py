@@ -12,13 +12,17 @@ GAP = 2
 
 def _holders(env) -> list[list[int]]:
     """Per node, the job id holding each GPU (-1 free): this round's placements while a
-    select-mode round is open, else last round's (rank mode never places inside a round)."""
+    select-mode round is open, else last round's (rank mode never places inside a round)
+    but for the jobs that finished in it, whose GPUs are free now (the episode's last
+    picture showed its last job on every GPU beside "all jobs done")."""
     run = env.simulator.run_view()
     nodes = [[-1] * int(g) for g in env.cluster.node_gpus]
     placements = run.placements
     this_round = placements or (run.in_round and env.places_within_round)
     allocs = ([(j, a) for j, (_, a) in placements.items()] if this_round
               else [(j, a) for j, a in enumerate(run.allocations) if a is not None])
+    finished = run.finish_s
+    allocs = [(j, a) for j, a in allocs if not math.isfinite(finished[j])]
     for j, alloc in allocs:
         for v, k in alloc:
             row = nodes[v]
