@@ -1063,6 +1063,32 @@ def test_render_rgb_array_shows_placements(env_id):
     assert job_colors, "no GPU shows as occupied after placing a job"
 
 
+@pytest.mark.parametrize("env_id", ["hsched/Schedule-Tiny-v0", "hsched/Rank-Tiny-v0"])
+def test_gymnasium_masked_sampling_as_the_docs_convert_the_mask(env_id):
+    """docs/environments.md, "Masking for RLlib and TorchRL": ``action_masks()`` is
+    sb3-contrib's bool mask, which Gymnasium's ``sample(mask=)`` refuses; converted as the
+    docs say, it samples only allowed actions."""
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    u = env.unwrapped
+    with pytest.raises(AssertionError, match="int8"):
+        env.action_space.sample(mask=u.action_masks())
+    for _ in range(30):
+        mask = u.action_masks()
+        if u.places_within_round:
+            action = env.action_space.sample(mask=mask.astype(np.int8))
+            assert mask[action]
+        else:
+            keep_ok = mask.reshape(-1, 2)[:, 1]
+            action = env.action_space.sample(mask=np.where(keep_ok, 2, 0).astype(np.int8))
+            assert not action[~keep_ok].any()
+        _, _, terminated, truncated, info = env.step(action)
+        assert not info.get("invalid_action") and not info.get("ignored_keeps")
+        if terminated or truncated:
+            break
+
+
 def _held_gpu_cells(text: str) -> list[str]:
     """The GPU cells of an ``ansi`` picture's node lines that name a job (free: ".")."""
     lines = text.split("nodes:\n")[1].splitlines()
