@@ -557,6 +557,13 @@ class Simulator:
                 self._end("completed")          # what is left can never run
                 return None
             jump = _round_at_or_after(arrival[s.next_arrival], R)
+            if cfg.max_time_s is not None and jump >= cfg.max_time_s:
+                # the idle clock stops at the limit, not at the round after it: a job
+                # arriving past the limit never arrived (it was counted in the system, and
+                # the run's time read past max_time_s)
+                s.t = max(s.t, cfg.max_time_s)
+                self._end("time_limit")
+                return None
             if (s.busy_before_measure is None and jump > s.measure_from
                     and (cfg.max_time_s is None or jump < cfg.max_time_s)):
                 # the idle clock jumps past the measured span's start (its first job can

@@ -233,6 +233,25 @@ def test_measured_span_starts_at_its_first_arrival_when_the_idle_clock_jumps_pas
     assert cut.measure_start_s is None and math.isnan(cut.metrics()["gpu_util"])
 
 
+@pytest.mark.parametrize("limit", [3000.0, 4950.0, 5000.0, 5050.0])
+def test_an_idle_clock_stops_at_the_time_limit(tmp_path, limit):
+    """The cluster is idle when the limit falls: the clock stops there, not at the round
+    after the next arrival (it read 5,100 s against a 3,000 s limit, and a job arriving
+    past the limit was counted in the system for 100 s)."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type\n"
+                     "a,0,600,1,resnet18,\nb,5000,1200,1,resnet18,\n", encoding="utf-8")
+    workload = load_workload(f"csv:path={trace}", TINY)
+    sim = Simulator(TINY, workload, BASELINES["greedy"](), SimConfig(max_time_s=limit))
+    result = sim.run()
+    a, b = result.jobs
+    assert sim.end_reason == "time_limit" and a.done and not b.done
+    assert sim.run_view().time_s == limit
+    in_system_b = max(limit - 5000.0, 0.0)             # b waits from its arrival to the limit
+    assert sim.job_time_s() == pytest.approx(a.jct_s + in_system_b, rel=1e-12)
+    assert result.end_s == a.finish_s
+
+
 def test_measured_utilization_is_nan_when_the_run_ends_before_the_span():
     workload = load_workload("gavel:rate=30,jobs=40,seed=4,duration_scale=0.05", SIA)
     first = workload.jobs[30].arrival_s
