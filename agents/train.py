@@ -1212,7 +1212,9 @@ def _episode_callback(config: TrainConfig, progress: Progress | None = None):
             if not config.references:
                 return nan, nan
             t = time.perf_counter()
-            if (seed not in self.ref and len(self.ref) >= REFERENCE_FREE_SEEDS
+            # (the free seeds are counted by the random references, which only training
+            # computes: ``ref`` starts with the imitation's LP returns, which had used them up)
+            if (seed not in self.rnd and len(self.rnd) >= REFERENCE_FREE_SEEDS
                     and self.reference_s > config.reference_budget * (t - self.t0)):
                 return nan, nan                  # over budget: this seed goes without
             if seed not in self.ref:
@@ -1288,9 +1290,7 @@ def _episode_callback(config: TrainConfig, progress: Progress | None = None):
             last = self.episodes[-LAST_EPISODES:]
             if last:
                 text += f", mean return of the last {len(last)} {_mean(last, 'return'):.2f}"
-                lp, rnd = _mean(last, "lp_return"), _mean(last, "random_return")
-                if np.isfinite(lp):
-                    text += f" (LP {lp:.2f}, random {rnd:.2f})"
+                text += references_note(last)
             text += f", {_duration(el)} elapsed"
             if n < total and np.isfinite(eta):
                 text += f", ETA {_duration(eta)}"
@@ -1325,6 +1325,26 @@ def _hparams(config: TrainConfig) -> dict:
         elif isinstance(value, dict) and value:
             out[key] = json.dumps(value, sort_keys=True)
     return out
+
+
+def with_references(episodes: list[dict]) -> list[dict]:
+    """The episodes that have both references (the LP's and random's return on their seed);
+    the others went without, over ``reference_budget``."""
+    return [e for e in episodes
+            if np.isfinite(e["lp_return"]) and np.isfinite(e["random_return"])]
+
+
+def references_note(episodes: list[dict]) -> str:
+    """The LP's and random's mean return beside the agent's, over the same episodes: all of
+    ``episodes`` when each has references, else the ones that do, with the agent's mean
+    over them (a mean over different episodes read as a comparison it was not)."""
+    both = with_references(episodes)
+    if not both:
+        return ""
+    refs = f"LP {_mean(both, 'lp_return'):.2f}, random {_mean(both, 'random_return'):.2f}"
+    if len(both) == len(episodes):
+        return f" ({refs})"
+    return f"; on the {len(both)} with references {_mean(both, 'return'):.2f} ({refs})"
 
 
 def _mean(records: list[dict], key: str) -> float:

@@ -309,7 +309,9 @@ def cmd_train(args) -> int:
                 f", avg JCT {np.nanmean([e['avg_jct_h'] for e in last]):.2f} h")
         ratios = [e["return_vs_lp"] for e in last if np.isfinite(e["return_vs_lp"])]
         if ratios:
-            line += f", return / LP's {np.mean(ratios):.3f}"
+            line += (f", return / LP's {np.mean(ratios):.3f}"
+                     + ("" if len(ratios) == len(last) else
+                        f" (mean over the {len(ratios)} with the LP's reference)"))
         print(line)
     if "rl_steps" in summary:
         print(f"{summary['rl_steps']:,} environment steps ({summary['updates']} rollouts "

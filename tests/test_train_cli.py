@@ -967,3 +967,35 @@ def test_equivariant_policy_takes_optimizer_kwargs():
     config = make_config("hsched/Rank-Tiny-v0",
                          policy_kwargs={"optimizer_kwargs": {"eps": 1e-5}})
     assert config.policy_kwargs == {"optimizer_kwargs": {"eps": 1e-5}}
+
+
+def test_the_progress_line_compares_returns_over_the_same_episodes():
+    """The LP's and random's means beside the agent's are over the episodes that have
+    references; when some went without, the agent's mean over those same episodes is shown
+    too (the line read -16.50 over 10 episodes against an LP's -11.64 from one of them)."""
+    from agents.train import references_note
+    nan = float("nan")
+    eps = [{"return": -10.0, "lp_return": -8.0, "random_return": -12.0},
+           {"return": -20.0, "lp_return": nan, "random_return": nan},
+           {"return": -30.0, "lp_return": -24.0, "random_return": -40.0}]
+    assert references_note(eps) == "; on the 2 with references -20.00 (LP -16.00, random -26.00)"
+    assert references_note([eps[0], eps[2]]) == " (LP -16.00, random -26.00)"
+    assert references_note([eps[1]]) == ""
+
+
+@slow
+def test_training_seeds_get_references_after_an_imitation_warm_start(tmp_path):
+    """The first ``REFERENCE_FREE_SEEDS`` training seeds always get references: the warm
+    start's LP returns (one per imitation seed) no longer use the allowance up, which left
+    6 of 56 Rank-Tiny episodes with references."""
+    from agents.train import REFERENCE_FREE_SEEDS, train
+    cfg = TrainConfig(env=RANK_TINY, algo="ppo", timesteps=2048, n_steps=256, batch_size=128,
+                      n_epochs=1, imitation_seeds=REFERENCE_FREE_SEEDS, imitation_epochs=1,
+                      train_seeds=5000, reference_budget=0.0,
+                      logdir=str(tmp_path / "run"))
+    s = train(cfg, progress="none")
+    seeds = list(dict.fromkeys(e["seed"] for e in s["episodes"]))
+    assert len(seeds) > REFERENCE_FREE_SEEDS, seeds       # (seeds from 0..4999: some new)
+    referenced = {e["seed"] for e in s["episodes"] if np.isfinite(e["lp_return"])
+                  and np.isfinite(e["random_return"])}
+    assert referenced == set(seeds[:REFERENCE_FREE_SEEDS])
