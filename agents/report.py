@@ -129,11 +129,15 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
                 "avg_time_in_system_s", "gpu_util", "restarts_per_job", "ftf_worst",
                 "ftf_mean", "wall_s"):
         row[key] = _nanmean(m.get(key) for m in ms)
+    row["jobs_started"] = int(sum(m.get("jobs_started", m["jobs_total"]) for m in ms))
     # a makespan only when every seed has one: the mean of the seeds that finished would
-    # read as the row's, while a seed cut off by its window (or an agent's stall) has none
+    # read as the row's, while a seed cut off by its window (or an agent's stall) has none;
+    # nor when a job was left unfinished (a simulator policy's stall: its last completion
+    # is not the schedule's end; ``hsched compare``'s table reads n/a there too)
     spans = [m.get("makespan_s") for m in ms]
     row["makespan_s"] = (float(np.mean(spans)) if spans and all(
-        v is not None and math.isfinite(v) for v in spans) else math.nan)
+        v is not None and math.isfinite(v) for v in spans)
+        and row["jobs_completed"] == row["jobs_total"] else math.nan)
     row["rounds"] = float(np.mean([m["rounds"] for m in ms])) if ms else math.nan
     row["lp_fallbacks"] = int(sum(m.get("lp_fallbacks", 0) or 0 for m in ms))
     row["decision_time_mean_s"] = float(dec.mean()) if dec.size else 0.0
@@ -545,6 +549,14 @@ def format_report(report: Report) -> str:
                 notes.append(f"{r['policy']}: K = {r['slots']} slots, {who}; "
                              f"rounds had up to {r['round_candidates_max']} candidates{cut}")
             normal = _NORMAL_POLICY_ENDS if r.get("kind") == "simulator" else _NORMAL_ENDS
+            if r.get("kind") == "simulator" and "stalled" in r.get("end_reasons", ()):
+                never = r["jobs_total"] - r.get("jobs_started", r["jobs_total"])
+                notes.append(f"{r['policy']}: stalled (no job ran for {STALL_ROUNDS:,} rounds "
+                             f"with jobs waiting and no arrivals left): those rounds count "
+                             f"in its decide ms, and its unfinished jobs have no JCT and are "
+                             f"not in in-sys h, so it has no makespan"
+                             + (f" (never started: {never} of {r['jobs_total']})"
+                                if never > 0 else ""))
             early = [e for e in r.get("end_reasons", ()) if e not in normal]
             if early:                     # each reason, in its own words (seeds may differ)
                 why = "; ".join(_early_end_reason(e, r.get("slots")) for e in early)
@@ -558,7 +570,8 @@ def format_report(report: Report) -> str:
                   if r["scenario"] == sc["name"] and r["seeds"]]
         if common:
             lines.append(f"JCT ×LP over the {common[0]} jobs every policy finished "
-                         f"(summed over the seeds)")
+                         f"(summed over the seeds; the ratio is of the seeds' mean avg JCT "
+                         f"over each seed's common jobs)")
         lines.extend(notes)
         for f in (f for f in report.failures if f["scenario"] == sc["name"]):
             lines.append(f"{f['policy']} seed {f['seed']}: FAILED after {f['attempts']} "
@@ -566,7 +579,9 @@ def format_report(report: Report) -> str:
     lines.append("")
     lines.append("JCT ×LP: avg JCT over the jobs every policy of a seed finished, ratio to "
                  "pure-lp's over the same jobs (avg JCT h: over each policy's own finished "
-                 "jobs); time ×LP: ratio to pure-lp; recall@k: share of the full LP's support "
+                 "jobs); with several seeds each column is the mean of the seeds' figures "
+                 "(FTF worst: of each seed's worst job); time ×LP: ratio to pure-lp; "
+                 "recall@k: share of the full LP's support "
                  "the policy kept (n/a: POP, Gavel, non-LP; 1 in seed mode, whose LP considers "
                  "every candidate); decide ms over all rounds of all seeds")
     return "\n".join(lines)

@@ -307,6 +307,32 @@ def test_a_rows_makespan_needs_every_seeds():
         (3600.0 + 7200.0 + 3600.0) / 3)             # the other columns: over the seeds that have one
 
 
+def test_a_stalled_simulator_policy_has_no_makespan_and_says_why():
+    """A baseline that stalls (jobs it never starts) has no makespan in the row or the table,
+    as in ``hsched compare``'s (it read the time to its last completion), and a note says its
+    idle rounds are in decide ms and how many jobs never started."""
+    from agents.report import Report, format_report, scenario_summary, summarize
+    from agents.suites import Scenario, Suite
+    nan = float("nan")
+    suite = Suite("t", (Scenario("s", "sia-64", "gavel:jobs=3"),), seeds=1)
+    entries = [PolicyEntry("pure-lp", "simulator", "heterosched-lp"),
+               PolicyEntry("gavel", "simulator", "gavel")]
+    lp, stuck = _run("pure-lp", 1, [3600, 7200, 10800]), _run("gavel", 1, [3600, 7200, nan])
+    for run, span, started in ((lp, 10800.0, 3), (stuck, 7200.0, 2)):
+        run.metrics.update(makespan_s=span, jobs_started=started)
+    lp.end_reason, stuck.end_reason = "completed", "stalled"
+    rows = summarize(suite, entries, [lp, stuck], [])
+    assert rows[0]["makespan_s"] == 10800.0 and math.isnan(rows[1]["makespan_s"])
+    report = Report(suite=suite, seeds=[1], policies=["pure-lp", "gavel"], runs=[lp, stuck],
+                    rows=rows, scenarios=[scenario_summary(suite.scenarios[0], [lp, stuck])],
+                    wall_s=0.0, failures=[])
+    table = format_report(report)
+    line = next(x for x in table.splitlines() if x.startswith("gavel "))
+    assert line.split()[4] == "n/a"                                  # makespan h
+    assert "gavel: stalled (no job ran for 1,000 rounds" in table
+    assert "(never started: 1 of 3)" in table and "pure-lp: stalled" not in table
+
+
 def test_common_jobs_compare_policies_on_the_jobs_all_of_them_finished():
     from agents.report import common_job_stats
     nan = float("nan")
