@@ -564,8 +564,7 @@ class Simulator:
                 s.t = max(s.t, cfg.max_time_s)
                 self._end("time_limit")
                 return None
-            if (s.busy_before_measure is None and jump > s.measure_from
-                    and (cfg.max_time_s is None or jump < cfg.max_time_s)):
+            if s.busy_before_measure is None and jump > s.measure_from:
                 # the idle clock jumps past the measured span's start (its first job can
                 # never run): nothing ran meanwhile, so the busy total is that round's
                 s.measure_start = max(s.t, _round_at_or_after(s.measure_from, R))
