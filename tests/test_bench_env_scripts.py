@@ -290,6 +290,10 @@ def test_scripts_refuse_flags_that_contradict_each_other(name, argv, needle, tmp
 def test_a_scripts_help_describes_it_in_whole_sentences(name, monkeypatch, capsys):
     """``--help`` shows the script's description whole: a first line of a docstring whose
     sentence goes on ("... `hsched compare` metrics, `hsched") was cut mid-sentence."""
+    # (_load puts the script into sys.modules: the test module that imported it by name,
+    # test_bench_quality's, must find its own there afterwards, or pickling its functions
+    # for worker processes fails; monkeypatch puts the entry back)
+    monkeypatch.delitem(sys.modules, name, raising=False)
     script = _load(name)
     monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])   # (bench_pop reads argv)
     with pytest.raises(SystemExit) as stop:
