@@ -295,11 +295,13 @@ class Simulator:
         policy: The scheduling policy.
         config: ``SimConfig``.
         candidate_cache: A dict of candidate tables to use and fill (``candidates_of``'s
-            cache, keyed by model, batch, GPU-type constraint and requested GPUs): pass the
+            cache, keyed by the cluster, the planner configuration and the throughput
+            source, then the model, batch, GPU-type constraint and requested GPUs): pass the
             same dict to simulators of one cluster and planner configuration to plan each
-            model once (the environments do, across episodes). Default: a new one. The
-            tables handed out are read-only (``CandidateTable.freeze``), also those a caller
-            put into the cache.
+            model once (the environments do, across episodes); simulators of other
+            clusters or configurations may share it too, each using its own tables.
+            Default: a new one. The tables handed out are read-only
+            (``CandidateTable.freeze``), also those a caller put into the cache.
     """
 
     def __init__(self, cluster: Cluster, workload, policy: Policy,
@@ -344,22 +346,27 @@ class Simulator:
         self.config = config
         self._tables: dict[tuple, CandidateTable] = ({} if candidate_cache is None
                                                       else candidate_cache)
+        # what a table depends on besides the job: a shared cache keeps one cluster's and
+        # one planner configuration's tables apart from another's (they were keyed by the
+        # job alone, so a cache shared across clusters priced one with another's tables)
+        # (the planner configuration by its repr: its calibration holds dicts, unhashable)
+        self._table_scope = (cluster, repr(config.planner), config.throughputs)
         self._s: _RunState | _NotStarted = NOT_STARTED    # reset() starts the run
         self._run_view = RunView(self)
         self._rows = TableMemo()                  # (id(table), row) -> _row_info
 
     # ------------------------------------------------------------------ candidates
     def candidates_of(self, job) -> CandidateTable:
-        """The job's candidate table (cached per model, batch, GPU-type constraint and
-        requested GPUs): the planner's candidates, fastest first, then — flagged
-        ``requested`` — its requested GPU count with plain data parallelism on each GPU type
+        """The job's candidate table (cached per cluster and planning configuration, then
+        model, batch, GPU-type constraint and requested GPUs): the planner's candidates,
+        fastest first, then — flagged ``requested`` — its requested GPU count with plain data parallelism on each GPU type
         (what Gavel and the FIFO baselines run; where the model does not fit that count, the
         smallest power-of-two multiple that fits), unless already present; then — flagged
         ``sia_config`` — Sia's configurations (plain data parallelism on one type at
         ``planner.sia_sizes``: powers of two within a node, whole nodes beyond, at most 64
         GPUs), unless already present (then the existing row is flagged). So every policy's
         search space is inside the co-optimizer's: requested ⊂ Sia's ⊂ all candidates."""
-        key = (job.model, job.batch, job.gpu_type, job.requested_gpus)
+        key = (self._table_scope, job.model, job.batch, job.gpu_type, job.requested_gpus)
         table = self._tables.get(key)
         if table is not None:
             # read-only like the tables planned here: one a caller put into the cache too

@@ -233,6 +233,34 @@ def test_measured_span_starts_at_its_first_arrival_when_the_idle_clock_jumps_pas
     assert cut.measure_start_s is None and math.isnan(cut.metrics()["gpu_util"])
 
 
+def test_a_candidate_cache_shared_across_clusters_and_planner_configs_keeps_them_apart():
+    """One cache for simulators of two clusters and two planner configurations: each run
+    schedules as with a cache of its own (the tables were keyed by the job alone, so the
+    second cluster's run was priced with the first's tables: 3,262 s against 2,045 s)."""
+    from hsched_env.planner import PlannerConfig
+    from lp_baseline.policy import make_policy
+    other = cluster_from_dict({"name": "other", "nodes": [
+        {"gpu_type": "A100-40GB", "gpus_per_node": 4, "count": 2},
+        {"gpu_type": "T4", "gpus_per_node": 2, "count": 2}]})
+    spec = "gavel:rate=6,jobs=10,seed=1,duration_scale=0.1"
+    few = SimConfig(planner=PlannerConfig(max_candidates=1, data_parallel_only=True))
+
+    def finish_times(cluster, config, cache=None):
+        run = Simulator(cluster, load_workload(spec, cluster), make_policy("heterosched-lp"),
+                        config, candidate_cache=cache).run()
+        return [r.finish_s for r in run.jobs]
+
+    alone = {(c.name, k): finish_times(c, cfg) for c in (TINY, other)
+             for k, cfg in (("default", SimConfig()), ("few", few))}
+    assert alone[TINY.name, "default"] != alone["other", "default"]
+    assert alone[TINY.name, "default"] != alone[TINY.name, "few"]
+    shared: dict = {}
+    for c in (TINY, other):
+        for k, cfg in (("few", few), ("default", SimConfig())):
+            assert finish_times(c, cfg, shared) == alone[c.name, k], (c.name, k)
+    assert len({key[0] for key in shared}) == 4                  # four scopes in one cache
+
+
 @pytest.mark.parametrize("limit", [3000.0, 4950.0, 5000.0, 5050.0])
 def test_an_idle_clock_stops_at_the_time_limit(tmp_path, limit):
     """The cluster is idle when the limit falls: the clock stops there, not at the round
