@@ -366,7 +366,8 @@ def _report(suite, entries, seeds, runs, failures, wall_s) -> Report:
     rows = summarize(suite, entries, runs, failures)
     scenarios = [scenario_summary(sc, [r for r in runs if r.scenario == sc.name])
                  for sc in suite.scenarios]
-    sources = {e.label: describe_entry(e) for e in entries if e.kind != "simulator"}
+    sources = {e.label: describe_entry(e) for e in entries
+               if e.kind != "simulator" or e.policy is not None}
     gates = {e.label: g for e in entries if (g := _ranker_gates(e)) is not None}
     return Report(suite=suite, seeds=seeds, policies=[e.label for e in entries], runs=runs,
                   rows=rows, scenarios=scenarios, wall_s=wall_s, sources=sources,

@@ -63,7 +63,9 @@ FIELD = "--policies"
 class PolicyEntry:
     """One policy of an evaluation.
 
-    ``kind``: ``"simulator"`` (a ``make_policy`` policy), ``"ranker"`` (a rank-mode agent,
+    ``kind``: ``"simulator"`` (a ``make_policy`` policy by ``policy_name``, or a scheduling
+    policy object, ``reset(cluster, seed)`` and ``decide(view)``, as ``policy``; each run
+    gets its own copy), ``"ranker"`` (a rank-mode agent,
     ``keep(obs, env)``, driving ``RankEnv``) or ``"scheduler"`` (a select-mode agent,
     ``act(obs, env)``, driving ``ScheduleEnv``). ``slots``: the agent's fixed K (``None``: the
     harness chooses); ``env_kwargs``: extra environment arguments; ``observation_space``: the
@@ -80,10 +82,14 @@ class PolicyEntry:
     env_kwargs: dict = field(default_factory=dict)
     source: str | None = None         # where it came from: "module:callable", "sb3 PPO x.zip"
     observation_space: object | None = None
+    policy: object | None = None      # a scheduling policy object (reset, decide), "simulator"
 
     @property
     def actor(self):
-        """The agent object (rank or select mode); ``None`` for a simulator policy."""
+        """The object the entry runs: the agent (rank or select mode), or a scheduling
+        policy object; ``None`` for a policy by name."""
+        if self.kind == "simulator":
+            return self.policy
         return self.ranker if self.kind == "ranker" else self.agent
 
 
@@ -273,6 +279,16 @@ def agent_entry(obj, label: str | None = None, source: str | None = None) -> Pol
     return entry
 
 
+def simulator_policy_entry(obj, label: str | None = None,
+                           source: str | None = None) -> PolicyEntry:
+    """The entry of a scheduling policy object (``reset(cluster, seed)`` and
+    ``decide(view)``: docs/simulator.md, "Writing a policy"), run by the simulator like the
+    named policies; ``label`` defaults to its ``name`` (else its class's name)."""
+    if label is None:
+        label = str(getattr(obj, "name", None) or type(obj).__name__)
+    return PolicyEntry(label, "simulator", policy=obj, source=source)
+
+
 def _import_module(name: str, field: str = FIELD):
     added = os.getcwd() not in sys.path and "" not in sys.path
     if added:                                 # like 'python -m': the current directory first,
@@ -345,16 +361,20 @@ def load_simulator_policy(spec: str, field: str = "--policy"):
     return obj
 
 
-def load_entry_point(spec: str):
+def load_entry_point(spec: str, policies_too: bool = False):
     """The agent of a ``module:callable`` entry point: the module is imported (the current
     directory is on the path), the dotted attribute read; an object with ``keep`` or ``act``
-    is the agent, a class or any other callable is called with no arguments to make it."""
+    is the agent, a class or any other callable is called with no arguments to make it.
+    ``policies_too``: a scheduling policy (``reset`` and ``decide``, no ``keep`` or ``act``)
+    is returned too (``hsched evaluate`` runs both); else it is refused, naming
+    ``hsched compare``."""
     obj = _entry_point_object(spec, FIELD)
     # a class is called; so is anything else but an agent or a scheduling policy's
     # instance (_agent_mode says what to do with the latter)
     if inspect.isclass(obj) or not (_is_agent(obj) or _is_simulator_policy(obj)):
         obj = _made(obj, spec, FIELD, "agent", "keep or act")
-    _agent_mode(obj, f"{spec} (an object of type {type(obj).__name__})", spec)
+    if not (policies_too and _is_simulator_policy(obj) and not _is_agent(obj)):
+        _agent_mode(obj, f"{spec} (an object of type {type(obj).__name__})", spec)
     return obj
 
 
@@ -621,10 +641,15 @@ def parse_policies(items, trust_sb3_zip: bool = False,
         if isinstance(item, PolicyEntry):
             entry = item
         elif not isinstance(item, str):
-            if not (callable(getattr(item, "keep", None)) or callable(getattr(item, "act", None))):
-                raise ConfigError(f"{item!r} is neither a policy name nor an agent "
-                                  f"(keep(obs, env) or act(obs, env))", field="policies")
-            entry = agent_entry(item)
+            if _is_agent(item):
+                entry = agent_entry(item)
+            elif _is_simulator_policy(item):
+                entry = simulator_policy_entry(item)
+            else:
+                raise ConfigError(f"{shorten(repr(item), 80)} is neither a policy name, an "
+                                  f"agent (keep(obs, env) or act(obs, env)) nor a scheduling "
+                                  f"policy (reset(cluster, seed) and decide(view))",
+                                  field="policies")
         elif _names_ranker_file(item):
             seed = item == "ranker-seed" or item.startswith(("ranker-seed:", "ranker-seed@"))
             spec, recall = _split_recall(item)
@@ -662,8 +687,10 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                 raise ConfigError(f"{item!r} is not a policy name, ranker:PATH, sb3:PATH.zip "
                                   f"or a module:callable entry point (module and attribute "
                                   f"are dotted Python names)", field=FIELD)
-            obj = load_entry_point(item)
-            entry = agent_entry(obj, label=getattr(obj, "name", None) or item, source=item)
+            obj = load_entry_point(item, policies_too=True)
+            label = getattr(obj, "name", None) or item
+            entry = (agent_entry(obj, label=label, source=item) if _is_agent(obj)
+                     else simulator_policy_entry(obj, label=str(label), source=item))
         else:
             name = "heterosched-lp" if item == "pure-lp" else item
             try:
@@ -769,7 +796,11 @@ def describe_entry(entry: PolicyEntry) -> str | None:
     """One line on where an agent entry came from, its mode and K (``None``: a simulator
     policy)."""
     if entry.kind == "simulator":
-        return None
+        if entry.policy is None:
+            return None
+        cls = type(entry.policy)
+        return (f"{entry.source or f'{cls.__module__}.{cls.__qualname__}'}; a scheduling "
+                f"policy (reset, decide) run by the simulator, a copy per run")
     mode = ("rank mode (keep bits, hsched/Rank-v0)" if entry.kind == "ranker"
             else "select mode (actions, hsched/Schedule-v0)")
     if entry.slots is not None:

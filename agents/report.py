@@ -41,7 +41,8 @@ class Report:
     rows: list[dict]
     scenarios: list[dict]
     wall_s: float
-    #: per agent label: where it came from, its mode and K (``describe_entry``)
+    #: per agent (or policy object) label: where it came from, its mode and K
+    #: (``describe_entry``)
     sources: dict = field(default_factory=dict)
     #: runs that failed in a sweep (after their retries): scenario, policy, seed, error,
     #: attempts; never in ``runs`` or the rows' averages

@@ -18,6 +18,7 @@ import dataclasses
 import gc
 import json
 import logging
+import copy
 import math
 import time
 from dataclasses import dataclass, field
@@ -359,9 +360,13 @@ def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason,
 
 def run_simulator_policy(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int,
                          cluster, workload, support_lp) -> Run:
-    """``entry`` (a ``make_policy`` policy) on the scenario's workload of ``seed``."""
-    policy = make_policy(entry.policy_name,
-                         **options_read_by(entry.policy_name, {"topk": suite.topk}))
+    """``entry`` (a ``make_policy`` policy, or a copy of its policy object, so that no
+    state carries from one run into another) on the scenario's workload of ``seed``."""
+    if entry.policy is not None:
+        policy = copy.deepcopy(entry.policy)
+    else:
+        policy = make_policy(entry.policy_name,
+                             **options_read_by(entry.policy_name, {"topk": suite.topk}))
     wrapped = _Measured(policy, support_lp)
     sim = Simulator(cluster, workload, wrapped, _sim_config(suite, scenario, seed))
     result = sim.run()

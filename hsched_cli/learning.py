@@ -3,6 +3,7 @@ whose results this module prints."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -111,7 +112,6 @@ def cmd_evaluate(args) -> int:
     trust_sb3_zip, seeds, out, overwrite, json, no_progress, timing_repeats, backend,
     num_cpus, address, resume). Exit status 1 when a run of a Ray sweep failed (after its retry)."""
     from agents import evaluate as ev
-    from agents.report import claim_output_dir
     _check_backend_flags(args, args.out is not None)
     ray = args.backend == "ray"
     backend = ev.RayBackend(num_cpus=args.num_cpus, address=args.address) if ray else "serial"
@@ -132,6 +132,20 @@ def cmd_evaluate(args) -> int:
         suite = ev.get_suite(args.suite or "smoke")
     # an empty --policies '' is an error (parse_policies), not the default list
     policies = ev.default_policies() if args.policies is None else args.policies
+    # with --json, what the user's own code prints (an entry point's module on import, an
+    # agent or policy as it runs) goes to stderr: stdout holds the JSON alone
+    report_out = sys.stdout
+    own_output = contextlib.ExitStack()
+    if args.json:
+        own_output.enter_context(contextlib.redirect_stdout(sys.stderr))
+    with own_output:
+        return _evaluate_entries(ev, args, suite, policies, backend, ray, report_out)
+
+
+def _evaluate_entries(ev, args, suite, policies, backend, ray: bool, report_out) -> int:
+    """``cmd_evaluate`` from its policies on; ``report_out``: where the report goes (stdout
+    as it was before ``--json`` sent the rest to stderr)."""
+    from agents.report import claim_output_dir
     entries = ev.parse_policies(policies,                                 # unknown: exit 2
                                 trust_sb3_zip=args.trust_sb3_zip,         # before any folder
                                 max_kept_fraction=args.max_kept_fraction,
@@ -176,14 +190,15 @@ def cmd_evaluate(args) -> int:
         note = "; " + sweep_note(report.sweep, failed_runs,
                                  errors_in="their errors: the JSON's 'failed'")
     if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        print()
+        json.dump(data, report_out, indent=1)
+        print(file=report_out)
         print(where + note, file=sys.stderr)
     else:
-        print(ev.format_report(report))
+        print(ev.format_report(report), file=report_out)
         repeats = (f" (each made {report.timing_repeats} times for its decision times)"
                    if report.timing_repeats > 1 else "")
-        print(f"\n{len(report.runs)} runs{repeats} in {report.wall_s:.1f} s; {where}{note}")
+        print(f"\n{len(report.runs)} runs{repeats} in {report.wall_s:.1f} s; {where}{note}",
+              file=report_out)
     return 1 if report.failures else 0
 
 

@@ -305,12 +305,55 @@ def test_your_own_policy_errors_are_one_line(capsys, own_policy_module, argv, sa
     assert says.format(mod=mod) in err and "Traceback" not in err
 
 
-def test_evaluate_points_a_simulator_policy_to_compare(capsys, own_policy_module):
-    code, _, err = run(capsys, "evaluate", "--suite", "smoke", "--policies",
-                       f"pure-lp,{own_policy_module}:make", "--no-progress")
-    assert code == 2
-    assert "it is a scheduling policy (reset and decide): compare it with the LP by " \
-           f"hsched compare --policies heterosched-lp,{own_policy_module}:make" in err
+def test_evaluate_runs_your_own_policy_beside_the_built_in_ones(capsys, own_policy_module):
+    """``hsched evaluate --policies pure-lp,MODULE:CALLABLE``: a scheduling policy (reset,
+    decide) runs as the named ones do, on each held-out seed, with its ratios to the LP; its
+    figures are those of ``hsched compare`` on the same seed. (Until session 60 evaluate
+    refused it and pointed to compare.)"""
+    mod = own_policy_module
+    workload = "gavel:rate=6,jobs=12,duration_scale=0.05"
+    code, out, err = run(capsys, "evaluate", "--cluster", "sia-64", "--workload", workload,
+                         "--seeds", "2", "--policies", f"pure-lp,{mod}:BestPerGPU", "--json",
+                         "--no-progress")
+    assert code == 0, err
+    data = json.loads(out)
+    rows = {r["policy"]: r for r in data["rows"]}
+    assert set(rows) == {"pure-lp", "best-per-gpu"}
+    own = rows["best-per-gpu"]
+    assert own["kind"] == "simulator" and own["jobs_completed"] == 24
+    assert own["avg_jct_common_ratio"] > 0 and own["decision_time_ratio"] > 0
+    assert "a scheduling policy (reset, decide)" in data["sources"]["best-per-gpu"]
+    per_seed = {(r["policy"], r["seed"]): r for r in data["per_seed"]}
+    seed = data["seeds"][0]
+    code, out, err = run(capsys, "compare", "--cluster", "sia-64", "--workload",
+                         f"{workload},seed={seed}", "--policies",
+                         f"heterosched-lp,{mod}:BestPerGPU", "--json", "--no-progress")
+    assert code == 0, err
+    compared = {m["policy"]: m for m in json.loads(out)}
+    assert per_seed["best-per-gpu", seed]["avg_jct_s"] == compared["best-per-gpu"]["avg_jct_s"]
+    assert per_seed["pure-lp", seed]["avg_jct_s"] == compared["heterosched-lp"]["avg_jct_s"]
+
+
+def test_evaluate_takes_a_policy_object_and_runs_a_copy_of_it_per_run(own_policy_module,
+                                                                      monkeypatch):
+    """``evaluate(suite, [..., MyPolicy()])`` from Python: each run gets its own copy (the
+    object given is left as it was), and an object that is neither an agent nor a policy
+    is refused naming both."""
+    import importlib
+
+    from agents.evaluate import custom_suite, evaluate
+    from hsched_env.errors import ConfigError
+    monkeypatch.syspath_prepend(".")                     # the module's folder (the fixture's)
+    own = importlib.import_module(own_policy_module).BestPerGPU()
+    own.decisions = -1
+    report = evaluate(custom_suite("tiny-8", "gavel:rate=8,jobs=6,duration_scale=0.05",
+                                   seeds=2), ["pure-lp", own], progress=False)
+    assert {r.label for r in report.runs} == {"pure-lp", "best-per-gpu"}
+    assert own.decisions == -1                                   # the runs had copies
+    with pytest.raises(ConfigError, match="neither a policy name, an agent .* nor a "
+                                          "scheduling policy"):
+        evaluate(custom_suite("tiny-8", "gavel:jobs=3"), ["pure-lp", object()],
+                 progress=False)
 
 
 def test_an_output_folder_that_cannot_be_made_leaves_no_parents_behind(capsys, tmp_path):
