@@ -91,6 +91,15 @@ def _version() -> str:
         return "(not installed: run from a source checkout)"
 
 
+def _add_models_flag(parser: argparse.ArgumentParser) -> None:
+    """``--models FILE``: models of one's own beside the packaged ones (``use_model_files``)."""
+    parser.add_argument("--models", action="append", default=None, metavar="FILE",
+                        help="a model catalog file of your own (the format of the packaged "
+                             "models.json, docs/workloads.md 'Your own models'): its models "
+                             "join the catalog for this command and the processes it starts "
+                             "(HSCHED_MODELS); may be repeated")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _OneLineErrors(prog="hsched", description=(
         "HeteroSched: co-optimize parallelization and scheduling of deep-learning training "
@@ -111,9 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "entry) or a table file in Gavel's format")
     c.add_argument("--no-mixed", action="store_true", help="single-GPU-type sets only")
     c.add_argument("--json", action="store_true", help="one JSON list on stdout")
+    _add_models_flag(c)
     c.set_defaults(func=cmd_candidates)
 
     m = sub.add_parser("models", help="list the model catalog")
+    _add_models_flag(m)
     m.set_defaults(func=cmd_models)
     cl = sub.add_parser("clusters", help="list cluster presets, or describe one")
     cl.add_argument("name", nargs="?", help="preset name or cluster file")
@@ -122,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     for cmd, helptext in (("simulate", "simulate a workload under one policy"),
                           ("compare", "simulate a workload under several policies")):
         sp = sub.add_parser(cmd, help=helptext, formatter_class=_NoHyphenBreaks)
+        _add_models_flag(sp)
         sp.add_argument("--cluster", required=True, help="preset or cluster file")
         sp.add_argument("--workload", required=True, help=(
             "gavel:rate=R,jobs=N,seed=S,mix=classic|llm | philly:start=DATE,hours=H[,vc=V] | "
@@ -227,8 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (plots, JSON)")
     d.set_defaults(func=cmd_demo)
 
-    ev = sub.add_parser("evaluate", help="policies, rankers and your own agents on held-out "
-                        "seeds")
+    ev = sub.add_parser("evaluate", help="policies, rankers, your own agents and policies on "
+                        "held-out seeds")
     ev.add_argument("--suite", default=None,
                     help="smoke (default), standard, large or large-family")
     ev.add_argument("--cluster", default=None, help="a custom one-scenario suite ('custom', "
@@ -310,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "every finished run is written to OUT/runs/ as it completes, a failed "
                          "one is retried once, then reported as failed)")
     _add_ray_flags(ev, "(scenario, policy, seed) run", out=False)
+    _add_models_flag(ev)
     ev.set_defaults(func=cmd_evaluate)
 
     tr = sub.add_parser("train", help="train a ranker (Rank-*) or a scheduler (Schedule-*)",
@@ -436,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="do not run the LP and random on each training seed (no "
                          "episode/return_vs_lp, no reference lines in the returns figure)")
     tr.add_argument("--no-progress", action="store_true")
+    _add_models_flag(tr)
     tr.set_defaults(func=cmd_train)
     return p
 
@@ -510,6 +524,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        if getattr(args, "models", None):
+            from hsched_env.catalog import use_model_files
+            use_model_files(args.models)         # checked before the command runs
         with sigterm_raises():
             return args.func(args)
     except HSchedError as exc:

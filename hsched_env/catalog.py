@@ -3,7 +3,11 @@
 The packaged catalogs live in ``hsched_env/data/gpus.json`` and ``hsched_env/data/models.json``
 (provenance of every figure: ``hsched_env/data/CATALOG_SOURCES.md``). Users can load their own
 files in the same format with :func:`load_gpu_catalog` / :func:`load_model_catalog`; the packaged
-files go through exactly the same validation.
+files go through exactly the same validation. Models of one's own join the catalog in use
+(``get_model``, ``model_catalog``: workloads, the simulator, the environments) through
+:func:`use_model_files`, or the environment variable ``HSCHED_MODELS`` (model files separated
+by ``os.pathsep``) as it is when this module is imported; ``use_model_files`` sets it, so the
+processes this one starts inherit the files (``hsched ... --models FILE`` calls it).
 
 Example:
     >>> from hsched_env.catalog import get_gpu, get_model
@@ -32,7 +36,12 @@ from hsched_env.files import json_object_no_duplicates, read_text_file
 __all__ = [
     "GpuType", "ModelSpec", "gpu_catalog", "get_gpu", "model_catalog", "get_model",
     "load_gpu_catalog", "load_model_catalog", "MAX_BATCH", "MAX_CATALOG_INT",
+    "MODELS_ENV", "use_model_files", "model_files_in_use",
 ]
+
+#: The environment variable naming model catalog files whose models join the packaged ones
+#: (``os.pathsep``-separated paths; :func:`use_model_files` sets it).
+MODELS_ENV = "HSCHED_MODELS"
 
 ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
          "cdna2", "cdna3")
@@ -508,6 +517,56 @@ def _packaged_models() -> tuple[ModelSpec, ...]:
     return tuple(_parse_models(*_packaged("models.json")).values())
 
 
+#: ``HSCHED_MODELS`` as this process read it at import, and as ``use_model_files`` sets it
+#: since (read once: a lookup of the environment for every job made loading 15% slower).
+_files_in_use = [os.environ.get(MODELS_ENV, "")]
+
+
+def model_files_in_use() -> str:
+    """The model files in use (``HSCHED_MODELS`` at import, or as ``use_model_files`` set
+    it; ``""``: the packaged models only): the key of what the catalog in use holds, for
+    caches of lookups in it."""
+    return _files_in_use[0]
+
+
+@functools.lru_cache(maxsize=16)
+def _models_with(files: str) -> tuple[ModelSpec, ...]:
+    """The packaged models, then those of each file of ``files`` (``HSCHED_MODELS``'s
+    value); a name given twice (in the packaged catalog or another file) is refused."""
+    models = list(_packaged_models())
+    where = {_norm(m.name): "the packaged catalog (hsched models)" for m in models}
+    for path in (f for f in files.split(os.pathsep) if f.strip()):
+        for model in load_model_catalog(path).values():
+            held = where.get(_norm(model.name))
+            if held is not None:
+                raise ConfigError(f"model {model.name!r} of {path} is already in {held}: "
+                                  f"give yours another name", field=MODELS_ENV)
+            where[_norm(model.name)] = path
+            models.append(model)
+    return tuple(models)
+
+
+def _models_in_use() -> tuple[ModelSpec, ...]:
+    files = model_files_in_use()
+    return _models_with(files) if files else _packaged_models()
+
+
+def use_model_files(paths) -> tuple[str, ...]:
+    """Add the models of the catalog files ``paths`` (the format of ``models.json``:
+    ``load_model_catalog``) to the catalog in use, in this process and the processes it
+    starts (``HSCHED_MODELS``, absolute paths); the files are read and checked now, and a
+    model name that is already in use is refused (``ConfigError``). Returns the files in
+    use."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    current = [f for f in model_files_in_use().split(os.pathsep) if f.strip()]
+    files = list(dict.fromkeys(current + [os.path.abspath(os.fspath(p)) for p in paths]))
+    value = os.pathsep.join(files)
+    _models_with(value)                          # a bad file: refused before it is in use
+    os.environ[MODELS_ENV] = _files_in_use[0] = value
+    return tuple(files)
+
+
 @functools.lru_cache(maxsize=None)
 def _packaged_gpu_index() -> dict[str, GpuType]:
     return _gpu_index({g.name: g for g in _packaged_gpus()})
@@ -541,8 +600,9 @@ def gpu_catalog() -> dict[str, GpuType]:
 
 
 def model_catalog() -> dict[str, ModelSpec]:
-    """The packaged model catalog: name -> :class:`ModelSpec`, in file order (parsed once)."""
-    return {m.name: m for m in _packaged_models()}
+    """The model catalog in use: name -> :class:`ModelSpec`, the packaged models in file
+    order (parsed once), then those of ``HSCHED_MODELS``' files (:func:`use_model_files`)."""
+    return {m.name: m for m in _models_in_use()}
 
 
 def get_gpu(name: str, catalog: Mapping[str, GpuType] | None = None) -> GpuType:
@@ -596,13 +656,14 @@ def get_model(name: str, catalog: Mapping[str, ModelSpec] | None = None) -> Mode
 
     Args:
         name: E.g. ``"resnet50"``, ``"ResNet-50"``, ``"llama2_70b"``.
-        catalog: A catalog from :func:`load_model_catalog`; default the packaged one.
+        catalog: A catalog from :func:`load_model_catalog`; default the one in use (the
+            packaged models and ``HSCHED_MODELS``', :func:`model_catalog`).
 
     Raises:
         UnknownNameError: No such model; the message lists the valid names.
         ConfigError: ``catalog`` is no mapping of name to ``ModelSpec``.
     """
-    models = _packaged_models() if catalog is None else _catalog_entries(catalog, ModelSpec)
+    models = _models_in_use() if catalog is None else _catalog_entries(catalog, ModelSpec)
     if isinstance(name, str):
         for model in models:
             if _norm(model.name) == _norm(name):

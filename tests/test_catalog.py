@@ -370,3 +370,101 @@ def test_unparseable_files(tmp_path, template, reason, line, load, key):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="nope.json"):
         load_gpu_catalog(tmp_path / "nope.json")
+
+
+# ---------------------------------------------------------------- models of one's own
+LLAMA3_8B = {"name": "llama3-8b", "display": "Llama-3 8B", "family": "transformer",
+             "params": 8.03e9, "layers": 32, "hidden": 4096, "ffn": 14336, "heads": 32,
+             "kv_heads": 8, "seq_len": 8192, "vocab": 128256, "swiglu": True,
+             "flash_attention": True, "precision": "bf16", "global_batch": 512,
+             "sample": "one 8192-token sequence", "tokens_per_sample": 8192,
+             "fwd_flops_per_sample": None, "act_bytes_per_sample": None,
+             "bytes_per_param_states": 16, "parallelism": ["dp", "tp", "pp"],
+             "gavel_job_type": None, "batch_per_replica": False, "kernels_per_iteration": 0,
+             "source": "Llama 3 model card"}
+
+
+@pytest.fixture
+def own_models(tmp_path, monkeypatch):
+    """A model file of one's own, and the catalog in use as it was put back afterwards."""
+    import hsched_env.catalog as catalog
+    monkeypatch.delenv(catalog.MODELS_ENV, raising=False)
+    monkeypatch.setattr(catalog, "_files_in_use", [""])
+    path = tmp_path / "my_models.json"
+    path.write_text(json.dumps({"models": [LLAMA3_8B]}), encoding="utf-8")
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type\n"
+                     "a,0,7200,8,llama3-8b,\nb,600,3600,4,resnet50,\n", encoding="utf-8")
+    return path, trace
+
+
+def test_models_of_ones_own_join_the_catalog_in_use(own_models):
+    """``use_model_files``: the file's models are looked up, loaded from a trace, planned and
+    simulated like the packaged ones; the packaged ones stay; the processes started after
+    inherit them (HSCHED_MODELS)."""
+    import os
+    import subprocess
+    import sys
+
+    from hsched_env.catalog import MODELS_ENV, model_files_in_use, use_model_files
+    from hsched_env.cluster import get_cluster
+    from hsched_env.simulator import SimConfig, Simulator
+    from hsched_env.workloads import load_workload
+    from lp_baseline.policy import make_policy
+    path, trace = own_models
+    sia = get_cluster("sia-64")
+    with pytest.raises(ConfigError, match="unknown model 'llama3-8b'"):
+        load_workload(f"csv:path={trace}", sia)
+    assert use_model_files(path) == (str(path.resolve()),)
+    assert model_files_in_use() == os.environ[MODELS_ENV] == str(path.resolve())
+    mine = get_model("Llama3_8B")
+    assert mine.kv_heads == 8 and mine.name in model_catalog()
+    assert get_model("resnet50").name == "resnet50"                 # the packaged ones stay
+    jobs = load_workload(f"csv:path={trace}", sia)
+    result = Simulator(sia, jobs, make_policy("heterosched-lp"), SimConfig()).run()
+    assert result.metrics()["jobs_completed"] == 2
+    assert use_model_files(path) == (str(path.resolve()),)         # given twice: once
+    child = subprocess.run([sys.executable, "-c", "from hsched_env.catalog import get_model; "
+                            "print(get_model('llama3-8b').display)"],
+                           capture_output=True, text=True, env=dict(os.environ))
+    assert child.returncode == 0 and child.stdout.strip() == "Llama-3 8B", child.stderr
+
+
+def test_a_model_file_that_is_bad_or_renames_a_model_is_refused_and_not_used(own_models,
+                                                                          tmp_path):
+    from hsched_env.catalog import model_files_in_use, use_model_files
+    path, _ = own_models
+    taken = tmp_path / "taken.json"
+    taken.write_text(json.dumps({"models": [dict(LLAMA3_8B, name="resnet50")]}),
+                     encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"model 'resnet50' of .*taken\.json is already in "
+                                          r"the packaged catalog"):
+        use_model_files(taken)
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"models": [dict(LLAMA3_8B, layers=0)]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="layers"):
+        use_model_files(broken)
+    assert model_files_in_use() == ""
+    use_model_files(path)
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps({"models": [dict(LLAMA3_8B, display="again")]}),
+                     encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"llama3-8b.*is already in .*my_models\.json"):
+        use_model_files(twice)
+    assert model_files_in_use() == str(path.resolve())
+
+
+def test_the_cli_takes_models_of_ones_own(own_models, capsys):
+    from hsched_cli.main import main
+    path, trace = own_models
+    assert main(["simulate", "--cluster", "sia-64", "--workload", f"csv:path={trace}",
+                 "--no-progress"]) == 2
+    assert "unknown model 'llama3-8b'" in capsys.readouterr().err
+    assert main(["simulate", "--cluster", "sia-64", "--workload", f"csv:path={trace}",
+                 "--models", str(path), "--json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs_completed"] == 2
+    assert main(["candidates", "--model", "llama3-8b", "--cluster", "sia-64",
+                 "--models", str(path)]) == 0
+    assert "Llama-3 8B on sia-64" in capsys.readouterr().out
+    assert main(["models", "--models", str(path / "nope.json")]) == 2
+    assert "nope.json" in capsys.readouterr().err

@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hsched_env.catalog import MAX_BATCH, ModelSpec, get_gpu, get_model, model_variant
+from hsched_env.catalog import (MAX_BATCH, ModelSpec, get_gpu, get_model, model_files_in_use,
+                                model_variant)
 from hsched_env.errors import (ConfigError, UnknownNameError, is_real_number, is_whole_number,
                                show)
 
@@ -52,8 +53,13 @@ def gpus_over_capacity(cluster, gpus: int, gpu_type: str | None, why: str = "") 
 
 
 # ---------------------------------------------------------------------------------- types
-@lru_cache(maxsize=None)
 def _variant(model: str, batch: int | None) -> ModelSpec:
+    return _variant_in(model, batch, model_files_in_use())
+
+
+@lru_cache(maxsize=None)
+def _variant_in(model: str, batch: int | None, catalog: str) -> ModelSpec:
+    """``model_variant`` in the catalog in use (``catalog``: its key, ``HSCHED_MODELS``)."""
     return model_variant(model, batch)
 
 
@@ -65,8 +71,13 @@ def _finite_as_float(value) -> bool:
         return False
 
 
-@lru_cache(maxsize=256)
 def _model_known(name: str) -> bool:
+    return _model_known_in(name, model_files_in_use())
+
+
+@lru_cache(maxsize=256)
+def _model_known_in(name: str, catalog: str) -> bool:
+    """Whether the catalog in use (``catalog``: its key, ``HSCHED_MODELS``) has ``name``."""
     try:
         get_model(name)
     except UnknownNameError:
