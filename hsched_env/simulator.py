@@ -844,9 +844,18 @@ class Simulator:
         if s.stalled >= STALL_ROUNDS:
             name = getattr(self.policy, "name", None)     # None when an environment drives
             log.warning("%sno job ran for %d rounds with %d jobs waiting and no arrivals "
-                        "left: stopping at t=%.0f s (they are reported unfinished)",
-                        f"{name}: " if name else "", s.stalled, active.size, end)
+                        "left: stopping at t=%.0f s (they are reported unfinished): %s",
+                        f"{name}: " if name else "", s.stalled, active.size, end,
+                        self._waiting_jobs_text(active))
             self._end("stalled")
+
+    def _waiting_jobs_text(self, active: np.ndarray, most: int = 5) -> str:
+        """The first ``most`` of the jobs ``active`` by name, model and requested GPUs (a
+        stall warning said how many waited, not which)."""
+        shown = [self.jobs[int(j)] for j in active[:most]]
+        text = ", ".join(f"{job.name} ({job.model}, {job.requested_gpus} "
+                         f"{job.gpu_type + ' ' if job.gpu_type else ''}GPUs)" for job in shown)
+        return text + (f" and {active.size - most} more" if active.size > most else "")
 
     def _row_info(self, table: CandidateTable, r: int) -> tuple:
         """``(label, samples/s, ((type index, type, GPUs), ...) of the types it uses, GPUs,

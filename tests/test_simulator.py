@@ -674,8 +674,11 @@ def test_a_stall_warning_names_the_policy(monkeypatch, caplog):
         sim = simulator_mod.Simulator(cluster, workload, Idle())
         sim.run()
     assert sim.end_reason == "stalled"
-    assert any(r.getMessage().startswith("idle-policy: no job ran for 5 rounds")
-               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    said = [r.getMessage() for r in caplog.records
+            if r.getMessage().startswith("idle-policy: no job ran for 5 rounds")]
+    assert len(said) == 1, [r.getMessage() for r in caplog.records]
+    names = ", ".join(f"{j.name} ({j.model}, {j.requested_gpus} GPUs)" for j in workload.jobs)
+    assert said[0].endswith(f"(they are reported unfinished): {names}"), said[0]
 
 
 def test_the_driving_api_before_reset_and_bad_arguments_are_clear_errors():
