@@ -23,12 +23,15 @@ Policies (``parse_policies``):
 * ``module:callable`` — your own agent (``agents.policy_entries.load_entry_point``): rank mode
   (``keep(obs, env) -> (K,) int8``, driven like a ranker) or select mode
   (``act(obs, env) -> int`` on ``hsched_env.envs.ScheduleEnv``, ``run_scheduler``), with
-  optional ``name``, ``slots`` (a fixed K) and ``env_kwargs``;
+  optional ``name``, ``slots`` (a fixed K) and ``env_kwargs``; or your own scheduling policy
+  (``reset(cluster, seed)`` and ``decide(view)``), run by the simulator as the named ones
+  are, made anew for each run by the class or factory named (an object: copied);
 * ``sb3:PATH.zip`` / ``sb3:ALGO:PATH.zip`` — a Stable-Baselines3 / sb3-contrib model, only
   with ``trust_sb3_zip=True`` (a zip carries pickled code); its action space decides the mode
   and K.
 
-``evaluate`` also accepts agent objects directly (``keep`` or ``act``, as above).
+``evaluate`` also accepts agent objects (``keep`` or ``act``, as above) and scheduling
+policy objects (``reset`` and ``decide``; each run gets a copy) directly.
 
 ```python
 from agents.evaluate import SUITES, custom_suite, evaluate, format_report

@@ -1,10 +1,11 @@
-"""The policy list of an evaluation: ``PolicyEntry`` (a ``make_policy`` policy run by the
-simulator, a rank-mode agent driving ``RankEnv`` or a select-mode agent driving
-``ScheduleEnv``), ``parse_policies`` (names such as ``pure-lp``, ``topk``, ``ranker:PATH``,
-``module:callable`` entry points, ``sb3:PATH.zip`` models and/or agent objects to entries,
-unknown names rejected before anything runs), ``policy_names``, ``default_policies`` /
-``DEFAULT_POLICIES``, ``load_ranker`` / ``DEFAULT_RANKER_PATH`` (the shipped ranker),
-``load_entry_point``, ``load_sb3`` / ``SB3_ALGOS``, ``agent_entry`` and ``entries_to_items``.
+"""The policy list of an evaluation: ``PolicyEntry`` (a ``make_policy`` policy or a
+scheduling policy of one's own, run by the simulator, a rank-mode agent driving ``RankEnv``
+or a select-mode agent driving ``ScheduleEnv``), ``parse_policies`` (names such as
+``pure-lp``, ``topk``, ``ranker:PATH``, ``module:callable`` entry points, ``sb3:PATH.zip``
+models, agent and policy objects to entries, unknown names rejected before anything runs),
+``policy_names``, ``default_policies`` / ``DEFAULT_POLICIES``, ``load_ranker`` /
+``DEFAULT_RANKER_PATH`` (the shipped ranker), ``load_entry_point``, ``load_sb3`` /
+``SB3_ALGOS``, ``agent_entry``, ``simulator_policy_entry`` and ``entries_to_items``.
 Part of the evaluation harness, ``agents.evaluate``.
 
 The agent protocol (``docs/agents.md``, "Your own agent"): an object with
@@ -22,6 +23,7 @@ overflow) and ``env_kwargs`` (extra environment constructor arguments, e.g.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import os
@@ -38,7 +40,8 @@ from hsched_env.envs.base import HSchedEnvBase
 from hsched_env.envs.features import CLUSTER_FEATURES
 from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
 from hsched_env.files import why_not_a_file
-from lp_baseline.registry import POLICY_NAMES_SPELLED, make_policy, split_policy_list
+from lp_baseline.registry import (POLICY_NAMES_SPELLED, is_policy_name, make_policy,
+                                  split_policy_list)
 
 #: The shipped ranker (``ranker`` without a path).
 DEFAULT_RANKER_PATH = Path(__file__).resolve().parent / "data" / "ranker.pt"
@@ -64,8 +67,9 @@ class PolicyEntry:
     """One policy of an evaluation.
 
     ``kind``: ``"simulator"`` (a ``make_policy`` policy by ``policy_name``, or a scheduling
-    policy object, ``reset(cluster, seed)`` and ``decide(view)``, as ``policy``; each run
-    gets its own copy), ``"ranker"`` (a rank-mode agent,
+    policy object, ``reset(cluster, seed)`` and ``decide(view)``, as ``policy``: each run
+    gets a new one from ``policy_factory`` where an entry point's class or factory made it,
+    else a copy), ``"ranker"`` (a rank-mode agent,
     ``keep(obs, env)``, driving ``RankEnv``) or ``"scheduler"`` (a select-mode agent,
     ``act(obs, env)``, driving ``ScheduleEnv``). ``slots``: the agent's fixed K (``None``: the
     harness chooses); ``env_kwargs``: extra environment arguments; ``observation_space``: the
@@ -83,6 +87,7 @@ class PolicyEntry:
     source: str | None = None         # where it came from: "module:callable", "sb3 PPO x.zip"
     observation_space: object | None = None
     policy: object | None = None      # a scheduling policy object (reset, decide), "simulator"
+    policy_factory: object | None = None   # what made ``policy`` (an entry point's class)
 
     @property
     def actor(self):
@@ -279,14 +284,26 @@ def agent_entry(obj, label: str | None = None, source: str | None = None) -> Pol
     return entry
 
 
-def simulator_policy_entry(obj, label: str | None = None,
-                           source: str | None = None) -> PolicyEntry:
+def simulator_policy_entry(obj, label: str | None = None, source: str | None = None,
+                           factory=None) -> PolicyEntry:
     """The entry of a scheduling policy object (``reset(cluster, seed)`` and
     ``decide(view)``: docs/simulator.md, "Writing a policy"), run by the simulator like the
-    named policies; ``label`` defaults to its ``name`` (else its class's name)."""
+    named policies; ``label`` defaults to its ``name`` (else its class's name).
+    ``factory``: what made ``obj`` (an entry point's class or factory), called for each run's
+    own policy; without one each run gets a copy of ``obj`` (``copy.deepcopy``), so an object
+    that cannot be copied is refused here rather than halfway through the runs."""
+    if factory is None:
+        try:
+            copy.deepcopy(obj)
+        except Exception as exc:            # noqa: BLE001 (the user's object: report it)
+            raise ConfigError(f"{source or f'policy {type(obj).__name__}'}: evaluate runs a "
+                              f"copy of a policy object for each run (copy.deepcopy), and "
+                              f"this one cannot be copied: {type(exc).__name__}: {exc}; give "
+                              f"its class (or a factory) instead, which is called for each "
+                              f"run", field=FIELD) from None
     if label is None:
         label = str(getattr(obj, "name", None) or type(obj).__name__)
-    return PolicyEntry(label, "simulator", policy=obj, source=source)
+    return PolicyEntry(label, "simulator", policy=obj, policy_factory=factory, source=source)
 
 
 def _import_module(name: str, field: str = FIELD):
@@ -368,14 +385,28 @@ def load_entry_point(spec: str, policies_too: bool = False):
     ``policies_too``: a scheduling policy (``reset`` and ``decide``, no ``keep`` or ``act``)
     is returned too (``hsched evaluate`` runs both); else it is refused, naming
     ``hsched compare``."""
-    obj = _entry_point_object(spec, FIELD)
+    return _made_from_entry_point(spec, policies_too)[0]
+
+
+def _made_from_entry_point(spec: str, policies_too: bool = False) -> tuple:
+    """``load_entry_point``'s object and what made it: ``(object, the class or factory
+    called)``, or ``(object, None)`` where the entry point named the object itself."""
+    obj = factory = _entry_point_object(spec, FIELD)
     # a class is called; so is anything else but an agent or a scheduling policy's
     # instance (_agent_mode says what to do with the latter)
     if inspect.isclass(obj) or not (_is_agent(obj) or _is_simulator_policy(obj)):
-        obj = _made(obj, spec, FIELD, "agent", "keep or act")
+        obj = _made(factory, spec, FIELD, "agent" + (" or policy" if policies_too else ""),
+                    "keep or act" + (", or reset and decide" if policies_too else ""))
+    else:
+        factory = None
     if not (policies_too and _is_simulator_policy(obj) and not _is_agent(obj)):
+        if policies_too and not _is_agent(obj):
+            raise ConfigError(f"{spec} made {type(obj).__name__} {shorten(repr(obj), 80)}: "
+                              f"neither an agent (keep(obs, env) or act(obs, env)) nor a "
+                              f"scheduling policy (reset(cluster, seed) and decide(view))",
+                              field=FIELD)
         _agent_mode(obj, f"{spec} (an object of type {type(obj).__name__})", spec)
-    return obj
+    return obj, factory
 
 
 # ---------------------------------------------------------------------------- SB3 models
@@ -687,10 +718,11 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                 raise ConfigError(f"{item!r} is not a policy name, ranker:PATH, sb3:PATH.zip "
                                   f"or a module:callable entry point (module and attribute "
                                   f"are dotted Python names)", field=FIELD)
-            obj = load_entry_point(item, policies_too=True)
+            obj, factory = _made_from_entry_point(item, policies_too=True)
             label = getattr(obj, "name", None) or item
             entry = (agent_entry(obj, label=label, source=item) if _is_agent(obj)
-                     else simulator_policy_entry(obj, label=str(label), source=item))
+                     else simulator_policy_entry(obj, label=str(label), source=item,
+                                                 factory=factory))
         else:
             name = "heterosched-lp" if item == "pure-lp" else item
             try:
@@ -699,6 +731,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                 raise UnknownNameError("policy", item, policy_names(),
                                        field=FIELD) from None
             entry = PolicyEntry(item, "simulator", policy_name=name)
+        if not isinstance(item, (str, PolicyEntry)) or (
+                isinstance(item, str) and entry.source == item):
+            _refuse_a_built_in_label(entry)        # your own object, by its name
         label, i = entry.label, 2
         while entry.label in seen:                  # the same ranker twice: distinct labels
             entry.label = f"{label}#{i}"
@@ -706,6 +741,17 @@ def parse_policies(items, trust_sb3_zip: bool = False,
         seen.add(entry.label)
         out.append(entry)
     return out
+
+
+def _refuse_a_built_in_label(entry: PolicyEntry) -> None:
+    """A policy or agent of one's own labelled as a built-in policy is refused: the report
+    finds the LP reference by its label (``pure-lp``), and a second ``gavel`` would read as
+    the built-in one."""
+    label = entry.label
+    if label == "pure-lp" or is_policy_name(label):
+        raise ConfigError(f"{entry.source or entry.label}: its name {label!r} is a built-in "
+                          f"policy's, which labels that policy's results; give yours "
+                          f"another name", field=FIELD)
 
 
 def _checked_audits(items, audit_every, audit_recall,
@@ -793,8 +839,8 @@ def _ordinal(n: int) -> str:
 
 
 def describe_entry(entry: PolicyEntry) -> str | None:
-    """One line on where an agent entry came from, its mode and K (``None``: a simulator
-    policy)."""
+    """One line on where an agent entry came from, its mode and K, or a policy object's
+    (``None``: a policy by name)."""
     if entry.kind == "simulator":
         if entry.policy is None:
             return None

@@ -133,8 +133,9 @@ def _row(label: str, kind: str, scenario: str, runs: list[Run]) -> dict:
     row["jobs_started"] = int(sum(m.get("jobs_started", m["jobs_total"]) for m in ms))
     # a makespan only when every seed has one: the mean of the seeds that finished would
     # read as the row's, while a seed cut off by its window (or an agent's stall) has none;
-    # nor when a job was left unfinished (a simulator policy's stall: its last completion
-    # is not the schedule's end; ``hsched compare``'s table reads n/a there too)
+    # nor when a job was left unfinished (a simulator policy's stall, a job no candidate
+    # fits: the last completion is not the schedule's end; ``hsched compare``'s table reads
+    # n/a there too; the per-seed rows keep each run's figure, as compare's JSON does)
     spans = [m.get("makespan_s") for m in ms]
     row["makespan_s"] = (float(np.mean(spans)) if spans and all(
         v is not None and math.isfinite(v) for v in spans)

@@ -14,11 +14,11 @@ own code, noted with the run it came from). Part of the evaluation harness, ``ag
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import gc
 import json
 import logging
-import copy
 import math
 import time
 from dataclasses import dataclass, field
@@ -336,9 +336,10 @@ def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason,
     left), its unfinished jobs count up to then (at most the window's end), as the report's
     note on an agent that ended early says, and it has no makespan. A simulator policy's run
     (``stopped_s`` None) stalls on jobs it can never start (e.g. more GPUs of one type than
-    any node has): those stay out of ``avg_time_in_system_s`` and its makespan is to the
-    last completion, as before (counted, each would weigh the simulator's 1,000 idle rounds,
-    not the policy's doing; the ``done`` column shows them)."""
+    any node has): those stay out of ``avg_time_in_system_s`` (counted, each would weigh the
+    simulator's 1,000 idle rounds, not the policy's doing; the ``done`` column shows them) and
+    the run's makespan is to its last completion, as before (the report's row, averaged over
+    the seeds, shows none: ``agents.report``)."""
     m = dict(metrics)
     m["policy"] = label
     unfinished = any(not r.done for r in records)
@@ -360,9 +361,12 @@ def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason,
 
 def run_simulator_policy(entry: PolicyEntry, suite: Suite, scenario: Scenario, seed: int,
                          cluster, workload, support_lp) -> Run:
-    """``entry`` (a ``make_policy`` policy, or a copy of its policy object, so that no
-    state carries from one run into another) on the scenario's workload of ``seed``."""
-    if entry.policy is not None:
+    """``entry`` (a ``make_policy`` policy, or its own policy: made anew by its factory, else
+    a copy of its object, so that no state carries from one run into another) on the
+    scenario's workload of ``seed``."""
+    if entry.policy_factory is not None:
+        policy = entry.policy_factory()
+    elif entry.policy is not None:
         policy = copy.deepcopy(entry.policy)
     else:
         policy = make_policy(entry.policy_name,

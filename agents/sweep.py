@@ -58,6 +58,7 @@ from tqdm import tqdm
 
 from agents.provenance import environment_record, same_set_up
 from hsched_env.errors import ConfigError, UnknownNameError, show
+from hsched_env.catalog import MODELS_ENV, model_files_in_use
 
 #: ``--backend`` values of ``hsched evaluate`` / ``hsched compare``.
 BACKENDS = ("serial", "ray")
@@ -536,7 +537,15 @@ class RayBackend:
                 # CLI's, which unwinds a sweep as Ctrl-C does) comes back
                 _restore_sigterm(sigterm)
             self._owned = True
-        self._remote = ray.remote(num_cpus=1, max_retries=0)(_call)
+        options = {"num_cpus": 1, "max_retries": 0}
+        files = model_files_in_use()
+        if files and not self._owned:
+            # models of the user's own (HSCHED_MODELS): a local instance started above
+            # inherits them with this environment; a Ray joined or started before gets them
+            # in its tasks' (a worker of their own; the files must exist at the same paths
+            # on every node)
+            options["runtime_env"] = {"env_vars": {MODELS_ENV: files}}
+        self._remote = ray.remote(**options)(_call)
 
     def stop(self) -> None:
         ray = self._ray

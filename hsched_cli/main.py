@@ -259,7 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
         "each round gets the pure LP's optimal value; no unsure gate); module:callable (your "
         "agent: "
         "keep(obs, env) for rank mode or act(obs, env) for select mode, optional name, slots, "
-        "env_kwargs; the module is imported from the current directory or the Python path); "
+        "env_kwargs; or your scheduling policy: reset(cluster, seed) and decide(view), run "
+        "by the simulator, made anew for each run; the module is imported from the current "
+        "directory or the Python path); "
         "sb3:PATH.zip or sb3:ALGO:PATH.zip (ALGO ppo, maskable-ppo, a2c, dqn; needs "
         "--trust-sb3-zip). Default pure-lp,topk,pop-4,[ranker,]gavel,fifo"))
     ev.add_argument("--trust-sb3-zip", action="store_true",

@@ -519,7 +519,8 @@ def _packaged_models() -> tuple[ModelSpec, ...]:
 
 #: ``HSCHED_MODELS`` as this process read it at import, and as ``use_model_files`` sets it
 #: since (read once: a lookup of the environment for every job made loading 15% slower).
-_files_in_use = [os.environ.get(MODELS_ENV, "")]
+_files_in_use = [os.pathsep.join(os.path.realpath(f) for f in
+                                 os.environ.get(MODELS_ENV, "").split(os.pathsep) if f.strip())]
 
 
 def model_files_in_use() -> str:
@@ -534,16 +535,36 @@ def _models_with(files: str) -> tuple[ModelSpec, ...]:
     """The packaged models, then those of each file of ``files`` (``HSCHED_MODELS``'s
     value); a name given twice (in the packaged catalog or another file) is refused."""
     models = list(_packaged_models())
-    where = {_norm(m.name): "the packaged catalog (hsched models)" for m in models}
+    packaged = "the packaged catalog (hsched models)"
+    where = {_norm(m.name): packaged for m in models}
+    # a Gavel job type (its name without the batch, for the batched ones) reads one model:
+    # a second would take the traces' jobs of that type over silently
+    job_types = {_gavel_type_family(m.gavel_job_type): (m.name, packaged) for m in models
+                 if m.gavel_job_type}
     for path in (f for f in files.split(os.pathsep) if f.strip()):
         for model in load_model_catalog(path).values():
             held = where.get(_norm(model.name))
             if held is not None:
                 raise ConfigError(f"model {model.name!r} of {path} is already in {held}: "
                                   f"give yours another name", field=MODELS_ENV)
+            family = model.gavel_job_type and _gavel_type_family(model.gavel_job_type)
+            if family in job_types:
+                other, held = job_types[family]
+                raise ConfigError(f"model {model.name!r} of {path}: Gavel job type "
+                                  f"{model.gavel_job_type!r} already reads model {other!r} "
+                                  f"(in {held}): give yours none (null) or another",
+                                  field=MODELS_ENV)
             where[_norm(model.name)] = path
+            if family:
+                job_types[family] = (model.name, path)
             models.append(model)
     return tuple(models)
+
+
+def _gavel_type_family(job_type: str) -> str:
+    """A Gavel job type without its batch (``"ResNet-50"`` of ``"ResNet-50 (batch size
+    64)"``): the batched types of one model differ only there."""
+    return job_type.split(" (batch size ")[0]
 
 
 def _models_in_use() -> tuple[ModelSpec, ...]:
@@ -554,13 +575,15 @@ def _models_in_use() -> tuple[ModelSpec, ...]:
 def use_model_files(paths) -> tuple[str, ...]:
     """Add the models of the catalog files ``paths`` (the format of ``models.json``:
     ``load_model_catalog``) to the catalog in use, in this process and the processes it
-    starts (``HSCHED_MODELS``, absolute paths); the files are read and checked now, and a
-    model name that is already in use is refused (``ConfigError``). Returns the files in
-    use."""
+    starts (``HSCHED_MODELS``, absolute paths); the files are read and checked now (once a
+    process: an edit of a file in use is not seen until the next), and a model name or
+    Gavel job type that is already in use is refused (``ConfigError``). Returns the files
+    in use."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     current = [f for f in model_files_in_use().split(os.pathsep) if f.strip()]
-    files = list(dict.fromkeys(current + [os.path.abspath(os.fspath(p)) for p in paths]))
+    # one spelling a file (``a.json``, ``./a.json``, a link to it): given twice, used once
+    files = list(dict.fromkeys(os.path.realpath(os.fspath(p)) for p in [*current, *paths]))
     value = os.pathsep.join(files)
     _models_with(value)                          # a bad file: refused before it is in use
     os.environ[MODELS_ENV] = _files_in_use[0] = value

@@ -122,6 +122,12 @@ _GAVEL_OPTIONS = frozenset({"lp_method", "warm_start"})
 _POP_NAME = re.compile(r"pop-([2-9]|[1-9][0-9]+)(-serial)?")
 
 
+def is_policy_name(name: str) -> bool:
+    """Whether ``name`` names a built-in policy (``POLICY_NAMES`` or a ``pop-K`` form),
+    whatever K (``make_policy`` bounds it)."""
+    return name in POLICY_NAMES or bool(_POP_NAME.fullmatch(name))
+
+
 def options_read_by(name: str, options: dict) -> dict:
     """The entries of ``options`` (``make_policy`` keywords given to several policies at
     once, such as a command line's flags) that policy ``name`` reads (``policy_options``):
@@ -140,7 +146,7 @@ def _refuse_own_options_it_ignores(name: str, **given) -> None:
     does not read it (``fifo`` with ``objective``, ``gavel`` with ``topk``,
     ``heterosched-lp-las`` with another objective than its own): a ``ConfigError``, as for
     the ``LPPolicy`` options (until session 51 they were silently ignored)."""
-    if name not in POLICY_NAMES and not _POP_NAME.fullmatch(name):
+    if not is_policy_name(name):
         return                                   # an unknown name: make_policy says so
     reads = policy_options(name)
     ignored = sorted(key for key, value in given.items()
@@ -176,7 +182,7 @@ def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
     if name in BASELINES or name in ("sia", "heterosched-ilp", "gavel", "gavel-resets",
                                      "agnostic-lp"):
         ignored = set(lp_options) - _GAVEL_OPTIONS
-    elif name not in POLICY_NAMES and not _POP_NAME.fullmatch(name):
+    elif not is_policy_name(name):
         return                                   # an unknown name: make_policy says so
     else:             # (LPPolicy refuses a floor, guard or round_restart its objective ignores)
         ignored = set(lp_options) & _FIXED_OPTIONS.get(name, frozenset())

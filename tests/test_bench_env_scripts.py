@@ -292,8 +292,8 @@ def test_a_scripts_help_describes_it_in_whole_sentences(name, monkeypatch, capsy
     sentence goes on ("... `hsched compare` metrics, `hsched") was cut mid-sentence."""
     # (_load puts the script into sys.modules: the test module that imported it by name,
     # test_bench_quality's, must find its own there afterwards, or pickling its functions
-    # for worker processes fails; monkeypatch puts the entry back)
-    monkeypatch.delitem(sys.modules, name, raising=False)
+    # for worker processes fails; the entry is put back as it was, or removed)
+    monkeypatch.setitem(sys.modules, name, sys.modules.get(name))   # (_load replaces it)
     script = _load(name)
     monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])   # (bench_pop reads argv)
     with pytest.raises(SystemExit) as stop:

@@ -388,7 +388,10 @@ LLAMA3_8B = {"name": "llama3-8b", "display": "Llama-3 8B", "family": "transforme
 def own_models(tmp_path, monkeypatch):
     """A model file of one's own, and the catalog in use as it was put back afterwards."""
     import hsched_env.catalog as catalog
-    monkeypatch.delenv(catalog.MODELS_ENV, raising=False)
+    # (setenv first: it records the variable's absence, which delenv alone does not, so
+    # what use_model_files sets is undone after the test)
+    monkeypatch.setenv(catalog.MODELS_ENV, "")
+    monkeypatch.delenv(catalog.MODELS_ENV)
     monkeypatch.setattr(catalog, "_files_in_use", [""])
     path = tmp_path / "my_models.json"
     path.write_text(json.dumps({"models": [LLAMA3_8B]}), encoding="utf-8")
@@ -468,3 +471,30 @@ def test_the_cli_takes_models_of_ones_own(own_models, capsys):
     assert "Llama-3 8B on sia-64" in capsys.readouterr().out
     assert main(["models", "--models", str(path / "nope.json")]) == 2
     assert "nope.json" in capsys.readouterr().err
+
+
+def test_a_model_of_ones_own_with_a_gavel_job_type(own_models, tmp_path, monkeypatch):
+    """A Gavel job type of one's own reads the user's model from traces once the file is in
+    use (the type index was cached from before); one that is a packaged model's is refused
+    (it took the traces' ResNet-50 jobs over silently); one file spelt two ways is used
+    once."""
+    from hsched_env.catalog import model_files_in_use, use_model_files
+    from hsched_env.workloads import gavel_job_type_to_model
+    assert gavel_job_type_to_model("ResNet-50 (batch size 16)") == ("resnet50", 16)
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"models": [dict(LLAMA3_8B, name="my-lm",
+                                                gavel_job_type="MyLM (batch size 8)")]}),
+                    encoding="utf-8")
+    use_model_files(mine)
+    assert gavel_job_type_to_model("MyLM (batch size 4)") == ("my-lm", 4)
+    assert gavel_job_type_to_model("ResNet-50 (batch size 16)") == ("resnet50", 16)
+    thief = tmp_path / "thief.json"
+    thief.write_text(json.dumps({"models": [dict(LLAMA3_8B, name="not-resnet",
+                                                 gavel_job_type="ResNet-50 (batch size 64)")]}),
+                     encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"Gavel job type 'ResNet-50 \(batch size 64\)' "
+                                          r"already reads model 'resnet50' \(in the packaged"):
+        use_model_files(thief)
+    monkeypatch.chdir(tmp_path)
+    assert use_model_files(["mine.json", f"./{mine.name}"]) == (str(mine.resolve()),)
+    assert model_files_in_use() == str(mine.resolve())

@@ -356,6 +356,39 @@ def test_evaluate_takes_a_policy_object_and_runs_a_copy_of_it_per_run(own_policy
                  progress=False)
 
 
+def test_evaluate_makes_your_policy_anew_per_run_and_refuses_what_it_cannot_run(
+        own_policy_module, monkeypatch):
+    """An entry point's factory is called for each run (as hsched compare does); a policy
+    object that cannot be copied, or one named as a built-in policy (the report finds the LP
+    reference by its label), is refused before any run."""
+    import importlib
+    import threading
+
+    from agents.evaluate import custom_suite, evaluate, parse_policies
+    from hsched_env.errors import ConfigError
+    monkeypatch.syspath_prepend(".")
+    module = importlib.import_module(own_policy_module)
+    suite = custom_suite("tiny-8", "gavel:rate=8,jobs=6,duration_scale=0.05", seeds=2)
+    before = module.made
+    evaluate(suite, ["pure-lp", f"{own_policy_module}:make"], progress=False)
+    assert module.made - before == 1 + 2                   # parsing it, then each run
+
+    class Locked(module.BestPerGPU):
+        name = "locked"
+
+        def __init__(self):
+            self.lock = threading.Lock()
+    with pytest.raises(ConfigError, match="cannot be copied: TypeError: cannot pickle"):
+        parse_policies(["pure-lp", Locked()])
+
+    class FakeLP(module.BestPerGPU):
+        name = "pure-lp"
+    with pytest.raises(ConfigError, match="its name 'pure-lp' is a built-in policy's"):
+        parse_policies([FakeLP(), "pure-lp"])
+    with pytest.raises(ConfigError, match="its name 'fifo' is a built-in policy's"):
+        parse_policies(["pure-lp", f"{own_policy_module}:NamedFifo"])
+
+
 def test_an_output_folder_that_cannot_be_made_leaves_no_parents_behind(capsys, tmp_path):
     """``--out new/<name too long>/x``: an error naming ``--out``, and the ``new`` folder that
     creating the path made before failing is removed again."""

@@ -11,7 +11,7 @@ import re
 import zlib
 from functools import lru_cache
 
-from hsched_env.catalog import model_catalog
+from hsched_env.catalog import model_catalog, model_files_in_use
 from hsched_env.errors import UnknownNameError
 
 __all__ = ["model_for_gpu_time", "gavel_job_type_to_model"]
@@ -43,9 +43,14 @@ def model_for_gpu_time(gpu_hours: float, key: str) -> str:
     return "resnet50"
 
 
-@lru_cache(maxsize=None)
 def _gavel_type_index() -> tuple[dict[str, str], dict[str, str]]:
-    """(base name with batch → model, exact name → model) from the catalog's Gavel types."""
+    return _gavel_type_index_in(model_files_in_use())
+
+
+@lru_cache(maxsize=8)
+def _gavel_type_index_in(catalog: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(base name with batch → model, exact name → model) from the Gavel types of the catalog
+    in use (``catalog``: its key, ``HSCHED_MODELS``)."""
     batched, exact = {}, {}
     for m in model_catalog().values():
         if m.gavel_job_type is None:
