@@ -845,8 +845,9 @@ def describe_entry(entry: PolicyEntry) -> str | None:
         if entry.policy is None:
             return None
         cls = type(entry.policy)
+        fresh = "made anew" if entry.policy_factory is not None else "a copy"
         return (f"{entry.source or f'{cls.__module__}.{cls.__qualname__}'}; a scheduling "
-                f"policy (reset, decide) run by the simulator, a copy per run")
+                f"policy (reset, decide) run by the simulator, {fresh} for each run")
     mode = ("rank mode (keep bits, hsched/Rank-v0)" if entry.kind == "ranker"
             else "select mode (actions, hsched/Schedule-v0)")
     if entry.slots is not None:
