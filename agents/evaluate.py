@@ -87,7 +87,8 @@ from agents.suites import (CUSTOM_SUITE, HELDOUT_SEED_BASE, HELDOUT_SEEDS, LARGE
                            STANDARD, SUITES, TRAIN_SEEDS, Scenario, Suite, custom_suite,
                            get_suite, heldout_seeds, is_training_seed)
 from agents.sweep import (DEFAULT_RETRIES, RUNS_DIR, RayBackend, RunStore, SerialBackend,
-                          Task, file_fingerprint, fingerprint, make_backend, run_sweep)
+                          Task, file_fingerprint, fingerprint, make_backend,
+                          model_files_record, run_sweep)
 from hsched_env.cluster import get_cluster
 from hsched_env.errors import ConfigError, is_whole_number, show
 from lp_baseline.registry import make_policy
@@ -346,9 +347,11 @@ def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, 
                       "jobs_sha256": fingerprint(workload.jobs), "max_time_s": sc.max_time_s}
             if timing_repeats > 1:      # (absent at 1: earlier run files stay valid)
                 inputs["timing_repeats"] = timing_repeats
+            inputs.update(model_files_record())     # (absent without: the same)
             for e, ec in zip(entries, entry_configs):
                 tasks.append(Task(sc.name, e.label, seed, {**inputs, "policy": ec}, _run_task,
-                                  (e, suite, sc, seed, cluster, workload, timing_repeats)))
+                                  (e, suite, sc, seed, cluster, workload, timing_repeats),
+                                  check=run_from_json))
     store = RunStore(Path(runs_dir)) if runs_dir is not None else None
     result = run_sweep(tasks, backend, store=store, resume=resume, overwrite=overwrite,
                        retries=retries, progress=progress, desc=f"evaluate {suite.name}")

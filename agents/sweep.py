@@ -57,7 +57,7 @@ from typing import Callable
 from tqdm import tqdm
 
 from agents.provenance import environment_record, same_set_up
-from hsched_env.errors import ConfigError, UnknownNameError, show
+from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
 from hsched_env.catalog import MODELS_ENV, model_files_in_use
 
 #: ``--backend`` values of ``hsched evaluate`` / ``hsched compare``.
@@ -109,6 +109,9 @@ class Task:
     config: dict
     fn: Callable = field(repr=False, compare=False)
     args: tuple = field(default=(), repr=False, compare=False)
+    #: raises on a finished run's payload the sweep cannot use (a run file edited or written
+    #: by other code): ``RunStore.read`` then runs the task again instead of resuming it
+    check: Callable | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -123,6 +126,13 @@ class Task:
         return f"{self.scenario} {self.policy} seed {self.seed}"
 
 
+def _unusable(path: Path, why: str) -> None:
+    """``RunStore.read``'s answer for a run file it cannot resume from: a warning naming it
+    (the run is made again and its file replaced), and ``None``."""
+    logging.getLogger(__name__).warning("run file %s: %s; the run is made again", path, why)
+    return None
+
+
 def config_hash(config: dict) -> str:
     """16 hex digits of the SHA-256 of ``config`` as canonical JSON (sorted keys)."""
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
@@ -134,6 +144,16 @@ def fingerprint(obj) -> str:
     they hold (a ``Cluster``, a workload's job list), so a changed trace file or cluster
     file changes the configuration hash even when its name does not."""
     return hashlib.sha256(repr(obj).encode("utf-8")).hexdigest()[:16]
+
+
+def model_files_record() -> dict:
+    """What decides a run besides its inputs when models of one's own are in use
+    (``HSCHED_MODELS``): ``{"model_files": {path: file_fingerprint}}``, or ``{}`` without
+    (so a sweep's run files made without them keep their configuration hash). An edited
+    model file is then a changed configuration, run again on ``--resume``."""
+    from hsched_env.catalog import model_files_in_use
+    files = [f for f in model_files_in_use().split(os.pathsep) if f.strip()]
+    return {"model_files": {f: file_fingerprint(f) for f in files}} if files else {}
 
 
 def file_fingerprint(path: str | Path) -> str | None:
@@ -248,18 +268,30 @@ class RunStore:
 
     def read(self, task: Task) -> dict | None:
         """The finished run of ``task`` (its whole record), when its file exists, is readable
-        and matches the task's key and configuration hash with status ``ok``; else ``None``."""
+        and matches the task's key and configuration hash with status ``ok``, and the task's
+        ``check`` takes its payload; else ``None`` (a file there that is not such a run is
+        named in a warning: it runs again)."""
         path = self.path(task)
+        if not path.is_file():
+            return None
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError) as exc:
+            return _unusable(path, f"not readable as JSON ({type(exc).__name__})")
         if not (isinstance(record, dict) and record.get("format") == RUN_FORMAT
-                and record.get("status") == "ok" and "payload" in record
-                and record.get("config_hash") == task.config_hash
                 and [record.get("scenario"), record.get("policy"), record.get("seed")]
-                == list(task.key)):
-            return None
+                == list(task.key) and record.get("config_hash") == task.config_hash):
+            return _unusable(path, "not this run's record")
+        if record.get("status") != "ok":
+            return None                          # a failed run: run again, as documented
+        if "payload" not in record:
+            return _unusable(path, "no payload")
+        if task.check is not None:
+            try:
+                task.check(record["payload"])
+            except Exception as exc:             # noqa: BLE001 (whatever the file holds)
+                return _unusable(path, f"its payload cannot be read: {type(exc).__name__}: "
+                                       f"{shorten(str(exc), 120)}")
         return record
 
     def write(self, outcome: Outcome) -> Path:
@@ -345,6 +377,18 @@ def _sigterm_handler():
 def _restore_sigterm(handler) -> None:
     if handler is not None:
         signal.signal(signal.SIGTERM, handler)
+
+
+def _deliver_sigterm(handler) -> None:
+    """A SIGTERM that Ray's handler took, given to ``handler`` (the one before it): a Python
+    handler is called (it may raise: the CLI's raises ``Terminated``); the default one ends
+    the process as the signal would have. Returns where the handler does (ignored)."""
+    if callable(handler):
+        _restore_sigterm(handler)
+        handler(signal.SIGTERM, None)
+    elif handler == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 #: A run file's name (``RunStore.path``): scenario, policy, seed and configuration hash.
@@ -518,6 +562,14 @@ class RayBackend:
             sigterm = _sigterm_handler()
             try:
                 ray.init(**kw)
+            except SystemExit as exc:
+                # SIGTERM while ray.init runs: Ray's own handler (installed before it
+                # returns) exits with the signal's number; the signal was this process's,
+                # so it goes to the handler there was before (the CLI's: Terminated, exit 143)
+                if exc.code != signal.SIGTERM:
+                    raise
+                _deliver_sigterm(sigterm)
+                raise
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 if joined is None:
                     where, flag = "a local Ray instance", "--backend"

@@ -94,16 +94,20 @@ def sweep_note(sweep: dict, failed_runs: list[str] | None = None,
     return "; ".join(parts)
 
 
-def interrupted_note(runs_dir: Path, exc: KeyboardInterrupt) -> str:
+def interrupted_note(runs_dir: Path, exc: KeyboardInterrupt, args=None) -> str:
     """What to do after a Ray sweep was interrupted (Ctrl-C, SIGTERM: ``exc``); when its
     output folder is gone (the run removed what it had created), that there is nothing to
-    resume."""
+    resume. ``args``: the command's, for the flags the advice must add or drop (a default
+    output folder needs ``--out`` to resume; ``--resume`` excludes ``--overwrite``)."""
     how = what_happened(exc)
     if not runs_dir.parent.exists():
         return f"{how} before any run finished: nothing to resume"
     from agents.sweep import RunStore
     n = len(RunStore(runs_dir).files())
-    return (f"{how}: {n} run file(s) in {runs_dir}; run the same command with --resume "
+    add = "--resume" if args is None or getattr(args, "out", None) is not None else (
+        f"--out {runs_dir.parent} --resume")
+    drop = " (and without --overwrite)" if getattr(args, "overwrite", False) else ""
+    return (f"{how}: {n} run file(s) in {runs_dir}; run the same command with {add}{drop} "
             f"to finish the sweep without redoing them")
 
 
@@ -176,7 +180,7 @@ def _evaluate_entries(ev, args, suite, policies, backend, ray: bool, report_out)
     except KeyboardInterrupt as exc:
         if not ray:
             raise
-        print(interrupted_note(out / ev.RUNS_DIR, exc), file=sys.stderr)
+        print(interrupted_note(out / ev.RUNS_DIR, exc, args), file=sys.stderr)
         return exit_status(exc)
     data = ev.report_json(report)
     written = ev.write_outputs(report, out, data, overwrite=True)   # checked above

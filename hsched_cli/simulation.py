@@ -330,6 +330,15 @@ def _compare_task(name, cluster, workload, config, options) -> dict:
                        "jobs": [dataclasses.asdict(r) for r in result.jobs]})
 
 
+def _check_compare_payload(payload) -> None:
+    """A ``ValueError`` unless ``payload`` is what ``_compare_task`` returns (a run file to
+    resume from: ``agents.sweep.Task.check``)."""
+    if not (isinstance(payload, dict) and isinstance(payload.get("metrics"), dict)
+            and "policy" in payload["metrics"] and isinstance(payload.get("jobs"), list)
+            and all(isinstance(j, dict) and "job_id" in j for j in payload["jobs"])):
+        raise ValueError("not the metrics and jobs of a compare run")
+
+
 def _metrics_rows(all_metrics: list[dict]) -> str:
     """The compare / simulate table; a failed run (``status`` ``failed``) shows FAILED."""
     ref = next((m for m in all_metrics if m.get("status") != "failed"), None)
@@ -469,7 +478,8 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
     """``compare --backend ray``: one task per policy (``agents.sweep.run_sweep``); the
     metrics of each (a failed one: ``status``, ``error``, ``attempts``) and the sweep's
     summary."""
-    from agents.sweep import RUNS_DIR, RayBackend, RunStore, Task, fingerprint, run_sweep
+    from agents.sweep import (RUNS_DIR, RayBackend, RunStore, Task, file_fingerprint,
+                              fingerprint, model_files_record, run_sweep)
     backend = RayBackend(num_cpus=args.num_cpus, address=args.address)
     config = dataclasses.replace(config, progress=False)      # no bars inside the workers
     options = argparse.Namespace(objective=args.objective, backend=None,
@@ -486,9 +496,15 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
               # 46, so a sweep started before that, whose key lacks it, does not resume)
               # (round_restart only when given: off, a sweep from before it resumes)
               "policy_options": {k: v for k, v in vars(options).items()
-                                 if k != "backend" and (k != "round_restart" or v)}}
+                                 if k != "backend" and (k != "round_restart" or v)},
+              **model_files_record()}
+    if args.throughputs is not None and Path(args.throughputs).is_file():
+        # a table file's content decides the schedules (its path alone did: an edited
+        # table resumed the old runs); absent for analytic / gavel, as before
+        inputs["throughputs_sha256"] = file_fingerprint(args.throughputs)
     tasks = [Task(cluster.name, name, args.seed, inputs, _compare_task,
-                  (name, cluster, workload, config, options)) for name in names]
+                  (name, cluster, workload, config, options), check=_check_compare_payload)
+             for name in names]
     store = RunStore(Path(args.out) / RUNS_DIR) if args.out is not None else None
     result = run_sweep(tasks, backend, store=store, resume=args.resume,
                        overwrite=args.overwrite, progress=False if args.no_progress else None,
@@ -546,7 +562,7 @@ def cmd_compare(args) -> int:
         except KeyboardInterrupt as exc:
             if args.out is None:
                 raise
-            print(interrupted_note(Path(args.out) / "runs", exc), file=sys.stderr)
+            print(interrupted_note(Path(args.out) / "runs", exc, args), file=sys.stderr)
             return exit_status(exc)
     else:
         results, done = _compare_serially(args, names, cluster, workload, config, own)

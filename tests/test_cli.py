@@ -1077,6 +1077,17 @@ def test_interrupted_note_says_whether_there_is_anything_to_resume(tmp_path):
         "interrupted: 1 run file(s)")
     assert interrupted_note(tmp_path / "out" / "runs", Terminated()).startswith(
         "terminated: 1 run file(s)")
+    # the advice names the flags the resume needs: --out where the command had the default
+    # folder (--resume needs it), and without --overwrite (they exclude each other)
+    import argparse
+    runs = tmp_path / "out" / "runs"
+    for out, overwrite, advice in (
+            (str(tmp_path / "out"), False, "with --resume to finish"),
+            (None, False, f"with --out {tmp_path / 'out'} --resume to finish"),
+            (str(tmp_path / "out"), True, "with --resume (and without --overwrite) to")):
+        note = interrupted_note(runs, KeyboardInterrupt(),
+                                argparse.Namespace(out=out, overwrite=overwrite))
+        assert f"run the same command {advice}" in note, note
 
 
 def test_sigterm_is_told_from_ctrl_c_when_a_library_rewraps_it():

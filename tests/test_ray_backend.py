@@ -8,8 +8,10 @@ when Ray is not installed (``pip install -e ".[dev,ray]"``, as ``scripts/setup.s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -251,6 +253,63 @@ def test_sweep_configuration_errors(tmp_path, monkeypatch):
         RayBackend().start()
 
 
+def test_a_run_file_a_resume_cannot_use_is_named_and_run_again(tmp_path, caplog):
+    """A finished run's file whose payload the sweep cannot read (edited: ``{}`` or
+    ``null``), or whose bytes are not JSON, is named in a warning and run again; it crashed
+    every later ``--resume`` with a traceback (a payload the evaluation could not decode)."""
+    import logging
+
+    def check(payload):
+        if not (isinstance(payload, dict) and "value" in payload):
+            raise ValueError("no value")
+    tasks = [dataclasses.replace(t, check=check) for t in _tasks(tmp_path, 4)]
+    store = RunStore(tmp_path / RUNS_DIR)
+    run_sweep(tasks, "serial", store=store, progress=False)
+    for task, text in zip(tasks[:3], ('"payload": {}', '"payload": null', "not json {")):
+        path = store.path(task)
+        record = path.read_text(encoding="utf-8")
+        path.write_text(re.sub(r'"payload": \{[^}]*\}', text, record) if "payload" in text
+                        else text, encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="agents.sweep"):
+        result = run_sweep(tasks, "serial", store=store, resume=True, progress=False)
+    assert [o.status for o in result.outcomes] == ["ok", "ok", "ok", "resumed"]
+    assert [o.payload for o in result.outcomes] == [{"value": i} for i in range(4)]
+    said = [r.getMessage() for r in caplog.records]
+    for task, why in zip(tasks[:3], ("its payload cannot be read: ValueError: no value",
+                                     "its payload cannot be read: ValueError: no value",
+                                     "not readable as JSON")):
+        assert any(m.startswith(f"run file {store.path(task)}: {why}") for m in said), said
+    assert run_sweep(tasks, "serial", store=store, resume=True, progress=False).resumed == 4
+
+
+def test_compare_resume_runs_again_after_its_throughput_table_changed(tmp_path, capsys,
+                                                                     monkeypatch):
+    """``compare --backend ray --resume`` with a ``--throughputs`` table file: the file's
+    content is in each run's configuration (its path alone was: an edited table resumed the
+    old schedules). Ray itself is not needed for that: the sweep runs serially here."""
+    import agents.sweep as sweep
+    real = sweep.run_sweep
+    monkeypatch.setattr(sweep, "run_sweep",
+                        lambda tasks, backend, **kw: real(tasks, "serial", **kw))
+    table = tmp_path / "thr.json"
+    row = "('ResNet-50 (batch size 64)', 1)"
+    table.write_text(json.dumps({"v100": {row: {"null": 3.0}}}))
+    out = tmp_path / "out"
+    argv = ["compare", "--cluster", "gavel-108", "--workload", "gavel:rate=8,jobs=6,seed=1",
+            "--policies", "fifo-fastest,gavel", "--throughputs", str(table), "--backend",
+            "ray", "--out", str(out), "--json", "--no-progress"]
+    assert main(argv) == 0
+    before = {p.name for p in (out / RUNS_DIR).glob("*.json")}
+    assert main(argv + ["--resume"]) == 0        # the same table: both runs resumed
+    assert "2 of 2 runs resumed" in capsys.readouterr().err
+    table.write_text(json.dumps({"v100": {row: {"null": 0.3}}}))   # ten times slower
+    assert main(argv + ["--resume"]) == 2        # no run of this configuration to resume
+    assert "none of the 2 run file(s)" in capsys.readouterr().err
+    assert main(argv + ["--overwrite"]) == 0
+    after = {p.name for p in (out / RUNS_DIR).glob("*.json")}
+    assert len(before) == len(after) == 2 and not before & after
+
+
 def test_a_resume_that_matches_no_run_file_keeps_the_earlier_results(tmp_path):
     """``resume`` where none of the run files is of this sweep's tasks (key and configuration
     hash) while the output folder holds a metrics.json: refused before any run (nothing would
@@ -356,6 +415,33 @@ def test_an_unreachable_ray_address_in_the_environment_is_named(monkeypatch):
     with pytest.raises(ConfigError, match="RAY_ADDRESS in the environment") as err:
         RayBackend().start()
     assert err.value.field == "RAY_ADDRESS"
+
+
+def test_sigterm_while_ray_starts_reaches_the_commands_handler(monkeypatch):
+    """SIGTERM during ``ray.init``: Ray's own handler, installed before ``init`` returns,
+    exits with status 15 (``SystemExit(15)``, no message); the signal now goes to the
+    handler before it, the CLI's, which raises ``Terminated`` (exit 143, said)."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("a Ray instance of this process is running (start() would use it)")
+    from hsched_cli.interrupts import Terminated, exit_status, sigterm_raises
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+    def init_killed(**kw):
+        raise SystemExit(signal.SIGTERM)
+    monkeypatch.setattr(ray, "init", init_killed)
+    with pytest.raises(Terminated) as stop:
+        with sigterm_raises():
+            RayBackend(num_cpus=1).start()
+    assert exit_status(stop.value) == 143
+
+    def init_exits(**kw):
+        raise SystemExit(3)                     # any other exit is left alone
+    monkeypatch.setattr(ray, "init", init_exits)
+    with pytest.raises(SystemExit) as other:
+        with sigterm_raises():
+            RayBackend(num_cpus=1).start()
+    assert other.value.code == 3
 
 
 @pytest.mark.parametrize("argv,needle", [
