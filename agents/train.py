@@ -26,8 +26,11 @@ Tiny. ``cluster`` / ``workload`` / ``slots`` / ``episode_hours`` ... override it
   cached, within ``reference_budget`` of the training time: with many seeds, some episodes go
   without); ``imitation/`` curves for the warm start; the figure ``figures/returns`` (episode
   return against the LP's and random's on the same seeds, also written as ``returns.png``);
-* ``checkpoints/`` — SB3 checkpoints every ``checkpoint_steps``;
-* ``model.zip`` (SB3, to resume), ``ranker.pt`` (an equivariant policy's network alone,
+* ``checkpoints/`` — SB3 checkpoints every ``checkpoint_steps`` (2,048 by default) with,
+  under ``normalize_reward``, the reward normaliser's statistics beside each;
+* ``model.zip`` (SB3) and, under ``normalize_reward``, ``vecnormalize.pkl`` (SB3's
+  ``VecNormalize`` statistics: continuing the training in SB3 needs both; ``hsched train``
+  itself has no resume), ``ranker.pt`` (an equivariant policy's network alone,
   loadable on any cluster and K: a rank-mode one with ``agents.ranker.Ranker.load``, a
   select-mode one with ``load_ranker_net``), ``imitation_ranker.pt``
   (after the warm start, before PPO), ``config.json``, ``summary.json`` (with
@@ -62,6 +65,7 @@ is valid, then commit), ``keep-all`` (Rank: keep every valid slot) and ``lp``
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import logging
 import math
@@ -97,8 +101,9 @@ POLICIES = ("equivariant", "mlp")
 #: The shipped hyper-parameter files (``<algo>.yml``, ``<algo>_mlp.yml``; rl-zoo style).
 HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
 #: What a run writes into its directory (``overwrite`` deletes these, nothing else).
-RUN_ARTIFACTS = ("tb", "checkpoints", "model.zip", "ranker.pt", "imitation_ranker.pt",
-                 "config.json", "summary.json", "returns.png", "imitation.png")
+RUN_ARTIFACTS = ("tb", "checkpoints", "model.zip", "vecnormalize.pkl", "ranker.pt",
+                 "imitation_ranker.pt", "config.json", "summary.json", "returns.png",
+                 "imitation.png")
 
 
 def _holds_a_run(folder: Path) -> bool:
@@ -627,6 +632,21 @@ POLICY_KWARGS = {"equivariant": ("optimizer_kwargs", "ortho_init"),
                          "log_std_init")}
 
 
+def _nested_keywords(key: str) -> tuple[str, tuple[str, ...]]:
+    """What ``policy_kwargs.<key>`` is passed to, and the keywords it takes: the optimizer
+    (Adam, SB3's; its learning rate is ``learning_rate``) or SB3's extractor of ``Dict``
+    observations (``CombinedExtractor``, the ``mlp`` policy's)."""
+    if key == "optimizer_kwargs":
+        import torch
+        what, fn, given = "the optimizer (torch.optim.Adam)", torch.optim.Adam, {"params", "lr"}
+    else:
+        from stable_baselines3.common.torch_layers import CombinedExtractor
+        what, fn, given = ("SB3's CombinedExtractor", CombinedExtractor,
+                           {"observation_space"})
+    names = [n for n in inspect.signature(fn.__init__).parameters if n != "self"]
+    return what, tuple(n for n in names if n not in given)
+
+
 def _check_policy_kwargs(kwargs: dict, policy: str) -> None:
     """A ``ConfigError`` naming ``policy_kwargs.<key>`` for a key ``policy`` does not read
     (SB3 would fail on it after the run folder was written, or ignore it) or a value of the
@@ -657,6 +677,12 @@ def _check_policy_kwargs(kwargs: dict, policy: str) -> None:
             if not (isinstance(value, dict) and all(isinstance(k, str) for k in value)):
                 raise ConfigError(f"must be a mapping of keyword arguments, got {value!r}",
                                   field=field_name)
+            what, takes = _nested_keywords(key)
+            unknown = sorted(set(value) - set(takes))
+            if unknown:                 # (SB3 failed on it after the run folder was written)
+                raise ConfigError(f"{what} does not take {', '.join(map(repr, unknown))}; it "
+                                  f"takes {', '.join(takes)}",
+                                  field=f"{field_name}.{unknown[0]}")
         elif key == "log_std_init":
             if not (is_real_number(value) and math.isfinite(value)):
                 raise ConfigError(f"must be a finite number, got {value!r}", field=field_name)
@@ -1504,7 +1530,8 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     episodes = _episode_callback(config, prog if prog.mode == "lines" else None)(known_returns)
     callbacks = CallbackList([
         CheckpointCallback(save_freq=max(config.checkpoint_steps // config.n_envs, 1),
-                           save_path=str(out / "checkpoints"), name_prefix="model"),
+                           save_path=str(out / "checkpoints"), name_prefix="model",
+                           save_vecnormalize=config.normalize_reward),
         episodes])
     t0 = time.perf_counter()
     model.learn(total_timesteps=config.timesteps, callback=callbacks, progress_bar=prog.bar,
@@ -1514,6 +1541,8 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     summary["rl_steps"] = int(model.num_timesteps)
     summary["updates"] = episodes.rollouts          # rollouts trained on
     model.save(out / "model.zip")
+    if config.normalize_reward:         # its reward statistics: training goes on from both
+        venv.save(str(out / "vecnormalize.pkl"))
     if hasattr(model.policy, "ranker"):
         from agents.ranker import save_ranker
         # no threshold recorded: the PPO policy keeps at ½ (an operating point was moved there)
@@ -1604,12 +1633,16 @@ def _rl_announcement(config: TrainConfig, plan: dict) -> str:
     policy, _ = policy_spec(config)
     name = policy if isinstance(policy, str) else policy.__name__
     text = (f"{config.algo} with {name}: {config.timesteps:,} environment steps, "
-            f"{plan['updates']} rollouts of {plan['n_steps']} steps × {config.n_envs} envs")
+            f"{counted(plan['updates'], 'rollout')} of {plan['n_steps']} steps × "
+            f"{config.n_envs} envs")
     if plan["partial_steps"]:
         text += f" (+ {plan['partial_steps']} steps of a partial rollout, not trained on)"
-    if plan["adjusted"]:
-        text += f"; cut to fit --timesteps: n_steps {plan['n_steps']}, batch_size " \
-                f"{plan['batch_size']}"
+    raised = config.batch_size < 2      # (not a cut: PPO normalises advantages per batch)
+    cut = [k for k in plan["adjusted"] if not (raised and k == "batch_size")]
+    if cut:
+        text += "; cut to fit --timesteps: " + ", ".join(f"{k} {plan[k]}" for k in cut)
+    if raised:
+        text += "; batch_size raised to 2 (advantages are normalised over a mini-batch)"
     return text + f"; γ {config.gamma}, learning rate {config.learning_rate}"
 
 

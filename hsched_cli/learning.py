@@ -333,8 +333,9 @@ def cmd_train(args) -> int:
                         f" (mean over the {len(ratios)} with the LP's reference)"))
         print(line)
     if "rl_steps" in summary:
-        print(f"{summary['rl_steps']:,} environment steps ({summary['updates']} rollouts "
-              f"trained on) in {summary['ppo_s']:.0f} s")
+        print(f"{summary['rl_steps']:,} environment steps "
+              f"({counted(summary['updates'], 'rollout')} trained on) in "
+              f"{summary['ppo_s']:.0f} s")
     print(f"wrote {out}/ ({', '.join(written_files(out))}) in {summary['total_s']:.0f} s;"
           f" {tensorboard_command(out)}")
     return 0

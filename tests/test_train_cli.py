@@ -259,6 +259,20 @@ def test_rollout_plan_fits_the_timesteps():
         rollout_plan(TrainConfig(env=TINY, timesteps=1))
 
 
+def test_the_rl_announcement_says_why_a_size_changed():
+    """A batch_size of 1 is raised to 2 (PPO normalises advantages per mini-batch), which was
+    announced as "cut to fit --timesteps" though nothing was cut; a count of one rollout is
+    singular."""
+    from agents.train import _rl_announcement
+    cfg = TrainConfig(env=TINY, timesteps=256, n_steps=256, batch_size=1)
+    text = _rl_announcement(cfg, rollout_plan(cfg))
+    assert "1 rollout of 256 steps" in text and "cut to fit" not in text
+    assert "batch_size raised to 2 (advantages are normalised over a mini-batch)" in text
+    cfg = TrainConfig(env=TINY, timesteps=64, n_steps=1024, batch_size=24)
+    text = _rl_announcement(cfg, rollout_plan(cfg))
+    assert "; cut to fit --timesteps: n_steps 64, batch_size 16" in text and "raised" not in text
+
+
 @slow
 def test_cli_tiny_training_is_bounded_and_records_its_hyperparams(tmp_path, capsys):
     f = write_yaml(tmp_path / "hp.yml", f"""
@@ -310,7 +324,7 @@ def test_training_logs_have_hparams_figures_and_one_tensorboard_run(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     run = tmp_path / "run"
     cfg = TrainConfig(env=TINY, timesteps=600, n_steps=200, batch_size=100, n_epochs=1,
-                      train_seeds=2, logdir=str(run))
+                      train_seeds=2, checkpoint_steps=200, logdir=str(run))
     s = train(cfg, progress="none")
     assert s["episodes"], "no episode in 600 steps"
     e = s["episodes"][0]
@@ -325,6 +339,15 @@ def test_training_logs_have_hparams_figures_and_one_tensorboard_run(tmp_path):
         tags["scalars"])
     assert any("hparams" in tag for tag in acc.PluginTagToContent("hparams"))   # HPARAMS tab
     assert (run / "returns.png").is_file()
+    # the reward normaliser's statistics beside model.zip (SB3 needs both to go on training)
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from agents.train import make_env
+    stats = VecNormalize.load(str(run / "vecnormalize.pkl"), DummyVecEnv([make_env(cfg, 0)]))
+    assert stats.norm_reward and not stats.norm_obs and stats.ret_rms.count > 1
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "model_200_steps.zip", "model_400_steps.zip", "model_600_steps.zip",
+        "model_vecnormalize_200_steps.pkl", "model_vecnormalize_400_steps.pkl",
+        "model_vecnormalize_600_steps.pkl"]
 
 
 @slow
@@ -666,6 +689,12 @@ def test_train_refuses_more_slots_than_an_environment_takes():
     (["--policy", "mlp", "--hidden", "8"], "--hidden", "equivariant network's width"),
     (["--policy", "mlp", "--set", "policy_kwargs={net_arch: [0]}"], "policy_kwargs.net_arch",
      "layer widths"),
+    # nested keywords the optimizer or the extractor do not take failed in SB3 after the run
+    # folder (and, for a ranker, the whole imitation warm start) was written
+    (["--set", "policy_kwargs={optimizer_kwargs: {epsx: 1}}"],
+     "policy_kwargs.optimizer_kwargs.epsx", "the optimizer (torch.optim.Adam) does not take"),
+    (["--policy", "mlp", "--set", "policy_kwargs={features_extractor_kwargs: {foo: 1}}"],
+     "policy_kwargs.features_extractor_kwargs.foo", "CombinedExtractor does not take 'foo'"),
 ])
 def test_train_refuses_what_it_would_not_read_before_writing_anything(capsys, tmp_path, argv,
                                                                        field, says):
@@ -814,6 +843,9 @@ class _Accepted(Exception):
      str(ROOT / "agents" / "hyperparams" / "ppo.yml"), "--hidden", "16"],   # are inert
     ["--env", TINY, "--episode-hours", "2", "--set", "progress_every_s=0",
      "--set", "reference_budget=0"],
+    ["--env", TINY, "--set", "policy_kwargs={optimizer_kwargs: {eps: 1.0e-5}}"],
+    ["--env", TINY, "--policy", "mlp",
+     "--set", "policy_kwargs={features_extractor_kwargs: {cnn_output_dim: 64}}"],
 ])
 def test_options_the_run_reads_are_accepted(monkeypatch, capsys, argv):
     import agents.train
