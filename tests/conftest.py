@@ -10,6 +10,8 @@ Tests that take half a second or more (measured with ``--durations``) are marked
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,32 @@ def _imitation_record() -> dict:
 def imitation_record():
     """A fresh ``_imitation_record()`` (tests may change it)."""
     return _imitation_record()
+
+
+# ---------------------------------------------------------------- models of one's own
+LLAMA3_8B = {"name": "llama3-8b", "display": "Llama-3 8B", "family": "transformer",
+             "params": 8.03e9, "layers": 32, "hidden": 4096, "ffn": 14336, "heads": 32,
+             "kv_heads": 8, "seq_len": 8192, "vocab": 128256, "swiglu": True,
+             "flash_attention": True, "precision": "bf16", "global_batch": 512,
+             "sample": "one 8192-token sequence", "tokens_per_sample": 8192,
+             "fwd_flops_per_sample": None, "act_bytes_per_sample": None,
+             "bytes_per_param_states": 16, "parallelism": ["dp", "tp", "pp"],
+             "gavel_job_type": None, "batch_per_replica": False, "kernels_per_iteration": 0,
+             "source": "Llama 3 model card"}
+
+
+@pytest.fixture
+def own_models(tmp_path, monkeypatch):
+    """A model file of one's own, and the catalog in use as it was put back afterwards."""
+    import hsched_env.catalog as catalog
+    # (setenv first: it records the variable's absence, which delenv alone does not, so
+    # what use_model_files sets is undone after the test)
+    monkeypatch.setenv(catalog.MODELS_ENV, "")
+    monkeypatch.delenv(catalog.MODELS_ENV)
+    monkeypatch.setattr(catalog, "_files_in_use", [""])
+    path = tmp_path / "my_models.json"
+    path.write_text(json.dumps({"models": [LLAMA3_8B]}), encoding="utf-8")
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type\n"
+                     "a,0,7200,8,llama3-8b,\nb,600,3600,4,resnet50,\n", encoding="utf-8")
+    return path, trace

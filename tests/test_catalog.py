@@ -12,6 +12,7 @@ from hsched_env.catalog import (
     GpuType, ModelSpec, get_gpu, get_model, gpu_catalog, load_gpu_catalog, load_model_catalog,
     model_catalog,
 )
+from conftest import LLAMA3_8B
 from hsched_env.errors import ConfigError, UnknownNameError
 
 REQUIRED_GPUS = ["K80", "P100", "V100-16GB", "V100-32GB", "T4", "RTX2080Ti", "A10", "L4",
@@ -373,34 +374,7 @@ def test_missing_file(tmp_path):
 
 
 # ---------------------------------------------------------------- models of one's own
-LLAMA3_8B = {"name": "llama3-8b", "display": "Llama-3 8B", "family": "transformer",
-             "params": 8.03e9, "layers": 32, "hidden": 4096, "ffn": 14336, "heads": 32,
-             "kv_heads": 8, "seq_len": 8192, "vocab": 128256, "swiglu": True,
-             "flash_attention": True, "precision": "bf16", "global_batch": 512,
-             "sample": "one 8192-token sequence", "tokens_per_sample": 8192,
-             "fwd_flops_per_sample": None, "act_bytes_per_sample": None,
-             "bytes_per_param_states": 16, "parallelism": ["dp", "tp", "pp"],
-             "gavel_job_type": None, "batch_per_replica": False, "kernels_per_iteration": 0,
-             "source": "Llama 3 model card"}
-
-
-@pytest.fixture
-def own_models(tmp_path, monkeypatch):
-    """A model file of one's own, and the catalog in use as it was put back afterwards."""
-    import hsched_env.catalog as catalog
-    # (setenv first: it records the variable's absence, which delenv alone does not, so
-    # what use_model_files sets is undone after the test)
-    monkeypatch.setenv(catalog.MODELS_ENV, "")
-    monkeypatch.delenv(catalog.MODELS_ENV)
-    monkeypatch.setattr(catalog, "_files_in_use", [""])
-    path = tmp_path / "my_models.json"
-    path.write_text(json.dumps({"models": [LLAMA3_8B]}), encoding="utf-8")
-    trace = tmp_path / "jobs.csv"
-    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type\n"
-                     "a,0,7200,8,llama3-8b,\nb,600,3600,4,resnet50,\n", encoding="utf-8")
-    return path, trace
-
-
+# (the fixture own_models and LLAMA3_8B: tests/conftest.py)
 def test_models_of_ones_own_join_the_catalog_in_use(own_models):
     """``use_model_files``: the file's models are looked up, loaded from a trace, planned and
     simulated like the packaged ones; the packaged ones stay; the processes started after
@@ -444,7 +418,8 @@ def test_a_model_file_that_is_bad_or_renames_a_model_is_refused_and_not_used(own
                                           r"the packaged catalog"):
         use_model_files(taken)
     broken = tmp_path / "broken.json"
-    broken.write_text(json.dumps({"models": [dict(LLAMA3_8B, layers=0)]}), encoding="utf-8")
+    broken.write_text(json.dumps({"models": [dict(LLAMA3_8B, layers=0)]}),
+                      encoding="utf-8")
     with pytest.raises(ConfigError, match="layers"):
         use_model_files(broken)
     assert model_files_in_use() == ""

@@ -723,20 +723,12 @@ def test_starting_ray_keeps_the_callers_sigterm_handler(tmp_path):
 
 
 @slow
-def test_a_ray_started_before_your_models_gets_them_in_its_tasks(ray_local, tmp_path,
-                                                                 monkeypatch):
+def test_a_ray_started_before_your_models_gets_them_in_its_tasks(ray_local, own_models):
     """Models of one's own named after the caller's Ray had started (its workers never saw
     HSCHED_MODELS): the sweep's tasks carry it, and the run plans the model (every run
     failed with "unknown model" before)."""
     import hsched_env.catalog as catalog
-    from test_catalog import LLAMA3_8B
-    monkeypatch.setenv(catalog.MODELS_ENV, "")           # put back as it was (absent) after
-    monkeypatch.setattr(catalog, "_files_in_use", [""])
-    models = tmp_path / "my_models.json"
-    models.write_text(json.dumps({"models": [LLAMA3_8B]}), encoding="utf-8")
-    trace = tmp_path / "jobs.csv"
-    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type\n"
-                     "a,0,7200,8,llama3-8b,\nb,600,3600,4,resnet50,\n", encoding="utf-8")
+    models, trace = own_models
     catalog.use_model_files(models)
     report = evaluate(custom_suite("sia-64", f"csv:path={trace}"), ["pure-lp"],
                       backend=RayBackend(), progress=False)
