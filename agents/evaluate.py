@@ -328,6 +328,20 @@ def _evaluation_seeds(suite: Suite, seeds) -> list[int]:
     return seeds
 
 
+#: The metrics of a run the report reads by name (``agents.report``): a resumed run file
+#: without them is run again (it crashed the report of every later ``--resume``).
+REPORTED_METRICS = ("jobs_completed", "jobs_total", "rounds")
+
+
+def _check_run_payload(payload) -> None:
+    """A ``ValueError`` unless ``payload`` decodes to a ``Run`` the report can read (a run
+    file to resume from: ``agents.sweep.Task.check``)."""
+    run = run_from_json(payload)
+    missing = [k for k in REPORTED_METRICS if k not in run.metrics]
+    if missing:
+        raise ValueError(f"its metrics lack {', '.join(missing)}")
+
+
 def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, overwrite,
                     retries, timing_repeats: int = 1) -> Report:
     """``evaluate`` as a sweep of tasks (``agents.sweep.run_sweep``)."""
@@ -347,11 +361,11 @@ def _evaluate_sweep(suite, entries, seeds, progress, backend, runs_dir, resume, 
                       "jobs_sha256": fingerprint(workload.jobs), "max_time_s": sc.max_time_s}
             if timing_repeats > 1:      # (absent at 1: earlier run files stay valid)
                 inputs["timing_repeats"] = timing_repeats
-            inputs.update(model_files_record())     # (absent without: the same)
+            inputs.update(model_files_record(workload.jobs))   # (absent without: the same)
             for e, ec in zip(entries, entry_configs):
                 tasks.append(Task(sc.name, e.label, seed, {**inputs, "policy": ec}, _run_task,
                                   (e, suite, sc, seed, cluster, workload, timing_repeats),
-                                  check=run_from_json))
+                                  check=_check_run_payload))
     store = RunStore(Path(runs_dir)) if runs_dir is not None else None
     result = run_sweep(tasks, backend, store=store, resume=resume, overwrite=overwrite,
                        retries=retries, progress=progress, desc=f"evaluate {suite.name}")

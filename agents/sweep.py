@@ -146,14 +146,18 @@ def fingerprint(obj) -> str:
     return hashlib.sha256(repr(obj).encode("utf-8")).hexdigest()[:16]
 
 
-def model_files_record() -> dict:
-    """What decides a run besides its inputs when models of one's own are in use
-    (``HSCHED_MODELS``): ``{"model_files": {path: file_fingerprint}}``, or ``{}`` without
-    (so a sweep's run files made without them keep their configuration hash). An edited
-    model file is then a changed configuration, run again on ``--resume``."""
-    from hsched_env.catalog import model_files_in_use
-    files = [f for f in model_files_in_use().split(os.pathsep) if f.strip()]
-    return {"model_files": {f: file_fingerprint(f) for f in files}} if files else {}
+def model_files_record(jobs) -> dict:
+    """What decides a run of ``jobs`` besides its inputs when some of them are models of
+    one's own (``HSCHED_MODELS``): ``{"model_files": [file_fingerprint, ...]}`` of the files
+    that define them (sorted: where a file lies does not count), or ``{}`` (so a sweep's run
+    files keep their configuration hash when its jobs use none). An edited model file is
+    then a changed configuration, run again on ``--resume``."""
+    from hsched_env.catalog import model_sources
+    sources = model_sources()
+    if not sources:
+        return {}
+    files = {sources[m] for m in {job.model for job in jobs} if m in sources}
+    return {"model_files": sorted(file_fingerprint(f) for f in files)} if files else {}
 
 
 def file_fingerprint(path: str | Path) -> str | None:
@@ -382,7 +386,8 @@ def _restore_sigterm(handler) -> None:
 def _deliver_sigterm(handler) -> None:
     """A SIGTERM that Ray's handler took, given to ``handler`` (the one before it): a Python
     handler is called (it may raise: the CLI's raises ``Terminated``); the default one ends
-    the process as the signal would have. Returns where the handler does (ignored)."""
+    the process as the signal would have. Returns where the handler does, and for an
+    ignored signal or a handler set from C (``None``: nothing to call)."""
     if callable(handler):
         _restore_sigterm(handler)
         handler(signal.SIGTERM, None)
@@ -565,11 +570,14 @@ class RayBackend:
             except SystemExit as exc:
                 # SIGTERM while ray.init runs: Ray's own handler (installed before it
                 # returns) exits with the signal's number; the signal was this process's,
-                # so it goes to the handler there was before (the CLI's: Terminated, exit 143)
+                # so it goes to the handler there was before (the CLI's: Terminated, exit
+                # 143); one that returns (or ignores it) leaves Ray not started: said so
                 if exc.code != signal.SIGTERM:
                     raise
                 _deliver_sigterm(sigterm)
-                raise
+                raise ConfigError("SIGTERM arrived while Ray was starting (ray.init), and "
+                                  "Ray's own handler stopped it: start the sweep again",
+                                  field="--backend") from None
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 if joined is None:
                     where, flag = "a local Ray instance", "--backend"

@@ -647,6 +647,17 @@ def _nested_keywords(key: str) -> tuple[str, tuple[str, ...]]:
     return what, tuple(n for n in names if n not in given)
 
 
+def _check_optimizer_values(kwargs: dict, field_name: str) -> None:
+    """``optimizer_kwargs``' values, as the optimizer takes them (made once on a stand-in
+    parameter: ``{eps: abc}`` failed in SB3 after the run folder was written)."""
+    import torch
+    try:
+        torch.optim.Adam([torch.zeros(1, requires_grad=True)], **kwargs)
+    except Exception as exc:                     # noqa: BLE001 (torch's own words)
+        raise ConfigError(f"the optimizer (torch.optim.Adam) refuses {kwargs!r}: "
+                          f"{type(exc).__name__}: {exc}", field=field_name) from None
+
+
 def _check_policy_kwargs(kwargs: dict, policy: str) -> None:
     """A ``ConfigError`` naming ``policy_kwargs.<key>`` for a key ``policy`` does not read
     (SB3 would fail on it after the run folder was written, or ignore it) or a value of the
@@ -677,12 +688,18 @@ def _check_policy_kwargs(kwargs: dict, policy: str) -> None:
             if not (isinstance(value, dict) and all(isinstance(k, str) for k in value)):
                 raise ConfigError(f"must be a mapping of keyword arguments, got {value!r}",
                                   field=field_name)
+            if key == "optimizer_kwargs" and "lr" in value:
+                raise ConfigError("the learning rate is learning_rate (--learning-rate, or "
+                                  "--set learning_rate=...), which SB3 gives the optimizer",
+                                  field=f"{field_name}.lr")
             what, takes = _nested_keywords(key)
             unknown = sorted(set(value) - set(takes))
             if unknown:                 # (SB3 failed on it after the run folder was written)
                 raise ConfigError(f"{what} does not take {', '.join(map(repr, unknown))}; it "
                                   f"takes {', '.join(takes)}",
                                   field=f"{field_name}.{unknown[0]}")
+            if key == "optimizer_kwargs":
+                _check_optimizer_values(value, field_name)
         elif key == "log_std_init":
             if not (is_real_number(value) and math.isfinite(value)):
                 raise ConfigError(f"must be a finite number, got {value!r}", field=field_name)
@@ -1201,10 +1218,13 @@ def rollout_plan(config: TrainConfig) -> dict:
         divisors = [d for d in range(batch, 1, -1) if rollout % d == 0 and 2 * d >= batch]
         batch = divisors[0] if divisors else batch
     full = config.timesteps // rollout
+    raised = config.batch_size < 2              # not a cut: PPO normalises advantages per
     return {"n_steps": n_steps, "batch_size": batch, "rollout": rollout, "updates": full,
             "partial_steps": config.timesteps - full * rollout,
             "adjusted": [k for k, a, b in (("n_steps", n_steps, config.n_steps),
-                                           ("batch_size", batch, config.batch_size)) if a != b]}
+                                           ("batch_size", batch, config.batch_size))
+                         if a != b and not (raised and k == "batch_size")],
+            "batch_raised": raised}             # mini-batch (a batch of 1 is raised to 2)
 
 
 # ---------------------------------------------------------------------------- callbacks
@@ -1463,7 +1483,7 @@ def train(config: TrainConfig, progress="auto", overwrite: bool = False, echo=No
     th.manual_seed(config.seed)
     out = prepare_run_dir(config, overwrite=overwrite)
     t_start = time.perf_counter()
-    if plan is not None and plan["adjusted"]:
+    if plan is not None:                        # (the sizes cut to fit, or raised)
         config.n_steps, config.batch_size = plan["n_steps"], plan["batch_size"]
     warm = config.warm_imitation
     (out / "config.json").write_text(json.dumps(
@@ -1634,14 +1654,13 @@ def _rl_announcement(config: TrainConfig, plan: dict) -> str:
     name = policy if isinstance(policy, str) else policy.__name__
     text = (f"{config.algo} with {name}: {config.timesteps:,} environment steps, "
             f"{counted(plan['updates'], 'rollout')} of {plan['n_steps']} steps × "
-            f"{config.n_envs} envs")
+            f"{counted(config.n_envs, 'env')}")
     if plan["partial_steps"]:
         text += f" (+ {plan['partial_steps']} steps of a partial rollout, not trained on)"
-    raised = config.batch_size < 2      # (not a cut: PPO normalises advantages per batch)
-    cut = [k for k in plan["adjusted"] if not (raised and k == "batch_size")]
-    if cut:
-        text += "; cut to fit --timesteps: " + ", ".join(f"{k} {plan[k]}" for k in cut)
-    if raised:
+    if plan["adjusted"]:
+        text += "; cut to fit --timesteps: " + ", ".join(f"{k} {plan[k]}"
+                                                         for k in plan["adjusted"])
+    if plan["batch_raised"]:
         text += "; batch_size raised to 2 (advantages are normalised over a mini-batch)"
     return text + f"; γ {config.gamma}, learning rate {config.learning_rate}"
 

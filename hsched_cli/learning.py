@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -105,7 +106,7 @@ def interrupted_note(runs_dir: Path, exc: KeyboardInterrupt, args=None) -> str:
     from agents.sweep import RunStore
     n = len(RunStore(runs_dir).files())
     add = "--resume" if args is None or getattr(args, "out", None) is not None else (
-        f"--out {runs_dir.parent} --resume")
+        f"--out {shlex.quote(str(runs_dir.parent))} --resume")
     drop = " (and without --overwrite)" if getattr(args, "overwrite", False) else ""
     return (f"{how}: {n} run file(s) in {runs_dir}; run the same command with {add}{drop} "
             f"to finish the sweep without redoing them")

@@ -330,13 +330,27 @@ def _compare_task(name, cluster, workload, config, options) -> dict:
                        "jobs": [dataclasses.asdict(r) for r in result.jobs]})
 
 
+#: What a compare run's payload must hold for the table and the common-jobs figures: its
+#: metrics (``_metrics_rows``) and each job's fields (``_done_jct``).
+_COMPARE_METRICS = ("policy", "jobs_completed", "jobs_total", "avg_jct_s", "p50_jct_s",
+                    "p99_jct_s", "makespan_s", "avg_queue_s", "gpu_util", "restarts_per_job",
+                    "ftf_worst", "decision_time_mean_s", "decision_time_p99_s",
+                    "lp_vars_mean", "wall_s")
+_COMPARE_JOB_FIELDS = ("job_id", "arrival_s", "finish_s", "duration_s", "requested_gpus",
+                       "contention_sum", "rounds_active")
+
+
 def _check_compare_payload(payload) -> None:
     """A ``ValueError`` unless ``payload`` is what ``_compare_task`` returns (a run file to
     resume from: ``agents.sweep.Task.check``)."""
     if not (isinstance(payload, dict) and isinstance(payload.get("metrics"), dict)
-            and "policy" in payload["metrics"] and isinstance(payload.get("jobs"), list)
-            and all(isinstance(j, dict) and "job_id" in j for j in payload["jobs"])):
+            and isinstance(payload.get("jobs"), list)
+            and all(isinstance(j, dict) for j in payload["jobs"])):
         raise ValueError("not the metrics and jobs of a compare run")
+    missing = [k for k in _COMPARE_METRICS if k not in payload["metrics"]] + sorted(
+        {k for j in payload["jobs"] for k in _COMPARE_JOB_FIELDS if k not in j})
+    if missing:
+        raise ValueError(f"it lacks {', '.join(missing)}")
 
 
 def _metrics_rows(all_metrics: list[dict]) -> str:
@@ -497,8 +511,10 @@ def _compare_sweep(args, names, cluster, workload, config) -> tuple[list[dict], 
               # (round_restart only when given: off, a sweep from before it resumes)
               "policy_options": {k: v for k, v in vars(options).items()
                                  if k != "backend" and (k != "round_restart" or v)},
-              **model_files_record()}
-    if args.throughputs is not None and Path(args.throughputs).is_file():
+              **model_files_record(workload.jobs)}
+    from hsched_env.throughput import ANALYTIC_NAMES
+    if (args.throughputs is not None and args.throughputs not in (*ANALYTIC_NAMES, "gavel")
+            and Path(args.throughputs).is_file()):    # (a file named gavel is not read)
         # a table file's content decides the schedules (its path alone did: an edited
         # table resumed the old runs); absent for analytic / gavel, as before
         inputs["throughputs_sha256"] = file_fingerprint(args.throughputs)

@@ -36,7 +36,7 @@ from hsched_env.files import json_object_no_duplicates, read_text_file
 __all__ = [
     "GpuType", "ModelSpec", "gpu_catalog", "get_gpu", "model_catalog", "get_model",
     "load_gpu_catalog", "load_model_catalog", "MAX_BATCH", "MAX_CATALOG_INT",
-    "MODELS_ENV", "use_model_files", "model_files_in_use",
+    "MODELS_ENV", "use_model_files", "model_files_in_use", "model_sources",
 ]
 
 #: The environment variable naming model catalog files whose models join the packaged ones
@@ -565,6 +565,24 @@ def _gavel_type_family(job_type: str) -> str:
     """A Gavel job type without its batch (``"ResNet-50"`` of ``"ResNet-50 (batch size
     64)"``): the batched types of one model differ only there."""
     return job_type.split(" (batch size ")[0]
+
+
+def model_sources() -> dict[str, str]:
+    """The models of one's own in use (``HSCHED_MODELS``), by name (as written, and as the
+    catalog matches it: case, spaces, dashes and underscores ignored) -> the file each came
+    from; ``{}`` with the packaged models only."""
+    return dict(_model_sources_with(model_files_in_use()))
+
+
+@functools.lru_cache(maxsize=16)
+def _model_sources_with(files: str) -> dict[str, str]:
+    packaged = {m.name for m in _packaged_models()}
+    out: dict[str, str] = {}
+    for path in (f for f in files.split(os.pathsep) if f.strip()):
+        for model in load_model_catalog(path).values():
+            if model.name not in packaged:
+                out[model.name] = out[_norm(model.name)] = path
+    return out
 
 
 def _models_in_use() -> tuple[ModelSpec, ...]:

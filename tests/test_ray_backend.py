@@ -8,6 +8,7 @@ when Ray is not installed (``pip install -e ".[dev,ray]"``, as ``scripts/setup.s
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
@@ -282,6 +283,63 @@ def test_a_run_file_a_resume_cannot_use_is_named_and_run_again(tmp_path, caplog)
     assert run_sweep(tasks, "serial", store=store, resume=True, progress=False).resumed == 4
 
 
+def test_model_files_enter_a_runs_configuration_only_for_jobs_that_use_them(own_models,
+                                                                          tmp_path):
+    """With models of one's own in use, a run's configuration holds the content of the files
+    defining the models its jobs use, not their paths, and nothing for jobs of packaged
+    models only (so keeping HSCHED_MODELS set does not orphan earlier sweeps' run files)."""
+    import shutil
+
+    import hsched_env.catalog as catalog
+    from agents.sweep import model_files_record
+    from hsched_env.cluster import get_cluster
+    from hsched_env.workloads import load_workload
+    models, trace = own_models
+    sia = get_cluster("sia-64")
+    packaged_only = load_workload("gavel:rate=4,jobs=5,seed=1", sia).jobs
+    assert model_files_record(packaged_only) == {}
+    catalog.use_model_files(models)
+    mine = load_workload(f"csv:path={trace}", sia).jobs
+    assert model_files_record(packaged_only) == {}
+    first = model_files_record(mine)
+    assert list(first) == ["model_files"] and len(first["model_files"]) == 1
+    moved = tmp_path / "elsewhere.json"
+    shutil.copy(models, moved)
+    catalog._files_in_use[0] = str(moved)                # the same content at another path
+    assert model_files_record(mine) == first
+    moved.write_text(moved.read_text().replace("Llama 3 model card", "edited"))
+    catalog._files_in_use[0] = str(moved) + os.pathsep   # (a new key: read again)
+    assert model_files_record(mine) != first
+
+
+def test_the_commands_payload_checks_refuse_what_their_reports_could_not_read():
+    """evaluate's and compare's run-file checks (``Task.check``): a run as written passes;
+    one whose metrics or jobs lack what the report reads is refused (``{}`` metrics passed
+    the decoding and crashed the report of every later resume)."""
+    from agents.evaluate import _check_run_payload
+    from hsched_cli.simulation import (_check_compare_payload, _compare_task,
+                                       _simulation_args)
+    report = evaluate(custom_suite(*TINY), ["fifo"], progress=False)
+    payload = json.loads(json.dumps(run_to_json(report.runs[0])))
+    _check_run_payload(payload)
+    with pytest.raises(ValueError, match="its metrics lack jobs_completed, jobs_total, rounds"):
+        _check_run_payload({**payload, "metrics": {}})
+    with pytest.raises(Exception):
+        _check_run_payload({})
+    args = build_parser().parse_args(["compare", "--cluster", TINY[0], "--workload", TINY[1],
+                                      "--policies", "fifo"])
+    cluster, workload, config = _simulation_args(args)
+    options = argparse.Namespace(objective=None, backend=None, lp_backend="highs", topk=None,
+                                 floor=None, ftf_guard=None, round_restart=False,
+                                 lp_time_limit_s=None, lp_method=None, lp_warm_start=False)
+    done = json.loads(json.dumps(_compare_task("fifo", cluster, workload, config, options)))
+    _check_compare_payload(done)
+    with pytest.raises(ValueError, match="it lacks jobs_completed, jobs_total, avg_jct_s"):
+        _check_compare_payload({**done, "metrics": {"policy": "fifo"}})
+    with pytest.raises(ValueError, match="it lacks arrival_s, contention_sum, duration_s"):
+        _check_compare_payload({**done, "jobs": [{"job_id": 0}]})
+
+
 def test_compare_resume_runs_again_after_its_throughput_table_changed(tmp_path, capsys,
                                                                      monkeypatch):
     """``compare --backend ray --resume`` with a ``--throughputs`` table file: the file's
@@ -434,6 +492,16 @@ def test_sigterm_while_ray_starts_reaches_the_commands_handler(monkeypatch):
         with sigterm_raises():
             RayBackend(num_cpus=1).start()
     assert exit_status(stop.value) == 143
+
+    # a handler that returns (a flag of the caller's): Ray did not start, and says so
+    calls = []
+    before = signal.signal(signal.SIGTERM, lambda *a: calls.append(a))
+    try:
+        with pytest.raises(ConfigError, match="SIGTERM arrived while Ray was starting"):
+            RayBackend(num_cpus=1).start()
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert len(calls) == 1
 
     def init_exits(**kw):
         raise SystemExit(3)                     # any other exit is left alone

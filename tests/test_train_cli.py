@@ -259,18 +259,34 @@ def test_rollout_plan_fits_the_timesteps():
         rollout_plan(TrainConfig(env=TINY, timesteps=1))
 
 
-def test_the_rl_announcement_says_why_a_size_changed():
+def test_the_rl_announcement_says_why_a_size_changed(tmp_path, monkeypatch):
     """A batch_size of 1 is raised to 2 (PPO normalises advantages per mini-batch), which was
-    announced as "cut to fit --timesteps" though nothing was cut; a count of one rollout is
-    singular."""
-    from agents.train import _rl_announcement
-    cfg = TrainConfig(env=TINY, timesteps=256, n_steps=256, batch_size=1)
-    text = _rl_announcement(cfg, rollout_plan(cfg))
-    assert "1 rollout of 256 steps" in text and "cut to fit" not in text
-    assert "batch_size raised to 2 (advantages are normalised over a mini-batch)" in text
-    cfg = TrainConfig(env=TINY, timesteps=64, n_steps=1024, batch_size=24)
-    text = _rl_announcement(cfg, rollout_plan(cfg))
-    assert "; cut to fit --timesteps: n_steps 64, batch_size 16" in text and "raised" not in text
+    announced as "cut to fit --timesteps" though nothing was cut; one rollout and one env are
+    singular. Through ``train`` (it writes the sizes into the config before announcing), the
+    model stubbed out after the announcement."""
+    import agents.train as train_mod
+
+    class Stop(Exception):
+        pass
+
+    def model(config):
+        said.append(config.batch_size)
+        raise Stop
+    monkeypatch.setattr(train_mod, "_model", model)
+    for batch, timesteps, expect, refuse in (
+            (1, 256, "1 rollout of 256 steps × 1 env; batch_size raised to 2 (advantages are "
+                     "normalised over a mini-batch)", "cut to fit"),
+            (24, 64, "1 rollout of 64 steps × 1 env; cut to fit --timesteps: n_steps 64, "
+                     "batch_size 16", "raised")):
+        said, lines = [], []
+        cfg = TrainConfig(env=TINY, timesteps=timesteps, n_steps=1024 if batch == 24 else 256,
+                          batch_size=batch, references=False,
+                          logdir=str(tmp_path / f"run{batch}"))
+        with pytest.raises(Stop):
+            train_mod.train(cfg, progress="none", echo=lines.append)
+        text = next(line for line in lines if "environment steps" in line)
+        assert expect in text and refuse not in text, text
+        assert said == [2 if batch == 1 else 16]          # what SB3 is given
 
 
 @slow
@@ -568,7 +584,7 @@ def test_after_ppo_the_operating_points_are_named_in_the_file_that_has_them(tmp_
             f"none: it keeps at ½): R = 0.9: keep") in out, out
     assert f"operating point (in {points}, before PPO): keep threshold" in out
     wrote = next(line for line in out.splitlines() if line.startswith("wrote "))
-    assert "ranker.pt, imitation_ranker.pt, model.zip, config.json, summary.json" in wrote
+    assert "ranker.pt, imitation_ranker.pt, model.zip, vecnormalize.pkl, config.json, summary.json" in wrote
     from agents.policy_entries import parse_policies
     assert parse_policies([f"ranker:{points}@0.9"])[0].ranker.target_recall == 0.9
     with pytest.raises(ConfigError, match="no operating point for recall 0.9"):
@@ -695,6 +711,12 @@ def test_train_refuses_more_slots_than_an_environment_takes():
      "policy_kwargs.optimizer_kwargs.epsx", "the optimizer (torch.optim.Adam) does not take"),
     (["--policy", "mlp", "--set", "policy_kwargs={features_extractor_kwargs: {foo: 1}}"],
      "policy_kwargs.features_extractor_kwargs.foo", "CombinedExtractor does not take 'foo'"),
+    (["--set", "policy_kwargs={optimizer_kwargs: {lr: 0.1}}"],
+     "policy_kwargs.optimizer_kwargs.lr", "the learning rate is learning_rate"),
+    (["--set", "policy_kwargs={optimizer_kwargs: {eps: abc}}"],
+     "policy_kwargs.optimizer_kwargs", "the optimizer (torch.optim.Adam) refuses"),
+    (["--set", "policy_kwargs={optimizer_kwargs: {betas: 5}}"],
+     "policy_kwargs.optimizer_kwargs", "the optimizer (torch.optim.Adam) refuses"),
 ])
 def test_train_refuses_what_it_would_not_read_before_writing_anything(capsys, tmp_path, argv,
                                                                        field, says):
