@@ -1218,13 +1218,15 @@ def rollout_plan(config: TrainConfig) -> dict:
         divisors = [d for d in range(batch, 1, -1) if rollout % d == 0 and 2 * d >= batch]
         batch = divisors[0] if divisors else batch
     full = config.timesteps // rollout
-    raised = config.batch_size < 2              # not a cut: PPO normalises advantages per
+    # a batch of 1 is raised to 2, which is not a cut: PPO normalises advantages over a
+    # mini-batch ("batch_raised", apart from the sizes "adjusted" to fit the steps)
+    raised = config.batch_size < 2
     return {"n_steps": n_steps, "batch_size": batch, "rollout": rollout, "updates": full,
             "partial_steps": config.timesteps - full * rollout,
             "adjusted": [k for k, a, b in (("n_steps", n_steps, config.n_steps),
                                            ("batch_size", batch, config.batch_size))
                          if a != b and not (raised and k == "batch_size")],
-            "batch_raised": raised}             # mini-batch (a batch of 1 is raised to 2)
+            "batch_raised": raised}
 
 
 # ---------------------------------------------------------------------------- callbacks
