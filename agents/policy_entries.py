@@ -673,9 +673,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
             entry = item
         elif not isinstance(item, str):
             if _is_agent(item):
-                entry = agent_entry(item)
+                entry = _own(agent_entry(item))
             elif _is_simulator_policy(item):
-                entry = simulator_policy_entry(item)
+                entry = _own(simulator_policy_entry(item))
             else:
                 raise ConfigError(f"{shorten(repr(item), 80)} is neither a policy name, an "
                                   f"agent (keep(obs, env) or act(obs, env)) nor a scheduling "
@@ -720,9 +720,9 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                                   f"are dotted Python names)", field=FIELD)
             obj, factory = _made_from_entry_point(item, policies_too=True)
             label = getattr(obj, "name", None) or item
-            entry = (agent_entry(obj, label=label, source=item) if _is_agent(obj)
-                     else simulator_policy_entry(obj, label=str(label), source=item,
-                                                 factory=factory))
+            entry = _own(agent_entry(obj, label=label, source=item) if _is_agent(obj)
+                         else simulator_policy_entry(obj, label=str(label), source=item,
+                                                     factory=factory))
         else:
             name = "heterosched-lp" if item == "pure-lp" else item
             try:
@@ -731,9 +731,6 @@ def parse_policies(items, trust_sb3_zip: bool = False,
                 raise UnknownNameError("policy", item, policy_names(),
                                        field=FIELD) from None
             entry = PolicyEntry(item, "simulator", policy_name=name)
-        if not isinstance(item, (str, PolicyEntry)) or (
-                isinstance(item, str) and entry.source == item):
-            _refuse_a_built_in_label(entry)        # your own object, by its name
         label, i = entry.label, 2
         while entry.label in seen:                  # the same ranker twice: distinct labels
             entry.label = f"{label}#{i}"
@@ -743,15 +740,16 @@ def parse_policies(items, trust_sb3_zip: bool = False,
     return out
 
 
-def _refuse_a_built_in_label(entry: PolicyEntry) -> None:
-    """A policy or agent of one's own labelled as a built-in policy is refused: the report
-    finds the LP reference by its label (``pure-lp``), and a second ``gavel`` would read as
-    the built-in one."""
+def _own(entry: PolicyEntry) -> PolicyEntry:
+    """``entry``, of a policy or agent of one's own, unless it is labelled as a built-in
+    policy (refused: the report finds the LP reference by its label, ``pure-lp``, and a
+    second ``gavel`` would read as the built-in one)."""
     label = entry.label
     if label == "pure-lp" or is_policy_name(label):
         raise ConfigError(f"{entry.source or entry.label}: its name {label!r} is a built-in "
                           f"policy's, which labels that policy's results; give yours "
                           f"another name", field=FIELD)
+    return entry
 
 
 def _checked_audits(items, audit_every, audit_recall,

@@ -57,8 +57,8 @@ from typing import Callable
 from tqdm import tqdm
 
 from agents.provenance import environment_record, same_set_up
+from hsched_env.catalog import MODELS_ENV, model_files_in_use, model_sources
 from hsched_env.errors import ConfigError, UnknownNameError, shorten, show
-from hsched_env.catalog import MODELS_ENV, model_files_in_use
 
 #: ``--backend`` values of ``hsched evaluate`` / ``hsched compare``.
 BACKENDS = ("serial", "ray")
@@ -152,7 +152,6 @@ def model_files_record(jobs) -> dict:
     that define them (sorted: where a file lies does not count), or ``{}`` (so a sweep's run
     files keep their configuration hash when its jobs use none). An edited model file is
     then a changed configuration, run again on ``--resume``."""
-    from hsched_env.catalog import model_sources
     sources = model_sources()
     if not sources:
         return {}

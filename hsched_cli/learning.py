@@ -140,17 +140,16 @@ def cmd_evaluate(args) -> int:
     # with --json, what the user's own code prints (an entry point's module on import, an
     # agent or policy as it runs) goes to stderr: stdout holds the JSON alone
     report_out = sys.stdout
-    own_output = contextlib.ExitStack()
-    if args.json:
-        own_output.enter_context(contextlib.redirect_stdout(sys.stderr))
-    with own_output:
-        return _evaluate_entries(ev, args, suite, policies, backend, ray, report_out)
+    with (contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()):
+        return _evaluate_entries(args, suite, policies, backend, report_out)
 
 
-def _evaluate_entries(ev, args, suite, policies, backend, ray: bool, report_out) -> int:
+def _evaluate_entries(args, suite, policies, backend, report_out) -> int:
     """``cmd_evaluate`` from its policies on; ``report_out``: where the report goes (stdout
     as it was before ``--json`` sent the rest to stderr)."""
+    from agents import evaluate as ev
     from agents.report import claim_output_dir
+    ray = args.backend == "ray"
     entries = ev.parse_policies(policies,                                 # unknown: exit 2
                                 trust_sb3_zip=args.trust_sb3_zip,         # before any folder
                                 max_kept_fraction=args.max_kept_fraction,

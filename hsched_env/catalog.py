@@ -531,9 +531,11 @@ def model_files_in_use() -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _models_with(files: str) -> tuple[ModelSpec, ...]:
+def _catalog_with(files: str) -> tuple[tuple[ModelSpec, ...], dict[str, str]]:
     """The packaged models, then those of each file of ``files`` (``HSCHED_MODELS``'s
-    value); a name given twice (in the packaged catalog or another file) is refused."""
+    value), and the file each of the latter came from (by its name as written and as the
+    catalog matches it); a name or Gavel job type given twice (in the packaged catalog or
+    another file) is refused."""
     models = list(_packaged_models())
     packaged = "the packaged catalog (hsched models)"
     where = {_norm(m.name): packaged for m in models}
@@ -541,6 +543,7 @@ def _models_with(files: str) -> tuple[ModelSpec, ...]:
     # a second would take the traces' jobs of that type over silently
     job_types = {_gavel_type_family(m.gavel_job_type): (m.name, packaged) for m in models
                  if m.gavel_job_type}
+    sources: dict[str, str] = {}
     for path in (f for f in files.split(os.pathsep) if f.strip()):
         for model in load_model_catalog(path).values():
             held = where.get(_norm(model.name))
@@ -554,11 +557,11 @@ def _models_with(files: str) -> tuple[ModelSpec, ...]:
                                   f"{model.gavel_job_type!r} already reads model {other!r} "
                                   f"(in {held}): give yours none (null) or another",
                                   field=MODELS_ENV)
-            where[_norm(model.name)] = path
+            where[_norm(model.name)] = sources[model.name] = sources[_norm(model.name)] = path
             if family:
                 job_types[family] = (model.name, path)
             models.append(model)
-    return tuple(models)
+    return tuple(models), sources
 
 
 def _gavel_type_family(job_type: str) -> str:
@@ -571,23 +574,13 @@ def model_sources() -> dict[str, str]:
     """The models of one's own in use (``HSCHED_MODELS``), by name (as written, and as the
     catalog matches it: case, spaces, dashes and underscores ignored) -> the file each came
     from; ``{}`` with the packaged models only."""
-    return dict(_model_sources_with(model_files_in_use()))
-
-
-@functools.lru_cache(maxsize=16)
-def _model_sources_with(files: str) -> dict[str, str]:
-    packaged = {m.name for m in _packaged_models()}
-    out: dict[str, str] = {}
-    for path in (f for f in files.split(os.pathsep) if f.strip()):
-        for model in load_model_catalog(path).values():
-            if model.name not in packaged:
-                out[model.name] = out[_norm(model.name)] = path
-    return out
+    files = model_files_in_use()
+    return dict(_catalog_with(files)[1]) if files else {}
 
 
 def _models_in_use() -> tuple[ModelSpec, ...]:
     files = model_files_in_use()
-    return _models_with(files) if files else _packaged_models()
+    return _catalog_with(files)[0] if files else _packaged_models()
 
 
 def use_model_files(paths) -> tuple[str, ...]:
@@ -603,7 +596,7 @@ def use_model_files(paths) -> tuple[str, ...]:
     # one spelling a file (``a.json``, ``./a.json``, a link to it): given twice, used once
     files = list(dict.fromkeys(os.path.realpath(os.fspath(p)) for p in [*current, *paths]))
     value = os.pathsep.join(files)
-    _models_with(value)                          # a bad file: refused before it is in use
+    _catalog_with(value)                         # a bad file: refused before it is in use
     os.environ[MODELS_ENV] = _files_in_use[0] = value
     return tuple(files)
 

@@ -359,9 +359,10 @@ class Simulator:
     def candidates_of(self, job) -> CandidateTable:
         """The job's candidate table (cached per cluster and planning configuration, then
         model, batch, GPU-type constraint and requested GPUs): the planner's candidates,
-        fastest first, then — flagged ``requested`` — its requested GPU count with plain data parallelism on each GPU type
-        (what Gavel and the FIFO baselines run; where the model does not fit that count, the
-        smallest power-of-two multiple that fits), unless already present; then — flagged
+        fastest first, then — flagged ``requested`` — its requested GPU count with plain
+        data parallelism on each GPU type (what Gavel and the FIFO baselines run; where the
+        model does not fit that count, the smallest power-of-two multiple that fits),
+        unless already present; then — flagged
         ``sia_config`` — Sia's configurations (plain data parallelism on one type at
         ``planner.sia_sizes``: powers of two within a node, whole nodes beyond, at most 64
         GPUs), unless already present (then the existing row is flagged). So every policy's
