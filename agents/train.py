@@ -1375,18 +1375,12 @@ def _hparams(config: TrainConfig) -> dict:
     return out
 
 
-def _with_references(episodes: list[dict]) -> list[dict]:
-    """The episodes that have both references (the LP's and random's return on their seed);
-    the others went without, over ``reference_budget``."""
-    return [e for e in episodes
-            if np.isfinite(e["lp_return"]) and np.isfinite(e["random_return"])]
-
-
 def references_note(episodes: list[dict]) -> str:
     """The LP's and random's mean return beside the agent's, over the same episodes: all of
     ``episodes`` when each has references, else the ones that do, with the agent's mean
     over them (a mean over different episodes read as a comparison it was not)."""
-    both = _with_references(episodes)
+    both = [e for e in episodes        # (the others went without, over reference_budget)
+            if np.isfinite(e["lp_return"]) and np.isfinite(e["random_return"])]
     if not both:
         return ""
     refs = f"LP {_mean(both, 'lp_return'):.2f}, random {_mean(both, 'random_return'):.2f}"
