@@ -355,10 +355,16 @@ class RunStore:
                               f"the file away or choose another --out", field="--out")
 
     def discard_earlier(self) -> None:
-        """Delete the run files of an earlier sweep (``--overwrite``): called once the
-        backend has started, so that a backend that cannot start leaves them in place."""
+        """Delete the run files of an earlier sweep (``--overwrite``), and the earlier
+        results (``RESULTS_FILE``) of the output folder above ``RUNS_DIR``: called once the
+        backend has started, so that a backend that cannot start leaves them in place. (The
+        results went with the run files: a sweep interrupted after it began left the earlier
+        run's ``metrics.json`` beside the new partial run files, readable as this run's.)"""
         for p in self.files():
             p.unlink()
+        results = self.folder.parent / RESULTS_FILE
+        if self.folder.name == RUNS_DIR and results.is_file():
+            results.unlink()
 
 
 def check_resume_overwrite(resume: bool, overwrite: bool) -> None:

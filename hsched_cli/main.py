@@ -276,7 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--overwrite", action="store_true",
                     help="replace the metrics.json and plots of an earlier evaluation in the "
                          "output folder (TensorBoard runs are always kept side by side) and, "
-                         "with --backend ray, delete its run files")
+                         "with --backend ray, delete its run files (and its metrics.json with "
+                         "them, once the sweep starts)")
     ev.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("--max-kept-fraction", type=_number, default=None, metavar="F",
@@ -471,7 +472,8 @@ def _add_ray_flags(sp, run: str, out: bool) -> None:
                              "it completes (one JSON file) and the metrics to "
                              "DIR/metrics.json; needed by --resume")
         sp.add_argument("--overwrite", action="store_true",
-                        help="discard the run files of an earlier sweep in --out")
+                        help="discard the run files of an earlier sweep in --out, and its "
+                             "metrics.json, once the sweep starts")
     sp.add_argument("--resume", action="store_true",
                     help=f"--backend ray, needs --out: reuse the finished runs in OUT/runs/ of "
                          f"an interrupted sweep (each {run} is keyed by scenario, policy, seed "

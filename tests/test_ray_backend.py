@@ -26,7 +26,8 @@ from agents.evaluate import (custom_suite, deterministic_part, evaluate, run_fro
 from agents.report import WALL_CLOCK_ROW_KEYS
 from agents.runners import WALL_CLOCK_METRICS
 from agents.provenance import environment_record, same_set_up
-from agents.sweep import RUNS_DIR, RayBackend, RunStore, Task, make_backend, run_sweep
+from agents.sweep import (RESULTS_FILE, RUNS_DIR, RayBackend, RunStore, Task, make_backend,
+                          run_sweep)
 from hsched_cli import simulation as cli_simulation
 from hsched_cli.learning import sweep_note
 from hsched_cli.main import build_parser, main
@@ -216,25 +217,30 @@ class _NoStart:
 
 def test_overwrite_discards_only_run_files_and_only_once_the_backend_started(tmp_path,
                                                                           monkeypatch):
-    """``--overwrite`` deletes the earlier run files, not a user's file beside them, and not
-    before the backend started (a Ray start that failed left runs/ empty); ``--resume`` with
-    ``--overwrite`` is refused (overwrite won, silently)."""
+    """``--overwrite`` deletes the earlier run files and the earlier results
+    (``metrics.json`` above them), not a user's file beside them, and not before the backend
+    started (a Ray start that failed left runs/ empty); ``--resume`` with ``--overwrite`` is
+    refused (overwrite won, silently)."""
     tasks = _tasks(tmp_path, 2)
     store = RunStore(tmp_path / RUNS_DIR)
     run_sweep(tasks, "serial", store=store, progress=False)
     notes = store.folder / "notes.json"
     notes.write_text('{"my": "notes"}')
+    results = tmp_path / RESULTS_FILE                      # the earlier sweep's results
+    results.write_text("[]")
     assert len(store.files()) == 2 and notes not in store.files()
     monkeypatch.setattr("agents.sweep.make_backend", lambda backend: _NoStart())
     with pytest.raises(ConfigError, match="no cluster answers"):
         run_sweep(tasks, "ray", store=store, overwrite=True, progress=False)
-    assert len(store.files()) == 2                         # kept: nothing ran
+    assert len(store.files()) == 2 and results.exists()   # kept: nothing ran
     monkeypatch.undo()
     with pytest.raises(ConfigError, match="--resume reuses the finished runs"):
         run_sweep(tasks, "serial", store=store, resume=True, overwrite=True, progress=False)
     result = run_sweep(tasks, "serial", store=store, overwrite=True, progress=False)
     assert [o.status for o in result.outcomes] == ["ok", "ok"] and result.stale == 0
     assert notes.read_text() == '{"my": "notes"}' and len(store.files()) == 2
+    # an interrupted --overwrite sweep left the earlier metrics.json beside its partial runs
+    assert not results.exists()
 
 
 def test_sweep_configuration_errors(tmp_path, monkeypatch):
