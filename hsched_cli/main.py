@@ -523,14 +523,27 @@ def _output_path(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.reason) from None
 
 
+def _use_model_files(paths: list[str]) -> None:
+    """``--models``: the files join the catalog (``use_model_files``); an error that names no
+    field names the flag (a path that is no file read "x.json: no such file", which did not
+    say which flag gave it: ``--model resnet50`` is taken as ``--models resnet50``)."""
+    from hsched_env.catalog import use_model_files
+    try:
+        use_model_files(paths)
+    except ConfigError as exc:
+        if exc.field is not None:
+            raise
+        raise ConfigError(exc.reason, source=exc.source, field="--models",
+                          line=exc.line) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         if getattr(args, "models", None):
-            from hsched_env.catalog import use_model_files
-            use_model_files(args.models)         # checked before the command runs
+            _use_model_files(args.models)        # checked before the command runs
         with sigterm_raises():
             return args.func(args)
     except HSchedError as exc:

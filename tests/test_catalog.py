@@ -445,7 +445,8 @@ def test_the_cli_takes_models_of_ones_own(own_models, capsys):
                  "--models", str(path)]) == 0
     assert "Llama-3 8B on sia-64" in capsys.readouterr().out
     assert main(["models", "--models", str(path / "nope.json")]) == 2
-    assert "nope.json" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "nope.json" in err and "field '--models'" in err      # names the flag
 
 
 def test_a_model_of_ones_own_with_a_gavel_job_type(own_models, tmp_path, monkeypatch):
