@@ -38,13 +38,16 @@ TITLE_WIDTH = 52
 
 
 def panel_title(scenario: dict) -> str:
-    """A panel's title, ``NAME: WORKLOAD``, broken after commas of the workload spec into
-    lines of at most ``TITLE_WIDTH`` characters where it can be (a long spec ran into the
-    next panel's title or past the figure's edge)."""
-    text = f"{scenario['name']}: {scenario['workload']}"
+    """A panel's title, ``NAME (first H h): WORKLOAD`` (the window when the scenario has a
+    ``max_time_s``: the table's header says it, a plot did not), broken after commas of the
+    workload spec into lines of at most ``TITLE_WIDTH`` characters where it can be (a long
+    spec ran into the next panel's title or past the figure's edge)."""
+    limit = scenario.get("max_time_s")
+    name = f"{scenario['name']} (first {limit / 3600:g} h)" if limit else scenario["name"]
+    text = f"{name}: {scenario['workload']}"
     if len(text) <= TITLE_WIDTH:
         return text
-    lines, line = [], f"{scenario['name']}:"
+    lines, line = [], f"{name}:"
     for part in str(scenario['workload']).split(","):
         piece = part if line.endswith(",") else " " + part
         if len(line) + len(piece) + 1 > TITLE_WIDTH:      # (+1: the comma after it)
@@ -214,26 +217,41 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
 
 
 def plot_jct_cdf(report, path: Path) -> Path:
-    """JCT distribution per policy (all seeds' completed jobs pooled), log x."""
+    """JCT distribution per policy (all seeds' completed jobs pooled), log x. Each curve is a
+    fraction of *all* the jobs of its runs, so it levels off at the share its policy
+    finished: divided by its own finished jobs, every curve reached 1, and in a time window
+    a policy that finished fewer jobs looked no worse."""
     plt = _pyplot()
     fig, axes = _axes(plt, len(report.scenarios))
     colors = _colors(plt, report.policies)
     for ax, sc in zip(axes, report.scenarios):
+        unfinished = False
         for label in report.policies:
             runs = [r for r in report.runs if r.scenario == sc["name"] and r.label == label]
             jct = np.sort(np.concatenate([r.jct_s for r in runs]) / 3600) if runs else []
             if len(jct):
+                total = sum(int(r.metrics.get("jobs_total") or 0) for r in runs)
+                total = max(total, len(jct))
+                unfinished |= total > len(jct)
                 ranker = any(r.kind == "ranker" for r in runs)
-                ax.step(jct, np.arange(1, len(jct) + 1) / len(jct), where="post",
+                ax.step(jct, np.arange(1, len(jct) + 1) / total, where="post",
                         color=colors[label], linestyle="--" if ranker else "-",
-                        label=f"{label} (mean of its {len(jct)} jobs {np.mean(jct):.2f} h)")
+                        label=f"{label} ({len(jct):,} of {total:,} jobs done, their mean "
+                              f"{np.mean(jct):.2f} h)")
         ax.set_xscale("log")
         ax.set_xlabel("job completion time (h)")
-        ax.set_ylabel("fraction of completed jobs")
+        ax.set_ylabel("fraction of all jobs completed")
+        ax.set_ylim(0, 1.02)
         ax.set_title(panel_title(sc), fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+            # upper left: a CDF's curves rise from the lower left to the upper right, and
+            # matplotlib's "best" put the legend over the slow policies' tails
+            ax.legend(fontsize=7, loc="upper left")
+            if unfinished:
+                ax.text(0.99, 0.02, "a curve below 1: jobs its policy did not finish",
+                        transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
+                        color="0.35")
         else:                                 # (a window in which no job finished)
             ax.text(0.5, 0.5, "no job completed", transform=ax.transAxes, ha="center",
                     va="center", fontsize=9, color="0.4")

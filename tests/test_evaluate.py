@@ -333,6 +333,39 @@ def test_a_stalled_simulator_policy_has_no_makespan_and_says_why():
     assert "(never started: 1 of 3)" in table and "pure-lp: stalled" not in table
 
 
+def test_the_jct_cdf_is_a_fraction_of_all_jobs_and_the_titles_name_the_window(tmp_path,
+                                                                             monkeypatch):
+    """In a time window each policy's JCT curve levels off at the share of the jobs it
+    finished (it was scaled to its own finished jobs: every curve reached 1, and a policy
+    that finished fewer looked no worse), and both plots' titles name the window."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from agents.plots import plot_jct_cdf
+    from agents.report import Report, scenario_summary, summarize
+    from agents.suites import Scenario, Suite
+    nan = float("nan")
+    suite = Suite("t", (Scenario("s", "sia-64", "gavel:jobs=4", max_time_s=5400.0),), seeds=2)
+    entries = [PolicyEntry("pure-lp", "simulator", "heterosched-lp"),
+               PolicyEntry("fifo", "simulator", "fifo")]
+    runs = [_run("pure-lp", 1, [3600, 3600, 5400, nan]),
+            _run("pure-lp", 2, [1800, nan, nan, nan]),
+            _run("fifo", 1, [3600, nan, nan, nan]), _run("fifo", 2, [nan, nan, nan, nan])]
+    report = Report(suite=suite, seeds=[1, 2], policies=["pure-lp", "fifo"], runs=runs,
+                    rows=summarize(suite, entries, runs, []),
+                    scenarios=[scenario_summary(suite.scenarios[0], runs)], wall_s=0.0,
+                    failures=[])
+    import matplotlib.figure
+    captured, save = [], matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, *a, **k: captured.append(fig) or save(fig, *a, **k))
+    plot_jct_cdf(report, tmp_path / "cdf.png")
+    ax = captured[0].axes[0]
+    tops = {line.get_label().split(" (")[0]: line.get_ydata().max() for line in ax.get_lines()}
+    assert tops == {"pure-lp": 4 / 8, "fifo": 1 / 8}          # of the 8 jobs of two seeds
+    assert "pure-lp (4 of 8 jobs done" in [t.get_text() for t in ax.get_legend().get_texts()][0]
+    assert ax.get_title().startswith("s (first 1.5 h): gavel:jobs=4")
+
+
 def test_common_jobs_compare_policies_on_the_jobs_all_of_them_finished():
     from agents.report import common_job_stats
     nan = float("nan")
@@ -439,7 +472,7 @@ def test_a_select_agents_time_is_its_agent_time_in_both_kinds_of_rows():
     """A select-mode agent's inference time is ``agent_time_mean_s`` in the seed-averaged rows
     and in the per-seed rows alike; ``ranker_time_mean_s`` is a rank-mode agent's only (null
     elsewhere: the per-seed rows put the select agent's time there)."""
-    from agents.report import Report, per_seed_rows, scenario_summary, summarize
+    from agents.report import Report, scenario_summary, summarize
     from agents.suites import Scenario, Suite
     suite = Suite("t", (Scenario("s", "sia-64", "gavel:jobs=3"),), seeds=1)
     entries = [PolicyEntry("pure-lp", "simulator", "heterosched-lp"),
