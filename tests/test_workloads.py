@@ -626,6 +626,11 @@ def test_csv_comments_are_lines_not_quoted_fields(tmp_path):
                "3,2,60,1\n")
     w = load_workload(f"csv:path={p}", TINY)
     assert [j.name for j in w.jobs] == ["#2", "3"]
+    # the comment with the header's four columns is named (it went missing without a word);
+    # the one-column comment is not
+    assert [n for n in w.notes if "'#'" in n] == [
+        "1 line starting with '#' (line 2) has the header's 4 columns but was read as a "
+        "comment, not a job: quote a job id that starts with '#' (\"#1\")"]
     bad = _write(tmp_path, "bad.csv", "job_id,submit_time_s,duration_s,num_gpus\n"
                  "# skipped\n1,0,60,1\n2,0,\"60,1\n")
     with pytest.raises(TraceError) as ei:

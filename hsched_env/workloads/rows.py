@@ -274,15 +274,18 @@ def _check_deferred(rows: _Rows, pending: list[_Pending], max_jobs: int,
 
 
 def _csv_rows(text: str, source: str, *,
-              comments: bool = False) -> Iterator[tuple[int, list[str]]]:
-    """(first line number, fields) of each non-blank CSV record; with ``comments``, lines
-    whose first character other than blanks is ``#`` are skipped before the CSV is read (a
-    quoted ``"#1"`` is a field, not a comment)."""
+              comments: list[tuple[int, str]] | None = None
+              ) -> Iterator[tuple[int, list[str]]]:
+    """(first line number, fields) of each non-blank CSV record; with a ``comments`` list,
+    lines whose first character other than blanks is ``#`` are skipped before the CSV is
+    read, and added to it as (line number, text) as they are met (a quoted ``"#1"`` is a
+    field, not a comment)."""
     numbers: list[int] = []              # the file's line number of each line the reader gets
 
     def lines() -> Iterator[str]:
         for number, line in enumerate(io.StringIO(text, newline=""), start=1):
-            if comments and line.lstrip().startswith("#"):
+            if comments is not None and line.lstrip().startswith("#"):
+                comments.append((number, line))
                 continue
             numbers.append(number)
             yield line

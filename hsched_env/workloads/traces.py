@@ -6,6 +6,8 @@ row into a job through :mod:`hsched_env.workloads.rows`.
 
 from __future__ import annotations
 
+import csv
+import logging
 import math
 import os
 import re
@@ -17,10 +19,13 @@ from hsched_env.catalog import MAX_BATCH
 from hsched_env.cluster import Cluster
 from hsched_env.errors import ConfigError, TraceError, UnknownNameError, show, shorten
 from hsched_env.files import read_text_file, user_path
+from hsched_env.text import counted
 from hsched_env.workloads.model_mapping import gavel_job_type_to_model, model_for_gpu_time
 from hsched_env.workloads.rows import _assemble, _csv_rows, _header, _records, _Rows
 from hsched_env.workloads.spec import _Params
 from hsched_env.workloads.types import Workload, _variant
+
+log = logging.getLogger("hsched_env.workloads")
 
 __all__ = ["traces_dir", "POLLUX_APPLICATIONS", "POLLUX_GPU_HOURS", "CSV_REQUIRED",
            "CSV_OPTIONAL"]
@@ -283,7 +288,8 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     max_jobs = params.integer("max_jobs")
     text = _read_text(path)
     rows = _Rows(str(path), cluster, throughputs, skip_invalid, max_jobs)
-    records = _csv_rows(text, str(path), comments=True)
+    comment_lines: list[tuple[int, str]] = []
+    records = _csv_rows(text, str(path), comments=comment_lines)
     _, cols = _header(rows, records, CSV_REQUIRED, CSV_OPTIONAL)
     seen: dict[str, int] = {}
     assigned = 0
@@ -318,7 +324,29 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                      duration_s=duration, duration_field="duration_s", gpu_type=gpu_type)
             assigned += not opt["model"]
             seen[job_id] = line
-    notes = []
+    notes = _row_like_comments(comment_lines, len(cols), str(path))
     if assigned:
         notes.append(f"assigned models to {assigned} jobs without one by GPU-time bucket")
     return _assemble(rows, spec, notes, max_jobs, "the file", str(path))
+
+
+def _row_like_comments(comment_lines: list[tuple[int, str]], columns: int,
+                       source: str) -> list[str]:
+    """A note (and a warning) on the comment lines that have the header's number of
+    columns: a job whose id starts with ``#`` (``#1,0,3600,1,resnet50``) is read as a
+    comment, and such jobs went missing without a word."""
+    like = []                                    # (line number, first field)
+    for number, line in comment_lines:
+        fields = next(csv.reader([line.strip()]), [])
+        if len(fields) == columns:
+            like.append((number, fields[0].strip()))
+    if not like:
+        return []
+    one = len(like) == 1
+    where = ", ".join(str(n) for n, _ in like[:5]) + (", …" if len(like) > 5 else "")
+    note = (f"{counted(len(like), 'line')} starting with '#' ({'line' if one else 'lines'} "
+            f"{where}) {'has' if one else 'have'} the header's {columns} columns but "
+            f"{'was read as a comment, not a job' if one else 'were read as comments, not jobs'}"
+            f""": quote a job id that starts with '#' ("{shorten(like[0][1], 20)}")""")
+    log.warning("%s: %s", source, note)
+    return [note]
