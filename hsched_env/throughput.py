@@ -26,7 +26,7 @@ from pathlib import Path
 
 from hsched_env.catalog import ModelSpec, get_gpu, model_catalog
 from hsched_env.errors import ConfigError, UnknownNameError, is_real_number, show
-from hsched_env.files import is_file, json_object_no_duplicates, why_not_a_file
+from hsched_env.files import is_file, json_object_no_duplicates, read_text_file, why_not_a_file
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +81,19 @@ class MeasuredTable(ThroughputSource):
     def __init__(self, path: str | Path | None = None) -> None:
         path = Path(path) if path is not None else self.shipped_path()
         source = str(path)
+        # read as the other input files are (a byte-order mark allowed, an empty file, a
+        # folder or a device named as such; a BOM was refused as "Unexpected UTF-8 BOM")
+        text = read_text_file(path, empty_hint="expected a throughput table "
+                                               "{worker_type: {...}} in Gavel's layout")
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"),
-                             object_pairs_hook=json_object_no_duplicates)
+            raw = json.loads(text, object_pairs_hook=json_object_no_duplicates)
         except ConfigError as exc:             # a key given twice: JSON would keep the last
             raise ConfigError(exc.reason, source=source, field=exc.field) from None
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            # ValueError covers json.JSONDecodeError and integers beyond Python's digit limit
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"cannot read throughput table: invalid JSON: {exc.msg}",
+                              source=source, line=exc.lineno) from None
+        except (ValueError, RecursionError) as exc:
+            # integers beyond Python's digit limit, nesting too deep
             raise ConfigError(f"cannot read throughput table: {str(exc)[:200]}",
                               source=source) from None
         if not isinstance(raw, dict):

@@ -203,6 +203,23 @@ def test_bad_measured_table_is_a_config_error(tmp_path):
         MeasuredTable(path)
 
 
+def test_a_measured_table_file_is_read_as_the_other_input_files_are(tmp_path):
+    """A byte-order mark is allowed (it was refused: "Unexpected UTF-8 BOM"), an empty file
+    says so, and broken JSON names its line (as the cluster and model files do)."""
+    shipped = MeasuredTable.shipped_path().read_text(encoding="utf-8")
+    path = tmp_path / "bom.json"
+    path.write_text(shipped, encoding="utf-8-sig")
+    assert (MeasuredTable(path).steps_per_s("ResNet-50 (batch size 64)", "K80", 1)
+            == MeasuredTable().steps_per_s("ResNet-50 (batch size 64)", "K80", 1))
+    path.write_text("")
+    with pytest.raises(ConfigError, match=r"bom\.json: file is empty; expected a throughput"):
+        MeasuredTable(path)
+    path.write_text('{"k80": {\n "x": }')
+    with pytest.raises(ConfigError, match=r"bom\.json:2: cannot read throughput table: "
+                                          r"invalid JSON"):
+        MeasuredTable(path)
+
+
 def test_a_table_value_that_is_no_number_is_named_as_such(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text('{"k80": {"(\'A3C\', 1)": {"null": "fast"}}}')
