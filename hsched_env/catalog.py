@@ -455,6 +455,12 @@ def _parse_models(text: str, source: str) -> dict[str, ModelSpec]:
             raise err(f"{_where}.{key}", message)
 
         _check_model_semantics(model, fail)
+        if "@" in model.name:
+            # ``model_variant`` names a batch variant ``<name>@bs<batch>``: a catalog model
+            # named so took a variant's name (a resnet50 job with batch 32 and a job of that
+            # model read alike)
+            fail("name", f"model name {show(model.name)} must not contain '@' (a job's "
+                         f"model with another batch is named <model>@bs<batch>)")
         if _norm(model.name) in seen:
             raise err(f"{where}.name", f"duplicate model name {show(model.name)} (clashes with "
                       f"{show(seen[_norm(model.name)])})")
@@ -545,18 +551,21 @@ def _catalog_with(files: str) -> tuple[tuple[ModelSpec, ...], dict[str, str]]:
                  if m.gavel_job_type}
     sources: dict[str, str] = {}
     for path in (f for f in files.split(os.pathsep) if f.strip()):
-        for model in load_model_catalog(path).values():
+        # (the file and its row named, as its other errors are: these named HSCHED_MODELS,
+        # also for a file given with --models or use_model_files)
+        for i, model in enumerate(load_model_catalog(path).values()):
             held = where.get(_norm(model.name))
             if held is not None:
                 raise ConfigError(f"model {model.name!r} of {path} is already in {held}: "
-                                  f"give yours another name", field=MODELS_ENV)
+                                  f"give yours another name", source=path,
+                                  field=f"models[{i}].name")
             family = model.gavel_job_type and _gavel_type_family(model.gavel_job_type)
             if family in job_types:
                 other, held = job_types[family]
                 raise ConfigError(f"model {model.name!r} of {path}: Gavel job type "
                                   f"{model.gavel_job_type!r} already reads model {other!r} "
                                   f"(in {held}): give yours none (null) or another",
-                                  field=MODELS_ENV)
+                                  source=path, field=f"models[{i}].gavel_job_type")
             where[_norm(model.name)] = sources[model.name] = sources[_norm(model.name)] = path
             if family:
                 job_types[family] = (model.name, path)

@@ -414,9 +414,15 @@ def test_a_model_file_that_is_bad_or_renames_a_model_is_refused_and_not_used(own
     taken = tmp_path / "taken.json"
     taken.write_text(json.dumps({"models": [dict(LLAMA3_8B, name="resnet50")]}),
                      encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"model 'resnet50' of .*taken\.json is already in "
+    with pytest.raises(ConfigError, match=r"taken\.json, field 'models\[0\]\.name': model "
+                                          r"'resnet50' of .*taken\.json is already in "
                                           r"the packaged catalog"):
         use_model_files(taken)
+    variant = tmp_path / "variant.json"            # a batch variant's name: refused
+    variant.write_text(json.dumps({"models": [dict(LLAMA3_8B, name="resnet50@bs32")]}),
+                       encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'resnet50@bs32' must not contain '@'"):
+        use_model_files(variant)
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({"models": [dict(LLAMA3_8B, layers=0)]}),
                       encoding="utf-8")
