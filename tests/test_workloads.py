@@ -151,6 +151,9 @@ def test_generator_recommendation_is_single_gpu_as_in_gavel():
     assert sum(j.model == "recommendation" and j.requested_gpus > 1 for j in before) > 50
     with pytest.raises(ConfigError, match="multi_gpu_recommendation must be 0 or 1"):
         load_workload("gavel:jobs=5,multi_gpu_recommendation=2", "gavel-108")
+    # with multi_gpu=0 it changed nothing, and was dropped from the note without a word
+    with pytest.raises(ConfigError, match="multi_gpu=0 makes none: give one of them"):
+        load_workload("gavel:jobs=5,multi_gpu=0,multi_gpu_recommendation=1", "gavel-108")
 
 
 def test_generator_work_is_duration_times_reference(big_classic, big_llm):
@@ -811,6 +814,11 @@ def test_gavel_trace_hints_name_its_own_keys():
     if (traces_dir() / "gavel" / "msr_seed0").is_dir():
         with pytest.raises(ConfigError, match="valid: 0e4a51"):
             load_workload("gavel-trace:vc=zzz", GAVEL108)
+    # a name, not a path: vc=../x was joined into one and read any .trace file it reached
+    for vc in ("../../philly/philly", "..", "sub\\x"):
+        with pytest.raises(ConfigError, match="field 'vc': a virtual cluster's name, not a "
+                                              "path"):
+            load_workload(f"gavel-trace:vc={vc}", GAVEL108)
 
 
 def test_load_workload_seed_draws_an_unseeded_spec_and_errors_quote_it_as_given():

@@ -110,6 +110,12 @@ def _generate(spec: str, params: _Params, cluster: Cluster, throughputs: Any) ->
     if multi_rec not in (0, 1):
         raise params.error("multi_gpu_recommendation",
                            f"multi_gpu_recommendation must be 0 or 1, got {multi_rec}")
+    if multi_rec and not multi_gpu:
+        # it only changes the multi-GPU draws, of which multi_gpu=0 makes none (it was
+        # accepted, and dropped from the note without a word)
+        raise params.error("multi_gpu_recommendation",
+                           "multi_gpu_recommendation=1 changes the multi-GPU draws, and "
+                           "multi_gpu=0 makes none: give one of them")
     single_gpu = NON_DISTRIBUTED_BEFORE_S45 if multi_rec else NON_DISTRIBUTED
     mix = (params.text("mix", "classic") or "").lower()
     if mix not in _MIXES:
