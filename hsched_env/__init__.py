@@ -31,8 +31,15 @@ def __getattr__(name: str):
     if name in _SUBMODULES:
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "__version__":
+        # the installed distribution's (pyproject.toml's), read when asked: a second copy of
+        # the number here could drift from it (and reading metadata costs every import)
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            return version("heterosched")
+        except PackageNotFoundError:
+            return "0+unknown"             # a source tree on sys.path, not installed
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["ConfigError", "HSchedError", "TraceError", "UnknownNameError"]
-__version__ = "0.1.0"

@@ -44,8 +44,9 @@ POLLUX_GPU_HOURS = {
 
 # ---------------------------------------------------------------------------------- files
 def traces_dir() -> Path:
-    """Directory of the public traces: ``$HSCHED_TRACES``, else ``<repo>/../shared/traces``,
-    else ``./shared/traces``.
+    """Directory of the public traces: ``$HSCHED_TRACES``, else ``<repo>/../shared/traces``
+    (in a source checkout: the folder holding this package has a ``pyproject.toml``), else
+    ``./shared/traces``.
 
     Raises:
         ConfigError: None of them exists.
@@ -56,8 +57,12 @@ def traces_dir() -> Path:
         if not p.is_dir():
             raise ConfigError("HSCHED_TRACES is not a directory", source=env)
         return p
-    tried = [Path(__file__).resolve().parents[3] / "shared" / "traces",
-             Path.cwd() / "shared" / "traces"]
+    checkout = Path(__file__).resolve().parents[2]
+    # (an installed package's parents[3] is inside the Python installation: not tried, nor
+    # named in the error)
+    tried = ([checkout.parent / "shared" / "traces"]
+             if (checkout / "pyproject.toml").is_file() else [])
+    tried.append(Path.cwd() / "shared" / "traces")
     for p in tried:
         if p.is_dir():
             return p
