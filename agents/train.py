@@ -1232,7 +1232,7 @@ def rollout_plan(config: TrainConfig) -> dict:
 # ---------------------------------------------------------------------------- callbacks
 def _episode_callback(config: TrainConfig, progress: Progress | None = None):
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.logger import Figure, HParam, TensorBoardOutputFormat
+    from stable_baselines3.common.logger import HParam, TensorBoardOutputFormat
 
     class EpisodeMetrics(BaseCallback):
         """Logs each finished episode's schedule metrics and its return against the LP's and
@@ -1350,9 +1350,14 @@ def _episode_callback(config: TrainConfig, progress: Progress | None = None):
             fig = returns_figure(self.episodes, config)
             if fig is not None:
                 fig.savefig(Path(config.run_dir()) / "returns.png", dpi=100)
-                self.logger.record("figures/returns", Figure(fig, close=True),
-                                   exclude=("stdout", "log", "json", "csv"))
-                self.logger.dump(int(self.num_timesteps))
+                # straight to TensorBoard: a logger dump here also wrote the last update's
+                # train/* values, at the step of the dump before it (two points at one step;
+                # SB3 itself never writes that update's values)
+                for f in self.logger.output_formats:
+                    if isinstance(f, TensorBoardOutputFormat):
+                        f.writer.add_figure("figures/returns", fig, int(self.num_timesteps),
+                                            close=False)
+                        f.writer.flush()
 
     return EpisodeMetrics
 

@@ -355,6 +355,13 @@ def test_training_logs_have_hparams_figures_and_one_tensorboard_run(tmp_path):
         tags["scalars"])
     assert any("hparams" in tag for tag in acc.PluginTagToContent("hparams"))   # HPARAMS tab
     assert (run / "returns.png").is_file()
+    # one point per step on every train/* curve (the figure's dump wrote the last update's
+    # values at the step of the dump before it)
+    train_tags = [t for t in tags["scalars"] if t.startswith("train/")]
+    assert train_tags
+    for tag in train_tags:
+        steps = [ev.step for ev in acc.Scalars(tag)]
+        assert len(steps) == len(set(steps)), (tag, steps)
     # the reward normaliser's statistics beside model.zip (SB3 needs both to go on training)
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
     from agents.train import make_env
