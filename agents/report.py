@@ -581,11 +581,15 @@ def format_report(report: Report) -> str:
     lines.append("")
     lines.append("JCT ×LP: avg JCT over the jobs every policy of a seed finished, ratio to "
                  "pure-lp's over the same jobs (avg JCT h: over each policy's own finished "
-                 "jobs); with several seeds each column is the mean of the seeds' figures "
-                 "(FTF worst: of each seed's worst job); time ×LP: ratio to pure-lp; "
-                 "recall@k: share of the full LP's support "
-                 "the policy kept (n/a: POP, Gavel, non-LP; 1 in seed mode, whose LP considers "
-                 "every candidate); decide ms over all rounds of all seeds")
+                 "jobs); in-sys h: avg time in the system, unfinished jobs counted up to the "
+                 "run's end; with several seeds avg JCT h, p99 JCT h, makespan h, in-sys h and "
+                 "FTF worst (of each seed's worst job) are means of the seeds' figures, and "
+                 "JCT ×LP the ratio of the seeds' means over each seed's common jobs; decide "
+                 "ms and p99 ms over all rounds of all seeds, time ×LP the ratio of those "
+                 "means to pure-lp's; recall@k: share of the full LP's support the policy "
+                 "kept, over all rounds (n/a: POP, Gavel, non-LP, select-mode agents; 1 in "
+                 "seed mode, whose LP considers every candidate); one run's times move with "
+                 "the machine's load (--timing-repeats N takes each round's median of N)")
     return "\n".join(lines)
 
 
@@ -704,8 +708,10 @@ def tensorboard_command(logdir) -> str:
 
 
 def _write_tensorboard(report: Report, data: dict, path: Path) -> Path:
-    """Under ``path`` (this evaluation's run folder), per scenario a run directory: scalars ``eval/<policy>/<metric>`` (step = seed index,
-    the seed average at step ``len(seeds)``) and ``add_hparams`` with the suite and seeds."""
+    """Under ``path`` (this evaluation's run folder), per scenario a run directory: scalars
+    ``eval/<policy>/<metric>`` (step = seed index; at step ``len(seeds)`` the table row's
+    figure over all seeds, which for a ratio or a per-round time is not the mean of the
+    seeds' points) and ``add_hparams`` with the suite and seeds."""
     from torch.utils.tensorboard import SummaryWriter
     seed_index = {s: i for i, s in enumerate(report.seeds)}
     n = len(report.seeds)
