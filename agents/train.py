@@ -1408,7 +1408,10 @@ def returns_figure(episodes: list[dict], config: TrainConfig):
         return None
     from matplotlib.figure import Figure as MplFigure
     fig = MplFigure(figsize=(11.0, 4.2))
-    ax, bx = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    ax = fig.add_subplot(1, 2, 1)
+    # one step axis for both (the references end after the first episodes, and the right
+    # panel's own range then read as the whole run)
+    bx = fig.add_subplot(1, 2, 2, sharex=ax)
     x = np.array([e["timestep"] for e in episodes], dtype=float)
     ret = np.array([e["return"] for e in episodes], dtype=float)
     lp = np.array([e["lp_return"] for e in episodes], dtype=float)
@@ -1420,7 +1423,7 @@ def returns_figure(episodes: list[dict], config: TrainConfig):
         if ok.any():
             ax.plot(x[ok], y[ok], style, markersize=5, label=label)
     ax.set_xlabel("environment steps")
-    ax.set_ylabel("episode return")
+    ax.set_ylabel("episode return (− job-hours in the system)")
     ax.set_title(f"{config.env}: training episodes")
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
@@ -1450,8 +1453,13 @@ def _imitation_figure(history: list[dict], config: TrainConfig):
     ax.plot(epochs, [h["loss"] for h in history], "-o", markersize=3, label="train loss")
     for key in ("valid_recall", "valid_precision", "valid_kept_fraction"):
         if key in history[0]:
-            ax.plot(epochs, [h[key] for h in history], "--", label=key.replace("_", " "))
+            # (``evaluate_keep``'s default threshold: the operating point is chosen after
+            # the epochs, and the terminal's recall is at it)
+            ax.plot(epochs, [h[key] for h in history], "--",
+                    label=key.replace("valid_", "held-out ").replace("_", " ")
+                    + " at keep probability ½")
     ax.set_xlabel("epoch")
+    ax.set_ylabel("loss; share (recall, precision, kept)")
     ax.set_title(f"imitation of the LP reference ({config.regimes or config.env})")
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
@@ -1639,7 +1647,8 @@ def _imitation_announcement(config: TrainConfig) -> str:
                    else ""))
     else:
         what = (f"{config.imitation_seeds} LP episodes of at most {config.imitation_rounds} "
-                f"rounds ({config.imitation_seeds * config.imitation_rounds} LP rounds)")
+                f"rounds (at most {config.imitation_seeds * config.imitation_rounds:,} LP "
+                f"rounds: an episode that ends sooner gives fewer)")
     rest = "" if config.algo == "imitation" else (
         " before PPO; not counted in --timesteps (--imitation-seeds 0 skips it)")
     dagger = "" if not config.dagger else (
@@ -1647,7 +1656,9 @@ def _imitation_announcement(config: TrainConfig) -> str:
         f"of the same seeds driven by the fitted ranker, labelled by the LP, and a new fit on "
         f"all rounds")
     epochs = counted(config.imitation_epochs, "epoch")
-    return f"imitation warm start: {what}, then {epochs} of behaviour cloning{dagger}{rest}"
+    # (``--algo imitation`` is the imitation alone: no PPO follows it to warm-start)
+    head = "imitation" if config.algo == "imitation" else "imitation warm start"
+    return f"{head}: {what}, then {epochs} of behaviour cloning{dagger}{rest}"
 
 
 def _rl_announcement(config: TrainConfig, plan: dict) -> str:

@@ -290,7 +290,8 @@ def cmd_train(args) -> int:
                   f"visited by the ranker: DAgger)" if dagger else
                   f"{imitation['rounds']} LP rounds")
         print(f"imitation: {rounds}; held-out precision "
-              f"{v['precision']:.2f}, recall {v['recall']:.2f}, kept {v['kept_fraction']:.1%}")
+              f"{v['precision']:.2f}, recall {v['recall']:.2f}, kept {v['kept_fraction']:.1%} "
+              f"at keep probability ½")
         op = imitation.get("operating_point")
         if op:
             print(f"operating point{before_ppo}: keep threshold {op['threshold']:.3g} for "
@@ -328,7 +329,8 @@ def cmd_train(args) -> int:
                 f", avg JCT {np.nanmean([e['avg_jct_h'] for e in last]):.2f} h")
         ratios = [e["return_vs_lp"] for e in last if np.isfinite(e["return_vs_lp"])]
         if ratios:
-            line += (f", return / LP's {np.mean(ratios):.3f}"
+            line += (f", return / LP's {np.mean(ratios):.3f} (returns are negative: "
+                     f"above 1 is worse than the LP)"
                      + ("" if len(ratios) == len(last) else
                         f" (mean over the {len(ratios)} with the LP's reference)"))
         print(line)

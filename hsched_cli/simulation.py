@@ -376,7 +376,7 @@ def _metrics_rows(all_metrics: list[dict]) -> str:
                      f"{m['decision_time_p99_s'] * 1e3:.1f}", f"{m['lp_vars_mean']:.0f}",
                      f"{m['wall_s']:.1f}"])
     return format_table(["policy", "done", "avg JCT h", "× first", "p50 h", "p99 h",
-                         "makespan h", "queue h", "util", "restarts", "FTF worst",
+                         "makespan h", "queue h", "util", "restarts/job", "FTF worst",
                          "decide ms", "p99 ms", "LP vars", "wall s"], rows)
 
 
