@@ -156,7 +156,8 @@ def place_labels(ax, labels: list[tuple]) -> None:
     way (the third height since session 51: a crowded `large-family` panel had none clear).
     A spot is clear when it covers neither a label drawn before it nor another point's
     marker (a label beside a neighbour's marker reads as the neighbour's); where no spot is,
-    the first one clear of the labels alone, else the first spot. Call when the figure's
+    the first one clear of the labels alone, else the first spot. A label placed further
+    than the first two heights gets a leader line to its point. Call when the figure's
     layout is final (after ``tight_layout``): the spots are tested in display
     coordinates."""
     from matplotlib.transforms import Bbox
@@ -189,6 +190,13 @@ def place_labels(ax, labels: list[tuple]) -> None:
         label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(ox, dy),
                             ha=align, fontsize=size)
         placed.append(label.get_window_extent(renderer))
+        if abs(dy) > 10:
+            # a label moved past the first two heights gets a thin leader line to its point
+            # (without one it sat nearer a neighbour's marker and read as the neighbour's);
+            # an annotation of its own, so that the label's box stays the text's
+            ax.annotate("", (x, y), textcoords="offset points", xytext=(ox, dy + 3),
+                        arrowprops=dict(arrowstyle="-", color="0.55", lw=0.6, shrinkA=0,
+                                        shrinkB=4))
 
 
 def plot_decision_vs_jct(report, path: Path) -> Path:
