@@ -445,7 +445,8 @@ def cmd_simulate(args) -> int:
         except OSError as exc:
             write_error = exc.strerror or str(exc)
     if args.json:
-        json.dump(_jsonable(_with_workload(metrics, workload)), sys.stdout, indent=1)
+        json.dump(_jsonable(_with_workload(metrics, workload, args, config)), sys.stdout,
+                  indent=1)
         print()
     else:
         print(_workload_header(workload, args, cluster, config))
@@ -468,10 +469,17 @@ def _workload_header(workload, args, cluster, config) -> str:
     return "\n".join(lines)
 
 
-def _with_workload(metrics: dict, workload) -> dict:
-    """``metrics`` with the workload's skipped-row count and notes (the JSON output)."""
+def _with_workload(metrics: dict, workload, args, config) -> dict:
+    """``metrics`` with the workload's skipped-row count and notes and the ``scenario`` they
+    were measured on (the JSON output: a saved ``metrics.json`` said nothing of its cluster,
+    workload or round length)."""
+    scenario = {"cluster": args.cluster, "workload": args.workload,
+                "jobs": len(workload.jobs), "round_s": config.round_s,
+                "restart_s": config.restart_s, "max_time_s": config.max_time_s,
+                "throughputs": config.throughputs, "job_candidates": args.max_candidates,
+                "seed": config.seed}
     return {**metrics, "workload_skipped": workload.skipped,
-            "workload_notes": list(workload.notes)}
+            "workload_notes": list(workload.notes), "scenario": scenario}
 
 
 def _check_sweep_args(args) -> None:
@@ -583,7 +591,7 @@ def cmd_compare(args) -> int:
     else:
         results, done = _compare_serially(args, names, cluster, workload, config, own)
         _add_common_jct(results, done)
-    data = [_jsonable(_with_workload(m, workload)) for m in results]
+    data = [_jsonable(_with_workload(m, workload, args, config)) for m in results]
     if args.out is not None:
         path = Path(args.out) / "metrics.json"
         path.write_text(json.dumps(data, indent=1), encoding="utf-8")
