@@ -352,8 +352,10 @@ def _finish_metrics(metrics: dict, label: str, records, max_time_s, end_reason,
     if cut is not None:
         m["makespan_s"] = math.nan              # the run ended first: no makespan
     ends = [r.finish_s if r.done else (cut if cut is not None else math.nan) for r in records]
+    # a job arriving at the cut itself never arrived (the simulator stops there): it was
+    # counted with 0 s
     times = [e - r.arrival_s for e, r in zip(ends, records)
-             if not math.isnan(e) and r.arrival_s <= e]
+             if not math.isnan(e) and (r.done or r.arrival_s < e)]
     m["avg_time_in_system_s"] = float(np.mean(times)) if times else math.nan
     m["end_reason"] = end_reason
     return m

@@ -236,8 +236,19 @@ def _steady_rounds_ahead(t: float, R: float, remaining: np.ndarray, step: np.nda
 
 def _round_at_or_after(t: float, R: float) -> float:
     """The start of the first round (a multiple of ``R``) at or after time ``t``."""
-    start = math.floor(t / R) * R
-    return start + R if t > start else start
+    k = math.floor(t / R)
+    start = k * R
+    return (k + 1) * R if t > start else start
+
+
+def _next_round_start(t: float, R: float) -> float:
+    """The start of the round after the one that starts at ``t`` (a multiple of ``R``):
+    ``(k + 1) · R`` for ``t = k · R``, computed from the round's index, not as ``t + R`` — with
+    a round length that is not a whole number, sums drift below the multiples (8 × 61.7 added
+    up is 493.59999999999997), and a job arriving on the boundary waited a round longer when
+    the cluster had been busy than when it had been idle (the idle clock multiplies). For a
+    whole-number ``R`` both are the same float."""
+    return (round(t / R) + 1) * R
 
 
 def _accumulated(start: np.ndarray, step, rounds: int) -> np.ndarray:
@@ -569,7 +580,9 @@ class Simulator:
                 # the idle clock stops at the limit, not at the round after it: a job
                 # arriving past the limit never arrived (it was counted in the system, and
                 # the run's time read past max_time_s)
-                s.t = max(s.t, cfg.max_time_s)
+                # (the limit also when the first arrival's round starts past it: the clock
+                # read that round's start)
+                s.t = cfg.max_time_s
                 self._end("time_limit")
                 return None
             if s.busy_before_measure is None and jump > s.measure_from:
@@ -762,7 +775,7 @@ class Simulator:
             raise RuntimeError("advance() called without an open round (next_view())")
         t, active, new_alloc = s.t, s.active, s.new_alloc
         remaining, records, current, alloc = s.remaining, s.records, s.current, s.alloc
-        end, length = t + R, R
+        end, length = _next_round_start(t, R), R
         if cfg.max_time_s is not None and end > cfg.max_time_s:
             # the time limit cuts the round short: nothing runs or finishes past it
             end, length = cfg.max_time_s, cfg.max_time_s - t
@@ -909,7 +922,7 @@ class Simulator:
                 # an event within a few rounds: one round at a time costs fewer array calls
                 if next_arrival is not None and next_arrival <= t:
                     break
-                end = t + R
+                end = _next_round_start(t, R)
                 if cfg.max_time_s is not None and (t >= cfg.max_time_s or end > cfg.max_time_s):
                     break                 # the limit cuts this round short: ``advance`` runs it
                 if np.any(t + remaining / thr <= end):     # a job would finish in this round
@@ -925,10 +938,11 @@ class Simulator:
                 skipped += 1
                 t = end
                 continue
-            # the clock and the remaining work after each of the next ``chunk`` rounds, by
-            # ``advance``'s additions in order (``accumulate`` is sequential, so every entry
-            # is the loop's own float); row i: after i rounds
-            starts = np.add.accumulate(np.concatenate(([t], np.full(chunk, R))))
+            # the clock and the remaining work after each of the next ``chunk`` rounds, as
+            # ``advance`` computes them (the clock from the round index, ``_next_round_start``;
+            # the work by its subtractions in order: ``accumulate`` is sequential, so every
+            # entry is the loop's own float); row i: after i rounds
+            starts = (round(t / R) + np.arange(chunk + 1, dtype=np.float64)) * R
             left = np.maximum(np.subtract.accumulate(
                 np.vstack([remaining[None], np.broadcast_to(step_samples, (chunk, run.size))]),
                 axis=0), 0.0)

@@ -3,6 +3,7 @@ held-out seeds, scenario equality between the simulator and RankEnv, recall@k, o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -289,6 +290,20 @@ def _run(label, seed, finished, scenario="s"):
                lp_decision_s=empty, ranker_s=None, lp_vars=empty, recall=None,
                active_jobs=empty, candidates_per_job=np.array([16]), end_reason="time_limit",
                records=recs, cluster_gpus=8)
+
+
+def test_a_job_arriving_at_the_windows_end_is_not_in_the_system():
+    """The simulator never admits a job arriving at the limit itself: it is not counted in
+    the time in system (it was, with 0 s, halving the average of a one-job run)."""
+    from agents.runners import _finish_metrics
+    nan = float("nan")
+    run = _run("p", 1, [1793.38, nan])
+    run.records[1] = dataclasses.replace(run.records[1], arrival_s=2000.0)
+    m = _finish_metrics(run.metrics, "p", run.records, 2000.0, "time_limit")
+    assert m["avg_time_in_system_s"] == pytest.approx(1793.38)
+    run.records[1] = dataclasses.replace(run.records[1], arrival_s=1999.0)   # arrived: 1 s
+    m = _finish_metrics(run.metrics, "p", run.records, 2000.0, "time_limit")
+    assert m["avg_time_in_system_s"] == pytest.approx((1793.38 + 1.0) / 2)
 
 
 def test_a_rows_makespan_needs_every_seeds():

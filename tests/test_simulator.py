@@ -280,6 +280,42 @@ def test_an_idle_clock_stops_at_the_time_limit(tmp_path, limit):
     assert result.end_s == a.finish_s
 
 
+def test_the_clock_stops_at_a_limit_before_the_first_arrivals_round(tmp_path):
+    """A limit before the round of the first arrival: the run ends at the limit (the clock
+    read that round's start, 900 s against a 500 s limit)."""
+    trace = tmp_path / "late.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model\na,950,600,1,resnet18\n",
+                     encoding="utf-8")
+    sim = Simulator(TINY, load_workload(f"csv:path={trace}", TINY), BASELINES["greedy"](),
+                    SimConfig(max_time_s=500.0))
+    sim.run()
+    assert sim.end_reason == "time_limit" and sim.run_view().time_s == 500.0
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_job_arriving_on_a_round_boundary_starts_there_with_any_round_length(tmp_path, skip):
+    """With a round length that is not a whole number the clock is the round's index × R,
+    as the idle clock's is: added up round by round it drifted below the boundary (8 × 61.7
+    read 493.59999999999997), and a job arriving there waited a round longer when the
+    cluster had been busy (JCT 1,061.7 s) than when it had been idle (1,000 s)."""
+    trace = tmp_path / "drift.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type\n"
+                     "a,0,5000,1,resnet50,V100-16GB\nb,493.6,1000,1,resnet50,V100-16GB\n",
+                     encoding="utf-8")
+    alone = tmp_path / "alone.csv"
+    alone.write_text("job_id,submit_time_s,duration_s,num_gpus,model,gpu_type\n"
+                     "b,493.6,1000,1,resnet50,V100-16GB\n", encoding="utf-8")
+    jct = {}
+    for name, path in (("busy", trace), ("idle", alone)):
+        workload = load_workload(f"csv:path={path}", TINY)
+        result = Simulator(TINY, workload, BASELINES["fifo-fastest"](),
+                           SimConfig(round_s=61.7, restart_s=10.0, check_invariants=True,
+                                     skip_steady_rounds=skip)).run()
+        b = next(r for r in result.jobs if r.name == "b")
+        jct[name] = (b.first_start_s, b.jct_s)
+    assert jct["busy"] == jct["idle"] and jct["busy"][0] == 8 * 61.7
+
+
 def test_measured_utilization_is_nan_when_the_run_ends_before_the_span():
     workload = load_workload("gavel:rate=30,jobs=40,seed=4,duration_scale=0.05", SIA)
     first = workload.jobs[30].arrival_s
