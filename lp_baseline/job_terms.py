@@ -365,9 +365,10 @@ def sia_gain(view: SchedulerView, ks: np.ndarray, rows: list, w: np.ndarray, *,
 
 
 def table_goodput(table, table_cache: TableMemo | None = None) -> np.ndarray:
-    """``G`` over every row of ``table``: Sia's normalized goodput (``lp_baseline.sia.goodput``
-    over the rows with finite, positive throughput; 0 on the others). Fixed by the table, so
-    ``table_cache`` (a ``TableMemo``) keeps it across decisions."""
+    """``G`` over every row of ``table``: the normalized goodput (``lp_baseline.sia.goodput``
+    with the co-optimizers' ``"smallest"`` normalization, over the rows with finite, positive
+    throughput; 0 on the others). Fixed by the table, so ``table_cache`` (a ``TableMemo``)
+    keeps it across decisions."""
     from lp_baseline.sia import goodput
 
     def make():
@@ -375,7 +376,7 @@ def table_goodput(table, table_cache: TableMemo | None = None) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             valid = np.flatnonzero(np.isfinite(thr) & (thr > 0))
         g = np.zeros(len(table))
-        g[valid] = goodput(table, valid)
+        g[valid] = goodput(table, valid, "smallest")
         g.flags.writeable = False                 # shared across decisions
         return g
     if table_cache is None:

@@ -11,10 +11,26 @@ module implements it as follows.
 GPU type, at Sia's sizes — powers of two within a node, whole nodes beyond, at most 64 GPUs
 (``hsched_env.planner.sia_sizes``). A job constrained to a GPU type only has that type's rows.
 
-**Goodput matrix.** ``G[i, c] = N_min(i) · thr[i, c] / thr[i, c_min(i)]``, with ``c_min(i)``
-job ``i``'s smallest configuration (fewest GPUs; on ties the slowest) and ``N_min(i)`` its GPU
-count, so each row's smallest entry is ``N_min`` — 1 for a job that fits on one GPU (Sia
-normalizes every job by its smallest configuration, "1 (or N_min)").
+**Goodput matrix.** ``G[i, c] = u(i) · thr[i, c] / thr[i, c_min(i)]``, with ``c_min(i)`` job
+``i``'s slowest configuration (lowest throughput; on ties the fewest GPUs, then the first row)
+and ``u(i)`` the *scale unit* of its GPU type: the fewest GPUs of a configuration on the same
+type(s) — 1 for a job that fits on one GPU of that type. So each row's smallest entry is its
+scale unit, and every configuration has ``G ≥ 1``: its cost ``G^p ≤ 1`` is below ``λ``, and
+running a job anywhere it fits beats leaving it waiting, as in Sia (its simulator's
+``sia.py`` scales each job's row by the lowest non-zero goodput and multiplies by the scale
+unit of the GPU type that has it). Until session 61 ``sia`` took ``c_min`` as the
+configuration with the fewest GPUs: a job that fits on one fast GPU but needs several slow
+ones then had ``G < 1`` on the slow ones, ``G < 0.826`` cost more than waiting, and such
+configurations were never chosen (GPT-2 XL on ``sia-64``: 4 × T4 at ``G`` 0.39, behind
+1 × A100) — a weaker Sia than the published one (BENCHMARKS.md, "Session 61").
+
+The co-optimizers (``heterosched-ilp`` here, ``configurations="all"``, and the LP
+``heterosched-lp``, ``lp_baseline.job_terms``) keep the fewest-GPU normalization
+(``normalization="smallest"``): a candidate much slower than the job's smallest one is worth
+less than waiting for it. Measured against Sia's normalization on the quality benchmark,
+``heterosched-lp`` schedules better with it: with Sia's, its avg JCT was +0.7% … +11.1% on
+7 of the 9 gavel-llm cases, −1.8% on one and +0.0% on one; the other 18 cases were
+unchanged (BENCHMARKS.md, "Session 61").
 
 **Restart factor** (Pollux's, as Sia uses it). With ``T_i`` the job's age (now − arrival),
 ``N_i`` the restarts it has paid so far and ``S`` the restart cost,
@@ -131,6 +147,14 @@ def sia_rows(table) -> np.ndarray:
     return np.flatnonzero(ok)
 
 
+def slowest_config(table, rows: np.ndarray) -> int:
+    """The job's slowest configuration among ``rows``: lowest throughput, on ties the fewest
+    GPUs (then the first row)."""
+    n = table.gpus[rows].sum(axis=1)
+    thr = table.samples_per_s[rows]
+    return int(rows[np.lexsort((rows, n, thr))[0]])
+
+
 def smallest_config(table, rows: np.ndarray) -> int:
     """The job's smallest configuration among ``rows``: fewest GPUs, on ties the slowest (then
     the first row)."""
@@ -139,23 +163,43 @@ def smallest_config(table, rows: np.ndarray) -> int:
     return int(rows[np.lexsort((rows, thr, n))[0]])
 
 
-def goodput(table, rows: np.ndarray) -> np.ndarray:
-    """Sia's normalized goodput of configurations ``rows``: throughput ÷ the throughput of the
-    job's smallest configuration among them, × that configuration's GPU count ``N_min`` (so
-    the smallest entry is ``N_min``: 1 for every job that fits on one GPU)."""
+#: How ``goodput`` normalizes a job's row: ``"slowest"``, Sia's (the slowest configuration
+#: at its type's scale unit: every ``G ≥ 1``); ``"smallest"``, the co-optimizers' (the
+#: fewest-GPU configuration at its GPU count: slower ones may fall below 1).
+NORMALIZATIONS = ("slowest", "smallest")
+
+
+def goodput(table, rows: np.ndarray, normalization: str = "slowest") -> np.ndarray:
+    """Normalized goodput of configurations ``rows`` (module docstring, "Goodput matrix").
+    ``"slowest"`` (Sia's): throughput ÷ the throughput of the job's slowest configuration
+    among them, × the scale unit of that configuration's GPU type(s) — the fewest GPUs of a
+    row of ``rows`` on the same type(s) — so the smallest entry is that unit (1 for a job that
+    fits on one GPU of that type) and every entry is at least 1. ``"smallest"`` (the
+    co-optimizers'): throughput ÷ that of the job's fewest-GPU configuration, × its GPU
+    count."""
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
+                         f"{normalization!r}")
     if rows.size == 0:
         return np.zeros(0)
-    small = smallest_config(table, rows)
-    base = float(table.samples_per_s[small])
-    n_min = float(table.gpus[small].sum())
-    return np.asarray(table.samples_per_s[rows], dtype=np.float64) / base * n_min
+    if normalization == "smallest":
+        small = smallest_config(table, rows)
+        base = float(table.samples_per_s[small])
+        unit = float(table.gpus[small].sum())
+    else:
+        slow = slowest_config(table, rows)
+        gpus = np.asarray(table.gpus[rows])
+        same_types = np.all((gpus > 0) == (np.asarray(table.gpus[slow]) > 0), axis=1)
+        unit = float(gpus[same_types].sum(axis=1).min())
+        base = float(table.samples_per_s[slow])
+    return np.asarray(table.samples_per_s[rows], dtype=np.float64) / base * unit
 
 
 def restart_factor(age_s: float, restarts: int, restart_s: float) -> float:
     """Pollux's restart factor ``max(T − N·S, 0) / (T + S)``, 1 while ``T < S``."""
     age_s, restart_s = float(age_s), float(restart_s)
-    if age_s < restart_s:
-        return 1.0
+    if age_s < restart_s or age_s + restart_s <= 0:
+        return 1.0              # (also a job of age 0 with free restarts: 0 / 0 otherwise)
     return max(age_s - int(restarts) * restart_s, 0.0) / (age_s + restart_s)
 
 
@@ -229,6 +273,9 @@ class SiaPolicy:
         self.scale_up_limit = bool(scale_up_limit)
         self.time_limit_s, self.mip_gap = time_limit_s, float(mip_gap)
         self.configurations, self.srpt_weight = configurations, srpt_weight
+        # Sia's own for Sia's search space; the co-optimizers' for every candidate (module
+        # docstring, "Goodput matrix")
+        self.normalization = "slowest" if configurations == "sia" else "smallest"
         self.last_stats = PolicyStats()
         self.reset(None, None)
 
@@ -276,7 +323,7 @@ class SiaPolicy:
             if rows.size == 0:
                 out.append((rows, np.zeros(0)))
                 continue
-            g = goodput(table, rows)
+            g = goodput(table, rows, self.normalization)
             cur = int(view.current[k])
             if cur >= 0:
                 r = restart_factor(view.time_s - view.arrival_s[k], int(restarts[k]), S)

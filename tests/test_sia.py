@@ -146,8 +146,13 @@ def reference_costs(view, S=60.0):
         if not rows:
             out.append({})
             continue
-        smallest = min(rows, key=lambda r: (table.gpus[r].sum(), table.samples_per_s[r]))
-        base = table.samples_per_s[smallest] / table.gpus[smallest].sum()   # G_min = N_min
+        # Sia's normalization: the slowest configuration at the scale unit of its GPU type
+        # (the fewest GPUs on that type), so every G >= 1
+        slowest = min(rows, key=lambda r: (table.samples_per_s[r], table.gpus[r].sum(), r))
+        same = [r for r in rows
+                if np.array_equal(table.gpus[r] > 0, table.gpus[slowest] > 0)]
+        unit = min(table.gpus[r].sum() for r in same)
+        base = table.samples_per_s[slowest] / unit                        # G_min = unit
         cur = int(view.current[k])
         age = view.time_s - view.arrival_s[k]
         if age < S:
@@ -265,6 +270,8 @@ def test_restart_factor_closed_form():
     assert restart_factor(1000.0, 2, 60.0) == pytest.approx(880 / 1060)
     assert restart_factor(1000.0, 50, 60.0) == 0.0          # many restarts
     assert restart_factor(60.0, 0, 60.0) == pytest.approx(0.5)
+    assert restart_factor(0.0, 0, 0.0) == 1.0               # free restarts at age 0: not 0 / 0
+    assert restart_factor(100.0, 3, 0.0) == 1.0             # free restarts: no penalty
 
 
 def test_many_restarts_keep_the_current_config():
@@ -311,6 +318,30 @@ def test_job_too_big_for_one_gpu_starts_on_its_smallest_config():
     table = make_table([[2, 0], [4, 0], [0, 4]], [20.0, 40.0, 15.0])
     out = SiaPolicy().decide(make_view([table], [4, 4]))
     assert out[0][0] == 0                   # 2 GPUs (its smallest), not nothing
+
+
+def test_goodput_is_normalized_by_the_slowest_configuration_at_its_scale_unit():
+    """Sia's rows are scaled so the lowest goodput is the scale unit of its GPU type: every
+    configuration then has G >= 1 and costs less than waiting. Normalized by the fewest-GPU
+    configuration (1 fast GPU), a job's slow 4-GPU configurations had G < 1 and, below
+    0.826, cost more than waiting: never chosen, the job waited instead."""
+    from lp_baseline.sia import config_cost, goodput
+    # 1 × V100 at 10/s; the T4s need 4 GPUs at least: 4 × T4 at 3/s, 8 × ... only on 4 T4
+    table = make_table([[1, 0], [2, 0], [0, 4]], [10.0, 18.0, 3.0])
+    g = goodput(table, np.arange(3))
+    assert g.tolist() == pytest.approx([4 * 10 / 3, 4 * 18 / 3, 4.0])   # unit: 4 T4
+    assert np.all(config_cost(g) < LAM)
+    # with T4 the only free type, Sia runs the job there (it waited: 4 × T4 cost 1.83 > λ)
+    out = SiaPolicy(scale_up_limit=False).decide(make_view([table], [0, 4]))
+    assert out == {0: [2]}
+    # a job that fits on one GPU of each type: unit 1, the slowest 1-GPU row at G = 1
+    small = make_table([[1, 0], [0, 1], [0, 2]], [10.0, 4.0, 7.0])
+    assert goodput(small, np.arange(3)).tolist() == pytest.approx([2.5, 1.0, 1.75])
+    # the co-optimizers' normalization (heterosched-ilp, heterosched-lp): by the fewest-GPU
+    # configuration, so the slow 4-GPU row falls below 1 and costs more than waiting
+    assert goodput(table, np.arange(3), "smallest").tolist() == pytest.approx([1.0, 1.8, 0.3])
+    assert SiaPolicy(configurations="all").normalization == "smallest"
+    assert SiaPolicy().normalization == "slowest"
 
 
 def test_non_sia_and_invalid_rows_are_never_used():
