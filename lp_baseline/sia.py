@@ -41,14 +41,17 @@ multiplies ``G[i, c]`` of every configuration except the job's current one, for 
 only (``view.current >= 0``). A job that has restarted often (``r_i → 0``) thus keeps what it
 runs.
 
-**Scale-up limit** (``scale_up_limit=True``, Sia's behaviour: a job starts on one GPU and at most
-doubles its allocation each round). A job's allowed configurations have at most
-``max(m_i, 2 × g_i)`` GPUs, with ``g_i`` the GPUs of its current configuration, or — for a job not
-running this round — of the configuration it ran with the last time it ran, which the policy
-remembers itself (per job id, from ``view.current``; forgotten when the job completes or at
-``reset``). A job that never ran may use ``m_i`` GPUs, the GPU count of its smallest
-configuration: 1 GPU for every job that fits on one GPU (Sia's "start on 1 GPU"), more only
-for a model that needs several GPUs on every type.
+**Scale-up limit** (``scale_up_limit=True``, Sia's behaviour: a job starts on one replica and
+at most doubles its allocation each round). Counted in *replicas*, as Sia counts it: a
+configuration's GPUs ÷ the scale unit of its GPU type (the fewest GPUs of the job's
+configurations on that type, as in "Goodput matrix"). A job's allowed configurations have at
+most ``max(1, 2 × r_i)`` replicas, with ``r_i`` the replicas of its current configuration, or
+— for a job not running this round — of the configuration it ran with the last time it ran,
+which the policy remembers itself (per job id, from ``view.current``; forgotten when the job
+completes or at ``reset``). A job that never ran may use one replica: one GPU of every type
+it fits on one GPU of (Sia's "start on 1 GPU"), and on a type where it needs more, that
+type's smallest configuration. (Until session 61 the limit was in GPUs over every type: a job
+that fits on one A100 but needs four T4s could start on the A100 only.)
 
 **ILP** (binary ``A[i, c]`` over the allowed configurations):
 
@@ -195,6 +198,21 @@ def goodput(table, rows: np.ndarray, normalization: str = "slowest") -> np.ndarr
     return np.asarray(table.samples_per_s[rows], dtype=np.float64) / base * unit
 
 
+def replicas(table, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """Replicas of configurations ``which``: their GPUs ÷ the scale unit of their GPU
+    type(s), the fewest GPUs of a row of ``rows`` (the job's configurations) on the same
+    type(s); a configuration on types no row of ``rows`` has is its own unit."""
+    gpus = np.asarray(table.gpus)
+    support = gpus[rows] > 0
+    n_rows = gpus[rows].sum(axis=1)
+    out = np.empty(len(which))
+    for i, r in enumerate(which):
+        same = np.all(support == (gpus[r] > 0), axis=1)
+        n = float(gpus[r].sum())
+        out[i] = n / float(n_rows[same].min()) if same.any() else 1.0
+    return out
+
+
 def restart_factor(age_s: float, restarts: int, restart_s: float) -> float:
     """Pollux's restart factor ``max(T − N·S, 0) / (T + S)``, 1 while ``T < S``."""
     age_s, restart_s = float(age_s), float(restart_s)
@@ -282,7 +300,7 @@ class SiaPolicy:
     # ------------------------------------------------------------------ state
     def reset(self, cluster, seed) -> None:
         """Forget the per-job history and the counters (the policy has no randomness)."""
-        self._last_gpus: dict[int, int] = {}     # job id -> GPUs it ran with last time
+        self._last_replicas: dict[int, float] = {}   # job id -> replicas it ran with last
         self._solves = 0
         self._fallbacks = 0
         self._fallback_kinds: dict[str, int] = {}
@@ -297,19 +315,18 @@ class SiaPolicy:
                 "lp_time_limits": self._time_limits}
 
     # ------------------------------------------------------------------ problem
-    def gpu_limit(self, view: SchedulerView, k: int, rows: np.ndarray) -> float:
-        """Most GPUs active job ``k`` may get this round (``inf`` without the scale-up
-        limit); ``rows`` are its configurations."""
+    def replica_limit(self, view: SchedulerView, k: int, rows: np.ndarray) -> float:
+        """Most replicas active job ``k`` may get this round (``inf`` without the scale-up
+        limit; module docstring, "Scale-up limit"); ``rows`` are its configurations."""
         if not self.scale_up_limit or rows.size == 0:
             return math.inf
-        table = view.candidates[k]
-        smallest = int(table.gpus[rows].sum(axis=1).min())
         cur = int(view.current[k])
         if cur >= 0:
-            last = int(table.gpus[cur].sum())
+            table = view.candidates[k]
+            last = float(replicas(table, rows, np.array([cur]))[0])
         else:
-            last = self._last_gpus.get(int(view.job_ids[k]), 0)
-        return float(max(smallest, 2 * last)) if last > 0 else float(smallest)
+            last = self._last_replicas.get(int(view.job_ids[k]), 0.0)
+        return max(1.0, 2.0 * last) if last > 0 else 1.0
 
     def problem(self, view: SchedulerView) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per active job, ``(rows, cost)``: its allowed configurations and their ILP cost
@@ -328,8 +345,8 @@ class SiaPolicy:
             if cur >= 0:
                 r = restart_factor(view.time_s - view.arrival_s[k], int(restarts[k]), S)
                 g = np.where(rows == cur, g, g * r)
-            limit = self.gpu_limit(view, k, rows)
-            keep = table.gpus[rows].sum(axis=1) <= limit
+            limit = self.replica_limit(view, k, rows)
+            keep = replicas(table, rows, rows) <= limit
             out.append((rows[keep], config_cost(g[keep], self.p, self.clip)))
         if self.srpt_weight is not None and out:
             w = self.job_weights(view)
@@ -368,14 +385,16 @@ class SiaPolicy:
     def decide(self, view: SchedulerView) -> Assignment:
         t0 = time.perf_counter()
         for j in view.completed:
-            self._last_gpus.pop(int(j), None)
+            self._last_replicas.pop(int(j), None)
         stats = PolicyStats()
         prob = self.problem(view)
         # Remember what running jobs run (after ``problem``, which reads it from the view).
         for k, j in enumerate(view.job_ids):
             cur = int(view.current[k])
             if cur >= 0:
-                self._last_gpus[int(j)] = int(view.candidates[k].gpus[cur].sum())
+                table = view.candidates[k]
+                self._last_replicas[int(j)] = float(
+                    replicas(table, self._rows(table), np.array([cur]))[0])
         ks = [k for k, (rows, _) in enumerate(prob) if rows.size]
         choice: dict[int, int] = {}
         if ks:

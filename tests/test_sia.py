@@ -314,6 +314,18 @@ def test_scale_up_limit_on_hand_views():
     assert SiaPolicy(scale_up_limit=False).decide(make_view([table], [4, 4]))[0][0] == 2
 
 
+def test_the_scale_up_limit_counts_replicas_of_each_types_scale_unit():
+    """Sia starts a job on one replica and doubles it at most: on a type where the job needs
+    four GPUs, one replica is those four (the limit counted GPUs over every type: a job that
+    fits on one V100 could not start on the T4s while the V100s were busy)."""
+    table = make_table([[1, 0], [0, 4], [0, 8]], [10.0, 3.0, 5.0])
+    policy = SiaPolicy()
+    assert policy.decide(make_view([table], [0, 8])) == {0: [1]}      # 4 T4, not 8
+    # running on 4 T4 (one replica): at most two replicas next, 8 T4
+    out = policy.decide(make_view([table], [0, 8], current=[1], restarts=[0]))
+    assert out[0][0] == 2
+
+
 def test_job_too_big_for_one_gpu_starts_on_its_smallest_config():
     table = make_table([[2, 0], [4, 0], [0, 4]], [20.0, 40.0, 15.0])
     out = SiaPolicy().decide(make_view([table], [4, 4]))
