@@ -203,14 +203,18 @@ def replicas(table, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
     type(s), the fewest GPUs of a row of ``rows`` (the job's configurations) on the same
     type(s); a configuration on types no row of ``rows`` has is its own unit."""
     gpus = np.asarray(table.gpus)
-    support = gpus[rows] > 0
+    bits = np.left_shift(1, np.arange(gpus.shape[1], dtype=np.int64))
+    codes = (gpus[rows] > 0).astype(np.int64) @ bits      # each row's set of GPU types
     n_rows = gpus[rows].sum(axis=1)
-    out = np.empty(len(which))
-    for i, r in enumerate(which):
-        same = np.all(support == (gpus[r] > 0), axis=1)
-        n = float(gpus[r].sum())
-        out[i] = n / float(n_rows[same].min()) if same.any() else 1.0
-    return out
+    order = np.lexsort((n_rows, codes))                    # by types, then fewest GPUs
+    types, first = np.unique(codes[order], return_index=True)
+    unit_of = n_rows[order][first]                         # each type set's fewest GPUs
+    if types.size == 0:
+        return np.ones(len(which))
+    wanted = (gpus[which] > 0).astype(np.int64) @ bits
+    n = gpus[which].sum(axis=1).astype(np.float64)
+    at = np.minimum(np.searchsorted(types, wanted), types.size - 1)
+    return n / np.where(types[at] == wanted, unit_of[at], n)
 
 
 def restart_factor(age_s: float, restarts: int, restart_s: float) -> float:
@@ -238,9 +242,11 @@ class SiaPolicy:
         lam: λ, the cost of leaving a job without an allocation (Sia: 1.1).
         restart_s: Restart cost ``S`` of the restart factor; ``None``: the simulation's
             (``view.restart_s``).
-        scale_up_limit: Sia's scale-up rule — a job starts on its smallest configuration (one
-            GPU when it fits on one) and its GPU count at most doubles from the configuration
-            it runs (or last ran) to the next. ``False``: every configuration is allowed.
+        scale_up_limit: Sia's scale-up rule, counted in replicas of each GPU type's scale
+            unit (module docstring) — a job starts on one replica (one GPU of a type it fits
+            on one GPU of, else that type's smallest configuration) and its replicas at most
+            double from the configuration it runs (or last ran) to the next. ``False``: every
+            configuration is allowed.
         time_limit_s: Time limit of one ILP solve (``None``: none). On expiry the incumbent is
             used if it is feasible, else the greedy fallback.
         mip_gap: Relative MIP gap of the solve (Sia's simulator: 1e-4).
@@ -345,9 +351,10 @@ class SiaPolicy:
             if cur >= 0:
                 r = restart_factor(view.time_s - view.arrival_s[k], int(restarts[k]), S)
                 g = np.where(rows == cur, g, g * r)
-            limit = self.replica_limit(view, k, rows)
-            keep = replicas(table, rows, rows) <= limit
-            out.append((rows[keep], config_cost(g[keep], self.p, self.clip)))
+            if self.scale_up_limit:
+                keep = replicas(table, rows, rows) <= self.replica_limit(view, k, rows)
+                rows, g = rows[keep], g[keep]
+            out.append((rows, config_cost(g, self.p, self.clip)))
         if self.srpt_weight is not None and out:
             w = self.job_weights(view)
             out = [(rows, w[k] * cost + (1.0 - w[k]) * self.lam)
@@ -389,7 +396,7 @@ class SiaPolicy:
         stats = PolicyStats()
         prob = self.problem(view)
         # Remember what running jobs run (after ``problem``, which reads it from the view).
-        for k, j in enumerate(view.job_ids):
+        for k, j in enumerate(view.job_ids if self.scale_up_limit else ()):
             cur = int(view.current[k])
             if cur >= 0:
                 table = view.candidates[k]
