@@ -592,6 +592,8 @@ class Simulator:
                 s.busy_before_measure = s.busy.copy()
             s.t = jump
         if cfg.max_time_s is not None and s.t >= cfg.max_time_s:
+            # (a first arrival on a round boundary past the limit set the clock there)
+            s.t = cfg.max_time_s
             self._end("time_limit")
             return None
         if s.busy_before_measure is None and s.t >= s.measure_from:
@@ -835,7 +837,9 @@ class Simulator:
             for ti, name, k in used:
                 gpu_s[name] += held * k
                 busy[ti] += held * k
-            busy_until = max(busy_until, t + held)
+            # (a job that held its GPUs the whole round: to the clock's own end, not t + R,
+            # which differs from it by an ulp for a round length that is not a whole number)
+            busy_until = max(busy_until, end if held == length else t + held)
         s.busy[:] = busy
         s.busy_until = busy_until
         for j in changed_state:

@@ -280,12 +280,14 @@ def test_an_idle_clock_stops_at_the_time_limit(tmp_path, limit):
     assert result.end_s == a.finish_s
 
 
-def test_the_clock_stops_at_a_limit_before_the_first_arrivals_round(tmp_path):
-    """A limit before the round of the first arrival: the run ends at the limit (the clock
-    read that round's start, 900 s against a 500 s limit)."""
+@pytest.mark.parametrize("arrival", [950.0, 900.0, 1200.0])
+def test_the_clock_stops_at_a_limit_before_the_first_arrivals_round(tmp_path, arrival):
+    """A limit before the round of the first arrival, inside a round or on its boundary:
+    the run ends at the limit (the clock read that round's start, 900 s against a 500 s
+    limit)."""
     trace = tmp_path / "late.csv"
-    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,model\na,950,600,1,resnet18\n",
-                     encoding="utf-8")
+    trace.write_text(f"job_id,submit_time_s,duration_s,num_gpus,model\n"
+                     f"a,{arrival},600,1,resnet18\n", encoding="utf-8")
     sim = Simulator(TINY, load_workload(f"csv:path={trace}", TINY), BASELINES["greedy"](),
                     SimConfig(max_time_s=500.0))
     sim.run()
