@@ -226,9 +226,10 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
 
 def plot_jct_cdf(report, path: Path) -> Path:
     """JCT distribution per policy (all seeds' completed jobs pooled), log x. Each curve is a
-    fraction of *all* the jobs of its runs, so it levels off at the share its policy
-    finished: divided by its own finished jobs, every curve reached 1, and in a time window
-    a policy that finished fewer jobs looked no worse."""
+    fraction of all the jobs of its runs that arrived (within the scenario's window), so it
+    levels off at the share its policy finished: divided by its own finished jobs, every
+    curve reached 1, and in a time window a policy that finished fewer jobs looked no
+    worse."""
     plt = _pyplot()
     fig, axes = _axes(plt, len(report.scenarios))
     colors = _colors(plt, report.policies)
@@ -238,7 +239,13 @@ def plot_jct_cdf(report, path: Path) -> Path:
             runs = [r for r in report.runs if r.scenario == sc["name"] and r.label == label]
             jct = np.sort(np.concatenate([r.jct_s for r in runs]) / 3600) if runs else []
             if len(jct):
-                total = sum(int(r.metrics.get("jobs_total") or 0) for r in runs)
+                # the jobs that arrived within the window (a job arriving after it was never
+                # the policy's to finish); every job when the run files hold no records
+                limit = sc.get("max_time_s")
+                total = sum((sum(1 for rec in r.records
+                                 if limit is None or rec.arrival_s < limit)
+                             if r.records else int(r.metrics.get("jobs_total") or 0))
+                            for r in runs)
                 total = max(total, len(jct))
                 unfinished |= total > len(jct)
                 ranker = any(r.kind == "ranker" for r in runs)

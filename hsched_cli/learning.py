@@ -330,9 +330,9 @@ def cmd_train(args) -> int:
         ratios = [e["return_vs_lp"] for e in last if np.isfinite(e["return_vs_lp"])]
         if ratios:
             line += (f", return / LP's {np.mean(ratios):.3f} (returns are negative: "
-                     f"above 1 is worse than the LP)"
-                     + ("" if len(ratios) == len(last) else
-                        f" (mean over the {len(ratios)} with the LP's reference)"))
+                     f"above 1 is worse than the LP"
+                     + (")" if len(ratios) == len(last) else
+                        f"; mean over the {len(ratios)} with the LP's reference)"))
         print(line)
     if "rl_steps" in summary:
         print(f"{summary['rl_steps']:,} environment steps "

@@ -379,6 +379,14 @@ def test_the_jct_cdf_is_a_fraction_of_all_jobs_and_the_titles_name_the_window(tm
     assert tops == {"pure-lp": 4 / 8, "fifo": 1 / 8}          # of the 8 jobs of two seeds
     assert "pure-lp (4 of 8 jobs done" in [t.get_text() for t in ax.get_legend().get_texts()][0]
     assert ax.get_title().startswith("s (first 1.5 h): gavel:jobs=4")
+    # a job arriving after the window is not the policy's to finish: each seed's last one
+    for run in runs:
+        run.records[3] = dataclasses.replace(run.records[3], arrival_s=6000.0)
+    captured.clear()
+    plot_jct_cdf(report, tmp_path / "cdf.png")
+    ax = captured[0].axes[0]
+    tops = {line.get_label().split(" (")[0]: line.get_ydata().max() for line in ax.get_lines()}
+    assert tops == {"pure-lp": 4 / 6, "fifo": 1 / 6}
 
 
 def test_common_jobs_compare_policies_on_the_jobs_all_of_them_finished():

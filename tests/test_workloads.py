@@ -634,6 +634,11 @@ def test_csv_comments_are_lines_not_quoted_fields(tmp_path):
     assert [n for n in w.notes if "'#'" in n] == [
         "1 line starting with '#' (line 2) has the header's 4 columns but was read as a "
         "comment, not a job: quote a job id that starts with '#' (\"#1\")"]
+    # the usual comments are not named: one before the header, a commented-out header, and
+    # "# " followed by a row (the usual way to disable one)
+    quiet = _write(tmp_path, "quiet.csv", "#a,b,c,d\njob_id,submit_time_s,duration_s,num_gpus\n"
+                   "#job_id,submit_time_s,duration_s,num_gpus\n# 2,0,60,1\n3,2,60,1\n")
+    assert not [n for n in load_workload(f"csv:path={quiet}", TINY).notes if "'#'" in n]
     bad = _write(tmp_path, "bad.csv", "job_id,submit_time_s,duration_s,num_gpus\n"
                  "# skipped\n1,0,60,1\n2,0,\"60,1\n")
     with pytest.raises(TraceError) as ei:

@@ -300,7 +300,7 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
     rows = _Rows(str(path), cluster, throughputs, skip_invalid, max_jobs)
     comment_lines: list[tuple[int, str]] = []
     records = _csv_rows(text, str(path), comments=comment_lines)
-    _, cols = _header(rows, records, CSV_REQUIRED, CSV_OPTIONAL)
+    header_line, cols = _header(rows, records, CSV_REQUIRED, CSV_OPTIONAL)
     seen: dict[str, int] = {}
     assigned = 0
     for line, f in _records(rows, len(cols), records):
@@ -334,28 +334,34 @@ def _load_csv(spec: str, params: _Params, cluster: Cluster, throughputs: Any,
                      duration_s=duration, duration_field="duration_s", gpu_type=gpu_type)
             assigned += not opt["model"]
             seen[job_id] = line
-    notes = _row_like_comments(comment_lines, len(cols), str(path))
+    notes = _row_like_comments(comment_lines, header_line, cols, str(path))
     if assigned:
         notes.append(f"assigned models to {assigned} jobs without one by GPU-time bucket")
     return _assemble(rows, spec, notes, max_jobs, "the file", str(path))
 
 
-def _row_like_comments(comment_lines: list[tuple[int, str]], columns: int,
-                       source: str) -> list[str]:
-    """A note (and a warning) on the comment lines that have the header's number of
-    columns: a job whose id starts with ``#`` (``#1,0,3600,1,resnet50``) is read as a
-    comment, and such jobs went missing without a word."""
+def _row_like_comments(comment_lines: list[tuple[int, str]], header_line: int,
+                       cols: dict[str, int], source: str) -> list[str]:
+    """A note (and a warning) on the comment lines that read as a job whose id starts with
+    ``#``: after the header, ``#`` directly followed by the header's number of fields
+    (``#1,0,3600,1,resnet50``) — such jobs went missing without a word. Not a commented-out
+    header, nor a comment that starts with ``# `` (the usual way to write one)."""
+    names = set(cols)
     like = []                                    # (line number, first field)
     for number, line in comment_lines:
-        fields = next(csv.reader([line.strip()]), [])
-        if len(fields) == columns:
+        text = line.strip()
+        if number < header_line or len(text) < 2 or text[1].isspace():
+            continue
+        fields = next(csv.reader([text]), [])
+        if (len(fields) == len(cols)
+                and not {f.strip().lstrip("#").strip().lower() for f in fields} <= names):
             like.append((number, fields[0].strip()))
     if not like:
         return []
     one = len(like) == 1
     where = ", ".join(str(n) for n, _ in like[:5]) + (", …" if len(like) > 5 else "")
     note = (f"{counted(len(like), 'line')} starting with '#' ({'line' if one else 'lines'} "
-            f"{where}) {'has' if one else 'have'} the header's {columns} columns but "
+            f"{where}) {'has' if one else 'have'} the header's {len(cols)} columns but "
             f"{'was read as a comment, not a job' if one else 'were read as comments, not jobs'}"
             f""": quote a job id that starts with '#' ("{shorten(like[0][1], 20)}")""")
     log.warning("%s: %s", source, note)
