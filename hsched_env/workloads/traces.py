@@ -178,11 +178,11 @@ def _load_gavel_trace(spec: str, params: _Params, cluster: Cluster, throughputs:
                       skip_invalid: bool) -> Workload:
     if params.has("vc") and params.has("path"):
         raise params.error("vc", "give either path= or vc=, not both")
-    if params.has("vc") and any(c in params.values["vc"] for c in "/\\") or (
-            params.values.get("vc") in (".", "..")):
+    vc = params.values["vc"] if params.has("vc") else None
+    if vc is not None and (any(c in vc for c in "/\\") or vc in (".", "..")):
         # the name was joined into a path: vc=../../x read any .trace file reachable
-        raise params.error("vc", f"a virtual cluster's name, not a path, got "
-                                 f"{show(params.values['vc'])}: give a file with path=")
+        raise params.error("vc", f"a virtual cluster's name, not a path, got {show(vc)}: "
+                                 f"give a file with path=")
     default = f"gavel/msr_seed0/{params.values['vc']}.trace" if params.has("vc") else None
     path = _trace_file(params, default, "vc=NAME, a trace of <traces>/gavel/msr_seed0")
     if default is not None and not path.exists() and path.parent.is_dir():
