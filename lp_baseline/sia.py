@@ -203,6 +203,7 @@ def replicas(table, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
     type(s), the fewest GPUs of a row of ``rows`` (the job's configurations) on the same
     type(s); a configuration on types no row of ``rows`` has is its own unit."""
     gpus = np.asarray(table.gpus)
+    # a bit per GPU type of the cluster (the catalog's types: far fewer than 63)
     bits = np.left_shift(1, np.arange(gpus.shape[1], dtype=np.int64))
     codes = (gpus[rows] > 0).astype(np.int64) @ bits      # each row's set of GPU types
     n_rows = gpus[rows].sum(axis=1)
@@ -214,7 +215,7 @@ def replicas(table, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
     wanted = (gpus[which] > 0).astype(np.int64) @ bits
     n = gpus[which].sum(axis=1).astype(np.float64)
     at = np.minimum(np.searchsorted(types, wanted), types.size - 1)
-    return n / np.where(types[at] == wanted, unit_of[at], n)
+    return n / np.where(types[at] == wanted, unit_of[at], np.where(n > 0, n, 1.0))
 
 
 def restart_factor(age_s: float, restarts: int, restart_s: float) -> float:
