@@ -224,6 +224,15 @@ def plot_decision_vs_jct(report, path: Path) -> Path:
     return Path(path)
 
 
+def _arrived_jobs(run, limit: float | None) -> int:
+    """The jobs of ``run`` that arrived within the window ending at ``limit`` (a job arriving
+    after it was never the policy's to finish); every job of the workload when the run file
+    holds no per-job records."""
+    if not run.records:
+        return int(run.metrics.get("jobs_total") or 0)
+    return sum(1 for rec in run.records if limit is None or rec.arrival_s < limit)
+
+
 def plot_jct_cdf(report, path: Path) -> Path:
     """JCT distribution per policy (all seeds' completed jobs pooled), log x. Each curve is a
     fraction of all the jobs of its runs that arrived (within the scenario's window), so it
@@ -239,14 +248,8 @@ def plot_jct_cdf(report, path: Path) -> Path:
             runs = [r for r in report.runs if r.scenario == sc["name"] and r.label == label]
             jct = np.sort(np.concatenate([r.jct_s for r in runs]) / 3600) if runs else []
             if len(jct):
-                # the jobs that arrived within the window (a job arriving after it was never
-                # the policy's to finish); every job when the run files hold no records
                 limit = sc.get("max_time_s")
-                total = sum((sum(1 for rec in r.records
-                                 if limit is None or rec.arrival_s < limit)
-                             if r.records else int(r.metrics.get("jobs_total") or 0))
-                            for r in runs)
-                total = max(total, len(jct))
+                total = max(sum(_arrived_jobs(r, limit) for r in runs), len(jct))
                 unfinished |= total > len(jct)
                 ranker = any(r.kind == "ranker" for r in runs)
                 ax.step(jct, np.arange(1, len(jct) + 1) / total, where="post",

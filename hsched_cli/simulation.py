@@ -445,7 +445,7 @@ def cmd_simulate(args) -> int:
         except OSError as exc:
             write_error = exc.strerror or str(exc)
     if args.json:
-        json.dump(_jsonable(_with_workload(metrics, workload, args, config)), sys.stdout,
+        json.dump(_jsonable(_with_scenario(metrics, workload, args, config)), sys.stdout,
                   indent=1)
         print()
     else:
@@ -469,7 +469,7 @@ def _workload_header(workload, args, cluster, config) -> str:
     return "\n".join(lines)
 
 
-def _with_workload(metrics: dict, workload, args, config) -> dict:
+def _with_scenario(metrics: dict, workload, args, config) -> dict:
     """``metrics`` with the workload's skipped-row count and notes and the ``scenario`` they
     were measured on (the JSON output: a saved ``metrics.json`` said nothing of its cluster,
     workload or round length)."""
@@ -591,7 +591,7 @@ def cmd_compare(args) -> int:
     else:
         results, done = _compare_serially(args, names, cluster, workload, config, own)
         _add_common_jct(results, done)
-    data = [_jsonable(_with_workload(m, workload, args, config)) for m in results]
+    data = [_jsonable(_with_scenario(m, workload, args, config)) for m in results]
     if args.out is not None:
         path = Path(args.out) / "metrics.json"
         path.write_text(json.dumps(data, indent=1), encoding="utf-8")

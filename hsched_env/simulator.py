@@ -579,12 +579,9 @@ class Simulator:
             if cfg.max_time_s is not None and jump >= cfg.max_time_s:
                 # the idle clock stops at the limit, not at the round after it: a job
                 # arriving past the limit never arrived (it was counted in the system, and
-                # the run's time read past max_time_s)
-                # (the limit also when the first arrival's round starts past it: the clock
-                # read that round's start)
-                s.t = cfg.max_time_s
-                self._end("time_limit")
-                return None
+                # the run's time read past max_time_s); the run ends below
+                s.t = max(s.t, cfg.max_time_s)
+                break
             if s.busy_before_measure is None and jump > s.measure_from:
                 # the idle clock jumps past the measured span's start (its first job can
                 # never run): nothing ran meanwhile, so the busy total is that round's
@@ -592,7 +589,7 @@ class Simulator:
                 s.busy_before_measure = s.busy.copy()
             s.t = jump
         if cfg.max_time_s is not None and s.t >= cfg.max_time_s:
-            # (a first arrival on a round boundary past the limit set the clock there)
+            # the clock reads the limit (the first arrival's round can start past it)
             s.t = cfg.max_time_s
             self._end("time_limit")
             return None

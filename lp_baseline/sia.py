@@ -107,6 +107,7 @@ import scipy.sparse as sp
 
 from hsched_env.errors import is_real_number
 from hsched_env.policy import Assignment, PolicyStats, SchedulerView
+from hsched_env.table_memo import TableMemo
 from lp_baseline.job_terms import srpt_weights
 from lp_baseline.rounding import smaller_on_same_type
 
@@ -191,31 +192,36 @@ def goodput(table, rows: np.ndarray, normalization: str = "slowest") -> np.ndarr
         unit = float(table.gpus[small].sum())
     else:
         slow = slowest_config(table, rows)
-        gpus = np.asarray(table.gpus[rows])
-        same_types = np.all((gpus > 0) == (np.asarray(table.gpus[slow]) > 0), axis=1)
-        unit = float(gpus[same_types].sum(axis=1).min())
+        unit = float(scale_units(table, rows, np.array([slow]))[0])
         base = float(table.samples_per_s[slow])
     return np.asarray(table.samples_per_s[rows], dtype=np.float64) / base * unit
 
 
-def replicas(table, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
-    """Replicas of configurations ``which``: their GPUs ÷ the scale unit of their GPU
-    type(s), the fewest GPUs of a row of ``rows`` (the job's configurations) on the same
-    type(s); a configuration on types no row of ``rows`` has is its own unit."""
+def scale_units(table, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """The scale unit of each configuration of ``which``: the fewest GPUs of a row of
+    ``rows`` (the job's configurations) on the same GPU type(s); a configuration on types no
+    row of ``rows`` has is its own unit (1 for one without GPUs)."""
     gpus = np.asarray(table.gpus)
+    n = gpus[which].sum(axis=1).astype(np.float64)
+    own = np.where(n > 0, n, 1.0)
     # a bit per GPU type of the cluster (the catalog's types: far fewer than 63)
     bits = np.left_shift(1, np.arange(gpus.shape[1], dtype=np.int64))
     codes = (gpus[rows] > 0).astype(np.int64) @ bits      # each row's set of GPU types
     n_rows = gpus[rows].sum(axis=1)
     order = np.lexsort((n_rows, codes))                    # by types, then fewest GPUs
     types, first = np.unique(codes[order], return_index=True)
-    unit_of = n_rows[order][first]                         # each type set's fewest GPUs
     if types.size == 0:
-        return np.ones(len(which))
+        return own
+    unit_of = n_rows[order][first]                         # each type set's fewest GPUs
     wanted = (gpus[which] > 0).astype(np.int64) @ bits
-    n = gpus[which].sum(axis=1).astype(np.float64)
     at = np.minimum(np.searchsorted(types, wanted), types.size - 1)
-    return n / np.where(types[at] == wanted, unit_of[at], np.where(n > 0, n, 1.0))
+    return np.where(types[at] == wanted, unit_of[at], own)
+
+
+def replicas(table, rows: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """Replicas of configurations ``which``: their GPUs ÷ their scale unit
+    (``scale_units``)."""
+    return np.asarray(table.gpus)[which].sum(axis=1) / scale_units(table, rows, which)
 
 
 def restart_factor(age_s: float, restarts: int, restart_s: float) -> float:
@@ -301,6 +307,7 @@ class SiaPolicy:
         # Sia's own for Sia's search space; the co-optimizers' for every candidate (module
         # docstring, "Goodput matrix")
         self.normalization = "slowest" if configurations == "sia" else "smallest"
+        self._tables = TableMemo()     # per candidate table: its rows, goodputs, replicas
         self.last_stats = PolicyStats()
         self.reset(None, None)
 
@@ -329,11 +336,30 @@ class SiaPolicy:
             return math.inf
         cur = int(view.current[k])
         if cur >= 0:
-            table = view.candidates[k]
-            last = float(replicas(table, rows, np.array([cur]))[0])
+            last = self._replicas_of(view.candidates[k], cur)
         else:
             last = self._last_replicas.get(int(view.job_ids[k]), 0.0)
         return max(1.0, 2.0 * last) if last > 0 else 1.0
+
+    def _table_terms(self, table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, G, replicas)`` of a candidate table: its configurations, their goodput
+        and their replicas — fixed by the table, so computed once per table (they were
+        computed again for every job at every decision)."""
+        def make():
+            rows = self._rows(table)
+            g = goodput(table, rows, self.normalization)
+            reps = replicas(table, rows, rows) if rows.size else np.zeros(0)
+            for a in (rows, g, reps):
+                a.flags.writeable = False
+            return rows, g, reps
+        return self._tables.get_for(table, (id(table), "terms"), make)
+
+    def _replicas_of(self, table, row: int) -> float:
+        """The replicas of ``row`` of ``table`` (``replicas``; a row outside the job's
+        configurations is its own unit)."""
+        rows, _, reps = self._table_terms(table)
+        at = np.flatnonzero(rows == row)
+        return float(reps[at[0]] if at.size else replicas(table, rows, np.array([row]))[0])
 
     def problem(self, view: SchedulerView) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per active job, ``(rows, cost)``: its allowed configurations and their ILP cost
@@ -343,17 +369,16 @@ class SiaPolicy:
         out = []
         for k in range(view.num_active):
             table = view.candidates[k]
-            rows = self._rows(table)
+            rows, g, reps = self._table_terms(table)
             if rows.size == 0:
                 out.append((rows, np.zeros(0)))
                 continue
-            g = goodput(table, rows, self.normalization)
             cur = int(view.current[k])
             if cur >= 0:
                 r = restart_factor(view.time_s - view.arrival_s[k], int(restarts[k]), S)
                 g = np.where(rows == cur, g, g * r)
             if self.scale_up_limit:
-                keep = replicas(table, rows, rows) <= self.replica_limit(view, k, rows)
+                keep = reps <= self.replica_limit(view, k, rows)
                 rows, g = rows[keep], g[keep]
             out.append((rows, config_cost(g, self.p, self.clip)))
         if self.srpt_weight is not None and out:
@@ -400,9 +425,7 @@ class SiaPolicy:
         for k, j in enumerate(view.job_ids if self.scale_up_limit else ()):
             cur = int(view.current[k])
             if cur >= 0:
-                table = view.candidates[k]
-                self._last_replicas[int(j)] = float(
-                    replicas(table, self._rows(table), np.array([cur]))[0])
+                self._last_replicas[int(j)] = self._replicas_of(view.candidates[k], cur)
         ks = [k for k, (rows, _) in enumerate(prob) if rows.size]
         choice: dict[int, int] = {}
         if ks:
