@@ -84,6 +84,7 @@ from lp_baseline.registry import MAX_POP_PARTS
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIELDS, OBJECTIVES,
                                  SIA_OBJECTIVES, AllocationProblem, check_feasible,
                                  evaluate_objective, problem_fingerprint)
+from lp_baseline.gavel_queues import fastest_first, queue_assignment
 from lp_baseline.rounding import (TINY, RoundingMemo, integral_assignment, other_candidates,
                                   round_allocation)
 from lp_baseline.solver import COLGEN_MIN_COLUMNS, METHOD_OPTIONS, solve_allocation
@@ -106,7 +107,10 @@ FEASIBILITY_TOL = 1e-6
 #: The co-optimizer's default objective (``heterosched-lp``; see docs/lp.md for why).
 DEFAULT_OBJECTIVE = "sia-srpt"
 #: How the LP's allocation becomes a round's assignment (``LPPolicy(rounding=)``).
-ROUNDINGS = ("gavel", "integral")
+ROUNDINGS = ("gavel", "gavel-queues", "integral")
+#: The roundings that time-slice by priorities (what each job received since the last reset,
+#: its deficits): the job-level Gavel-style one and Gavel's own per-type queues.
+SLICING_ROUNDINGS = ("gavel", "gavel-queues")
 #: The objectives whose LP is the relaxation of a one-candidate-per-job problem: by default
 #: solved without a floor or a size cap and rounded integrally (``objective_defaults``).
 INTEGRAL_OBJECTIVES = SIA_OBJECTIVES
@@ -240,6 +244,20 @@ def _refuse_ignored_options(objective: str, rounding: str, **given) -> None:
                               f"would be ignored", field=field)
 
 
+def _charge_deficits(deficits: dict, allocation: dict, received: dict, elapsed: float) -> None:
+    """Gavel's reset of its per-type deficits: every job's and every candidate's ``X ×
+    elapsed − received`` added to ``deficits`` (``X = 0`` where the allocation gives none, so
+    what a job ran beyond its share, or without one, is charged too)."""
+    for j in set(allocation) | set(received):
+        d = deficits.setdefault(j, {})
+        entry = allocation.get(j)
+        if entry is not None:
+            for r, xv in zip(entry[0].tolist(), entry[1].tolist()):
+                d[r] = d.get(r, 0.0) + xv * elapsed
+        for r, got in received.get(j, {}).items():
+            d[r] = d.get(r, 0.0) - got
+
+
 class LPPolicy:
     """The allocation LP plus its rounding (see the module docstring).
 
@@ -332,7 +350,9 @@ class LPPolicy:
             ``1 / s_m``. Off: every job counts once.
         rounding: ``"integral"``: one candidate per job from the LP's vertex, no time slicing
             (``rounding.integral_assignment``); ``"gavel"``: the Gavel-style rounding of the
-            module docstring. ``None``: the objective's default (integral for ``sia-*``).
+            module docstring; ``"gavel-queues"``: Gavel's own rounding, a priority queue per
+            GPU type (``gavel_queues``; the ``gavel`` policies'), for ``candidates=
+            "requested"`` only (one candidate per type). ``None``: the objective's default (integral for ``sia-*``).
         ftf_guard: ``sia-srpt`` only: a starvation guard on the SRPT job weights. A job whose
             projected finish-time fairness (``job_terms.projected_ftf``: its time in the
             system so far plus its remaining time on its requested configuration, over its
@@ -435,6 +455,10 @@ class LPPolicy:
         restart_aware = True if restart_aware is None else restart_aware
         if candidates not in ("all", "requested"):
             raise UnknownNameError("candidate set", candidates, ["all", "requested"])
+        if rounding == "gavel-queues" and candidates != "requested":
+            raise ConfigError("rounding 'gavel-queues' is Gavel's queue per GPU type over "
+                              "one candidate per type: it needs candidates='requested', got "
+                              f"{candidates!r}", field="rounding")
         if resolve not in ("every-round", "on-change"):
             raise UnknownNameError("resolve mode", resolve, ["every-round", "on-change"])
         if normalizer not in NORMALIZERS:
@@ -543,6 +567,8 @@ class LPPolicy:
         self._gpu_rows = TableMemo()          # id(table) -> each row's (type, GPUs) pairs
         self._goodput_memo = TableMemo()      # id(table) -> Sia's goodputs (job_terms)
         self._fallback_memo = TableMemo()     # the integral rounding's fallback lists
+        self._row_types = TableMemo()         # id(table) -> each row's GPU type (gavel-queues)
+        self._type_order: tuple | None = None   # gavel-queues: (types, their order)
 
     @property
     def allocation(self) -> dict:
@@ -690,7 +716,7 @@ class LPPolicy:
     def _decide(self, view: SchedulerView, allowed, lp_rows, t0: float,
                 lp_start=None) -> Assignment:
         self._delivery.track(view, self._last_t)
-        if self._last_t is not None and self.rounding == "gavel":
+        if self._last_t is not None and self.rounding in SLICING_ROUNDINGS:
             # what each (job, candidate) ran since the allocation: the Gavel-style rounding's
             # deficits (the integral rounding does not use them)
             step = view.time_s - self._last_t
@@ -741,7 +767,7 @@ class LPPolicy:
                t0: float | None = None, norms: np.ndarray | None = None,
                lp_start=None) -> None:
         inputs = (self._lp_inputs(view, self._norms(view) if norms is None else norms, allowed)
-                  if self.rounding == "gavel" else None)
+                  if self.rounding in SLICING_ROUNDINGS else None)
         unchanged = (inputs is not None and inputs == self._solved_inputs and not self._retry
                      and bool(self._x))
         limits_before = self._time_limits
@@ -750,7 +776,8 @@ class LPPolicy:
             # the LP the allocation was made from, again: the allocation stands (a warm start
             # or a solve without the memo may end on another optimal vertex of it)
             new = self._x
-        if self.rounding != "gavel" or not (unchanged or same_allocation(new, self._x)):
+        if (self.rounding not in SLICING_ROUNDINGS
+                or not (unchanged or same_allocation(new, self._x))):
             # A new allocation: move what each pair received into its deficit and restart
             # the shares (Gavel's reset). The same allocation again (a re-solve of an
             # unchanged LP) keeps them: as in Gavel, the priorities measure the time received
@@ -762,6 +789,8 @@ class LPPolicy:
                 d = self._deficit.setdefault(j, {})
                 for r, xv in zip(rows, x):
                     d[int(r)] = d.get(int(r), 0.0) + xv * self._elapsed - rec.get(int(r), 0.0)
+            if self.rounding == "gavel-queues":
+                _charge_deficits(self._deficit, self._x, self._received, self._elapsed)
             for j in [j for j in self._deficit if j not in active]:
                 del self._deficit[j]                    # finished jobs
             self._received = {}
@@ -1145,10 +1174,24 @@ class LPPolicy:
                 for j, r, e in zip(view.job_ids.tolist(), rows, ends)}
 
     def _round(self, view: SchedulerView, allowed=None) -> Assignment:
-        """Gavel-style rounding at the job level (``rounding.round_allocation``)."""
+        """Gavel-style rounding at the job level (``rounding.round_allocation``), or Gavel's
+        own per-type queues (``gavel_queues.queue_assignment``)."""
         # the memo needs an ``others`` fixed by the round's jobs (no random order, no ranker)
         memo = (self._round_memo if self.memoize and allowed is None and not self.agnostic
                 else None)
+        if self.rounding == "gavel-queues":
+            types = view.cluster.gpu_types
+            if self._type_order is None or self._type_order[0] != types:
+                self._type_order = (types, fastest_first(types))
+            # Gavel draws its queues' type order afresh every round for the policies that do
+            # not know the types' speeds (its non-``_perf`` ones: here the agnostic policy)
+            order = (self.rng.permutation(len(types)).tolist() if self.agnostic
+                     else self._type_order[1])
+            return queue_assignment(
+                view, self._x, self._received, self._deficit, type_order=order,
+                eligible=lambda k: self._eligible(view, k, allowed),
+                others=lambda k, exclude: self._others(view, k, exclude, allowed),
+                memo=memo, types_memo=self._row_types)
         return round_allocation(view, self._x, self._received, self._deficit, self._elapsed,
                                 sticky=self.sticky, fill=self.fill,
                                 others=lambda k, exclude: self._others(view, k, exclude, allowed),

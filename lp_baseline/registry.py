@@ -5,7 +5,11 @@ co-optimizer: all candidates, ``sia-srpt``, integral rounding), ``heterosched-lp
 with the non-clairvoyant ``sia-las``), ``heterosched-lp-v1`` (the previous default: ``fair-srpt``
 with its fairness floor, size cap and Gavel-style rounding), ``gavel`` (Gavel's
 heterogeneity-aware max-min with its ``X_equal`` normalizer and scale factors, only each job's requested GPU count
-with plain data parallelism on each type: no strategy co-optimization; a new allocation every round, re-solved when the LP changed),
+with plain data parallelism on each type: no strategy co-optimization; a new allocation every round, re-solved when the LP changed;
+rounded by Gavel's own per-type priority queues, ``lp_baseline.gavel_queues``), ``gavel-sticky``
+(the same LP rounded by HeteroSched's job-level Gavel-style rounding, ``lp_baseline.rounding``,
+which keeps a job on its candidate while the LP gives it a share: the ``gavel`` policy until
+session 62),
 ``gavel-resets`` (the same LP recomputed on Gavel's own schedule: when the job set changed
 and at least 1,920 s after the last reset, ``GAVEL_MIN_RESET_S`` — another schedule, and
 faster), ``agnostic-lp`` (the
@@ -28,7 +32,7 @@ from hsched_env.errors import (ConfigError, UnknownNameError, is_switch_value, i
 
 POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "topk-dominance",
                 "support-reuse",
-                "gavel", "gavel-resets", "sia",
+                "gavel", "gavel-resets", "gavel-sticky", "sia",
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "pop-4-serial", "heterosched-lp-las",
                 "heterosched-lp-v0", "heterosched-lp-v1", "fifo",
                 "fifo-fastest", "srf", "greedy", "random")
@@ -46,8 +50,11 @@ POLICY_NAMES_SPELLED = tuple(n for n in POLICY_NAMES if not n.startswith("pop-")
 SOLVER_OPTIONS = frozenset({"backend", "time_limit_s", "memoize", "lp_method", "warm_start"})
 
 
+#: Gavel's LP policies: max-min over the requested configurations (``make_policy``'s
+#: ``gavel_like``); only the solver's options reach them.
+GAVEL_POLICIES = ("gavel", "gavel-resets", "gavel-sticky", "agnostic-lp")
 #: The objective of each LP policy whose objective is fixed by its definition.
-_FIXED_OBJECTIVES = {"gavel": "max-min", "gavel-resets": "max-min", "agnostic-lp": "max-min",
+_FIXED_OBJECTIVES = {**{name: "max-min" for name in GAVEL_POLICIES},
                      "heterosched-lp-v0": "max-min", "heterosched-lp-las": "sia-las",
                      "heterosched-lp-v1": "fair-srpt"}
 #: The LP policies whose objective is fixed by their definition (``--objective`` is not read).
@@ -87,7 +94,7 @@ def policy_options(name: str) -> frozenset[str]:
     from lp_baseline.baselines import BASELINES
     if name in BASELINES or name in ("sia", "heterosched-ilp"):
         return frozenset()
-    if name in ("gavel", "gavel-resets", "agnostic-lp"):
+    if name in GAVEL_POLICIES:
         return SOLVER_OPTIONS
     own = set(SOLVER_OPTIONS)
     if name not in FIXED_OBJECTIVE:
@@ -179,8 +186,7 @@ def _refuse_options_it_does_not_take(name: str, lp_options: dict) -> None:
     ``warm_start`` reach every policy (the command line hands them to all: those without an
     LP ignore them, as documented)."""
     from lp_baseline.baselines import BASELINES
-    if name in BASELINES or name in ("sia", "heterosched-ilp", "gavel", "gavel-resets",
-                                     "agnostic-lp"):
+    if name in BASELINES or name in ("sia", "heterosched-ilp", *GAVEL_POLICIES):
         ignored = set(lp_options) - _GAVEL_OPTIONS
     elif not is_policy_name(name):
         return                                   # an unknown name: make_policy says so
@@ -221,8 +227,7 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
             policy does not read it (``policy_options``).
         lp_options: Further ``LPPolicy`` keywords for those policies (``floor``,
             ``las_tau_s``, ``restart_aware``, ``size_cap``, ``normalizer``, ...);
-            ``lp_method`` and ``warm_start`` also reach ``gavel``, ``gavel-resets`` and
-            ``agnostic-lp``.
+            ``lp_method`` and ``warm_start`` also reach Gavel's policies (``GAVEL_POLICIES``).
     """
     from lp_baseline.baselines import BASELINES
     if not isinstance(name, str):
@@ -257,10 +262,10 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
     common = dict(objective=objective, backend=backend, time_limit_s=time_limit_s,
                   memoize=memoize, **lp_options)
     # Gavel's policies as Gavel defines them: max-min over the requested configurations,
-    # normalized by X_equal
+    # normalized by X_equal, rounded by Gavel's per-type priority queues
     gavel_like = dict(candidates="requested", normalizer="requested", size_cap=False,
                       backend=backend, time_limit_s=time_limit_s, objective="max-min",
-                      memoize=memoize, scale_factors=True)
+                      memoize=memoize, scale_factors=True, rounding="gavel-queues")
     for key in ("lp_method", "warm_start"):  # how the LP is solved: every LP policy
         if key in lp_options:
             gavel_like[key] = lp_options[key]
@@ -278,6 +283,8 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
         return LPPolicy(name, topk=topk, dominance=True, **common)
     if name == "gavel":
         return LPPolicy(name, **gavel_like)
+    if name == "gavel-sticky":
+        return LPPolicy(name, **dict(gavel_like, rounding="gavel"))
     if name == "gavel-resets":
         return LPPolicy(name, resolve="on-change", min_resolve_interval_s=GAVEL_MIN_RESET_S,
                         **gavel_like)
