@@ -26,7 +26,10 @@ first — a job the LP runs is placed on something that fits rather than idled b
 fragmentation; the rest of the list stays as the simulator's fallbacks. Then (``fill``) GPUs
 still free go to waiting jobs that fit, so the schedule is work-conserving. (Rounding per (job,
 candidate) pair, as Gavel rounds per (job, type), time-shares a job between its own candidates
-and pays a restart at each switch.)
+and pays a restart at each switch.) Gavel's own policies (``gavel``, ``gavel-resets``,
+``agnostic-lp``) round as Gavel's scheduler does instead (``rounding="gavel-queues"``,
+``lp_baseline.gavel_queues``): a priority per (job, GPU type), a queue per type, and a history
+reset at most every ``GAVEL_MIN_RESET_S``.
 
 Heuristics that cut decision time (``LPPolicy`` arguments):
 
@@ -776,8 +779,7 @@ class LPPolicy:
             # the LP the allocation was made from, again: the allocation stands (a warm start
             # or a solve without the memo may end on another optimal vertex of it)
             new = self._x
-        if (self.rounding not in SLICING_ROUNDINGS
-                or not (unchanged or same_allocation(new, self._x))):
+        if self._resets(view, unchanged or same_allocation(new, self._x)):
             # A new allocation: move what each pair received into its deficit and restart
             # the shares (Gavel's reset). The same allocation again (a re-solve of an
             # unchanged LP) keeps them: as in Gavel, the priorities measure the time received
@@ -805,6 +807,22 @@ class LPPolicy:
         self._retry = bool(stats.extra.get("fallbacks")) and not unchanged
         stats.resolved = True
         self._solves += 1
+
+    def _resets(self, view: SchedulerView, same: bool) -> bool:
+        """Whether this solve resets the time-slicing history (what each job received since
+        the last reset, its deficits): every solve without time slicing; with it, a new
+        allocation (``same``: the solve gave the previous one again) — under Gavel's own
+        rounding only once ``GAVEL_MIN_RESET_S`` have passed since the last reset, as in
+        Gavel's scheduler, which puts a new allocation into effect at once but resets the
+        time its priorities count at most that often (``_update_priorities``); resetting it
+        at every new allocation would rank jobs by their shares alone in a cluster whose job
+        set changes every round."""
+        if self.rounding not in SLICING_ROUNDINGS:
+            return True
+        if same:
+            return False
+        return (self.rounding != "gavel-queues" or self._last_solve_t is None
+                or view.time_s - self._last_solve_t >= GAVEL_MIN_RESET_S)
 
     def _lp_inputs(self, view: SchedulerView, norms: np.ndarray, allowed) -> tuple | None:
         """What this decision's LP is a function of when its objective reads no per-round

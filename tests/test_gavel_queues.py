@@ -118,3 +118,33 @@ def test_the_queues_refuse_what_they_would_not_read():
                  size_cap=False, sticky=False)
     assert make_policy("gavel").rounding == "gavel-queues"
     assert make_policy("gavel-sticky").rounding == "gavel"
+
+
+def test_history_resets_at_most_every_gavel_interval(simulate):
+    """``gavel`` puts each new allocation into effect at once but resets the time its
+    priorities count at most every ``GAVEL_MIN_RESET_S`` (Gavel's scheduler); before,
+    a job set changing every round reset it every round, and jobs were ranked by their
+    shares alone (a 2-GPU job of the Philly window 2017-10-14T02:00 waited 26 rounds)."""
+    policy = make_policy("gavel")
+    resets, new_allocations = [], 0
+
+    class Watch:
+        name = "watch"
+
+        def reset(self, cluster, seed):
+            policy.reset(cluster, seed)
+
+        def decide(self, view):
+            nonlocal new_allocations
+            before, x = policy._last_solve_t, policy.allocation
+            out = policy.decide(view)
+            if policy._last_solve_t != before:
+                resets.append(view.time_s)
+            new_allocations += policy.allocation is not x
+            return out
+
+    simulate(Watch(), CONTENDED, "gavel-108", max_time_s=60 * 360.0, throughputs="gavel",
+             round_s=360.0)
+    gaps = np.diff(resets)
+    assert len(resets) >= 5 and gaps.min() >= lp_policy.GAVEL_MIN_RESET_S, resets
+    assert new_allocations > 2 * len(resets), (new_allocations, resets)
