@@ -548,6 +548,7 @@ class LPPolicy:
         self._warm_retries = 0
         self._last_t: float | None = None
         self._last_solve_t: float | None = None    # time of the last reset (the reset rule)
+        self._stale_history = False   # gavel-queues: a new allocation since the last reset
         self._solved_inputs: tuple | None = None   # ``_lp_inputs`` of the last solve
         self._solves = 0
         self._fallbacks = 0
@@ -797,6 +798,7 @@ class LPPolicy:
                 del self._deficit[j]                    # finished jobs
             self._received = {}
             self._elapsed = 0.0
+            self._stale_history = False
             self._last_solve_t = view.time_s      # a reset (Gavel's reset rule counts these)
         # an allocation the time limit cut short (the solver's incumbent) is not final: the
         # next decision solves the same LP again and takes its answer
@@ -810,19 +812,22 @@ class LPPolicy:
 
     def _resets(self, view: SchedulerView, same: bool) -> bool:
         """Whether this solve resets the time-slicing history (what each job received since
-        the last reset, its deficits): every solve without time slicing; with it, a new
-        allocation (``same``: the solve gave the previous one again) — under Gavel's own
-        rounding only once ``GAVEL_MIN_RESET_S`` have passed since the last reset, as in
-        Gavel's scheduler, which puts a new allocation into effect at once but resets the
-        time its priorities count at most that often (``_update_priorities``); resetting it
-        at every new allocation would rank jobs by their shares alone in a cluster whose job
-        set changes every round."""
+        the last reset, its deficits): every solve without time slicing; under the job-level
+        rounding a new allocation (``same``: the solve gave the previous one again). Under
+        Gavel's own rounding, as in Gavel's scheduler (``_update_priorities``), which puts a
+        new allocation into effect at once but resets the time its priorities count at most
+        every ``GAVEL_MIN_RESET_S``: the first solve once that long has passed since the
+        last reset and the allocation has changed since it (a new allocation marks the
+        history stale; the reset comes with a later solve too, whatever that solve gives).
+        Resetting at every new allocation would rank jobs by their shares alone in a
+        cluster whose job set changes every round."""
         if self.rounding not in SLICING_ROUNDINGS:
             return True
-        if same:
-            return False
-        return (self.rounding != "gavel-queues" or self._last_solve_t is None
-                or view.time_s - self._last_solve_t >= GAVEL_MIN_RESET_S)
+        if self.rounding == "gavel":
+            return not same
+        self._stale_history = self._stale_history or not same
+        return self._stale_history and (self._last_solve_t is None
+                                        or view.time_s - self._last_solve_t >= GAVEL_MIN_RESET_S)
 
     def _lp_inputs(self, view: SchedulerView, norms: np.ndarray, allowed) -> tuple | None:
         """What this decision's LP is a function of when its objective reads no per-round

@@ -9,7 +9,7 @@ with plain data parallelism on each type: no strategy co-optimization; a new all
 rounded by Gavel's own per-type priority queues, ``lp_baseline.gavel_queues``), ``gavel-sticky``
 (the same LP rounded by HeteroSched's job-level Gavel-style rounding, ``lp_baseline.rounding``,
 which keeps a job on its candidate while the LP gives it a share: the ``gavel`` policy until
-session 62),
+session 61),
 ``gavel-resets`` (the same LP recomputed on Gavel's own schedule: when the job set changed
 and at least 1,920 s after the last reset, ``GAVEL_MIN_RESET_S`` — another schedule, and
 faster), ``agnostic-lp`` (the
