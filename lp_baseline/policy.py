@@ -354,8 +354,9 @@ class LPPolicy:
         rounding: ``"integral"``: one candidate per job from the LP's vertex, no time slicing
             (``rounding.integral_assignment``); ``"gavel"``: the Gavel-style rounding of the
             module docstring; ``"gavel-queues"``: Gavel's own rounding, a priority queue per
-            GPU type (``gavel_queues``; the ``gavel`` policies'), for ``candidates=
-            "requested"`` only (one candidate per type). ``None``: the objective's default (integral for ``sia-*``).
+            GPU type (``gavel_queues``; the ``gavel`` policies'), for
+            ``candidates="requested"`` only (one candidate per type). ``None``: the
+            objective's default (integral for ``sia-*``).
         ftf_guard: ``sia-srpt`` only: a starvation guard on the SRPT job weights. A job whose
             projected finish-time fairness (``job_terms.projected_ftf``: its time in the
             system so far plus its remaining time on its requested configuration, over its
