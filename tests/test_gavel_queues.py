@@ -155,3 +155,34 @@ def test_history_resets_on_gavels_schedule(simulate):
             last, stale = t, False
     assert resets == want and len(resets) >= 5, (resets, want)
     assert sum(c for _, c in changes) > 2 * len(resets), changes
+
+
+def test_equal_priorities_and_deficits_go_by_share(simulate):
+    """Gavel's third sort key: two jobs with the same priority on a type (X ÷ (R/2 +
+    received): 0.5 ÷ 180 s = 1.0 ÷ 360 s) and the same deficit go by X, the larger first —
+    here for the one V100 left, whatever their arrival order."""
+    import dataclasses
+    rec, _ = simulate(make_policy("gavel"), CONTENDED, "gavel-108", max_time_s=2 * 360.0,
+                      throughputs="gavel", round_s=360.0)
+    view = next(v for v in rec.views if v.num_active >= 2)
+    v100 = view.cluster.gpu_types.index("V100-16GB")
+    view = dataclasses.replace(view, capacity=np.where(np.arange(3) == v100, 1, 0))
+    (ka, ja), (kb, jb) = list(enumerate(view.job_ids.tolist()))[:2]
+
+    def v100_row(k):
+        table = view.candidates[k]
+        return int(next(r for r in np.flatnonzero(table.requested) if table.gpus[r, v100]))
+
+    ra, rb = v100_row(ka), v100_row(kb)
+    for x_first, got_first in ((0.5, 0.0), (1.0, 180.0)):
+        x_second, got_second = (1.0, 180.0) if x_first == 0.5 else (0.5, 0.0)
+        allocation = {ja: (np.array([ra]), np.array([x_first])),
+                      jb: (np.array([rb]), np.array([x_second]))}
+        received = {ja: {ra: got_first}, jb: {rb: got_second}}
+        out = lp_policy.queue_assignment(
+            view, allocation, received, {},
+            type_order=[v100] + [t for t in range(3) if t != v100],
+            eligible=lambda k: np.array([ra] if k == ka else [rb] if k == kb else [],
+                                        dtype=np.int64),
+            others=lambda k, exclude: [])
+        assert list(out) == [ja if x_first == 1.0 else jb], (x_first, out)
