@@ -38,7 +38,23 @@ import numpy as np
 from hsched_env.catalog import get_gpu
 from hsched_env.policy import Assignment, SchedulerView
 from hsched_env.table_memo import TableMemo
-from lp_baseline.rounding import SHARE_QUANTUM, TINY, RoundingMemo
+from lp_baseline.rounding import SHARE_QUANTUM, TINY
+
+
+class QueueMemo:
+    """What ``queue_assignment`` keeps across calls: each job's shares per allocation entry
+    (``{job id: (entry, {row: X})}``) and the rounded deficits (``{deficit: round(it, 1)}``);
+    a copy starts empty (same results)."""
+
+    def __init__(self) -> None:
+        self.shares: dict[int, tuple] = {}
+        self.rounded: dict[float, float] = {}
+
+    def __deepcopy__(self, memo) -> "QueueMemo":
+        return QueueMemo()
+
+    def __reduce__(self):
+        return QueueMemo, ()
 
 
 def fastest_first(gpu_types: tuple[str, ...]) -> list[int]:
@@ -77,7 +93,7 @@ def _shares(entry) -> dict[int, float]:
 
 def queue_assignment(view: SchedulerView, allocation: dict, received: dict, deficits: dict,
                      *, type_order: list[int], eligible, others,
-                     memo: RoundingMemo | None = None,
+                     memo: QueueMemo | None = None,
                      types_memo: TableMemo | None = None) -> Assignment:
     """This round's assignment by Gavel's per-type queues (module docstring).
 
@@ -93,12 +109,12 @@ def queue_assignment(view: SchedulerView, allocation: dict, received: dict, defi
         others: ``others(k, exclude)``: job ``k``'s candidates not in ``exclude`` in
             preference order, the simulator's fallbacks after the row the pass gave it.
         memo: Where each job's shares (per allocation) and the rounded deficits are kept
-            across calls; ``None``: computed afresh.
+            across calls (``QueueMemo``); ``None``: computed afresh.
         types_memo: Each table's queue entries by eligible rows, kept across calls.
     """
     half = view.round_s / 2.0
     types_memo = TableMemo() if types_memo is None else types_memo
-    shares = {} if memo is None else memo.supports
+    shares = {} if memo is None else memo.shares
     if memo is not None and len(shares) > 2 * len(allocation):
         for j in [j for j in shares if j not in allocation]:
             del shares[j]                                 # jobs the allocation no longer has

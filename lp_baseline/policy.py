@@ -87,7 +87,7 @@ from lp_baseline.registry import MAX_POP_PARTS
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIELDS, OBJECTIVES,
                                  SIA_OBJECTIVES, AllocationProblem, check_feasible,
                                  evaluate_objective, problem_fingerprint)
-from lp_baseline.gavel_queues import fastest_first, queue_assignment
+from lp_baseline.gavel_queues import QueueMemo, fastest_first, queue_assignment
 from lp_baseline.rounding import (TINY, RoundingMemo, integral_assignment, other_candidates,
                                   round_allocation)
 from lp_baseline.solver import COLGEN_MIN_COLUMNS, METHOD_OPTIONS, solve_allocation
@@ -573,6 +573,7 @@ class LPPolicy:
         self._goodput_memo = TableMemo()      # id(table) -> Sia's goodputs (job_terms)
         self._fallback_memo = TableMemo()     # the integral rounding's fallback lists
         self._row_types = TableMemo()         # id(table) -> each row's GPU type (gavel-queues)
+        self._queue_memo = QueueMemo()        # gavel-queues: shares per allocation, deficits
         self._type_order: tuple | None = None   # gavel-queues: (types, their order)
 
     @property
@@ -1200,9 +1201,6 @@ class LPPolicy:
     def _round(self, view: SchedulerView, allowed=None) -> Assignment:
         """Gavel-style rounding at the job level (``rounding.round_allocation``), or Gavel's
         own per-type queues (``gavel_queues.queue_assignment``)."""
-        # the memo needs an ``others`` fixed by the round's jobs (no random order, no ranker)
-        memo = (self._round_memo if self.memoize and allowed is None and not self.agnostic
-                else None)
         if self.rounding == "gavel-queues":
             types = view.cluster.gpu_types
             if self._type_order is None or self._type_order[0] != types:
@@ -1215,7 +1213,10 @@ class LPPolicy:
                 view, self._x, self._received, self._deficit, type_order=order,
                 eligible=lambda k: self._eligible(view, k, allowed),
                 others=lambda k, exclude: self._others(view, k, exclude, allowed),
-                memo=memo, types_memo=self._row_types)
+                memo=self._queue_memo if self.memoize else None, types_memo=self._row_types)
+        # the memo needs an ``others`` fixed by the round's jobs (no random order, no ranker)
+        memo = (self._round_memo if self.memoize and allowed is None and not self.agnostic
+                else None)
         return round_allocation(view, self._x, self._received, self._deficit, self._elapsed,
                                 sticky=self.sticky, fill=self.fill,
                                 others=lambda k, exclude: self._others(view, k, exclude, allowed),

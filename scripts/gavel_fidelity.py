@@ -96,11 +96,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
+
 sys.path.append(str(Path(__file__).resolve().parent))       # script_args, bench_vs_gavel
 from bench_vs_gavel import gavel_python_problem, gavel_scheduler_dir  # noqa: E402
-from script_args import (list_of, nonnegative_int, one_line_errors,  # noqa: E402
-                         output_file_problem, output_folder_problem, positive_int,
-                         positive_number)
+from script_args import (list_of, nonnegative_int, nonnegative_number,  # noqa: E402
+                         one_line_errors, output_file_problem, output_folder_problem,
+                         positive_int, positive_number)
 
 import hsched_env  # noqa: E402
 from hsched_env.errors import command_line_value, decimal_float  # noqa: E402
@@ -245,13 +247,8 @@ def read_our_jcts(jobs_csv: str) -> dict[int, float]:
 
 
 def quantile(xs: list[float], q: float) -> float:
-    """The ``q``-quantile of ``xs``, interpolated linearly between order statistics (numpy's
-    default)."""
-    xs = sorted(xs)
-    pos = (len(xs) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    """The ``q``-quantile of ``xs``, interpolated linearly between order statistics."""
+    return float(np.quantile(xs, q))
 
 
 def compare_jcts(ours: dict[int, float], gavel: dict[int, float]) -> dict:
@@ -577,11 +574,6 @@ def _policy_list(text: str) -> list[str]:
     return names
 
 
-def _nonnegative_number(text: str) -> float:
-    return command_line_value(text, decimal_float, "a non-negative number",
-                              lambda v: math.isfinite(v) and v >= 0)
-
-
 def _whole_seconds(text: str) -> float:
     """``--round-s``: Gavel's ``-i`` / ``--time_per_iteration`` take whole seconds."""
     return float(command_line_value(text, decimal_float, "a positive whole number of seconds",
@@ -609,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="arrival rate, jobs/h (4; Gavel's -l 3600/rate)")
     ap.add_argument("--round-s", type=_whole_seconds, default=360.0,
                     help="round length, whole seconds, both sides (360)")
-    ap.add_argument("--restart-s", type=_nonnegative_number, default=0.0,
+    ap.add_argument("--restart-s", type=nonnegative_number, default=0.0,
                     help="our restart cost, s (0: Gavel's simulator charges none)")
     ap.add_argument("--policies", type=_policy_list, default=list(DEFAULT_POLICIES),
                     metavar="P,...", help="our policies (" + ",".join(DEFAULT_POLICIES) + ")")

@@ -55,6 +55,12 @@ def positive_number(text: str) -> float:
                               lambda v: math.isfinite(v) and v > 0)
 
 
+def nonnegative_number(text: str) -> float:
+    """A finite number >= 0."""
+    return command_line_value(text, decimal_float, "a non-negative number",
+                              lambda v: math.isfinite(v) and v >= 0)
+
+
 def probability(text: str) -> float:
     """A probability in (0, 1]."""
     return command_line_value(text, decimal_float, "a probability in (0, 1]",
