@@ -275,12 +275,14 @@ class LPPolicy:
         resolve: ``"every-round"`` or ``"on-change"``.
         min_resolve_interval_s: With ``resolve="on-change"``: a change of the job set (an
             arrival or a completion) triggers a re-solve only once at least this many seconds
-            have passed since the last reset (a solve that made a new allocation); until then the jobs keep their allocation and a
-            new job runs only on GPUs the fill pass finds free. Gavel recomputes its
-            allocation this way (``minimum_time_between_allocation_resets``, 1,920 s:
-            ``GAVEL_MIN_RESET_S``, the ``gavel-resets`` policy). 0 (default): at the next
-            decision. A first decision, a fallback or a change of ``allowed`` re-solves at
-            once.
+            have passed since the last reset (a solve that made a new allocation; under
+            ``rounding="gavel-queues"`` the first such solve once this long has passed since
+            the previous reset: Gavel has one interval for both); until then the jobs keep
+            their allocation and a new job runs only on GPUs the fill pass finds free. Gavel
+            recomputes its allocation this way (``minimum_time_between_allocation_resets``,
+            1,920 s: ``GAVEL_MIN_RESET_S``, the ``gavel-resets`` policy). 0 (default): at the
+            next decision. A first decision, a fallback or a change of ``allowed`` re-solves
+            at once.
         pop: Number of POP partitions (1 = the whole problem).
         pop_workers: How many POP parts are solved at the same time (1: one after the other;
             ``None``: ``min(pop, CPUs this process may use)``). The allocation does not depend
@@ -476,6 +478,8 @@ class LPPolicy:
             raise ConfigError("applies to resolve='on-change' only (every-round re-solves "
                               "each round)", field="min_resolve_interval_s")
         self.min_resolve_interval_s = float(min_resolve_interval_s)
+        # Gavel's rounding: the least time between two resets of its priorities' history
+        self._reset_interval_s = self.min_resolve_interval_s or GAVEL_MIN_RESET_S
 
         if not (is_real_number(floor) and 0.0 <= floor <= 1.0):
             raise ConfigError(f"the fairness floor must be in [0, 1], got {floor!r}",
@@ -548,7 +552,7 @@ class LPPolicy:
         self._warned_cold = False           # warm_start met an LP column generation solves
         self._warm_retries = 0
         self._last_t: float | None = None
-        self._last_solve_t: float | None = None    # time of the last reset (the reset rule)
+        self._last_reset_t: float | None = None    # time of the last reset (the reset rule)
         self._stale_history = False   # gavel-queues: a new allocation since the last reset
         self._solved_inputs: tuple | None = None   # ``_lp_inputs`` of the last solve
         self._solves = 0
@@ -744,10 +748,10 @@ class LPPolicy:
         key = None if solve_rows is None else tuple(np.asarray(a, dtype=np.int64).tobytes()
                                                     for a in solve_rows)
         jobs_changed = bool(view.arrived or view.completed) or set(self._x) != active
-        if jobs_changed and self.min_resolve_interval_s > 0 and self._last_solve_t is not None:
+        if jobs_changed and self.min_resolve_interval_s > 0 and self._last_reset_t is not None:
             # Gavel's reset rule: the change waits until the interval has passed (it stays
             # visible: the allocation's job set differs from the active one until a solve)
-            jobs_changed = view.time_s - self._last_solve_t >= self.min_resolve_interval_s
+            jobs_changed = view.time_s - self._last_reset_t >= self.min_resolve_interval_s
         changed = jobs_changed or not self._x or key != self._allowed_key or self._retry
         self._allowed_key = key
         stats = PolicyStats()
@@ -801,7 +805,7 @@ class LPPolicy:
             self._received = {}
             self._elapsed = 0.0
             self._stale_history = False
-            self._last_solve_t = view.time_s      # a reset (Gavel's reset rule counts these)
+            self._last_reset_t = view.time_s      # a reset (Gavel's reset rule counts these)
         # an allocation the time limit cut short (the solver's incumbent) is not final: the
         # next decision solves the same LP again and takes its answer
         self._solved_inputs = (inputs if self._time_limits == limits_before or unchanged
@@ -822,14 +826,16 @@ class LPPolicy:
         last reset and the allocation has changed since it (a new allocation marks the
         history stale; the reset comes with a later solve too, whatever that solve gives).
         Resetting at every new allocation would rank jobs by their shares alone in a
-        cluster whose job set changes every round."""
+        cluster whose job set changes every round. Gavel has one interval for both its
+        recomputes and its resets (``minimum_time_between_allocation_resets``), so a
+        ``min_resolve_interval_s`` set here is this interval too (else ``GAVEL_MIN_RESET_S``)."""
         if self.rounding not in SLICING_ROUNDINGS:
             return True
         if self.rounding == "gavel":
             return not same
         self._stale_history = self._stale_history or not same
-        return self._stale_history and (self._last_solve_t is None
-                                        or view.time_s - self._last_solve_t >= GAVEL_MIN_RESET_S)
+        return self._stale_history and (self._last_reset_t is None
+                                        or view.time_s - self._last_reset_t >= self._reset_interval_s)
 
     def _lp_inputs(self, view: SchedulerView, norms: np.ndarray, allowed) -> tuple | None:
         """What this decision's LP is a function of when its objective reads no per-round

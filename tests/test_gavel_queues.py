@@ -120,15 +120,22 @@ def test_the_queues_refuse_what_they_would_not_read():
     assert make_policy("gavel-sticky").rounding == "gavel"
 
 
-def test_history_resets_on_gavels_schedule(simulate):
+@pytest.mark.parametrize("interval", [None, 720.0])
+def test_history_resets_on_gavels_schedule(simulate, interval):
     """``gavel`` puts each new allocation into effect at once but resets the time its
     priorities count as Gavel's scheduler does: at the first decision at least
     ``GAVEL_MIN_RESET_S`` after the last reset once the allocation has changed since it.
     (Resetting at every new allocation, as first done, ranked jobs by their shares alone
     where the job set changes every round: a 2-GPU job of the Philly window
     2017-10-14T02:00 waited 26 rounds; resetting only at a new allocation past the interval
-    deferred some resets by up to 5 rounds.)"""
-    policy = make_policy("gavel")
+    deferred some resets by up to 5 rounds.) Gavel's one interval for its recomputes and its
+    resets: a custom ``min_resolve_interval_s`` is the reset interval too."""
+    policy = (make_policy("gavel") if interval is None else
+              LPPolicy("custom", objective="max-min", candidates="requested",
+                       normalizer="requested", size_cap=False, scale_factors=True,
+                       rounding="gavel-queues", resolve="on-change",
+                       min_resolve_interval_s=interval))
+    interval = interval or lp_policy.GAVEL_MIN_RESET_S
     resets, changes = [], []
 
     class Watch:
@@ -138,9 +145,9 @@ def test_history_resets_on_gavels_schedule(simulate):
             policy.reset(cluster, seed)
 
         def decide(self, view):
-            before, x = policy._last_solve_t, policy.allocation
+            before, x = policy._last_reset_t, policy.allocation
             out = policy.decide(view)
-            if policy._last_solve_t != before:
+            if policy._last_reset_t != before:
                 resets.append(view.time_s)
             changes.append((view.time_s, not same_allocation(policy.allocation, x)))
             return out
@@ -150,11 +157,14 @@ def test_history_resets_on_gavels_schedule(simulate):
     want, last, stale = [], None, False
     for t, changed in changes:                      # Gavel's rule, plainly
         stale = stale or changed
-        if stale and (last is None or t - last >= lp_policy.GAVEL_MIN_RESET_S):
+        if stale and (last is None or t - last >= interval):
             want.append(t)
             last, stale = t, False
     assert resets == want and len(resets) >= 5, (resets, want)
-    assert sum(c for _, c in changes) > 2 * len(resets), changes
+    if policy.resolve == "every-round":      # new allocations between the resets
+        assert sum(c for _, c in changes) > 2 * len(resets), changes
+    else:                                    # the custom interval, not Gavel's 1,920 s
+        assert min(np.diff(resets)) < lp_policy.GAVEL_MIN_RESET_S, resets
 
 
 def test_equal_priorities_and_deficits_go_by_share(simulate):
