@@ -40,6 +40,12 @@ from hsched_env.policy import Assignment, SchedulerView
 from hsched_env.table_memo import TableMemo
 from lp_baseline.rounding import SHARE_QUANTUM, TINY
 
+#: Gavel's ``minimum_time_between_allocation_resets`` (seconds): its simulator recomputes the
+#: allocation only when the job set changed and at least this long after the last reset
+#: (``LPPolicy(min_resolve_interval_s=)``, the ``gavel-resets`` policy; ``gavel-fifo``), and
+#: its scheduler resets the priorities' history at most this often (``gavel``).
+GAVEL_MIN_RESET_S = 1920.0
+
 
 class QueueMemo:
     """What ``queue_assignment`` keeps across calls: each job's shares per allocation entry

@@ -87,7 +87,7 @@ from lp_baseline.registry import MAX_POP_PARTS
 from lp_baseline.problem import (DEFAULT_FLOOR, FLOOR_OBJECTIVES, OBJECTIVE_FIELDS, OBJECTIVES,
                                  SIA_OBJECTIVES, AllocationProblem, check_feasible,
                                  evaluate_objective, problem_fingerprint)
-from lp_baseline.gavel_queues import QueueMemo, fastest_first, queue_assignment
+from lp_baseline.gavel_queues import GAVEL_MIN_RESET_S, QueueMemo, fastest_first, queue_assignment
 from lp_baseline.rounding import (TINY, RoundingMemo, integral_assignment, other_candidates,
                                   round_allocation)
 from lp_baseline.solver import COLGEN_MIN_COLUMNS, METHOD_OPTIONS, solve_allocation
@@ -101,10 +101,6 @@ LP_METHODS = METHOD_OPTIONS
 #: Entries of ``LPPolicy._others``' memo (job tables × eligible row sets, and those × the
 #: rows excluded) before it starts over.
 OTHERS_MEMO_SIZE = 4096
-#: Gavel's ``minimum_time_between_allocation_resets`` (seconds): its simulator recomputes the
-#: allocation only when the job set changed and at least this long after the last reset
-#: (``LPPolicy(min_resolve_interval_s=)``, the ``gavel-resets`` policy).
-GAVEL_MIN_RESET_S = 1920.0
 #: Tolerance of the check that a solver's ``x`` satisfies the LP's constraints.
 FEASIBILITY_TOL = 1e-6
 #: The co-optimizer's default objective (``heterosched-lp``; see docs/lp.md for why).

@@ -35,7 +35,7 @@ POLICY_NAMES = ("heterosched-lp", "heterosched-ilp", "lp-on-change", "topk", "to
                 "gavel", "gavel-resets", "gavel-sticky", "sia",
                 "agnostic-lp", "pop-2", "pop-4", "pop-8", "pop-4-serial", "heterosched-lp-las",
                 "heterosched-lp-v0", "heterosched-lp-v1", "fifo",
-                "fifo-fastest", "srf", "greedy", "random")
+                "fifo-fastest", "gavel-fifo", "srf", "greedy", "random")
 #: The most parts ``pop-K`` takes (each part gets 1/K of every GPU type, rounded down): far
 #: above the few to tens of parts POP is run with, and bounded because an unbounded K made
 #: ``pop-99999999999999999999`` an ``OverflowError`` traceback and a K of millions ran on.

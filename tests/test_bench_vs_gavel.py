@@ -45,6 +45,10 @@ def test_commands_match_the_issue():
     assert warm[warm.index("--policy") + 1] == "gavel-resets" and warm[-1] == "--lp-warm-start"
     assert bvg.DEFAULT_POLICIES == ("lp", "lp-resets", "fifo")
     assert bvg.parse_policies("lp,lp-warm") == ["lp", "lp-warm"]
+    # FIFO on Gavel's reset rule: our gavel-fifo against the same fifo_perf run
+    fifo = bvg.our_command("fifo-resets", cfg)
+    assert fifo[fifo.index("--policy") + 1] == "gavel-fifo"
+    assert bvg.POLICIES["fifo-resets"][0] == bvg.POLICIES["fifo"][0] == "fifo_perf"
 
 
 def test_summary_ratios():

@@ -256,7 +256,7 @@ def test_ftf_denominator_stretches_each_job_by_its_own_request(simulate, tmp_pat
     assert stretch == pytest.approx(want) and sorted(stretch) == pytest.approx([1, 1.5, 1.5])
 
 
-@pytest.mark.parametrize("name", ["fifo", "fifo-fastest"])
+@pytest.mark.parametrize("name", ["fifo", "fifo-fastest", "gavel-fifo"])
 def test_fifo_lets_no_job_jump_ahead(simulate, tmp_path, name):
     """Strict FIFO, as Gavel's: jobs of 4, 2, 4 and 1 GPUs arrive in that order on ``tiny-8``
     (4 V100, 4 T4). The third fits no type while the first two run, so the 1-GPU job behind
@@ -305,7 +305,7 @@ def test_srf_returns_a_displaced_job_to_the_fastest_type(simulate, tmp_path):
     assert v100["srf-sticky"] <= 4 * 600 < v100["srf"], v100
 
 
-@pytest.mark.parametrize("name", ["fifo", "fifo-fastest"])
+@pytest.mark.parametrize("name", ["fifo", "fifo-fastest", "gavel-fifo"])
 def test_fifo_does_not_wait_for_a_job_no_type_can_hold(simulate, tmp_path, name):
     """A job asking for more GPUs than any one type of ``tiny-8`` has (8; 4 V100, 4 T4) has no
     requested configuration here and can never run: strict FIFO goes past it (waiting for it
