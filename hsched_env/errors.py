@@ -6,6 +6,7 @@ cluster file, trace or argument without reading a traceback.
 
 from __future__ import annotations
 
+import difflib
 import numbers
 import re
 
@@ -159,8 +160,13 @@ class UnknownNameError(ConfigError, KeyError):
 
     def __init__(self, kind: str, name: str, valid: list[str], **where) -> None:
         self.kind, self.name, self.valid = kind, name, sorted(valid)
-        super().__init__(f"unknown {kind} {shorten(name)!r}; valid: {', '.join(self.valid)}",
-                         **where)
+        # the nearest valid name, if one is near (a general form such as "pop-K (2 <= K ...)"
+        # is not a name to suggest)
+        near = difflib.get_close_matches(str(name), [v for v in self.valid if " " not in v],
+                                         n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        super().__init__(f"unknown {kind} {shorten(name)!r}{hint}; valid: "
+                         f"{', '.join(self.valid)}", **where)
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return Exception.__str__(self)

@@ -313,6 +313,10 @@ def make_policy(name: str, *, objective: str | None = None, backend: str = "high
                               f"capacity into at most {MAX_POP_PARTS:,} parts (pop-2 to "
                               f"pop-{MAX_POP_PARTS}; each part gets 1/K of every GPU "
                               f"type, rounded down), not {k:,}")
+        if k == 1:
+            raise ConfigError(f"policy {name!r}: POP splits the jobs into 2 to "
+                              f"{MAX_POP_PARTS:,} parts (pop-2 to pop-{MAX_POP_PARTS}); one "
+                              f"part is the whole LP, heterosched-lp")
         if k >= 2:
             workers = dict(pop_workers=1 if serial else None)
             return LPPolicy(name, pop=k, **dict(workers, **common))

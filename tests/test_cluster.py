@@ -503,7 +503,8 @@ def test_get_cluster_of_a_path_named_like_a_preset_says_a_path_is_a_file(tmp_pat
     assert exc.value.field == "cluster" and "no cluster file 'Tiny-8' (no such file;" in msg
     assert "a path is read as a cluster file" in msg and "get_cluster('tiny-8')" in msg
     assert get_cluster("Tiny-8").name == "tiny-8"                  # the string is the preset
-    with pytest.raises(ConfigError, match="unknown cluster 'tiny-9'; valid:"):
+    with pytest.raises(ConfigError,
+                       match=r"unknown cluster 'tiny-9' \(did you mean 'tiny-8'\?\); valid:"):
         get_cluster(Path("tiny-9"))
 
 

@@ -77,9 +77,29 @@ def test_pop_k_is_written_plainly():
     from hsched_env.errors import UnknownNameError
     from lp_baseline.registry import make_policy
     assert make_policy("pop-4").pop == 4 and make_policy("pop-12-serial").pop == 12
-    for name in ("pop-1_0", "pop-٤", "pop-+4", "pop- 4", "pop-04", "pop-1"):
+    for name in ("pop-1_0", "pop-٤", "pop-+4", "pop- 4", "pop-04"):
         with pytest.raises(UnknownNameError):
             make_policy(name)
+    for name in ("pop-1", "pop-1-serial"):          # a plain K, but one part is the whole LP
+        with pytest.raises(ConfigError, match=rf"'{name}': POP splits the jobs into 2 to 1,024"):
+            make_policy(name)
+
+
+def test_an_unknown_name_suggests_the_nearest():
+    from hsched_env.errors import UnknownNameError
+    from lp_baseline.registry import make_policy
+    with pytest.raises(UnknownNameError,
+                       match=r"unknown policy 'gavl' \(did you mean 'gavel'\?\)"):
+        make_policy("gavl")
+    with pytest.raises(UnknownNameError,
+                       match=r"'gavle-fifo' \(did you mean 'gavel-fifo'\?\)"):
+        make_policy("gavle-fifo")
+    with pytest.raises(UnknownNameError,
+                       match=r"unknown cluster 'sia64' \(did you mean 'sia-64'"):
+        get_cluster("sia64")
+    with pytest.raises(UnknownNameError) as far:            # nothing near: no suggestion
+        make_policy("zzzzzz")
+    assert "did you mean" not in str(far.value) and "valid: " in str(far.value)
 
 
 def test_pop_k_is_bounded(capsys):
