@@ -334,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
         "slots, step limit) unless --cluster/--workload/--slots/--episode-hours override it. "
         "Values come from TrainConfig's defaults, then the id's entry of the hyper-parameter "
         "file (--hyperparams; default agents/hyperparams/<algo>.yml, or <algo>_mlp.yml with "
-        "--policy mlp), then the flags. Progress: a bar on a terminal, else a line on stderr "
+        "--policy mlp, the algorithm's dash an underscore there: maskable_ppo.yml), then the "
+        "flags. Progress: a bar on a terminal, else a line on stderr "
         "every 15 s."))
     tr.add_argument("--env", default="hsched/Rank-v0", help="a registered id: hsched/Rank-v0 "
                     "(default), hsched/Schedule-v0, or their -Tiny-v0, -Small-v0, -Medium-v0, "
@@ -350,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "hyper-parameters (n_timesteps, policy, n_envs, learning_rate, "
                          "n_steps, batch_size, n_epochs, gamma, gae_lambda, ent_coef, "
                          "clip_range, target_kl, policy_kwargs, ...); default the shipped "
-                         "agents/hyperparams/<algo>[_mlp].yml")
+                         "agents/hyperparams/<algo>[_mlp].yml (ppo.yml, maskable_ppo.yml)")
     tr.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override one hyper-parameter (any key of --hyperparams' entries; "
                          "repeatable), e.g. --set gae_lambda=0.9")
