@@ -830,8 +830,9 @@ class LPPolicy:
         if self.rounding == "gavel":
             return not same
         self._stale_history = self._stale_history or not same
-        return self._stale_history and (self._last_reset_t is None
-                                        or view.time_s - self._last_reset_t >= self._reset_interval_s)
+        last = self._last_reset_t
+        return self._stale_history and (last is None
+                                        or view.time_s - last >= self._reset_interval_s)
 
     def _lp_inputs(self, view: SchedulerView, norms: np.ndarray, allowed) -> tuple | None:
         """What this decision's LP is a function of when its objective reads no per-round
