@@ -10,7 +10,8 @@ current candidate first, so it is not restarted needlessly:
 * ``fifo-fastest`` — FIFO, trying the type on which the job's requested configuration is fastest
   first (Gavel's ``fifo_perf``'s choice of type; decided every round, a running job kept on
   its type).
-  Both are strict FIFO, as Gavel's: the first job in arrival order whose request fits no GPU
+
+  ``fifo`` and ``fifo-fastest`` are strict FIFO, as Gavel's: the first job in arrival order whose request fits no GPU
   type's free GPUs stops the pass, so no later job jumps ahead of it (``blocking``) — unless
   no type could hold it even empty (a request larger than every type: it can never run, and
   would block the queue for good). (Until session 44 later jobs were admitted past a waiting
@@ -21,10 +22,9 @@ current candidate first, so it is not restarted needlessly:
   waits, while later jobs that fit in what the count left are placed: under fragmentation a
   later job can start before it (a session-44 review; left as it is).
 * ``gavel-fifo`` — Gavel's ``fifo_perf`` as Gavel's simulator runs it
-  (``lp_baseline.gavel_fifo``; not one of the greedy passes here): the same strict FIFO pass,
-  made afresh (a running job may move to a faster type) and only on Gavel's reset rule (a job
-  set changed, 1,920 s since the last allocation); in between, arrivals wait and freed GPUs
-  idle.
+  (``lp_baseline.gavel_fifo``; not one of the greedy passes here): Gavel's FIFO pass, made
+  afresh (a running job may move to a faster type) and only on Gavel's reset rule (the job set
+  changed, 1,920 s since the last allocation); in between, arrivals wait and freed GPUs idle.
 * ``srf`` — shortest remaining first (remaining time as submitted), fastest type first, chosen
   afresh every round (a running job has no claim on its current type).
 * ``greedy`` — arrival order, each job takes its fastest candidate (any resource set and

@@ -5,31 +5,46 @@ running job on its GPU type. Gavel's ``fifo_perf`` is another schedule (the rule
 from Gavel's ``policies/fifo.py`` and ``scheduler.py``; the code is ours):
 
 * **The allocation, afresh**: in arrival order, each job goes to the GPU type on which its
-  requested configuration is fastest among the types with at least its GPU count still free
-  (ties: the first by type name, as Gavel sorts its worker types); the first job that fits on
-  no type stops the pass (strict FIFO: no later job jumps ahead of it); a job whose fastest
-  such type has no throughput is passed over. Nothing of the previous allocation is kept
-  (``FIFOPolicy(mode="perf")`` resets it): a job may move to a faster type.
+  requested configuration is fastest among the types with at least that configuration's GPUs
+  still free (ties: the first by type name, as Gavel sorts its worker types); the first job
+  for which no type has that many GPUs free stops the pass (strict FIFO: no later job jumps
+  ahead of it). A job whose fastest such type has no configuration for it (no throughput) is
+  passed over, as in Gavel, and later jobs may then go ahead of it. Nothing of the previous
+  allocation is kept (``FIFOPolicy(mode="perf")`` resets it): a job may move to a faster type.
 * **Recomputed on Gavel's reset rule**: only when the job set changed since the last
   allocation (an arrival or a completion) and at least ``GAVEL_MIN_RESET_S`` (1,920 s) after
-  it (the first decision allocates at once). In between, the allocated jobs keep their types,
-  a job that arrived waits for the next allocation, and the GPUs of a job that finished idle
-  until then.
+  it. The first decision allocates at once; as in Gavel, whose "no reset yet" test is a last
+  reset time of 0, an allocation made at time 0 does not start the interval (the next change
+  re-allocates at once). In between, the allocated jobs keep their types, a job that arrived
+  waits for the next allocation, and the GPUs of a job that finished idle until then.
 * **Each round** every allocated job runs on its type: its FIFO priority is positive there
   and the allocation fits the GPUs per type, and Gavel's scheduler skips FIFO jobs with
   priority 0, so no other job runs.
 
-Where this differs from Gavel's simulator: the simulator places the allocated jobs on its
-nodes (Gavel's has none), each with its other requested configurations as fallbacks where node
-fragmentation blocks the allocated one (as for Gavel's other policies here, ``gavel_queues``);
-and a job no type could hold even empty (a request larger than every type's GPUs) is passed
-over instead of blocking the queue for good (``fifo`` and ``fifo-fastest`` do the same).
+Where this differs from Gavel's simulator:
+
+* the simulator places the allocated jobs on its nodes (Gavel's has none), each with its other
+  requested configurations as fallbacks where node fragmentation blocks the allocated one (as
+  for Gavel's other policies here, ``gavel_queues``): a fallback may take GPUs that a finished
+  job left idle or that a later job was allocated, and that job may then wait;
+* a job no type could hold even empty (a configuration larger than every type's GPUs) is
+  passed over instead of blocking the queue for good (``fifo`` and ``fifo-fastest`` do the
+  same);
+* a job's configuration on a type is the simulator's requested row there, whose GPU count can
+  exceed the request where the model does not fit at it; the pass counts that row's GPUs;
+* time moves in rounds: where Gavel's clock jumps to the next arrival while nothing runs, and
+  forces a re-allocation once every job of a trace has arrived and none runs, this one waits
+  for the first round the reset rule allows. (With rounds shorter than 1.92 s that wait is
+  longer than the simulator's 1,000-round stall window, which then ends the run.)
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from hsched_env.errors import ConfigError
 from hsched_env.policy import Assignment, SchedulerView
 from lp_baseline.gavel_queues import GAVEL_MIN_RESET_S, row_types
 
@@ -40,6 +55,11 @@ class GavelFifo:
     name = "gavel-fifo"
 
     def __init__(self, min_reset_s: float = GAVEL_MIN_RESET_S) -> None:
+        if not (isinstance(min_reset_s, (int, float)) and not isinstance(min_reset_s, bool)
+                and math.isfinite(min_reset_s) and min_reset_s >= 0):
+            raise ConfigError(f"the least time between two allocations must be a finite "
+                              f"number of seconds >= 0, got {min_reset_s!r}",
+                              field="min_reset_s")
         self.min_reset_s = float(min_reset_s)
         self.last_stats = None
         self.reset(None, 0)
@@ -47,7 +67,7 @@ class GavelFifo:
     def reset(self, cluster, seed) -> None:
         self._rows: dict[int, list[int]] = {}   # job id -> [allocated row, fallbacks...]
         self._allocated_jobs: frozenset[int] = frozenset()   # the job set allocated over
-        self._last_reset_s: float | None = None
+        self._last_reset_s = 0.0                # as Gavel's: 0 reads "no reset yet"
         self.allocations = 0                    # how many times the allocation was made
 
     @property
@@ -58,7 +78,7 @@ class GavelFifo:
     def decide(self, view: SchedulerView) -> Assignment:
         active = frozenset(view.job_ids.tolist())
         if active != self._allocated_jobs and (
-                self._last_reset_s is None
+                self._last_reset_s == 0.0
                 or view.time_s - self._last_reset_s >= self.min_reset_s):
             self._rows = fifo_perf_allocation(view)
             self._allocated_jobs = active
@@ -67,15 +87,16 @@ class GavelFifo:
         return {j: list(rows) for j, rows in self._rows.items() if j in active}
 
 
-def _options(table) -> tuple[dict[int, int], dict[int, float]]:
-    """A job's requested configurations by GPU type: ``({type: row}, {type: samples/s})``
-    (one row per type; a row over several types is none of Gavel's configurations)."""
+def _options(table) -> dict[int, tuple[int, int, float]]:
+    """A job's requested configurations by GPU type: ``{type: (row, GPUs, samples/s)}`` (one
+    row per type; a row over several types is none of Gavel's configurations)."""
     rows = np.flatnonzero(table.requested)
     kinds = row_types(table)[rows]
     keep = kinds >= 0
-    rows, kinds = rows[keep].tolist(), kinds[keep].tolist()
-    return (dict(zip(kinds, rows)),
-            dict(zip(kinds, table.samples_per_s[rows].astype(float).tolist())))
+    rows, kinds = rows[keep], kinds[keep]
+    return {t: (r, n, float(v)) for t, r, n, v in zip(
+        kinds.tolist(), rows.tolist(), table.gpus[rows, kinds].tolist(),
+        table.samples_per_s[rows].tolist())}
 
 
 def fifo_perf_allocation(view: SchedulerView) -> dict[int, list[int]]:
@@ -88,19 +109,22 @@ def fifo_perf_allocation(view: SchedulerView) -> dict[int, list[int]]:
     by_name = sorted(range(len(names)), key=lambda t: names[t])
     out: dict[int, list[int]] = {}
     for k, j in enumerate(view.job_ids.tolist()):
-        table = view.candidates[k]
-        row_of, speed = _options(table)
-        n = int(view.requested_gpus[k])
-        fits = [t for t in by_name if free[t] > 0 and free[t] >= n]
+        options = _options(view.candidates[k])
+        # Gavel's scale factor on each type: the GPUs of the job's configuration there, its
+        # request where it has none (there its throughput is 0)
+        need = {t: options[t][1] if t in options else int(view.requested_gpus[k])
+                for t in by_name}
+        fits = [t for t in by_name if 0 < need[t] <= free[t]]
         if not fits:
-            if any(capacity[t] >= n and speed.get(t, 0.0) > 0 for t in row_of):
+            if any(n <= capacity[t] and v > 0 for t, (_, n, v) in options.items()):
                 break                       # strict FIFO: it waits, and so do the later jobs
             continue                        # no type could ever hold it: it never runs
-        best = max(fits, key=lambda t: (speed.get(t, 0.0), -fits.index(t)))
-        if speed.get(best, 0.0) <= 0:
-            continue
-        free[best] -= n
-        others = sorted((t for t in row_of if t != best and speed[t] > 0),
-                        key=lambda t: (-speed[t], by_name.index(t)))
-        out[j] = [row_of[best]] + [row_of[t] for t in others]
+        speed = {t: options[t][2] if t in options else 0.0 for t in fits}
+        best = max(fits, key=lambda t: (speed[t], -fits.index(t)))
+        if speed[best] <= 0:
+            continue                        # as Gavel: no throughput there, passed over
+        free[best] -= need[best]
+        others = sorted((t for t in options if t != best and options[t][2] > 0),
+                        key=lambda t: (-options[t][2], by_name.index(t)))
+        out[j] = [options[best][0]] + [options[t][0] for t in others]
     return out

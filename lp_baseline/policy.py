@@ -277,8 +277,9 @@ class LPPolicy:
             their allocation and a new job runs only on GPUs the fill pass finds free. Gavel
             recomputes its allocation this way (``minimum_time_between_allocation_resets``,
             1,920 s: ``GAVEL_MIN_RESET_S``, the ``gavel-resets`` policy). 0 (default): at the
-            next decision. A first decision, a fallback or a change of ``allowed`` re-solves
-            at once.
+            next decision (under ``"gavel-queues"`` the history then resets every
+            ``GAVEL_MIN_RESET_S``, as ``gavel``'s). A first decision, a fallback or a change
+            of ``allowed`` re-solves at once.
         pop: Number of POP partitions (1 = the whole problem).
         pop_workers: How many POP parts are solved at the same time (1: one after the other;
             ``None``: ``min(pop, CPUs this process may use)``). The allocation does not depend
