@@ -745,9 +745,11 @@ class LPPolicy:
         key = None if solve_rows is None else tuple(np.asarray(a, dtype=np.int64).tobytes()
                                                     for a in solve_rows)
         jobs_changed = bool(view.arrived or view.completed) or set(self._x) != active
-        if jobs_changed and self.min_resolve_interval_s > 0 and self._last_reset_t is not None:
+        if jobs_changed and self.min_resolve_interval_s > 0 and self._last_reset_t:
             # Gavel's reset rule: the change waits until the interval has passed (it stays
-            # visible: the allocation's job set differs from the active one until a solve)
+            # visible: the allocation's job set differs from the active one until a solve);
+            # as in Gavel, whose "no reset yet" is a last reset at time 0, a reset at time 0
+            # does not start the interval
             jobs_changed = view.time_s - self._last_reset_t >= self.min_resolve_interval_s
         changed = jobs_changed or not self._x or key != self._allowed_key or self._retry
         self._allowed_key = key
@@ -825,14 +827,16 @@ class LPPolicy:
         Resetting at every new allocation would rank jobs by their shares alone in a
         cluster whose job set changes every round. Gavel has one interval for both its
         recomputes and its resets (``minimum_time_between_allocation_resets``), so a
-        ``min_resolve_interval_s`` set here is this interval too (else ``GAVEL_MIN_RESET_S``)."""
+        ``min_resolve_interval_s`` set here is this interval too (else ``GAVEL_MIN_RESET_S``).
+        As in Gavel, whose "no reset yet" test is a last reset time of 0, a reset at time 0
+        does not start the interval."""
         if self.rounding not in SLICING_ROUNDINGS:
             return True
         if self.rounding == "gavel":
             return not same
         self._stale_history = self._stale_history or not same
         last = self._last_reset_t
-        return self._stale_history and (last is None
+        return self._stale_history and (not last     # none yet, or at time 0 (Gavel's)
                                         or view.time_s - last >= self._reset_interval_s)
 
     def _lp_inputs(self, view: SchedulerView, norms: np.ndarray, allowed) -> tuple | None:

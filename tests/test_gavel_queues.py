@@ -129,7 +129,9 @@ def test_history_resets_on_gavels_schedule(simulate, interval):
     where the job set changes every round: a 2-GPU job of the Philly window
     2017-10-14T02:00 waited 26 rounds; resetting only at a new allocation past the interval
     deferred some resets by up to 5 rounds.) Gavel's one interval for its recomputes and its
-    resets: a custom ``min_resolve_interval_s`` is the reset interval too."""
+    resets: a custom ``min_resolve_interval_s`` is the reset interval too. As in Gavel, whose
+    "no reset yet" is a last reset at time 0, the first reset (at 0 here) does not start the
+    interval."""
     policy = (make_policy("gavel") if interval is None else
               LPPolicy("custom", objective="max-min", candidates="requested",
                        normalizer="requested", size_cap=False, scale_factors=True,
@@ -154,13 +156,14 @@ def test_history_resets_on_gavels_schedule(simulate, interval):
 
     simulate(Watch(), CONTENDED, "gavel-108", max_time_s=60 * 360.0, throughputs="gavel",
              round_s=360.0)
-    want, last, stale = [], None, False
-    for t, changed in changes:                      # Gavel's rule, plainly
+    want, last, stale = [], 0.0, False
+    for t, changed in changes:                      # Gavel's rule, plainly (0: none yet)
         stale = stale or changed
-        if stale and (last is None or t - last >= interval):
+        if stale and (last == 0 or t - last >= interval):
             want.append(t)
             last, stale = t, False
     assert resets == want and len(resets) >= 5, (resets, want)
+    assert resets[0] == 0.0 and resets[1] < interval            # Gavel's time-0 reset
     if policy.resolve == "every-round":      # new allocations between the resets
         assert sum(c for _, c in changes) > 2 * len(resets), changes
     else:                                    # the custom interval, not Gavel's 1,920 s
