@@ -154,5 +154,5 @@ def test_ray_parts_give_the_serial_answers():
 def test_pop_k_serial_by_name():
     serial = make_policy("pop-4-serial")
     assert (serial.pop, serial.pop_workers) == (4, 1)
-    with pytest.raises(UnknownNameError):
-        make_policy("pop-1-serial")
+    with pytest.raises(ConfigError, match="one part is the whole LP"):
+        make_policy("pop-1-serial")                     # (an unknown name until session 63)
