@@ -251,17 +251,32 @@ def _reads(name: str, option: str) -> bool:
     return not _is_entry_point(name) and option in policy_options(name)
 
 
+def _policy_keywords(name, args) -> dict:
+    """The ``make_policy`` keywords the command line gives policy ``name``: the LP flags it
+    reads (``_lp_options``, ``--objective``, the backend, ``--topk``, ``--lp-time-limit-s``;
+    ``policy_options``)."""
+    flags = {"objective": args.objective, "backend": _lp_backend(args), "topk": args.topk,
+             "time_limit_s": args.lp_time_limit_s}
+    return {**options_read_by(name, flags), **_lp_options(args, name)}
+
+
 def _make_policy(name, args):
-    """Policy ``name`` with the LP flags of the command line it reads (``_lp_options``,
-    ``--objective``, the backend, ``--topk``, ``--lp-time-limit-s``; ``policy_options``); a
-    ``module:callable`` entry point: the user's own policy (``load_simulator_policy``)."""
+    """Policy ``name`` with the LP flags of the command line it reads (``_policy_keywords``);
+    a ``module:callable`` entry point: the user's own policy (``load_simulator_policy``)."""
     if _is_entry_point(name):
         from agents.policy_entries import load_simulator_policy
         simulate = getattr(args, "command", None) == "simulate"
         return load_simulator_policy(name, field="--policy" if simulate else "--policies")
-    flags = {"objective": args.objective, "backend": _lp_backend(args), "topk": args.topk,
-             "time_limit_s": args.lp_time_limit_s}
-    return make_policy(name, **options_read_by(name, flags), **_lp_options(args, name))
+    return make_policy(name, **_policy_keywords(name, args))
+
+
+def _recorded_options(name, args) -> dict:
+    """What a result records of the options policy ``name`` ran with: the keywords the
+    command line gave it, those left at ``None`` (the policy's default) out; ``{}`` for a
+    user's own policy (it reads none of them)."""
+    if not name or _is_entry_point(name):
+        return {}
+    return {k: v for k, v in _policy_keywords(name, args).items() if v is not None}
 
 
 def _run_policy(name, cluster, workload, config, args, policy=None):
@@ -470,16 +485,18 @@ def _workload_header(workload, args, cluster, config) -> str:
 
 
 def _with_scenario(metrics: dict, workload, args, config) -> dict:
-    """``metrics`` with the workload's skipped-row count and notes and the ``scenario`` they
+    """``metrics`` with the workload's skipped-row count and notes, the ``scenario`` they
     were measured on (the JSON output: a saved ``metrics.json`` said nothing of its cluster,
-    workload or round length)."""
+    workload or round length) and the ``policy_options`` the policy was made with (until
+    session 63 a run with ``--objective`` or ``--round-restart`` read like a default one)."""
     scenario = {"cluster": args.cluster, "workload": args.workload,
                 "jobs": len(workload.jobs), "round_s": config.round_s,
                 "restart_s": config.restart_s, "max_time_s": config.max_time_s,
                 "throughputs": config.throughputs, "job_candidates": args.max_candidates,
                 "seed": config.seed}
     return {**metrics, "workload_skipped": workload.skipped,
-            "workload_notes": list(workload.notes), "scenario": scenario}
+            "workload_notes": list(workload.notes), "scenario": scenario,
+            "policy_options": _recorded_options(metrics.get("policy", ""), args)}
 
 
 def _check_sweep_args(args) -> None:

@@ -1256,3 +1256,27 @@ def test_the_command_line_loads_the_lp_modules_only_when_asked():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_json_results_record_the_scenario_and_the_policy_options(capsys):
+    """A saved result says what it was measured on and with which options: a run with
+    ``--objective`` and ``--round-restart`` is told apart from a default one (until session
+    63 both read plain ``heterosched-lp``), and each policy of a comparison records only
+    the options it read."""
+    spec = "gavel:rate=4,jobs=6,seed=0,duration_scale=0.05"
+    code, out, _ = run(capsys, "simulate", "--cluster", "tiny-8", "--workload", spec,
+                       "--objective", "sia-las", "--round-restart", "--round-s", "600",
+                       "--json", "--no-progress")
+    data = json.loads(out)
+    assert code == 0 and data["policy"] == "heterosched-lp"
+    assert data["policy_options"] == {"objective": "sia-las", "backend": "highs",
+                                      "round_restart": True}
+    assert data["scenario"]["cluster"] == "tiny-8" and data["scenario"]["workload"] == spec
+    assert data["scenario"]["round_s"] == 600
+    code, out, _ = run(capsys, "compare", "--cluster", "tiny-8", "--workload", spec,
+                       "--policies", "heterosched-lp,topk,fifo", "--ftf-guard", "off",
+                       "--json", "--no-progress")
+    options = {m["policy"]: m["policy_options"] for m in json.loads(out)}
+    assert code == 0 and options == {
+        "heterosched-lp": {"backend": "highs", "ftf_guard": "off"},
+        "topk": {"backend": "highs", "topk": 4, "ftf_guard": "off"}, "fifo": {}}
