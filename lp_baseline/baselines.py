@@ -11,16 +11,17 @@ current candidate first, so it is not restarted needlessly:
   first (Gavel's ``fifo_perf``'s choice of type; decided every round, a running job kept on
   its type).
 
-  ``fifo`` and ``fifo-fastest`` are strict FIFO, as Gavel's: the first job in arrival order whose request fits no GPU
-  type's free GPUs stops the pass, so no later job jumps ahead of it (``blocking``) — unless
-  no type could hold it even empty (a request larger than every type: it can never run, and
-  would block the queue for good). (Until session 44 later jobs were admitted past a waiting
-  one, a backfill Gavel's FIFO does not do; with single-GPU jobs without a GPU-type constraint
-  the two are the same: a job that fits nowhere leaves no GPU free.) The pass counts GPUs per
-  type, as Gavel's does; Gavel has no nodes to fragment. Here a job that fits by count but on
-  no node (its part of a node in none with room) is still listed, fails its placement and
-  waits, while later jobs that fit in what the count left are placed: under fragmentation a
-  later job can start before it (a session-44 review; left as it is).
+  ``fifo`` and ``fifo-fastest`` are strict FIFO, as Gavel's: the first job in arrival order
+  whose request fits no GPU type's free GPUs stops the pass, so no later job jumps ahead of it
+  (``blocking``) — unless no type could hold it even empty (a request larger than every type:
+  it can never run, and would block the queue for good). (Until session 44 later jobs were
+  admitted past a waiting one, a backfill Gavel's FIFO does not do; with single-GPU jobs
+  without a GPU-type constraint the two are the same: a job that fits nowhere leaves no GPU
+  free.) The pass counts GPUs per type, as Gavel's does; Gavel has no nodes to fragment. Here
+  a job that fits by count but on no node (its part of a node in none with room) is still
+  listed, fails its placement and waits, while later jobs that fit in what the count left are
+  placed: under fragmentation a later job can start before it (a session-44 review; left as
+  it is).
 * ``gavel-fifo`` — Gavel's ``fifo_perf`` as Gavel's simulator runs it
   (``lp_baseline.gavel_fifo``; not one of the greedy passes here): Gavel's FIFO pass, made
   afresh (a running job may move to a faster type) and only on Gavel's reset rule (the job set

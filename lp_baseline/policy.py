@@ -274,7 +274,8 @@ class LPPolicy:
             have passed since the last reset (a solve that made a new allocation; under
             ``rounding="gavel-queues"`` the first such solve once this long has passed since
             the previous reset: Gavel has one interval for both); until then the jobs keep
-            their allocation and a new job runs only on GPUs the fill pass finds free. Gavel
+            their allocation and a new job runs only on GPUs the fill pass finds free (under
+            ``"gavel-queues"``, as in Gavel, it does not run). Gavel
             recomputes its allocation this way (``minimum_time_between_allocation_resets``,
             1,920 s: ``GAVEL_MIN_RESET_S``, the ``gavel-resets`` policy). 0 (default): at the
             next decision (under ``"gavel-queues"`` the history then resets every
