@@ -672,6 +672,44 @@ def test_invalid_and_out_of_range_actions_are_noops():
         np.testing.assert_array_equal(env.action_masks(), mask)
 
 
+def test_an_invalid_action_says_why():
+    """``info["invalid_reason"]`` names each kind of invalid action (``""`` when valid): not
+    one integer, out of range, an empty slot, a slot of a job already placed, a candidate that
+    does not fit the free GPUs."""
+    env = make_select(max_candidates=32, invalid_action="noop")
+    env.reset(seed=0)
+    reasons = {}
+    for a in ("x", 3.5, -1, env.K + 1):
+        reasons[repr(a)] = env.step(a)[4]["invalid_reason"]
+    assert reasons["'x'"] == reasons["3.5"] == "not one integer"
+    assert reasons["-1"] == reasons[repr(env.K + 1)] == f"out of range: actions are 0..{env.K} " \
+                                                        f"({env.K} commits)"
+    seen = set()
+    for _ in range(200):                     # rounds until every slot-level reason has shown
+        sl, mask = env.slots, env.action_masks()
+        if sl is None:
+            break
+        if sl.k.size < env.K:
+            seen.add(env.step(env.K - 1)[4]["invalid_reason"])
+        valid = np.flatnonzero(mask[:sl.k.size])
+        if valid.size:
+            a = int(valid[0])
+            info = env.step(a)[4]
+            assert info["invalid_action"] is False and info["invalid_reason"] == ""
+            placed = np.flatnonzero(sl.job == sl.job[a])
+            seen.add(env.step(int(placed[0]))[4]["invalid_reason"])
+            blocked = np.flatnonzero(~env.action_masks()[:sl.k.size] & ~np.isin(
+                sl.job, list(env.simulator.run_view().placements)))
+            if blocked.size:
+                seen.add(env.step(int(blocked[0]))[4]["invalid_reason"])
+        if len(seen) == 3:
+            break
+        env.step(env.K)
+    assert seen == {"an empty slot (no candidate in it this round)",
+                    "its job is already placed this round",
+                    "its candidate does not fit the GPUs free now"}, seen
+
+
 def test_valid_slot_places_exactly_that_job():
     env = make_select(max_candidates=64)
     env.reset(seed=0)

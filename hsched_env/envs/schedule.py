@@ -48,7 +48,8 @@ class ScheduleEnv(HSchedEnvBase):
     job has not been placed this round and its GPUs fit on the free nodes (exactly: the mask
     evaluates the placement rule); commit is always valid. A masked (invalid) action is
     never an exception: it places nothing, is flagged ``info["invalid_action"] = True``
-    (``info["invalid_actions"]`` counts them in the episode) and does what
+    (``info["invalid_reason"]`` says why, ``""`` for a valid action; ``info["invalid_actions"]``
+    counts them in the episode) and does what
     ``invalid_action`` says (see Rewards and Episode End). ``hsched_env.wrappers`` puts the
     mask into the observation (``action_mask``) for RLlib and TorchRL.
 
@@ -339,10 +340,11 @@ class ScheduleEnv(HSchedEnvBase):
             return self._step_of_an_empty_episode()
         self._check_running()
         a = read_action(action)
-        if a is None:
+        unreadable = a is None
+        if unreadable:
             a = -1                                    # not one integer: an invalid action
         self._actions.append(a)
-        reward, invalid, committed = 0.0, False, False
+        reward, invalid, committed, why = 0.0, False, False, ""
         if a == self.K:
             committed = True
             self._sim.advance()
@@ -361,15 +363,27 @@ class ScheduleEnv(HSchedEnvBase):
             self._refresh_mask()
         else:
             invalid = True
+            why = "not one integer" if unreadable else self._invalid_reason(a)
             reward = self._invalid(a)
         if not invalid:
             self._invalid_streak = 0
         terminated, truncated = self._done_flags()
         info = self._info()
-        info.update(invalid_action=invalid, invalid_actions=self._invalid_total,
-                    committed=committed,
+        info.update(invalid_action=invalid, invalid_reason=why,
+                    invalid_actions=self._invalid_total, committed=committed,
                     placed=0 if self._slots is None else len(self._sim.run_view().placements))
         return self._observation(), float(reward), terminated, truncated, info
+
+    def _invalid_reason(self, action: int) -> str:
+        """Why ``action`` (an integer the mask refuses) is invalid, for ``info``."""
+        if not 0 <= action <= self.K:
+            return f"out of range: actions are 0..{self.K} ({self.K} commits)"
+        sl = self._slots
+        if sl is None or action >= sl.k.size:
+            return "an empty slot (no candidate in it this round)"
+        if self._job_placed[action]:
+            return "its job is already placed this round"
+        return "its candidate does not fit the GPUs free now"
 
     def _invalid(self, action: int) -> float:
         """Count an invalid action and apply ``invalid_action``; returns its reward."""
