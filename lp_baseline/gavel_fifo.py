@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from hsched_env.errors import ConfigError
+from hsched_env.errors import ConfigError, is_real_number
 from hsched_env.policy import Assignment, SchedulerView
 from lp_baseline.gavel_queues import GAVEL_MIN_RESET_S, row_types
 
@@ -55,8 +55,8 @@ class GavelFifo:
     name = "gavel-fifo"
 
     def __init__(self, min_reset_s: float = GAVEL_MIN_RESET_S) -> None:
-        if not (isinstance(min_reset_s, (int, float)) and not isinstance(min_reset_s, bool)
-                and math.isfinite(min_reset_s) and min_reset_s >= 0):
+        if not (is_real_number(min_reset_s) and math.isfinite(min_reset_s)
+                and min_reset_s >= 0):
             raise ConfigError(f"the least time between two allocations must be a finite "
                               f"number of seconds >= 0, got {min_reset_s!r}",
                               field="min_reset_s")
@@ -114,7 +114,7 @@ def fifo_perf_allocation(view: SchedulerView) -> dict[int, list[int]]:
         # request where it has none (there its throughput is 0)
         need = {t: options[t][1] if t in options else int(view.requested_gpus[k])
                 for t in by_name}
-        fits = [t for t in by_name if 0 < need[t] <= free[t]]
+        fits = [t for t in by_name if need[t] <= free[t]]      # (need >= 1 GPU)
         if not fits:
             if any(n <= capacity[t] and v > 0 for t, (_, n, v) in options.items()):
                 break                       # strict FIFO: it waits, and so do the later jobs
